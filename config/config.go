@@ -1,0 +1,101 @@
+package config
+
+import (
+	"time"
+
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Targets []Target          `yaml:"targets"`
+	Modules map[string]Module `yaml:"modules"`
+	Bench   Bench             `yaml:"bench"`
+	Probe   ProbeAPI          `yaml:"probe_api"`
+
+	// Checksum is the SHA-256 of the file Load read, so that a reload of an
+	// unchanged file can be skipped.
+	Checksum string `yaml:"-" json:"-"`
+}
+
+// Target is one endpoint to probe.
+type Target struct {
+	Name    string `yaml:"name"`
+	URL     string `yaml:"url"`     // base URL, e.g. http://vllm:8000
+	Backend string `yaml:"backend"` // a bench_serving --backend name, e.g. vllm-chat
+	// Model is sent as "model". Empty means auto-detect with GET /v1/models.
+	Model   string   `yaml:"model,omitempty"`
+	Modules []string `yaml:"modules"`
+
+	Interval model.Duration `yaml:"interval"`
+	Timeout  model.Duration `yaml:"timeout"`
+	// MaxInFlight caps concurrent probes per (target, module); a tick that
+	// finds the cap reached is skipped and counted.
+	MaxInFlight int `yaml:"max_in_flight"`
+
+	// Safety caps on what a server may send us.
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	MaxEventBytes    int   `yaml:"max_event_bytes"`
+
+	HTTPClientConfig promconfig.HTTPClientConfig `yaml:"http_client_config"`
+}
+
+// Module is a request shape.
+type Module struct {
+	// Dataset is a datasets name: fixed (default), random, sharegpt, custom, ...
+	Dataset     string `yaml:"dataset"`
+	DatasetPath string `yaml:"dataset_path,omitempty"`
+	// Prompt is the text of the fixed dataset.
+	Prompt     string  `yaml:"prompt,omitempty"`
+	InputLen   int     `yaml:"input_len"`
+	OutputLen  int     `yaml:"output_len"`
+	RangeRatio float64 `yaml:"range_ratio"`
+
+	Temperature *float64 `yaml:"temperature,omitempty"`
+	TopP        *float64 `yaml:"top_p,omitempty"`
+	IgnoreEOS   *bool    `yaml:"ignore_eos,omitempty"`
+	Stream      *bool    `yaml:"stream,omitempty"`
+	// IncludeUsage asks OpenAI servers for stream_options.include_usage.
+	IncludeUsage *bool `yaml:"include_usage,omitempty"`
+	// ApplyChatTemplate renders the prompt with the tokenizer's chat template
+	// before sending it to a completions endpoint.
+	ApplyChatTemplate bool `yaml:"apply_chat_template,omitempty"`
+	// Tokenizer is a path, an HF hub id, "server" (the target's /tokenize) or
+	// empty for the embedded default.
+	Tokenizer string            `yaml:"tokenizer,omitempty"`
+	LoRA      string            `yaml:"lora,omitempty"`
+	ExtraBody map[string]any    `yaml:"extra_body,omitempty"`
+	// Headers are extra request headers. Credentials belong in the target's
+	// http_client_config, where they are secrets; Validate refuses them here.
+	Headers map[string]string `yaml:"headers,omitempty"`
+	Seed      int64             `yaml:"seed"`
+}
+
+// Bench holds the limits that protect targets from HTTP-triggered load.
+type Bench struct {
+	Enabled           bool           `yaml:"enabled"`
+	MaxPrompts        int            `yaml:"max_prompts"`
+	MaxRequestRate    float64        `yaml:"max_request_rate"`
+	MaxConcurrency    int            `yaml:"max_concurrency"`
+	MaxDuration       model.Duration `yaml:"max_duration"`
+	MaxBodyBytes      int64          `yaml:"max_body_bytes"`
+	MaxConcurrentRuns int            `yaml:"max_concurrent_runs"`
+	ResultsDir        string         `yaml:"results_dir"`
+}
+
+// ProbeAPI governs /probe.
+type ProbeAPI struct {
+	// AllowAdhocTargets lets /probe take a URL instead of a configured
+	// target name. Off by default: otherwise /probe is an open proxy.
+	AllowAdhocTargets bool `yaml:"allow_adhoc_targets"`
+	// AdhocURLAllowlist holds regular expressions; an ad-hoc URL must match
+	// one (anchored) to be probed.
+	AdhocURLAllowlist []Regexp `yaml:"adhoc_url_allowlist,omitempty"`
+}
+
+// Durations used as defaults.
+const (
+	DefaultInterval = 30 * time.Second
+	DefaultTimeout  = 60 * time.Second
+)

@@ -1,0 +1,207 @@
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v2"
+)
+
+// Default values. They are applied before decoding, so a key that is absent
+// keeps its default and a key that is present always wins.
+var (
+	DefaultTarget = Target{
+		Interval:         model.Duration(15 * time.Second),
+		MaxInFlight:      1,
+		MaxResponseBytes: 64 << 20,
+		MaxEventBytes:    16 << 20,
+		// HTTP/1.1 by default: it is what bench_serving and most load
+		// generators speak, and h2 multiplexing changes what TTFT measures.
+		HTTPClientConfig: promconfig.HTTPClientConfig{FollowRedirects: true},
+	}
+	DefaultModule = Module{
+		Dataset:    "random",
+		InputLen:   128,
+		OutputLen:  64,
+		RangeRatio: 1.0, // exact lengths: probes should be comparable over time
+		Seed:       1,
+	}
+	DefaultBench = Bench{
+		Enabled:           true,
+		MaxPrompts:        10000,
+		MaxRequestRate:    100,
+		MaxConcurrency:    256,
+		MaxDuration:       model.Duration(30 * time.Minute),
+		MaxBodyBytes:      1 << 20,
+		MaxConcurrentRuns: 1,
+		ResultsDir:        "results",
+	}
+)
+
+// Datasets that a module may name. Bench runs accept more (see the bench
+// CLI); continuous probes need prompts that can be produced offline.
+var moduleDatasets = map[string]bool{
+	"fixed": true, "random": true, "random-ids": true, "sharegpt": true, "custom": true,
+	"generated-shared-prefix": true, "image": true, "mooncake": true,
+}
+
+// KnownBackends lists every backend name, as bench_serving's --backend
+// values plus the plain openai names. The prober's registry is tested against it.
+var KnownBackends = []string{
+	"sglang", "sglang-native", "sglang-oai", "sglang-oai-chat",
+	"vllm", "vllm-chat", "lmdeploy", "lmdeploy-chat",
+	"trt", "truss", "openai", "openai-chat",
+}
+
+// UnmarshalYAML applies DefaultTarget before decoding.
+func (t *Target) UnmarshalYAML(unmarshal func(any) error) error {
+	*t = DefaultTarget
+	type plain Target
+	return unmarshal((*plain)(t))
+}
+
+// UnmarshalYAML applies DefaultModule before decoding.
+func (m *Module) UnmarshalYAML(unmarshal func(any) error) error {
+	*m = DefaultModule
+	type plain Module
+	return unmarshal((*plain)(m))
+}
+
+// UnmarshalYAML applies DefaultBench before decoding.
+func (b *Bench) UnmarshalYAML(unmarshal func(any) error) error {
+	*b = DefaultBench
+	type plain Bench
+	return unmarshal((*plain)(b))
+}
+
+// Regexp is an anchored regular expression that round-trips through YAML.
+type Regexp struct {
+	*regexp.Regexp
+	original string
+}
+
+// NewRegexp compiles s, anchored at both ends.
+func NewRegexp(s string) (Regexp, error) {
+	re, err := regexp.Compile("^(?:" + s + ")$")
+	return Regexp{Regexp: re, original: s}, err
+}
+
+// UnmarshalYAML compiles the pattern.
+func (re *Regexp) UnmarshalYAML(unmarshal func(any) error) error {
+	var s string
+	if err := unmarshal(&s); err != nil {
+		return err
+	}
+	r, err := NewRegexp(s)
+	if err != nil {
+		return fmt.Errorf("invalid regular expression %q: %w", s, err)
+	}
+	*re = r
+	return nil
+}
+
+// MarshalYAML returns the pattern as written.
+func (re Regexp) MarshalYAML() (any, error) { return re.original, nil }
+
+// String returns the pattern as written.
+func (re Regexp) String() string { return re.original }
+
+// Load reads, decodes strictly, defaults and validates a config file. Errors
+// name the file; decode errors carry the line, validation errors the field path.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("config file %q: %w", path, err)
+	}
+	c.setDirectory(filepath.Dir(path))
+	return c, nil
+}
+
+// Parse decodes and validates a config held in memory. Relative file paths
+// in it are left as they are.
+func Parse(b []byte) (*Config, error) {
+	c := &Config{Bench: DefaultBench}
+	if err := yaml.UnmarshalStrict(b, c); err != nil {
+		return nil, decodeError(err)
+	}
+	sum := sha256.Sum256(b)
+	c.Checksum = hex.EncodeToString(sum[:])
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeError turns yaml's one-error-many-lines into a joined error, one
+// problem per line, so it reads like Validate's output.
+func decodeError(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		errs := make([]error, len(te.Errors))
+		for i, e := range te.Errors {
+			errs[i] = errors.New(e)
+		}
+		return errors.Join(errs...)
+	}
+	return err
+}
+
+func (c *Config) setDirectory(dir string) {
+	for i := range c.Targets {
+		c.Targets[i].HTTPClientConfig.SetDirectory(dir)
+	}
+	for name, m := range c.Modules {
+		if m.DatasetPath != "" && !filepath.IsAbs(m.DatasetPath) {
+			m.DatasetPath = filepath.Join(dir, m.DatasetPath)
+			c.Modules[name] = m
+		}
+	}
+	if c.Bench.ResultsDir != "" && !filepath.IsAbs(c.Bench.ResultsDir) {
+		c.Bench.ResultsDir = filepath.Join(dir, c.Bench.ResultsDir)
+	}
+}
+
+// Redacted renders the config as YAML with every secret shown as <secret>.
+func (c *Config) Redacted() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	if err := enc.Encode(c); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Target returns the target with the given name.
+func (c *Config) Target(name string) (Target, bool) {
+	for _, t := range c.Targets {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Target{}, false
+}
+
+// EffectiveTimeout is the per-request timeout: the configured one, or the
+// interval when none is set.
+func (t Target) EffectiveTimeout() time.Duration {
+	if t.Timeout > 0 {
+		return time.Duration(t.Timeout)
+	}
+	return time.Duration(t.Interval)
+}

@@ -1,0 +1,176 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Validate checks the whole config and returns every problem at once, each
+// prefixed with the path of the field it is about.
+func (c *Config) Validate() error {
+	var v validator
+	if len(c.Targets) == 0 {
+		v.add("targets", "at least one target is required")
+	}
+	seen := map[string]int{}
+	for i, t := range c.Targets {
+		p := fmt.Sprintf("targets[%d]", i)
+		if t.Name == "" {
+			v.add(p+".name", "must be set")
+		} else if j, dup := seen[t.Name]; dup {
+			v.add(p+".name", "duplicate target name %q (also targets[%d])", t.Name, j)
+		} else {
+			seen[t.Name] = i
+		}
+		t.validate(&v, p, c.Modules)
+	}
+	names := make([]string, 0, len(c.Modules))
+	for name := range c.Modules {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := fmt.Sprintf("modules[%q]", name)
+		if name == "" {
+			v.add(p, "module name must not be empty")
+		}
+		c.Modules[name].validate(&v, p)
+	}
+	c.Bench.validate(&v, "bench")
+	if c.Probe.AllowAdhocTargets && len(c.Probe.AdhocURLAllowlist) == 0 {
+		v.add("probe_api.adhoc_url_allowlist", "must list at least one pattern when allow_adhoc_targets is true")
+	}
+	return v.err()
+}
+
+func (t Target) validate(v *validator, p string, modules map[string]Module) {
+	switch u, err := url.Parse(t.URL); {
+	case t.URL == "":
+		v.add(p+".url", "must be set")
+	case err != nil:
+		v.add(p+".url", "invalid URL: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		v.add(p+".url", "scheme must be http or https, got %q", u.Scheme)
+	case u.Host == "":
+		v.add(p+".url", "must include a host")
+	case u.User != nil:
+		// Credentials in a URL would show in /config, logs and labels.
+		v.add(p+".url", "must not contain credentials; use http_client_config.basic_auth")
+	}
+	if t.Backend == "" {
+		v.add(p+".backend", "must be set (one of %s)", strings.Join(KnownBackends, ", "))
+	} else if !slices.Contains(KnownBackends, t.Backend) {
+		v.add(p+".backend", "unknown backend %q (one of %s)", t.Backend, strings.Join(KnownBackends, ", "))
+	}
+	if len(t.Modules) == 0 {
+		v.add(p+".modules", "at least one module is required")
+	}
+	for j, m := range t.Modules {
+		if _, ok := modules[m]; !ok {
+			v.add(fmt.Sprintf("%s.modules[%d]", p, j), "unknown module %q", m)
+		}
+	}
+	if t.Interval <= 0 {
+		v.add(p+".interval", "must be positive")
+	}
+	if t.Timeout < 0 {
+		v.add(p+".timeout", "must not be negative")
+	}
+	if t.MaxInFlight < 1 {
+		v.add(p+".max_in_flight", "must be at least 1")
+	}
+	if t.MaxResponseBytes < 1 {
+		v.add(p+".max_response_bytes", "must be positive")
+	}
+	if t.MaxEventBytes < 1 {
+		v.add(p+".max_event_bytes", "must be positive")
+	} else if int64(t.MaxEventBytes) > t.MaxResponseBytes && t.MaxResponseBytes > 0 {
+		v.add(p+".max_event_bytes", "must not exceed max_response_bytes")
+	}
+	if err := t.HTTPClientConfig.Validate(); err != nil {
+		v.add(p+".http_client_config", "%v", err)
+	}
+}
+
+var credentialHeaders = []string{"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"}
+
+func (m Module) validate(v *validator, p string) {
+	if !moduleDatasets[m.Dataset] {
+		known := make([]string, 0, len(moduleDatasets))
+		for k := range moduleDatasets {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		v.add(p+".dataset", "unknown dataset %q (one of %s)", m.Dataset, strings.Join(known, ", "))
+	}
+	switch m.Dataset {
+	case "fixed":
+		if m.Prompt == "" {
+			v.add(p+".prompt", "must be set for dataset fixed")
+		}
+	case "sharegpt", "custom", "mooncake":
+		if m.DatasetPath == "" {
+			v.add(p+".dataset_path", "must be set for dataset %s", m.Dataset)
+		}
+	}
+	if m.Prompt != "" && m.Dataset != "fixed" {
+		v.add(p+".prompt", "only used by dataset fixed (dataset is %q)", m.Dataset)
+	}
+	if m.InputLen < 1 {
+		v.add(p+".input_len", "must be at least 1")
+	}
+	if m.OutputLen < 1 {
+		v.add(p+".output_len", "must be at least 1")
+	}
+	if math.IsNaN(m.RangeRatio) || m.RangeRatio < 0 || m.RangeRatio > 1 {
+		v.add(p+".range_ratio", "must be between 0 and 1")
+	}
+	if m.Temperature != nil && (math.IsNaN(*m.Temperature) || *m.Temperature < 0) {
+		v.add(p+".temperature", "must not be negative")
+	}
+	if m.TopP != nil && (math.IsNaN(*m.TopP) || *m.TopP <= 0 || *m.TopP > 1) {
+		v.add(p+".top_p", "must be in (0, 1]")
+	}
+	for name := range m.Headers {
+		if slices.Contains(credentialHeaders, strings.ToLower(name)) {
+			v.add(fmt.Sprintf("%s.headers[%q]", p, name), "credentials belong in the target's http_client_config, where they are kept secret")
+		}
+	}
+}
+
+func (b Bench) validate(v *validator, p string) {
+	if b.MaxPrompts < 1 {
+		v.add(p+".max_prompts", "must be at least 1")
+	}
+	if math.IsNaN(b.MaxRequestRate) || b.MaxRequestRate <= 0 {
+		v.add(p+".max_request_rate", "must be positive")
+	}
+	if b.MaxConcurrency < 1 {
+		v.add(p+".max_concurrency", "must be at least 1")
+	}
+	if b.MaxDuration <= 0 {
+		v.add(p+".max_duration", "must be positive")
+	}
+	if b.MaxBodyBytes < 1 {
+		v.add(p+".max_body_bytes", "must be positive")
+	}
+	if b.MaxConcurrentRuns < 1 {
+		v.add(p+".max_concurrent_runs", "must be at least 1")
+	}
+	if b.ResultsDir == "" {
+		v.add(p+".results_dir", "must be set")
+	}
+}
+
+type validator struct{ errs []error }
+
+func (v *validator) add(path, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+}
+
+func (v *validator) err() error { return errors.Join(v.errs...) }
