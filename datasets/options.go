@@ -1,0 +1,145 @@
+package datasets
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// ChatTemplater renders a chat history to the prompt string a model expects.
+// The tokenizer package implements it with the model's Jinja template.
+type ChatTemplater interface {
+	ApplyChatTemplate(msgs []Message, addGenerationPrompt bool) (string, error)
+}
+
+// Options mirrors bench_serving's dataset flags. Field names follow the flag
+// names (--random-input-len is RandomInputLen). Start from DefaultOptions:
+// several defaults are not the zero value (GSPRangeRatio is 1.0).
+type Options struct {
+	// DatasetPath is --dataset-path: a local file. Nothing here downloads.
+	DatasetPath string
+	// Compat reproduces bench_serving's length semantics instead of exact
+	// lengths; see the package documentation.
+	Compat bool
+	// TokenizePrompt keeps random and random-ids prompts as token ids
+	// (Prompt.IDs) for backends that send input_ids.
+	TokenizePrompt bool
+
+	PromptSuffix      string
+	ApplyChatTemplate bool
+	// ChatTemplate renders chat templates (sharegpt with ApplyChatTemplate,
+	// mooncake, custom message rows, image). Nil means no template.
+	ChatTemplate ChatTemplater
+	// BOSToken is the tokenizer's BOS string, deleted from templated prompts
+	// as bench_serving does (the server adds its own).
+	BOSToken string
+
+	SharegptOutputLen  int // 0 means use each completion's length
+	SharegptContextLen int // 0 means no context filter
+
+	RandomInputLen   int
+	RandomOutputLen  int
+	RandomRangeRatio float64
+
+	ImageCount       int
+	RandomImageCount bool
+	ImageResolution  string // 4k, 1080p, 720p, 360p, HxW or random:<minH>x<minW>-<maxH>x<maxW>
+	ImageFormat      string // jpeg or png
+	ImageContent     string // random or blank
+
+	GSPNumGroups          int
+	GSPPromptsPerGroup    int
+	GSPSystemPromptLen    int
+	GSPQuestionLen        int
+	GSPOutputLen          int
+	GSPRangeRatio         float64
+	GSPNumTurns           int
+	GSPOrdered            bool
+	GSPFastPrepare        bool
+	GSPSendRoutingKey     bool
+	GSPGroupDistribution  string // uniform or zipf
+	GSPZipfAlpha          float64
+	// GSPRoutingKeyPrefix prefixes routing keys ("<prefix>_<group>").
+	// bench_serving uses "<8 random hex>_<YYYYmmddHHMMSS>"; the caller builds
+	// it so that generation stays deterministic.
+	GSPRoutingKeyPrefix string
+
+	MooncakeSlowdownFactor float64
+	MooncakeNumRounds      int
+
+	// FixedPrompt and FixedOutputLen configure the fixed dataset used by
+	// continuous probes.
+	FixedPrompt    string
+	FixedOutputLen int
+}
+
+// DefaultOptions returns bench_serving's defaults (newest versions).
+func DefaultOptions() Options {
+	return Options{
+		RandomInputLen:         1024,
+		RandomOutputLen:        1024,
+		RandomRangeRatio:       0.0,
+		ImageCount:             1,
+		ImageResolution:        "1080p",
+		ImageFormat:            "jpeg",
+		ImageContent:           "random",
+		GSPNumGroups:           64,
+		GSPPromptsPerGroup:     16,
+		GSPSystemPromptLen:     2048,
+		GSPQuestionLen:         128,
+		GSPOutputLen:           256,
+		GSPRangeRatio:          1.0,
+		GSPNumTurns:            1,
+		GSPGroupDistribution:   "uniform",
+		MooncakeSlowdownFactor: 1.0,
+		MooncakeNumRounds:      1,
+		FixedOutputLen:         16,
+	}
+}
+
+type constructor func(opts Options, tok Tokenizer) (Dataset, error)
+
+// constructors maps --dataset-name values to datasets.
+var constructors = map[string]constructor{
+	"random":                  newRandom,
+	"random-ids":              newRandomIDs,
+	"sharegpt":                newShareGPT,
+	"generated-shared-prefix": newGSP,
+	"image":                   newImage,
+	"mooncake":                newMooncake,
+	"custom":                  newCustom,
+	"openai":                  newCustom,
+	"mmmu":                    newMMMU,
+	"fixed":                   newFixed,
+}
+
+// Names lists the dataset names New accepts, sorted.
+func Names() []string {
+	names := make([]string, 0, len(constructors))
+	for n := range constructors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ErrUnknownDataset is returned by New for a name it does not know.
+var ErrUnknownDataset = errors.New("unknown dataset")
+
+// New builds the dataset bench_serving calls name. As in sglang, an unknown
+// name that starts with "random" means random-ids. Files are read here, so
+// a missing or malformed file fails before any request is sent.
+func New(name string, opts Options, tok Tokenizer) (Dataset, error) {
+	c, ok := constructors[name]
+	if !ok && strings.HasPrefix(name, "random") {
+		c, ok = newRandomIDs, true
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownDataset, name, strings.Join(Names(), ", "))
+	}
+	if tok == nil {
+		return nil, fmt.Errorf("dataset %s: a tokenizer is required", name)
+	}
+	return c(opts, tok)
+}
