@@ -63,13 +63,13 @@ type Module struct {
 	ApplyChatTemplate bool `yaml:"apply_chat_template,omitempty"`
 	// Tokenizer is a path, an HF hub id, "server" (the target's /tokenize) or
 	// empty for the embedded default.
-	Tokenizer string            `yaml:"tokenizer,omitempty"`
-	LoRA      string            `yaml:"lora,omitempty"`
-	ExtraBody map[string]any    `yaml:"extra_body,omitempty"`
+	Tokenizer string         `yaml:"tokenizer,omitempty"`
+	LoRA      string         `yaml:"lora,omitempty"`
+	ExtraBody map[string]any `yaml:"extra_body,omitempty"`
 	// Headers are extra request headers. Credentials belong in the target's
 	// http_client_config, where they are secrets; Validate refuses them here.
 	Headers map[string]string `yaml:"headers,omitempty"`
-	Seed      int64             `yaml:"seed"`
+	Seed    int64             `yaml:"seed"`
 }
 
 // Bench holds the limits that protect targets from HTTP-triggered load.

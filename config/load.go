@@ -66,7 +66,21 @@ var KnownBackends = []string{
 func (t *Target) UnmarshalYAML(unmarshal func(any) error) error {
 	*t = DefaultTarget
 	type plain Target
-	return unmarshal((*plain)(t))
+	if err := unmarshal((*plain)(t)); err != nil {
+		return err
+	}
+	// HTTPClientConfig's own defaults turn HTTP/2 on whenever the block is
+	// present; we want HTTP/1.1 unless enable_http2 is written out.
+	var all map[string]any
+	if err := unmarshal(&all); err == nil {
+		if h, ok := all["http_client_config"].(map[any]any); ok {
+			if _, set := h["enable_http2"]; set {
+				return nil
+			}
+		}
+	}
+	t.HTTPClientConfig.EnableHTTP2 = false
+	return nil
 }
 
 // UnmarshalYAML applies DefaultModule before decoding.
