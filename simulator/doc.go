@@ -1,0 +1,69 @@
+// Package simulator is an in-process LLM inference server used as a probe
+// target, a benchmark peer and a source of ground truth for timing error.
+//
+// It speaks every wire protocol the prober speaks, framed byte for byte as the
+// real servers frame their streams:
+//
+//   - sglang POST /generate: cumulative "text" and "output_ids" with a
+//     "meta_info" block, then "data: [DONE]" (sglang 0.4/0.5 framing, compact
+//     orjson separators).
+//   - OpenAI POST /v1/completions and POST /v1/chat/completions, streaming and
+//     not, in vLLM's shape: "cmpl-"/"chatcmpl-" ids, a chat role chunk with
+//     empty content sent together with the first token, content deltas, the
+//     finish_reason on the chunk that carries the last token, a usage-only
+//     chunk with "choices":[] only when stream_options.include_usage is set,
+//     then "data: [DONE]". Completion chunks are serialised with every field
+//     (pydantic exclude_unset=False, so "usage":null appears), chat chunks
+//     with only the fields set (exclude_unset=True), as vLLM 0.6 to 0.10 do.
+//     GET /v1/models, POST /tokenize and POST /detokenize are answered too.
+//   - TensorRT-LLM (Triton) POST /v2/models/{model}/generate_stream and
+//     /generate: one event per chunk, no terminator.
+//   - truss POST /v1/models/model:predict: the OpenAI completions body and
+//     stream.
+//
+// # Token model
+//
+// Output tokens are short words drawn from a fixed list by a per-request
+// seeded generator, so text looks plausible and never needs JSON escaping.
+// Prompt tokens are estimated: each whitespace-separated word counts
+// ceil(bytes/4) tokens; a chat request adds 4 tokens per message and 3 for
+// the assistant header (a typical chat template's overhead). When a prompt is
+// given as token ids, its length is the count.
+//
+// # Latency model
+//
+// Time runs from admission (a slot under --sim.max-running-requests; waiting
+// requests queue FIFO, so load raises TTFT as on a real server). The first
+// token is written TTFT + PrefillPerToken*prompt_tokens + jitter after
+// admission. Each later chunk follows the previous one by one decode step,
+// ITL + ITLPerRunningRequest*running + jitter, and carries TokensPerChunk
+// tokens (several to mimic speculative decoding). The schedule is absolute,
+// as an engine's is: a slow client does not slow generation, it makes writes
+// pile up. With ITL and jitter zero the decode loop never touches a timer.
+//
+// Without ignore_eos (or a minimum length that covers it) generation may stop
+// at a seeded geometric EOS point with mean MeanOutputTokens; with it, exactly
+// the requested maximum is produced.
+//
+// # Write modes
+//
+// By default every SSE event is its own Write followed by Flush, as uvicorn
+// sends them. In coalesced mode events accumulate in a buffer that is written
+// only when it fills or the stream ends, so that the client, not the server,
+// bounds throughput.
+//
+// # Ground truth
+//
+// For each request the server records, on its monotonic clock, when the
+// request arrived, when it was admitted, and when each event was written (the
+// moment the Write+Flush that carried it returned; in coalesced mode, the
+// flush of the buffer that held it). Records are keyed by the X-Request-Id
+// request header (generated when absent, echoed in the response), kept in a
+// ring of TruthSize entries, and served by Server.Truth, Server.WaitTruth and
+// GET /debug/truth/{id}. A record is published when its handler returns.
+//
+// # Faults
+//
+// Faults are injected per request with the X-Servingprobe-Fault header (unless
+// HeaderFaults is off) or at configured rates; see Fault for the list.
+package simulator

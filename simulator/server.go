@@ -1,0 +1,461 @@
+package simulator
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"golang.org/x/sync/semaphore"
+)
+
+// FaultHeader is the request header that asks for a Fault.
+const FaultHeader = "X-Servingprobe-Fault"
+
+// RequestIDHeader keys ground truth; it is echoed in every response.
+const RequestIDHeader = "X-Request-Id"
+
+var (
+	errTruthDisabled = errors.New("ground truth is disabled (truth size 0)")
+	errTruthEvicted  = errors.New("ground truth evicted from the ring")
+)
+
+// Server is the simulator. It is safe for concurrent use.
+type Server struct {
+	cfg     Config
+	logger  log.Logger
+	sem     *semaphore.Weighted // nil: no cap
+	running atomic.Int64
+	seq     atomic.Uint64
+	truth   *truthStore
+	mux     *http.ServeMux
+	created int64 // Unix seconds at New, for /v1/models
+}
+
+// New validates cfg and builds a Server.
+func New(cfg Config, logger log.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = log.NewNopLogger()
+	}
+	s := &Server{cfg: cfg, logger: logger, truth: newTruthStore(cfg.TruthSize), created: time.Now().Unix()}
+	if cfg.MaxRunningRequests > 0 {
+		// semaphore.Weighted serves waiters in FIFO order.
+		s.sem = semaphore.NewWeighted(int64(cfg.MaxRunningRequests))
+	}
+	m := http.NewServeMux()
+	m.HandleFunc("POST /generate", s.generation(EndpointGenerate, func(b []byte, _ *http.Request) (genRequest, *apiError) { return s.parseGenerate(b) }))
+	m.HandleFunc("POST /v1/completions", s.generation(EndpointCompletions, func(b []byte, _ *http.Request) (genRequest, *apiError) { return s.parseCompletions(b) }))
+	m.HandleFunc("POST /v1/chat/completions", s.generation(EndpointChat, func(b []byte, _ *http.Request) (genRequest, *apiError) { return s.parseChat(b) }))
+	m.HandleFunc("POST /v2/models/{model}/generate_stream", s.generation(EndpointTRT, func(b []byte, r *http.Request) (genRequest, *apiError) {
+		return s.parseTRT(b, r.PathValue("model"), true)
+	}))
+	m.HandleFunc("POST /v2/models/{model}/generate", s.generation(EndpointTRT, func(b []byte, r *http.Request) (genRequest, *apiError) {
+		return s.parseTRT(b, r.PathValue("model"), false)
+	}))
+	// truss serves /v1/models/{name}:predict; a mux wildcard must be a
+	// whole segment, so the suffix is checked by hand.
+	m.HandleFunc("POST /v1/models/{name}", s.generation(EndpointTruss, func(b []byte, r *http.Request) (genRequest, *apiError) {
+		if !strings.HasSuffix(r.PathValue("name"), ":predict") {
+			return genRequest{}, &apiError{status: http.StatusNotFound, message: "Not Found"}
+		}
+		return s.parseCompletions(b)
+	}))
+	m.HandleFunc("GET /v1/models", s.models)
+	m.HandleFunc("POST /tokenize", s.tokenize)
+	m.HandleFunc("POST /detokenize", s.detokenize)
+	m.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
+	m.HandleFunc("GET /server_info", s.serverInfo)
+	m.HandleFunc("GET /get_server_info", s.serverInfo)
+	m.HandleFunc("GET /debug/truth/{id}", s.truthHandler)
+	s.mux = m
+	return s, nil
+}
+
+// Handler serves every simulated endpoint.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Truth returns the ground truth of a finished request, if still in the ring.
+func (s *Server) Truth(id string) (Truth, bool) { return s.truth.get(id) }
+
+// WaitTruth waits until the request with this id has finished and returns
+// its ground truth. A client that has read a whole stream should use it
+// rather than Truth: the handler may still be returning.
+func (s *Server) WaitTruth(ctx context.Context, id string) (Truth, error) {
+	return s.truth.wait(ctx, id)
+}
+
+// newID derives a 32-hex-digit id from the seed and the request's sequence
+// number, as sglang's uuid4().hex looks.
+func (s *Server) newID(seq uint64) string {
+	const hex = "0123456789abcdef"
+	var b [32]byte
+	x := s.cfg.Seed ^ seq*0x9e3779b97f4a7c15
+	for i := 0; i < 2; i++ {
+		v := splitmix64(&x)
+		for j := 0; j < 16; j++ {
+			b[i*16+j] = hex[v>>60]
+			v <<= 4
+		}
+	}
+	return string(b[:])
+}
+
+func splitmix64(x *uint64) uint64 {
+	*x += 0x9e3779b97f4a7c15
+	z := *x
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// pickFault returns the header's fault if allowed, else a draw from the
+// configured rates.
+func (s *Server) pickFault(r *http.Request, rng *rand.Rand) (Fault, *apiError) {
+	if h := r.Header.Get(FaultHeader); h != "" && s.cfg.HeaderFaults {
+		f, err := ParseFault(h)
+		if err != nil {
+			return FaultNone, badRequest("%s: %v", FaultHeader, err)
+		}
+		return f, nil
+	}
+	if len(s.cfg.FaultRates) == 0 {
+		return FaultNone, nil
+	}
+	u := rng.Float64()
+	for _, f := range Faults {
+		p := s.cfg.FaultRates[f]
+		if u < p {
+			return f, nil
+		}
+		u -= p
+	}
+	return FaultNone, nil
+}
+
+type parseFunc func(body []byte, r *http.Request) (genRequest, *apiError)
+
+// generation wraps one protocol's parser into the common request lifecycle.
+func (s *Server) generation(ep Endpoint, parse parseFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now()
+		seq := s.seq.Add(1)
+		id := r.Header.Get(RequestIDHeader)
+		if id == "" {
+			id = s.newID(seq)
+		}
+		w.Header().Set(RequestIDHeader, id)
+		rec := s.truth.begin(id, ep, arrived)
+		defer func() {
+			if rec != nil {
+				rec.finish = rec.since(time.Now())
+				s.truth.publish(rec)
+			}
+		}()
+
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
+		if err != nil {
+			s.writeError(w, ep, rec, badRequest("reading the body: %v", err))
+			return
+		}
+		req, apiErr := parse(body, r)
+		if apiErr != nil {
+			s.writeError(w, ep, rec, apiErr)
+			return
+		}
+		rng := rand.New(rand.NewPCG(s.cfg.Seed, seq))
+		fault, apiErr := s.pickFault(r, rng)
+		if apiErr != nil {
+			s.writeError(w, ep, rec, apiErr)
+			return
+		}
+		if rec != nil {
+			rec.fault = fault
+			rec.promptTokens = req.promptTokens
+		}
+		outcome := s.run(r.Context(), w, ep, &req, fault, rng, rec, id, arrived)
+		level.Debug(s.logger).Log("msg", "Simulated request", "endpoint", ep, "request_id", id, "fault", fault,
+			"prompt_tokens", req.promptTokens, "max_tokens", req.maxTokens, "stream", req.stream,
+			"outcome", outcome, "duration_seconds", time.Since(arrived).Seconds())
+	}
+}
+
+// run serves one admitted-or-queued generation and reports how it ended.
+func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, req *genRequest, fault Fault, rng *rand.Rand, rec *record, id string, arrived time.Time) string {
+	switch fault {
+	case Fault500, Fault503, Fault429:
+		status, _ := strconv.Atoi(string(fault))
+		if fault == Fault429 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(s.cfg.RetryAfter.Seconds()))))
+		}
+		s.writeError(w, ep, rec, &apiError{status: status, message: http.StatusText(status) + " (simulated)"})
+		return "fault"
+	case FaultStallBeforeHeaders:
+		if !s.stall(ctx) {
+			return "client_gone"
+		}
+	}
+
+	sw := newStreamWriter(w, s.cfg.Coalesce && req.stream, s.cfg.CoalesceBytes, rec)
+	flushHeaders := func() bool {
+		if sw.flush() != nil {
+			return false
+		}
+		if rec != nil {
+			rec.headers = rec.since(sw.lastFlush)
+		}
+		return true
+	}
+	if req.stream {
+		w.Header().Set("Content-Type", streamContentType(ep))
+		w.WriteHeader(http.StatusOK)
+		// Real servers send the headers as soon as the request is queued;
+		// in coalesced mode they wait for the first buffer.
+		if !sw.coalesce && !flushHeaders() {
+			return "client_gone"
+		}
+	}
+	if fault == FaultStallAfterHeaders || (!req.stream && fault == FaultStallMidStream) {
+		if !req.stream {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+		}
+		if !flushHeaders() || !s.stall(ctx) {
+			return "client_gone"
+		}
+	}
+
+	// Admission: a running slot, FIFO.
+	if s.sem != nil {
+		if err := s.sem.Acquire(ctx, 1); err != nil {
+			return "client_gone"
+		}
+		defer s.sem.Release(1)
+	}
+	s.running.Add(1)
+	defer s.running.Add(-1)
+	admitted := time.Now()
+	if rec != nil {
+		rec.admitted = rec.since(admitted)
+	}
+
+	n, eos := s.cfg.outputLen(rng, req.maxTokens, req.minTokens, req.ignoreEOS)
+	g := &gen{id: id, model: req.model, created: arrived.Unix(), arrived: arrived, promptTokens: req.promptTokens, n: n, eos: eos, rng: rng}
+	var em emitter
+	switch ep {
+	case EndpointGenerate:
+		em = newGenerateEmitter(g)
+	case EndpointCompletions, EndpointTruss:
+		em = newCompletionsEmitter(g)
+	case EndpointChat:
+		em = newChatEmitter(g)
+	case EndpointTRT:
+		em = newTRTEmitter(g.model)
+	}
+
+	var tm *time.Timer
+	defer func() {
+		if tm != nil {
+			tm.Stop()
+		}
+	}()
+	sleepUntil := func(at time.Time) bool {
+		d := time.Until(at)
+		if d <= 0 {
+			return ctx.Err() == nil
+		}
+		if tm == nil {
+			tm = time.NewTimer(d)
+		} else {
+			tm.Reset(d)
+		}
+		select {
+		case <-tm.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	first := admitted.Add(s.cfg.ttft(rng, req.promptTokens))
+	if !sleepUntil(first) {
+		return "client_gone"
+	}
+	if !req.stream {
+		return s.unary(w, ep, sw, em, g, fault, first, sleepUntil, rec)
+	}
+	return s.stream(ctx, w, sw, em, g, fault, first, sleepUntil, req.includeUsage, rec)
+}
+
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, sw *streamWriter, em emitter, g *gen, fault Fault, first time.Time, sleepUntil func(time.Time) bool, includeUsage bool, rec *record) string {
+	defer func() {
+		if rec != nil {
+			rec.outputTokens = g.emitted
+		}
+	}()
+	if em.begin(sw, g) != nil {
+		return "client_gone"
+	}
+	zero := s.cfg.zeroDecode()
+	mid := max(1, g.n/2)
+	faultDone := false
+	next := first
+	for {
+		k := min(s.cfg.TokensPerChunk, g.n-g.emitted)
+		final := g.emitted+k >= g.n
+		if em.tokens(sw, g, k, final) != nil {
+			return "client_gone"
+		}
+		g.emitted += k
+		if !faultDone && g.emitted >= mid {
+			faultDone = true
+			switch fault {
+			case FaultStallMidStream:
+				if sw.flush() != nil || !s.stall(ctx) {
+					return "client_gone"
+				}
+			case FaultResetMidStream:
+				if sw.flush() != nil {
+					return "client_gone"
+				}
+				reset(w)
+				return "fault"
+			case FaultMalformedChunk:
+				if em.malformed(sw, g) != nil {
+					return "client_gone"
+				}
+			case FaultErrorInStream:
+				if em.errorEvent(sw) != nil || sw.flush() != nil {
+					return "client_gone"
+				}
+				return "fault"
+			case FaultTruncate:
+				if sw.flush() != nil {
+					return "client_gone"
+				}
+				return "fault"
+			}
+		}
+		if final {
+			break
+		}
+		if !zero {
+			next = next.Add(s.cfg.step(g.rng, int(s.running.Load())))
+			if !sleepUntil(next) {
+				return "client_gone"
+			}
+		}
+	}
+	if includeUsage && em.usage(sw, g) != nil {
+		return "client_gone"
+	}
+	if fault != FaultNoDone && em.done(sw) != nil {
+		return "client_gone"
+	}
+	if sw.flush() != nil {
+		return "client_gone"
+	}
+	if fault != FaultNone {
+		return "fault"
+	}
+	return "ok"
+}
+
+// unary serves a non-streaming request: it waits out the whole decode, then
+// writes one body.
+func (s *Server) unary(w http.ResponseWriter, ep Endpoint, sw *streamWriter, em emitter, g *gen, fault Fault, first time.Time, sleepUntil func(time.Time) bool, rec *record) string {
+	text := make([]byte, 0, g.n*7)
+	ids := make([]int, 0, g.n)
+	next := first
+	for g.emitted < g.n {
+		k := min(s.cfg.TokensPerChunk, g.n-g.emitted)
+		text, ids = drawTokens(g, k, text, ids)
+		g.emitted += k
+		if g.emitted < g.n && !s.cfg.zeroDecode() {
+			next = next.Add(s.cfg.step(g.rng, int(s.running.Load())))
+			if !sleepUntil(next) {
+				return "client_gone"
+			}
+		}
+	}
+	if rec != nil {
+		rec.outputTokens = g.emitted
+	}
+	if fault == FaultErrorInStream {
+		s.writeError(w, ep, rec, &apiError{status: http.StatusOK, message: "simulated engine failure"})
+		return "fault"
+	}
+	body := em.body(g, text, ids)
+	switch fault {
+	case FaultResetMidStream:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_ = sw.flush()
+		reset(w)
+		return "fault"
+	case FaultMalformedChunk, FaultTruncate, FaultNoDone:
+		body = body[:len(body)/2]
+	}
+	w.Header().Set("Content-Type", "application/json")
+	sw.buf = append(sw.buf, body...)
+	if sw.commit(ChunkBody, g.n) != nil {
+		return "client_gone"
+	}
+	if fault != FaultNone {
+		return "fault"
+	}
+	return "ok"
+}
+
+// stall holds for FaultStall, or until the client leaves when it is zero.
+// It reports whether to carry on.
+func (s *Server) stall(ctx context.Context) bool {
+	if s.cfg.FaultStall == 0 {
+		<-ctx.Done()
+		return false
+	}
+	t := time.NewTimer(s.cfg.FaultStall)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// reset aborts the connection with a TCP RST. Over HTTP/2, or when the
+// connection cannot be hijacked, it aborts the handler instead, which resets
+// the stream or closes the connection.
+func reset(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+func streamContentType(ep Endpoint) string {
+	if ep == EndpointTRT {
+		return "text/event-stream"
+	}
+	// Starlette appends the charset to text/ media types.
+	return "text/event-stream; charset=utf-8"
+}
+
+func contextWithTimeout(r *http.Request, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), d)
+}

@@ -1,0 +1,317 @@
+package simulator
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// Endpoint names the protocol a request used. It is a closed enum.
+type Endpoint string
+
+// The endpoints.
+const (
+	EndpointGenerate    Endpoint = "sglang-generate"
+	EndpointCompletions Endpoint = "openai-completions"
+	EndpointChat        Endpoint = "openai-chat"
+	EndpointTRT         Endpoint = "trt-generate"
+	EndpointTruss       Endpoint = "truss-predict"
+)
+
+// ChunkKind says what an event written to a stream carried.
+type ChunkKind uint8
+
+// The chunk kinds.
+const (
+	// ChunkRole is the chat role chunk, with no tokens.
+	ChunkRole ChunkKind = iota + 1
+	// ChunkToken carries output tokens (the last one also the finish
+	// reason).
+	ChunkToken
+	// ChunkUsage is the usage-only chunk.
+	ChunkUsage
+	// ChunkDone is "data: [DONE]".
+	ChunkDone
+	// ChunkError is an error object inside a 200 stream.
+	ChunkError
+	// ChunkMalformed is the malformed-chunk fault's broken event.
+	ChunkMalformed
+	// ChunkBody is a whole non-streaming response body.
+	ChunkBody
+)
+
+var chunkKindNames = [...]string{"", "role", "token", "usage", "done", "error", "malformed", "body"}
+
+func (k ChunkKind) String() string {
+	if int(k) < len(chunkKindNames) {
+		return chunkKindNames[k]
+	}
+	return "unknown"
+}
+
+// MarshalText writes the kind's name.
+func (k ChunkKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Chunk is one write of a stream, as the server saw it.
+type Chunk struct {
+	// At is when the Write+Flush carrying the chunk returned. In coalesced
+	// mode chunks that shared a buffer share its flush time. It carries a
+	// monotonic reading, comparable with the client's clock in-process.
+	At     time.Time
+	Kind   ChunkKind
+	Tokens int
+	Bytes  int
+}
+
+// Truth is the server-side timeline of one request.
+type Truth struct {
+	RequestID string
+	Endpoint  Endpoint
+	Fault     Fault
+	// Arrived is when the handler started.
+	Arrived time.Time
+	// Admitted is when the request got a running slot; zero if never.
+	Admitted time.Time
+	// HeadersFlushed is when the status and headers were flushed on their
+	// own; zero when they went out with the first chunk (coalesced mode,
+	// non-streaming responses, errors).
+	HeadersFlushed time.Time
+	// Finished is when the handler returned.
+	Finished         time.Time
+	PromptTokens     int
+	CompletionTokens int
+	Chunks           []Chunk
+}
+
+// TTFT is the time from arrival to the first chunk carrying tokens.
+func (t *Truth) TTFT() (time.Duration, bool) {
+	for _, c := range t.Chunks {
+		if c.Tokens > 0 {
+			return c.At.Sub(t.Arrived), true
+		}
+	}
+	return 0, false
+}
+
+// ITLs are the gaps between consecutive chunks carrying tokens, one per
+// chunk, however many tokens it holds.
+func (t *Truth) ITLs() []time.Duration {
+	var out []time.Duration
+	var last time.Time
+	for _, c := range t.Chunks {
+		if c.Tokens == 0 {
+			continue
+		}
+		if !last.IsZero() {
+			out = append(out, c.At.Sub(last))
+		}
+		last = c.At
+	}
+	return out
+}
+
+type truthJSON struct {
+	RequestID        string      `json:"request_id"`
+	Endpoint         Endpoint    `json:"endpoint"`
+	Fault            Fault       `json:"fault,omitempty"`
+	ArrivedUnixNano  int64       `json:"arrived_unix_nano"`
+	AdmittedUnixNano int64       `json:"admitted_unix_nano,omitempty"`
+	HeadersUnixNano  int64       `json:"headers_flushed_unix_nano,omitempty"`
+	FinishedUnixNano int64       `json:"finished_unix_nano"`
+	PromptTokens     int         `json:"prompt_tokens"`
+	CompletionTokens int         `json:"completion_tokens"`
+	Chunks           []chunkJSON `json:"chunks"`
+}
+
+type chunkJSON struct {
+	Kind ChunkKind `json:"kind"`
+	// OffsetNanos is At minus Arrived on the monotonic clock; UnixNano is
+	// arrival wall time plus that offset.
+	OffsetNanos int64 `json:"offset_nanos"`
+	UnixNano    int64 `json:"unix_nano"`
+	Tokens      int   `json:"tokens"`
+	Bytes       int   `json:"bytes"`
+}
+
+// MarshalJSON writes wall-clock Unix nanoseconds derived from the arrival
+// time plus monotonic offsets, so that every time in one record is
+// consistent even if the wall clock steps.
+func (t Truth) MarshalJSON() ([]byte, error) {
+	unix := func(at time.Time) int64 {
+		if at.IsZero() {
+			return 0
+		}
+		return t.Arrived.UnixNano() + int64(at.Sub(t.Arrived))
+	}
+	j := truthJSON{
+		RequestID: t.RequestID, Endpoint: t.Endpoint, Fault: t.Fault,
+		ArrivedUnixNano: t.Arrived.UnixNano(), AdmittedUnixNano: unix(t.Admitted),
+		HeadersUnixNano: unix(t.HeadersFlushed), FinishedUnixNano: unix(t.Finished),
+		PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens,
+		Chunks: make([]chunkJSON, len(t.Chunks)),
+	}
+	for i, c := range t.Chunks {
+		j.Chunks[i] = chunkJSON{Kind: c.Kind, OffsetNanos: int64(c.At.Sub(t.Arrived)), UnixNano: unix(c.At), Tokens: c.Tokens, Bytes: c.Bytes}
+	}
+	return json.Marshal(j)
+}
+
+// record is the mutable truth of a request in flight. It belongs to its
+// handler goroutine until published. A nil *record records nothing.
+type record struct {
+	id                         string
+	endpoint                   Endpoint
+	fault                      Fault
+	arrived                    time.Time
+	admitted, headers, finish  int64 // nanoseconds after arrived; -1 unset
+	promptTokens, outputTokens int
+	chunks                     []rawChunk
+	pending                    int // first chunk not yet stamped by a flush
+}
+
+type rawChunk struct {
+	off    int64
+	bytes  int32
+	tokens int32
+	kind   ChunkKind
+}
+
+func (r *record) since(now time.Time) int64 { return int64(now.Sub(r.arrived)) }
+
+func (r *record) add(kind ChunkKind, tokens, bytes int) {
+	if r == nil {
+		return
+	}
+	r.chunks = append(r.chunks, rawChunk{off: -1, bytes: int32(bytes), tokens: int32(tokens), kind: kind})
+}
+
+// flushed stamps every chunk added since the last flush.
+func (r *record) flushed(now time.Time) {
+	if r == nil {
+		return
+	}
+	off := r.since(now)
+	for i := r.pending; i < len(r.chunks); i++ {
+		r.chunks[i].off = off
+	}
+	r.pending = len(r.chunks)
+}
+
+func (r *record) truth() Truth {
+	at := func(off int64) time.Time {
+		if off < 0 {
+			return time.Time{}
+		}
+		return r.arrived.Add(time.Duration(off))
+	}
+	t := Truth{
+		RequestID: r.id, Endpoint: r.endpoint, Fault: r.fault,
+		Arrived: r.arrived, Admitted: at(r.admitted), HeadersFlushed: at(r.headers), Finished: at(r.finish),
+		PromptTokens: r.promptTokens, CompletionTokens: r.outputTokens,
+		Chunks: make([]Chunk, 0, len(r.chunks)),
+	}
+	for _, c := range r.chunks {
+		if c.off < 0 {
+			continue // buffered but never sent
+		}
+		t.Chunks = append(t.Chunks, Chunk{At: at(c.off), Kind: c.kind, Tokens: int(c.tokens), Bytes: int(c.bytes)})
+	}
+	return t
+}
+
+// truthStore keeps the last size finished records.
+type truthStore struct {
+	mu      sync.Mutex
+	ring    []*record
+	next    int
+	byID    map[string]*record
+	waiters map[string][]chan struct{}
+}
+
+func newTruthStore(size int) *truthStore {
+	if size == 0 {
+		return nil
+	}
+	return &truthStore{
+		ring:    make([]*record, size),
+		byID:    make(map[string]*record, size),
+		waiters: map[string][]chan struct{}{},
+	}
+}
+
+func (s *truthStore) begin(id string, ep Endpoint, arrived time.Time) *record {
+	if s == nil {
+		return nil
+	}
+	return &record{id: id, endpoint: ep, arrived: arrived, admitted: -1, headers: -1, finish: -1}
+}
+
+func (s *truthStore) publish(r *record) {
+	if s == nil || r == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.ring[s.next]; old != nil && s.byID[old.id] == old {
+		delete(s.byID, old.id)
+	}
+	s.ring[s.next] = r
+	s.next = (s.next + 1) % len(s.ring)
+	s.byID[r.id] = r
+	for _, ch := range s.waiters[r.id] {
+		close(ch)
+	}
+	delete(s.waiters, r.id)
+}
+
+func (s *truthStore) get(id string) (Truth, bool) {
+	if s == nil {
+		return Truth{}, false
+	}
+	s.mu.Lock()
+	r, ok := s.byID[id]
+	s.mu.Unlock()
+	if !ok {
+		return Truth{}, false
+	}
+	// Published records are immutable, so reading outside the lock is safe.
+	return r.truth(), true
+}
+
+func (s *truthStore) wait(ctx context.Context, id string) (Truth, error) {
+	if s == nil {
+		return Truth{}, errTruthDisabled
+	}
+	s.mu.Lock()
+	if r, ok := s.byID[id]; ok {
+		s.mu.Unlock()
+		return r.truth(), nil
+	}
+	ch := make(chan struct{})
+	s.waiters[id] = append(s.waiters[id], ch)
+	s.mu.Unlock()
+	select {
+	case <-ch:
+		if t, ok := s.get(id); ok {
+			return t, nil
+		}
+		return Truth{}, errTruthEvicted
+	case <-ctx.Done():
+		s.mu.Lock()
+		ws := s.waiters[id]
+		for i, w := range ws {
+			if w == ch {
+				ws = append(ws[:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(s.waiters, id)
+		} else {
+			s.waiters[id] = ws
+		}
+		s.mu.Unlock()
+		return Truth{}, ctx.Err()
+	}
+}
