@@ -1,0 +1,317 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/servingprobe/servingprobe/datasets"
+)
+
+// Tokenizer is a HF tokenizer.json tokenizer: normalizer, added tokens,
+// pre-tokenizer, BPE model, post-processor and decoder. It is immutable after
+// New and safe for concurrent use.
+type Tokenizer struct {
+	normalize normalizer
+	pre       preTokenizers
+	model     *bpe
+	post      template
+	decode    decoder
+	config    Config
+
+	added      []*AddedToken
+	addedByID  map[int]*AddedToken
+	addedByStr map[string]*AddedToken
+	rawAdded   *addedMatcher // normalized: false
+	normAdded  *addedMatcher // normalized: true
+
+	bos, eos int // -1 when unknown
+}
+
+var _ datasets.Tokenizer = (*Tokenizer)(nil)
+
+// New builds a tokenizer from the bytes of tokenizer.json and, optionally
+// (nil), tokenizer_config.json.
+func New(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
+	var f fileJSON
+	if err := json.Unmarshal(tokenizerJSON, &f); err != nil {
+		return nil, fmt.Errorf("tokenizer.json: %w", err)
+	}
+	if isNull(f.Model) {
+		return nil, fmt.Errorf("tokenizer.json: no model")
+	}
+	var m modelJSON
+	if err := json.Unmarshal(f.Model, &m); err != nil {
+		return nil, fmt.Errorf("tokenizer.json: model: %w", err)
+	}
+	if m.Type == "" && m.Merges == nil {
+		// Old files omit "type"; only BPE has merges.
+		return nil, fmt.Errorf("unsupported model without type")
+	}
+	if m.Type != "BPE" && m.Type != "" {
+		return nil, fmt.Errorf("unsupported model type %q", m.Type)
+	}
+	t := &Tokenizer{bos: -1, eos: -1}
+	var err error
+	if t.normalize, err = parseNormalizer(f.Normalizer); err != nil {
+		return nil, err
+	}
+	if t.pre, err = parsePreTokenizer(f.PreTokenizer); err != nil {
+		return nil, err
+	}
+	if t.model, err = newBPE(&m, t.pre.byteLevel); err != nil {
+		return nil, err
+	}
+	if t.post, err = parsePostProcessor(f.PostProcessor); err != nil {
+		return nil, err
+	}
+	if t.decode, err = parseDecoder(f.Decoder); err != nil {
+		return nil, err
+	}
+	t.addedByID = make(map[int]*AddedToken, len(f.AddedTokens))
+	t.addedByStr = make(map[string]*AddedToken, len(f.AddedTokens))
+	var raw, norm []*AddedToken
+	for _, a := range f.AddedTokens {
+		at := &AddedToken{ID: a.ID, Content: a.Content, SingleWord: a.SingleWord, LStrip: a.LStrip,
+			RStrip: a.RStrip, Normalized: a.Normalized, Special: a.Special}
+		t.added = append(t.added, at)
+		t.addedByID[a.ID] = at
+		t.addedByStr[a.Content] = at
+		if a.Normalized {
+			norm = append(norm, at)
+		} else {
+			raw = append(raw, at)
+		}
+	}
+	t.rawAdded, t.normAdded = newAddedMatcher(raw), newAddedMatcher(norm)
+	if configJSON != nil {
+		c, err := ParseConfig(configJSON)
+		if err != nil {
+			return nil, err
+		}
+		t.config = *c
+		t.applyConfig()
+	}
+	return t, nil
+}
+
+// applyConfig resolves BOS/EOS ids and, for the tokenizer classes whose
+// transformers implementation rebuilds the post-processor from
+// add_bos_token/add_eos_token (Llama, Gemma), does the same.
+func (t *Tokenizer) applyConfig() {
+	if id, ok := t.TokenToID(t.config.BOSToken); ok && t.config.BOSToken != "" {
+		t.bos = id
+	}
+	if id, ok := t.TokenToID(t.config.EOSToken); ok && t.config.EOSToken != "" {
+		t.eos = id
+	}
+	switch strings.TrimSuffix(t.config.TokenizerClass, "Fast") {
+	case "LlamaTokenizer", "CodeLlamaTokenizer", "GemmaTokenizer":
+	default:
+		return
+	}
+	if t.config.AddBOSToken == nil && t.config.AddEOSToken == nil {
+		return
+	}
+	var tpl template
+	if t.config.AddBOSToken != nil && *t.config.AddBOSToken && t.bos >= 0 {
+		tpl.prefix = []int{t.bos}
+	}
+	if t.config.AddEOSToken != nil && *t.config.AddEOSToken && t.eos >= 0 {
+		tpl.suffix = []int{t.eos}
+	}
+	t.post = tpl
+}
+
+// wordsPool recycles the per-call word slices of Encode.
+var wordsPool = sync.Pool{New: func() any { s := make([]string, 0, 64); return &s }}
+
+// Encode returns the ids of text. With addSpecialTokens the post-processor's
+// tokens (e.g. BOS) are added. Invalid UTF-8 is replaced by U+FFFD first:
+// HF takes only valid strings.
+func (t *Tokenizer) Encode(text string, addSpecialTokens bool) ([]int, error) {
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	ids := make([]int, 0, len(text)/3+4)
+	ids = t.encode(ids, text)
+	if addSpecialTokens {
+		ids = t.post.apply(ids)
+	}
+	return ids, nil
+}
+
+// Count returns the number of tokens in text without special tokens.
+func (t *Tokenizer) Count(text string) (int, error) {
+	ids, err := t.Encode(text, false)
+	return len(ids), err
+}
+
+func (t *Tokenizer) encode(dst []int, text string) []int {
+	wp := wordsPool.Get().(*[]string)
+	words := (*wp)[:0]
+	var segs, subs []segment
+	segs = t.rawAdded.split(segs, text, 0)
+	for _, seg := range segs {
+		if seg.tok != nil {
+			dst = append(dst, seg.tok.ID)
+			continue
+		}
+		s := seg.text
+		if t.normalize != nil {
+			s = t.normalize(s)
+		}
+		subs = t.normAdded.split(subs[:0], s, seg.start)
+		for _, sub := range subs {
+			if sub.tok != nil {
+				dst = append(dst, sub.tok.ID)
+				continue
+			}
+			words = t.preTokenize(words[:0], sub.text, seg.start == 0 && sub.start == 0)
+			for _, w := range words {
+				dst = t.model.encodeWord(dst, w)
+			}
+		}
+	}
+	clear(words)
+	*wp = words[:0]
+	wordsPool.Put(wp)
+	return dst
+}
+
+func (t *Tokenizer) preTokenize(dst []string, s string, first bool) []string {
+	if s == "" {
+		return dst
+	}
+	dst = append(dst, s)
+	var next []string
+	for _, p := range t.pre.chain {
+		next = next[:0]
+		for _, w := range dst {
+			next = p.split(next, w, first)
+		}
+		dst, next = next, dst
+	}
+	return dst
+}
+
+// Decode returns the text of ids. With skipSpecialTokens, special added
+// tokens are dropped. An id outside the vocabulary is an error.
+func (t *Tokenizer) Decode(ids []int, skipSpecialTokens bool) (string, error) {
+	toks := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if a, ok := t.addedByID[id]; ok {
+			if !(skipSpecialTokens && a.Special) {
+				toks = append(toks, a.Content)
+			}
+			continue
+		}
+		if id < 0 || id >= len(t.model.idToToken) || t.model.idToToken[id] == "" {
+			return "", fmt.Errorf("decode: token id %d out of vocabulary", id)
+		}
+		toks = append(toks, t.model.idToToken[id])
+	}
+	var s string
+	if t.decode != nil {
+		s = strings.Join(t.decode(toks), "")
+	} else {
+		s = strings.Join(toks, " ")
+	}
+	if t.config.CleanUpTokenizationSpaces {
+		s = cleanUpTokenization(s)
+	}
+	return s, nil
+}
+
+// cleanUpTokenization is transformers' clean_up_tokenization.
+func cleanUpTokenization(s string) string {
+	return cleanUpReplacer.Replace(s)
+}
+
+var cleanUpReplacer = strings.NewReplacer(" .", ".", " ?", "?", " !", "!", " ,", ",", " ' ", "'",
+	" n't", "n't", " 'm", "'m", " 's", "'s", " 've", "'ve", " 're", "'re")
+
+// NumSpecialTokensToAdd is the number of ids Encode adds with
+// addSpecialTokens (transformers' num_special_tokens_to_add(pair=False)).
+func (t *Tokenizer) NumSpecialTokensToAdd() int { return t.post.count() }
+
+// VocabSize is the size of the model's vocabulary without added tokens,
+// as transformers' tokenizer.vocab_size (bench_serving samples random ids
+// below it).
+func (t *Tokenizer) VocabSize() int { return len(t.model.vocab) }
+
+// Len is the number of distinct tokens including added ones, as
+// transformers' len(tokenizer).
+func (t *Tokenizer) Len() int {
+	n := len(t.model.vocab)
+	for _, a := range t.added {
+		if _, inVocab := t.model.vocab[a.Content]; !inVocab {
+			n++
+		}
+	}
+	return n
+}
+
+// TokenToID returns the id of a token (vocabulary symbol or added token).
+func (t *Tokenizer) TokenToID(tok string) (int, bool) {
+	if a, ok := t.addedByStr[tok]; ok {
+		return a.ID, true
+	}
+	id, ok := t.model.vocab[tok]
+	return id, ok
+}
+
+// IDToToken returns the token of an id, as stored in the vocabulary (for
+// byte-level tokenizers, in the GPT-2 alphabet: "Ġthe").
+func (t *Tokenizer) IDToToken(id int) (string, bool) {
+	if a, ok := t.addedByID[id]; ok {
+		return a.Content, true
+	}
+	if id < 0 || id >= len(t.model.idToToken) || t.model.idToToken[id] == "" {
+		return "", false
+	}
+	return t.model.idToToken[id], true
+}
+
+// Vocab returns a copy of the model vocabulary plus added tokens.
+func (t *Tokenizer) Vocab() map[string]int {
+	v := make(map[string]int, len(t.model.vocab)+len(t.added))
+	for k, id := range t.model.vocab {
+		v[k] = id
+	}
+	for _, a := range t.added {
+		v[a.Content] = a.ID
+	}
+	return v
+}
+
+// AddedTokens returns the added tokens in file order.
+func (t *Tokenizer) AddedTokens() []AddedToken {
+	out := make([]AddedToken, len(t.added))
+	for i, a := range t.added {
+		out[i] = *a
+	}
+	return out
+}
+
+// SpecialIDs returns the ids of special added tokens.
+func (t *Tokenizer) SpecialIDs() []int {
+	var out []int
+	for _, a := range t.added {
+		if a.Special {
+			out = append(out, a.ID)
+		}
+	}
+	return out
+}
+
+// BOS returns the BOS token id from tokenizer_config.json.
+func (t *Tokenizer) BOS() (int, bool) { return t.bos, t.bos >= 0 }
+
+// EOS returns the EOS token id from tokenizer_config.json.
+func (t *Tokenizer) EOS() (int, bool) { return t.eos, t.eos >= 0 }
+
+// Config returns the parsed tokenizer_config.json (zero if there was none).
+func (t *Tokenizer) Config() Config { return t.config }
