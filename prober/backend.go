@@ -1,51 +1,168 @@
 package prober
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/servingprobe/servingprobe/datasets"
 )
 
 // SSEEvent is one event from the stream reader. Data is only valid until the
-// next event is read; decoders must not keep it.
+// next event is read; decoders must not keep it (copy what they return).
 type SSEEvent struct {
 	Event string // the event: field, if any
-	Data  []byte // data: lines joined with "\n" (or one NDJSON line)
+	Data  []byte // data: lines joined with "\n" (or one NDJSON line, or a whole JSON body)
 }
 
-// Usage is a server's token count.
+// Usage is a server's token count. Both counts are cumulative for the
+// request: OpenAI servers send it once at the end (or on every chunk with
+// vLLM's continuous_usage_stats); sglang's meta_info carries it on every
+// chunk.
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
+	CachedTokens     int         // prompt tokens served from the prefix cache, if reported
+	Source           TokenSource // TokenSourceUsage or TokenSourceMetaInfo
 }
 
 // Delta is what one event means. Decode fills it; it never reads a clock.
 type Delta struct {
-	Text     string
-	Tokens   int    // tokens in this event as reported by the server, else 0
-	Usage    *Usage // final or cumulative usage block, if sent
-	Cumulative bool // Text replaces everything so far (sglang /generate)
+	// Text is the generated text this event carries (reasoning and tool-call
+	// arguments included: they are output tokens too).
+	Text string
+	// Tokens is the number of tokens this event carries when the protocol
+	// defines it per event (TensorRT-LLM: one), else 0. Cumulative counts go
+	// in Usage.
+	Tokens int
+	// Usage is a cumulative usage block, if the event has one.
+	Usage *Usage
+	// Cumulative means Text replaces everything so far (sglang /generate).
+	Cumulative   bool
 	FinishReason string
-	Done     bool // [DONE] or a terminal event
+	// SpecAcceptLength is sglang's per-request speculative accept length.
+	SpecAcceptLength float64
+	Done             bool // [DONE] or a terminal event
 }
 
 // RequestOptions are the per-request knobs that do not come from the dataset.
 type RequestOptions struct {
-	BaseURL      string
-	Model        string // sent as "model"
-	Stream       bool
-	IgnoreEOS    bool
-	Temperature  *float64
-	TopP         *float64
-	IncludeUsage bool // ask for stream_options.include_usage (not sent in sglang compat mode)
-	ExtraBody    map[string]any
-	Headers      map[string]string
+	BaseURL     string
+	Model       string // sent as "model"
+	Stream      bool
+	IgnoreEOS   bool
+	Temperature *float64 // nil: the bench_serving default for the backend
+	TopP        *float64 // nil: not sent
+	// IncludeUsage asks for stream_options.include_usage on OpenAI backends.
+	// It is our default; bench_serving compatibility mode turns it off.
+	IncludeUsage bool
+	// ExtraBody is merged into the body's top level last, replacing keys
+	// that exist (in place) and appending new ones in sorted order.
+	ExtraBody map[string]any
+	Headers   map[string]string
 }
 
 // Backend is one wire protocol.
 type Backend interface {
-	// NewRequest builds the HTTP request for one prompt.
+	// NewRequest builds the HTTP request for one prompt. The caller adds
+	// the context.
 	NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, error)
-	// Decode interprets one event. It is pure: no clock, no I/O.
+	// Decode interprets one event. It is pure: no clock, no I/O, and it
+	// keeps nothing from ev.Data.
 	Decode(ev SSEEvent) (Delta, error)
+}
+
+// eofEnder is implemented by backends whose streams have no terminal marker
+// (TensorRT-LLM's generate_stream): a clean EOF ends them successfully.
+type eofEnder interface{ eofEndsStream() bool }
+
+// BackendInfo describes one bench_serving --backend name.
+type BackendInfo struct {
+	Name string
+	// Protocol is the wire protocol (one Backend implementation each).
+	Protocol string
+	// Path is the endpoint, appended to the base URL.
+	Path string
+	// DefaultPort is bench_serving's port when --port is unset (§1 table,
+	// including its gaps: vllm-chat and lmdeploy-chat default to 30000).
+	DefaultPort int
+	// NoAuth: bench_serving sends no Authorization header (trt).
+	NoAuth bool
+	// ModelRequired: bench_serving requires --model (trt, truss).
+	ModelRequired bool
+	// SGLang marks backends whose name contains "sglang", which bench_serving
+	// treats specially (server_info, cache flush).
+	SGLang bool
+
+	newBackend func() Backend
+}
+
+// New returns a fresh Backend for this name.
+func (b BackendInfo) New() Backend { return b.newBackend() }
+
+// Protocols.
+const (
+	ProtocolSGLangGenerate    = "sglang-generate"
+	ProtocolOpenAICompletions = "openai-completions"
+	ProtocolOpenAIChat        = "openai-chat"
+	ProtocolTRT               = "trt-generate-stream"
+	ProtocolTruss             = "truss"
+)
+
+func newSGLang() Backend      { return sglangGenerate{} }
+func newCompletions() Backend { return openAICompletions{path: pathCompletions} }
+func newChat() Backend        { return openAIChat{} }
+func newTRT() Backend         { return trtGenerateStream{} }
+func newTruss() Backend       { return truss{} }
+
+// backends maps every accepted --backend name to its protocol, as
+// blackbox_exporter's Probers map does.
+var backends = map[string]BackendInfo{
+	"sglang":          {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, newBackend: newSGLang},
+	"sglang-native":   {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, newBackend: newSGLang},
+	"sglang-oai":      {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 30000, SGLang: true, newBackend: newCompletions},
+	"vllm":            {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000, newBackend: newCompletions},
+	"lmdeploy":        {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 23333, newBackend: newCompletions},
+	"openai":          {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000, newBackend: newCompletions},
+	"sglang-oai-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, DefaultPort: 30000, SGLang: true, newBackend: newChat},
+	"vllm-chat":       {Protocol: ProtocolOpenAIChat, Path: pathChat, DefaultPort: 30000, newBackend: newChat},
+	"lmdeploy-chat":   {Protocol: ProtocolOpenAIChat, Path: pathChat, DefaultPort: 30000, newBackend: newChat},
+	"openai-chat":     {Protocol: ProtocolOpenAIChat, Path: pathChat, DefaultPort: 8000, newBackend: newChat},
+	"trt":             {Protocol: ProtocolTRT, Path: pathTRT, DefaultPort: 8000, NoAuth: true, ModelRequired: true, newBackend: newTRT},
+	"truss":           {Protocol: ProtocolTruss, Path: pathTruss, DefaultPort: 8080, ModelRequired: true, newBackend: newTruss},
+}
+
+// LookupBackend returns the BackendInfo for a --backend name.
+func LookupBackend(name string) (BackendInfo, error) {
+	b, ok := backends[name]
+	if !ok {
+		return BackendInfo{}, fmt.Errorf("unknown backend %q (known: %v)", name, BackendNames())
+	}
+	b.Name = name
+	return b, nil
+}
+
+// NewBackend returns the Backend for a --backend name.
+func NewBackend(name string) (Backend, error) {
+	b, err := LookupBackend(name)
+	if err != nil {
+		return nil, err
+	}
+	return b.New(), nil
+}
+
+// DefaultPort returns bench_serving's default port for a backend name.
+func DefaultPort(name string) (int, bool) {
+	b, ok := backends[name]
+	return b.DefaultPort, ok
+}
+
+// BackendNames lists the accepted --backend names, sorted.
+func BackendNames() []string {
+	names := make([]string, 0, len(backends))
+	for n := range backends {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -38,15 +38,23 @@ const (
 	TokenSourceUsage     TokenSource = "usage"     // the server's OpenAI usage block
 	TokenSourceMetaInfo  TokenSource = "meta_info" // sglang's meta_info counts
 	TokenSourceTokenizer TokenSource = "tokenizer" // our tokenizer on the text
+	TokenSourceDataset   TokenSource = "dataset"   // the dataset row's prompt length
 	TokenSourceRequested TokenSource = "requested" // the requested length (no count available)
 	TokenSourceEvents    TokenSource = "events"    // one per token-bearing event (last resort)
+	TokenSourceProtocol  TokenSource = "protocol"  // the protocol defines one token per event (trt)
 )
 
 // Event is one stream event that carried output: its arrival time, stamped
 // as its bytes arrived and before any decoding, and how many tokens it held.
 type Event struct {
-	At     time.Time
+	At time.Time
+	// Tokens is the event's token count (see Result.EventTokensSource). It
+	// is 0 for an event whose text arrived without a new token count (an
+	// sglang chunk whose completion_tokens did not move); ITLs skips it.
 	Tokens int
+	// TextEnd is len(GeneratedText) after this event, so the bench can
+	// re-split a chunk's gap by retokenizing its text (sglang#12064).
+	TextEnd int
 }
 
 // Trace holds the connection phases from net/http/httptrace. Zero values mean
@@ -61,6 +69,22 @@ type Trace struct {
 	ConnReused                bool
 }
 
+// DNS is the DNS lookup time, 0 if there was none.
+func (t Trace) DNS() time.Duration { return span(t.DNSStart, t.DNSDone) }
+
+// Connect is the TCP connect time, 0 on a reused connection.
+func (t Trace) Connect() time.Duration { return span(t.ConnectStart, t.ConnectDone) }
+
+// TLS is the TLS handshake time, 0 without TLS or on reuse.
+func (t Trace) TLS() time.Duration { return span(t.TLSStart, t.TLSDone) }
+
+func span(a, b time.Time) time.Duration {
+	if a.IsZero() || b.IsZero() {
+		return 0
+	}
+	return b.Sub(a)
+}
+
 // Result is one request, as plain data. Only the exporter turns it into
 // metrics; only the bench turns many of them into a summary.
 type Result struct {
@@ -69,6 +93,7 @@ type Result struct {
 	Module    string
 	Model     string
 	Backend   string
+	Stream    bool
 
 	// Scheduled is when the pacer wanted the request sent; Sent is taken
 	// immediately before client.Do. Sent-Scheduled is client queue time.
@@ -80,20 +105,113 @@ type Result struct {
 	// Events holds every output-bearing event in arrival order. Role-only,
 	// usage-only and keep-alive events are not in it.
 	Events []Event
+	// EventTokensSource says where Events[i].Tokens came from: meta_info or
+	// usage (cumulative counts on every chunk), protocol (trt), tokenizer
+	// (each chunk's text retokenized) or events (1 per event, unknown).
+	EventTokensSource TokenSource
 
 	InputTokens        int
 	InputTokensSource  TokenSource
 	OutputTokens       int
 	OutputTokensSource TokenSource
+	CachedTokens       int // prompt tokens the server reported as cached
 
 	// RequestedOutputTokens is the max tokens the request asked for.
 	RequestedOutputTokens int
 
 	GeneratedText string
 	FinishReason  string
-	HTTPStatus    int
-	Outcome       Outcome
-	Err           string // human-readable; never a label
+	// SpecAcceptLength is sglang's meta_info.spec_accept_length, 0 if absent.
+	SpecAcceptLength float64
+	HTTPStatus       int
+	Outcome          Outcome
+	Err              string // human-readable; never a label
+
+	// KeepAlives counts SSE comment lines; BytesRead the body bytes.
+	KeepAlives int
+	BytesRead  int64
 
 	Trace Trace
+}
+
+// TTFT is FirstToken − Sent: time to the first event with text or tokens.
+// It is 0 when no token arrived.
+func (r *Result) TTFT() time.Duration {
+	if r.FirstToken.IsZero() || r.Sent.IsZero() {
+		return 0
+	}
+	return r.FirstToken.Sub(r.Sent)
+}
+
+// E2E is End − Sent, where End is [DONE], EOF or the failure.
+func (r *Result) E2E() time.Duration {
+	if r.End.IsZero() || r.Sent.IsZero() {
+		return 0
+	}
+	return r.End.Sub(r.Sent)
+}
+
+// QueueTime is Sent − Scheduled: how long the request waited on the client
+// (for a concurrency slot) after the pacer released it.
+func (r *Result) QueueTime() time.Duration {
+	if r.Scheduled.IsZero() || r.Sent.IsZero() {
+		return 0
+	}
+	return r.Sent.Sub(r.Scheduled)
+}
+
+// TPOT is (End − FirstToken) / (OutputTokens − 1), defined only for at
+// least 2 output tokens (else 0).
+func (r *Result) TPOT() time.Duration {
+	if r.OutputTokens < 2 || r.FirstToken.IsZero() || r.End.IsZero() {
+		return 0
+	}
+	return r.End.Sub(r.FirstToken) / time.Duration(r.OutputTokens-1)
+}
+
+// ChunkITLs are the gaps between consecutive output events, one per event
+// after the first, whatever each carried: bench_serving's ITL on OpenAI
+// backends.
+func (r *Result) ChunkITLs() []time.Duration {
+	if len(r.Events) < 2 {
+		return nil
+	}
+	out := make([]time.Duration, 0, len(r.Events)-1)
+	for i := 1; i < len(r.Events); i++ {
+		out = append(out, r.Events[i].At.Sub(r.Events[i-1].At))
+	}
+	return out
+}
+
+// ITLs are per-token inter-token latencies: an event carrying n tokens
+// splits its gap since the previous counted event into n equal entries
+// (the remainder nanoseconds go to the first ones, so they sum to the gap).
+// Tokens of the first event get no entry; events with 0 tokens are skipped
+// without moving the reference time, as bench_serving does on /generate.
+// With EventTokensSource "events" this equals ChunkITLs.
+func (r *Result) ITLs() []time.Duration { return r.AppendITLs(nil) }
+
+// AppendITLs appends ITLs to dst, for aggregation without allocation.
+func (r *Result) AppendITLs(dst []time.Duration) []time.Duration {
+	if len(r.Events) < 2 {
+		return dst
+	}
+	prev := r.Events[0].At
+	for _, e := range r.Events[1:] {
+		if e.Tokens <= 0 {
+			continue
+		}
+		gap := e.At.Sub(prev)
+		n := time.Duration(e.Tokens)
+		q, rem := gap/n, gap%n
+		for k := time.Duration(0); k < n; k++ {
+			d := q
+			if k < rem {
+				d++
+			}
+			dst = append(dst, d)
+		}
+		prev = e.At
+	}
+	return dst
 }

@@ -1,0 +1,113 @@
+package prober
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+)
+
+// StatusError is a response whose status was not 200. Body holds a bounded,
+// printable snippet of the response body.
+type StatusError struct {
+	Code int
+	Body string
+}
+
+func (e *StatusError) Error() string {
+	if e.Body == "" {
+		return fmt.Sprintf("HTTP %d", e.Code)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.Code, e.Body)
+}
+
+// RequestError is a failure before response headers arrived: DNS, connect,
+// TLS, writing the request, or the server closing before it answered.
+type RequestError struct{ Err error }
+
+func (e *RequestError) Error() string { return "request: " + e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// DecodeError is an event the backend could not decode.
+type DecodeError struct {
+	Event int // 0-based index of the event in the stream
+	Err   error
+}
+
+func (e *DecodeError) Error() string { return fmt.Sprintf("decode event %d: %v", e.Event, e.Err) }
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Stream ending errors.
+var (
+	// ErrStreamCut: the body ended before [DONE] or a finish reason.
+	ErrStreamCut = errors.New("stream ended before [DONE] or a finish reason")
+	// ErrEmptyOutput: a complete response with no output tokens.
+	ErrEmptyOutput = errors.New("response carried no output")
+)
+
+// classify maps the error that ended a request to its Outcome. It is the
+// only place an Outcome is chosen. Order matters: a deadline or a parent
+// cancellation explains whatever error the transport reported after it.
+func classify(err error) Outcome {
+	if err == nil {
+		return OutcomeSuccess
+	}
+	var (
+		se  *StatusError
+		re  *RequestError
+		de  *DecodeError
+		srv *ServerError
+		ne  net.Error
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return OutcomeCanceled
+	case errors.As(err, &se):
+		switch {
+		case se.Code == 429:
+			return OutcomeHTTP429
+		case se.Code >= 500:
+			return OutcomeHTTP5xx
+		default: // 4xx, and 1xx/2xx/3xx that are not a usable 200
+			return OutcomeHTTP4xx
+		}
+	case errors.As(err, &ne) && ne.Timeout():
+		return OutcomeTimeout
+	case errors.As(err, &re):
+		return OutcomeConnectError
+	case errors.Is(err, ErrEmptyOutput):
+		return OutcomeEmptyOutput
+	case errors.As(err, &de), errors.As(err, &srv),
+		errors.Is(err, ErrEventTooLarge), errors.Is(err, ErrResponseTooLarge):
+		return OutcomeParseError
+	case isConnectErr(err):
+		return OutcomeConnectError
+	default:
+		// ErrStreamCut, io.ErrUnexpectedEOF, a reset or any other read
+		// error after the headers: the stream was cut.
+		return OutcomeStreamCut
+	}
+}
+
+// isConnectErr recognises connection-phase errors that reach us without a
+// RequestError wrapper (they always come wrapped in practice; this keeps
+// classify right for callers that pass raw transport errors).
+func isConnectErr(err error) bool {
+	var (
+		dns     *net.DNSError
+		op      *net.OpError
+		rec     tls.RecordHeaderError
+		alert   tls.AlertError
+		verify  *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+	)
+	return errors.As(err, &dns) || (errors.As(err, &op) && op.Op == "dial") ||
+		errors.As(err, &rec) || errors.As(err, &alert) || errors.As(err, &verify) ||
+		errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
+}

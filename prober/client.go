@@ -1,0 +1,113 @@
+package prober
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	promconfig "github.com/prometheus/common/config"
+
+	"github.com/servingprobe/servingprobe/config"
+)
+
+// ClientOptions tune the HTTP client for measurement.
+type ClientOptions struct {
+	// Concurrency is the most requests that will be in flight at once; the
+	// idle pool is never smaller, so a benchmark does not reconnect.
+	Concurrency int
+	// H2C speaks HTTP/2 without TLS (prior knowledge) to http:// targets.
+	// HTTP/2 over TLS follows the target's enable_http2.
+	H2C bool
+	// UserAgent, if set, replaces Go's.
+	UserAgent string
+}
+
+// defaultIdlePerHost is prometheus/common's idle pool per host.
+const defaultIdlePerHost = 1000
+
+// NewClient builds the HTTP client for a target from its http_client_config
+// (auth, TLS, proxy, headers) with config.NewClientFromConfig, then tunes
+// the transport for measurement: keep-alives on, no transparent
+// compression (prometheus/common already disables it; requests also send
+// Accept-Encoding: identity), no cap on connections per host, an idle pool
+// at least as large as the concurrency, HTTP/1.1 unless HTTP/2 is asked for.
+//
+// Timeouts are not set on the client: Run's caller bounds each request with
+// a context deadline from the target's timeout, which also covers the body.
+func NewClient(t *config.Target, o ClientOptions) (*http.Client, error) {
+	cfg := t.HTTPClientConfig
+	opts := []promconfig.HTTPClientOption{promconfig.WithIdleConnTimeout(90 * time.Second)}
+	if o.UserAgent != "" {
+		opts = append(opts, promconfig.WithUserAgent(o.UserAgent))
+	}
+	name := t.Name
+	if name == "" {
+		name = "servingprobe"
+	}
+	c, err := promconfig.NewClientFromConfig(cfg, name, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("http client for target %q: %w", t.Name, err)
+	}
+	// prometheus/common builds the *http.Transport itself and returns it
+	// bare unless auth, headers or file-based TLS wrap it. Tune it when we
+	// can reach it.
+	tr, bare := c.Transport.(*http.Transport)
+	if bare {
+		if o.Concurrency > tr.MaxIdleConnsPerHost {
+			tr.MaxIdleConnsPerHost = o.Concurrency
+			tr.MaxIdleConns = max(tr.MaxIdleConns, o.Concurrency)
+		}
+		tr.MaxConnsPerHost = 0
+		if o.H2C {
+			var p http.Protocols
+			p.SetUnencryptedHTTP2(true)
+			tr.Protocols = &p
+		}
+		return c, nil
+	}
+	if o.H2C {
+		return nil, fmt.Errorf("target %q: h2c cannot be combined with authentication, headers or file-based TLS in http_client_config", t.Name)
+	}
+	// Wrapped: the idle pool stays at prometheus/common's 1000 per host;
+	// connections beyond it are closed when idle and redialled (and the
+	// redial shows up in Result.Trace).
+	return c, nil
+}
+
+// DetectModel asks an OpenAI-compatible server for its models and returns
+// the first id, as bench_serving does when --model is unset.
+func DetectModel(ctx context.Context, c *http.Client, baseURL string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(baseURL, "/")+"/v1/models", nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("detect model: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return "", fmt.Errorf("detect model: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("detect model: %w", &StatusError{Code: resp.StatusCode, Body: truncate(strings.TrimSpace(string(b)), maxErrorBody)})
+	}
+	var m struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return "", fmt.Errorf("detect model: decode /v1/models: %w", err)
+	}
+	if len(m.Data) == 0 || m.Data[0].ID == "" {
+		return "", fmt.Errorf("detect model: /v1/models lists no model")
+	}
+	return m.Data[0].ID, nil
+}

@@ -1,0 +1,81 @@
+package prober
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/servingprobe/servingprobe/datasets"
+)
+
+// openAICompletions is /v1/completions (bench_serving §1.2): sglang-oai,
+// vllm, lmdeploy and plain openai.
+type openAICompletions struct {
+	path string
+}
+
+var _ Backend = openAICompletions{}
+
+// completionsBody is shared with truss, which sends the same body.
+func completionsBody(o RequestOptions, p datasets.Prompt) object {
+	body := object{
+		{"model", modelFor(o, p)},
+		{"prompt", p.Text},
+		{"best_of", 1},
+		{"max_tokens", p.OutputLen},
+		{"stream", o.Stream},
+		{"temperature", floatOr(o.Temperature, 0)},
+		{"ignore_eos", o.IgnoreEOS},
+	}
+	if o.TopP != nil {
+		body = append(body, field{"top_p", pyFloat(*o.TopP)})
+	}
+	if o.Stream && o.IncludeUsage {
+		body = append(body, field{"stream_options", object{{"include_usage", true}}})
+	}
+	if p.LoRA != "" {
+		body = append(body, field{"lora_path", p.LoRA})
+	}
+	if len(p.Images) > 0 {
+		body = append(body, field{"image_data", p.Images}) // an sglang extension
+	}
+	return body
+}
+
+func (b openAICompletions) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, error) {
+	return newJSONRequest(o, b.path, completionsBody(o, p), p)
+}
+
+type completionsChunk struct {
+	errorField
+	Choices []struct {
+		Text         string  `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *usageJSON `json:"usage"`
+}
+
+func (openAICompletions) Decode(ev SSEEvent) (Delta, error) { return decodeCompletions(ev) }
+
+func decodeCompletions(ev SSEEvent) (Delta, error) {
+	if isDone(ev.Data) {
+		return Delta{Done: true}, nil
+	}
+	var c completionsChunk
+	if err := json.Unmarshal(ev.Data, &c); err != nil {
+		return Delta{}, fmt.Errorf("decode completions chunk: %w", err)
+	}
+	if err := c.err(); err != nil {
+		return Delta{}, err
+	}
+	// An empty choices list is a usage-only chunk, not an error
+	// (sgl-project/sglang#5451).
+	d := Delta{Usage: c.Usage.usage()}
+	if len(c.Choices) > 0 {
+		d.Text = c.Choices[0].Text
+		if fr := c.Choices[0].FinishReason; fr != nil {
+			d.FinishReason = *fr
+		}
+	}
+	return d, nil
+}

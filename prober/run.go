@@ -1,0 +1,376 @@
+package prober
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/servingprobe/servingprobe/datasets"
+)
+
+// Counter counts tokens in text; it is optional (the bench passes its
+// tokenizer). TokenizerCounter adapts a datasets.Tokenizer.
+type Counter interface {
+	Count(text string) (int, error)
+}
+
+// TokenizerCounter counts with a datasets.Tokenizer, without special tokens
+// (bench_serving's retokenized count).
+type TokenizerCounter struct{ datasets.Tokenizer }
+
+// Count implements Counter.
+func (c TokenizerCounter) Count(text string) (int, error) {
+	ids, err := c.Encode(text, false)
+	return len(ids), err
+}
+
+// Prober sends one request per Run. It is safe for concurrent use if its
+// Counter is.
+type Prober struct {
+	Client  *http.Client
+	Backend Backend
+	// Name is the --backend name recorded in Result.Backend.
+	Name    string
+	Options RequestOptions
+	Limits  Limits
+	Counter Counter // optional
+	// Target and Module are copied into each Result.
+	Target, Module string
+}
+
+// drainTimeout bounds how long Run waits, after the stream ended, for the
+// rest of the body (the chunked terminator), so the connection is reused.
+// The measurement is already taken by then.
+const drainTimeout = 100 * time.Millisecond
+
+// drainBytes bounds how much Run reads after the end for the same reason.
+const drainBytes = 64 << 10
+
+// maxErrorBody bounds the part of an HTTP error body kept in Result.Err.
+const maxErrorBody = 512
+
+var readerPool = sync.Pool{New: func() any { return new(StreamReader) }}
+
+// Run sends one request for prompt and returns its Result. scheduled is when
+// the caller wanted it sent (zero if not paced). Run never returns an error:
+// a failed request is a Result with an Outcome and Err. It matches the
+// runner's RequestFunc, so p.Run can be passed directly.
+func (p *Prober) Run(ctx context.Context, prompt datasets.Prompt, scheduled time.Time) Result {
+	res := Result{
+		Target:                p.Target,
+		Module:                p.Module,
+		Model:                 modelFor(p.Options, prompt),
+		Backend:               p.Name,
+		Stream:                p.Options.Stream,
+		Scheduled:             scheduled,
+		RequestedOutputTokens: prompt.OutputLen,
+	}
+	err := p.run(ctx, prompt, &res)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// The transport reports a deadline or cancellation in many ways;
+		// make the cause explicit so classify sees it.
+		err = fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	res.Outcome = classify(err)
+	if err != nil {
+		res.Err = err.Error()
+	}
+	p.countTokens(prompt, &res)
+	return res
+}
+
+// tracer records httptrace phases. Callbacks may run on the transport's
+// dial goroutines, even after the request picked another connection, so
+// it is locked and copied out.
+type tracer struct {
+	mu sync.Mutex
+	t  Trace
+}
+
+func (tr *tracer) stamp(dst func(t *Trace) *time.Time, onlyFirst bool) {
+	now := time.Now()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	p := dst(&tr.t)
+	if onlyFirst && !p.IsZero() {
+		return
+	}
+	*p = now
+}
+
+func (tr *tracer) snapshot() Trace {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.t
+}
+
+func (tr *tracer) clientTrace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		DNSStart: func(httptrace.DNSStartInfo) { tr.stamp(func(t *Trace) *time.Time { return &t.DNSStart }, true) },
+		DNSDone:  func(httptrace.DNSDoneInfo) { tr.stamp(func(t *Trace) *time.Time { return &t.DNSDone }, false) },
+		// Happy eyeballs may dial several addresses: first start, last done.
+		ConnectStart: func(string, string) { tr.stamp(func(t *Trace) *time.Time { return &t.ConnectStart }, true) },
+		ConnectDone:  func(string, string, error) { tr.stamp(func(t *Trace) *time.Time { return &t.ConnectDone }, false) },
+		TLSHandshakeStart: func() {
+			tr.stamp(func(t *Trace) *time.Time { return &t.TLSStart }, true)
+		},
+		TLSHandshakeDone: func(tls.ConnectionState, error) {
+			tr.stamp(func(t *Trace) *time.Time { return &t.TLSDone }, false)
+		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			now := time.Now()
+			tr.mu.Lock()
+			defer tr.mu.Unlock()
+			tr.t.GotConn, tr.t.ConnReused = now, info.Reused
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			tr.stamp(func(t *Trace) *time.Time { return &t.WroteRequest }, false)
+		},
+		GotFirstResponseByte: func() { tr.stamp(func(t *Trace) *time.Time { return &t.FirstResponseByte }, true) },
+	}
+}
+
+func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) error {
+	req, err := p.Backend.NewRequest(p.Options, prompt)
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	tr := &tracer{}
+	req = req.WithContext(httptrace.WithClientTrace(ctx, tr.clientTrace()))
+	defer func() { res.Trace = tr.snapshot() }()
+
+	res.Sent = time.Now()
+	resp, err := p.Client.Do(req)
+	if err != nil {
+		res.End = time.Now()
+		return &RequestError{Err: err}
+	}
+	body := resp.Body
+	defer func() { drain(body) }()
+	res.HTTPStatus = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		snippet, rerr := io.ReadAll(io.LimitReader(body, maxErrorBody))
+		res.End = time.Now()
+		se := &StatusError{Code: resp.StatusCode, Body: truncate(strings.TrimSpace(string(snippet)), maxErrorBody)}
+		if rerr != nil && se.Body == "" {
+			se.Body = "(reading body: " + rerr.Error() + ")"
+		}
+		return se
+	}
+	return p.stream(body, FormatFor(resp.Header.Get("Content-Type"), p.Options.Stream), res)
+}
+
+// stream reads events until the end and fills res. It owns all the timing
+// logic: one clock reading per read, taken by the StreamReader.
+func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error {
+	sr := readerPool.Get().(*StreamReader)
+	sr.Reset(body, format, p.Limits, nil)
+	defer func() {
+		res.KeepAlives, res.BytesRead = sr.Comments(), sr.BytesRead()
+		sr.Reset(nil, FormatAuto, Limits{}, nil) // drop references
+		if cap(sr.buf) <= 1<<20 {                // do not pool a huge buffer
+			readerPool.Put(sr)
+		}
+	}()
+
+	var (
+		text        strings.Builder
+		cumulative  string // sglang's latest full text
+		lastCT      int    // last cumulative completion_tokens
+		perEventCT  bool   // the first output event had a cumulative count
+		finished    bool   // a finish reason was seen
+		final       *Usage
+		protocolOne bool
+	)
+	_, eofEnds := p.Backend.(eofEnder)
+	for i := 0; ; i++ {
+		ev, at, err := sr.Next()
+		if err == io.EOF {
+			res.End = at
+			if finished || eofEnds || format == FormatJSON || !res.Stream {
+				break
+			}
+			return ErrStreamCut
+		}
+		if err != nil {
+			res.End = at
+			return fmt.Errorf("read stream: %w", err)
+		}
+		d, err := p.Backend.Decode(ev)
+		if err != nil {
+			res.End = at
+			return &DecodeError{Event: i, Err: err}
+		}
+		if d.Done {
+			res.End = at
+			break
+		}
+		if d.FinishReason != "" {
+			res.FinishReason, finished = d.FinishReason, true
+		}
+		if d.SpecAcceptLength > 0 {
+			res.SpecAcceptLength = d.SpecAcceptLength
+		}
+
+		// New text.
+		var newText string
+		if d.Cumulative {
+			if strings.HasPrefix(d.Text, cumulative) {
+				newText = d.Text[len(cumulative):]
+			} else { // the server rewrote history; take its word
+				newText = d.Text
+			}
+			cumulative = d.Text
+		} else {
+			newText = d.Text
+			text.WriteString(newText)
+		}
+
+		// New tokens, from a cumulative count when the server gives one
+		// on every output event.
+		tokens, counted := 0, false
+		if u := d.Usage; u != nil {
+			final = u
+			if u.CompletionTokens > 0 && (perEventCT || len(res.Events) == 0) {
+				tokens, counted = max(u.CompletionTokens-lastCT, 0), true
+				lastCT = max(lastCT, u.CompletionTokens)
+			}
+		}
+		if newText == "" && tokens == 0 && d.Tokens == 0 {
+			continue // role-only, usage-only, finish-only, keep-alive
+		}
+		switch {
+		case counted:
+			if len(res.Events) == 0 {
+				perEventCT = true
+			}
+		case d.Tokens > 0:
+			tokens, protocolOne = d.Tokens, true
+		default:
+			tokens, perEventCT = 1, false
+		}
+		if len(res.Events) == 0 {
+			res.FirstToken = at
+		}
+		textLen := text.Len()
+		if d.Cumulative {
+			textLen = len(cumulative)
+		}
+		res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: textLen})
+	}
+	if cumulative != "" {
+		res.GeneratedText = cumulative
+	} else {
+		res.GeneratedText = text.String()
+	}
+	switch {
+	case perEventCT && final != nil:
+		res.EventTokensSource = final.Source
+	case protocolOne:
+		res.EventTokensSource = TokenSourceProtocol
+	default:
+		res.EventTokensSource = TokenSourceEvents
+	}
+	if final != nil {
+		res.InputTokens, res.InputTokensSource = final.PromptTokens, final.Source
+		if final.CompletionTokens > 0 || len(res.Events) == 0 {
+			res.OutputTokens, res.OutputTokensSource = final.CompletionTokens, final.Source
+		}
+		res.CachedTokens = final.CachedTokens
+	}
+	if len(res.Events) == 0 && res.GeneratedText == "" && res.OutputTokens == 0 {
+		return ErrEmptyOutput
+	}
+	return nil
+}
+
+// countTokens fills the counts the server did not report: output from our
+// tokenizer, else one per event when streaming, else the requested length;
+// input from our tokenizer, else the dataset row.
+func (p *Prober) countTokens(prompt datasets.Prompt, res *Result) {
+	if res.Outcome != OutcomeSuccess && res.Outcome != OutcomeEmptyOutput && len(res.Events) == 0 {
+		return
+	}
+	if res.OutputTokensSource == "" {
+		switch n, ok := p.count(res.GeneratedText); {
+		case ok:
+			res.OutputTokens, res.OutputTokensSource = n, TokenSourceTokenizer
+		case res.Stream && len(res.Events) > 0:
+			res.OutputTokens = 0
+			for _, e := range res.Events {
+				res.OutputTokens += e.Tokens
+			}
+			res.OutputTokensSource = TokenSourceEvents
+			if res.EventTokensSource == TokenSourceProtocol {
+				res.OutputTokensSource = TokenSourceProtocol
+			}
+		case res.GeneratedText != "":
+			res.OutputTokens, res.OutputTokensSource = res.RequestedOutputTokens, TokenSourceRequested
+		}
+	}
+	// Without per-event counts, retokenize each chunk so that a chunk of
+	// several tokens (speculative decoding) splits its gap.
+	if res.EventTokensSource == TokenSourceEvents && p.Counter != nil && res.Stream {
+		start, ok := 0, true
+		counts := make([]int, len(res.Events))
+		for i, e := range res.Events {
+			n, err := p.Counter.Count(res.GeneratedText[start:e.TextEnd])
+			if err != nil {
+				ok = false
+				break
+			}
+			counts[i], start = max(n, 1), e.TextEnd
+		}
+		if ok {
+			for i := range res.Events {
+				res.Events[i].Tokens = counts[i]
+			}
+			res.EventTokensSource = TokenSourceTokenizer
+		}
+	}
+	if res.InputTokensSource == "" {
+		if n, ok := p.count(promptText(prompt)); ok {
+			res.InputTokens, res.InputTokensSource = n, TokenSourceTokenizer
+		} else if prompt.PromptLen > 0 {
+			res.InputTokens, res.InputTokensSource = prompt.PromptLen, TokenSourceDataset
+		}
+	}
+}
+
+func (p *Prober) count(text string) (int, bool) {
+	if p.Counter == nil || text == "" {
+		return 0, false
+	}
+	n, err := p.Counter.Count(text)
+	return n, err == nil
+}
+
+// promptText is the text a tokenizer should count for the prompt (chat
+// template tokens excluded: this is a lower bound for chat).
+func promptText(p datasets.Prompt) string {
+	if len(p.Messages) == 0 {
+		return p.Text
+	}
+	var b strings.Builder
+	for _, m := range p.Messages {
+		b.WriteString(m.Content)
+	}
+	return b.String()
+}
+
+// drain reads a bounded tail of the body so the connection can be reused,
+// then closes it. A server that keeps the body open after [DONE] is cut off
+// after drainTimeout.
+func drain(body io.ReadCloser) {
+	t := time.AfterFunc(drainTimeout, func() { body.Close() })
+	_, _ = io.CopyN(io.Discard, body, drainBytes)
+	t.Stop()
+	body.Close()
+}

@@ -1,0 +1,61 @@
+package prober
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/servingprobe/servingprobe/datasets"
+)
+
+// trtGenerateStream is Triton's generate_stream for the TensorRT-LLM
+// ensemble (bench_serving §1.4). Each event is one decoding step, and the
+// stream has no terminal marker: a clean EOF ends it.
+type trtGenerateStream struct{}
+
+var _ Backend = trtGenerateStream{}
+
+// trtEndID is an impossible end id: with min_length it forces exactly N
+// tokens, since TensorRT-LLM has no ignore_eos.
+const trtEndID = 1048576
+
+func (trtGenerateStream) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, error) {
+	body := object{
+		{"accumulate_tokens", true},
+		{"text_input", p.Text},
+		{"temperature", floatOr(o.Temperature, 0.000001)},
+		{"top_p", floatOr(o.TopP, 1)},
+		{"max_tokens", p.OutputLen},
+		{"stream", true}, // the endpoint only streams
+	}
+	if o.IgnoreEOS {
+		body = append(body, field{"min_length", p.OutputLen}, field{"end_id", trtEndID})
+	}
+	return newJSONRequest(o, pathTRT, body, p)
+}
+
+type trtChunk struct {
+	errorField
+	TextOutput *string `json:"text_output"`
+}
+
+// Decode appends text_output as bench_serving does and counts one token
+// per event, the generate_stream contract.
+func (trtGenerateStream) Decode(ev SSEEvent) (Delta, error) {
+	if isDone(ev.Data) {
+		return Delta{Done: true}, nil
+	}
+	var c trtChunk
+	if err := json.Unmarshal(ev.Data, &c); err != nil {
+		return Delta{}, fmt.Errorf("decode generate_stream event: %w", err)
+	}
+	if err := c.err(); err != nil {
+		return Delta{}, err
+	}
+	if c.TextOutput == nil {
+		return Delta{}, nil
+	}
+	return Delta{Text: *c.TextOutput, Tokens: 1}, nil
+}
+
+func (trtGenerateStream) eofEndsStream() bool { return true }

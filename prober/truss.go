@@ -1,0 +1,19 @@
+package prober
+
+import (
+	"net/http"
+
+	"github.com/servingprobe/servingprobe/datasets"
+)
+
+// truss is a Baseten Truss model's predict endpoint (bench_serving §1.5):
+// the completions body and stream, on another path.
+type truss struct{}
+
+var _ Backend = truss{}
+
+func (truss) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, error) {
+	return newJSONRequest(o, pathTruss, completionsBody(o, p), p)
+}
+
+func (truss) Decode(ev SSEEvent) (Delta, error) { return decodeCompletions(ev) }
