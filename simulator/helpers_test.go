@@ -127,3 +127,5 @@ func num(t testing.TB, v any) int {
 }
 
 func jsonNumber(n int) json.Number { return json.Number(strconv.Itoa(n)) }
+
+func jsonValidBytes(b []byte) bool { return json.Valid(b) }
