@@ -1,0 +1,199 @@
+// Package mixin renders servingprobe's Grafana dashboards and Prometheus rule
+// files from one set of knobs (Config). The rendered files are checked in
+// under dashboards/ and served by the exporter; this package is a build tool.
+package mixin
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+
+	"go.yaml.in/yaml/v2"
+)
+
+// Config holds every threshold and selector of the dashboards and rules.
+// Change a knob, then run `go generate ./dashboards` (or the generator with
+// -config my-knobs.yaml -out DIR to keep a private copy).
+type Config struct {
+	// Selector is the PromQL matcher list added to every raw servingprobe
+	// series in rules and alerts, e.g. `job="servingprobe"`. Dashboards use
+	// their own $job variable instead.
+	Selector string `yaml:"selector"`
+
+	// TTFTThresholdSeconds is the TTFT SLO threshold: the p99 breach alert
+	// fires above it, the latency SLI counts probes at or below it as good,
+	// and TTFT panels draw it as a line. A plain decimal string ("2").
+	TTFTThresholdSeconds string `yaml:"ttft_threshold_seconds"`
+	// TTFTBreachFor is how long the 5m p99 must stay above the threshold.
+	TTFTBreachFor string `yaml:"ttft_breach_for"`
+
+	// LatencySLOTarget is the fraction of successful probes whose TTFT must be
+	// at or below TTFTThresholdSeconds over the SLO period (30 days).
+	LatencySLOTarget float64 `yaml:"latency_slo_target"`
+	// AvailabilitySLOTarget is the fraction of probes that must succeed.
+	AvailabilitySLOTarget float64 `yaml:"availability_slo_target"`
+	// ProbeIntervalSeconds is the expected probe interval per (target,
+	// module). It only feeds Validate: every burn-rate long window must see
+	// enough probes for its minimum-event guard (see docs/runbook.md).
+	ProbeIntervalSeconds float64 `yaml:"probe_interval_seconds"`
+
+	// RegressionFactor: the 1h p50 or p99 of TTFT/ITL/TPOT regressed when it
+	// exceeds this multiple of the same value a week ago or of its baseline.
+	RegressionFactor float64 `yaml:"regression_factor"`
+	// RegressionFor is the `for` of the regression alerts.
+	RegressionFor string `yaml:"regression_for"`
+	// BaselineWindow is the range of the baseline: the median of the hourly
+	// quantile over this window.
+	BaselineWindow string `yaml:"baseline_window"`
+
+	// ProbeFailureRatio is the 5m failed-probe ratio that raises a warning.
+	ProbeFailureRatio float64 `yaml:"probe_failure_ratio"`
+	ProbeFailureFor   string  `yaml:"probe_failure_for"`
+	// TargetDownFor: every probe of a target failed for this long.
+	TargetDownFor string `yaml:"target_down_for"`
+	// ProbeStaleAfterSeconds: no probe finished for this long means the
+	// scheduler stopped. Keep it several probe intervals long.
+	ProbeStaleAfterSeconds float64 `yaml:"probe_stale_after_seconds"`
+	NoProbeResultsFor      string  `yaml:"no_probe_results_for"`
+	ReloadFailedFor        string  `yaml:"reload_failed_for"`
+
+	// RunbookURL is the base of every alert's runbook_url; the anchor is the
+	// lower-cased alert name.
+	RunbookURL string `yaml:"runbook_url"`
+}
+
+// Default returns the shipped knobs.
+func Default() Config {
+	return Config{
+		Selector:               `job="servingprobe"`,
+		TTFTThresholdSeconds:   "2",
+		TTFTBreachFor:          "15m",
+		LatencySLOTarget:       0.99,
+		AvailabilitySLOTarget:  0.995,
+		ProbeIntervalSeconds:   15,
+		RegressionFactor:       1.5,
+		RegressionFor:          "30m",
+		BaselineWindow:         "7d",
+		ProbeFailureRatio:      0.1,
+		ProbeFailureFor:        "10m",
+		TargetDownFor:          "5m",
+		ProbeStaleAfterSeconds: 300,
+		NoProbeResultsFor:      "5m",
+		ReloadFailedFor:        "5m",
+		RunbookURL:             "https://github.com/servingprobe/servingprobe/blob/main/docs/runbook.md",
+	}
+}
+
+// Load reads knobs from a YAML file over the defaults.
+func Load(path string) (Config, error) {
+	c := Default()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return c, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return c, c.Validate()
+}
+
+// BurnWindow is one multi-window pair of the SRE workbook for a 30-day SLO.
+type BurnWindow struct {
+	Long, Short string
+	LongSeconds float64
+	Burn        float64
+	Page        bool // page (critical) or ticket (warning)
+}
+
+// BurnWindows are the SRE workbook's pairs: 2% of the budget in 1h, 5% in 6h
+// (page), 10% in 1d and 10% in 3d (ticket).
+var BurnWindows = []BurnWindow{
+	{Long: "1h", Short: "5m", LongSeconds: 3600, Burn: 14.4, Page: true},
+	{Long: "6h", Short: "30m", LongSeconds: 6 * 3600, Burn: 6, Page: true},
+	{Long: "1d", Short: "2h", LongSeconds: 86400, Burn: 3},
+	{Long: "3d", Short: "6h", LongSeconds: 3 * 86400, Burn: 1},
+}
+
+// SLIWindows are every window a burn-rate alert reads.
+var SLIWindows = []string{"5m", "30m", "1h", "2h", "6h", "1d", "3d"}
+
+// MinEvents is the minimum-event guard of a burn-rate window pair: the
+// smallest number of events in the long window for which a single bad event
+// cannot on its own push the error ratio over burn*(1-target). With fewer
+// events a single failed probe would page, so the alert stays silent and the
+// plain threshold alerts (probe failures, TTFT breach) speak instead.
+func MinEvents(burn, target float64) int {
+	return int(math.Ceil(1/(burn*(1-target)) - 1e-9))
+}
+
+// Validate reports every inconsistent knob.
+func (c Config) Validate() error {
+	var errs []error
+	if _, err := LeAtMost(c.TTFTThresholdSeconds); err != nil {
+		errs = append(errs, fmt.Errorf("ttft_threshold_seconds: %w", err))
+	}
+	for name, d := range map[string]string{
+		"ttft_breach_for": c.TTFTBreachFor, "regression_for": c.RegressionFor, "baseline_window": c.BaselineWindow,
+		"probe_failure_for": c.ProbeFailureFor, "target_down_for": c.TargetDownFor,
+		"no_probe_results_for": c.NoProbeResultsFor, "reload_failed_for": c.ReloadFailedFor,
+	} {
+		if !validDuration(d) {
+			errs = append(errs, fmt.Errorf("%s: %q is not a Prometheus duration", name, d))
+		}
+	}
+	for name, v := range map[string]float64{"latency_slo_target": c.LatencySLOTarget, "availability_slo_target": c.AvailabilitySLOTarget} {
+		if !(v > 0 && v < 1) {
+			errs = append(errs, fmt.Errorf("%s: %v must be in (0, 1)", name, v))
+		}
+	}
+	if c.ProbeIntervalSeconds <= 0 {
+		errs = append(errs, errors.New("probe_interval_seconds: must be > 0"))
+	} else {
+		for _, slo := range []struct {
+			name   string
+			target float64
+		}{{"latency", c.LatencySLOTarget}, {"availability", c.AvailabilitySLOTarget}} {
+			for _, w := range BurnWindows {
+				have := w.LongSeconds / c.ProbeIntervalSeconds
+				if need := MinEvents(w.Burn, slo.target); have < float64(need) {
+					errs = append(errs, fmt.Errorf("%s SLO %v: a %s window holds %.0f probes at one per %vs, the guard needs %d; probe more often or lower the target",
+						slo.name, slo.target, w.Long, have, c.ProbeIntervalSeconds, need))
+				}
+			}
+		}
+	}
+	if c.RegressionFactor <= 1 {
+		errs = append(errs, errors.New("regression_factor: must be > 1"))
+	}
+	if !(c.ProbeFailureRatio > 0 && c.ProbeFailureRatio < 1) {
+		errs = append(errs, errors.New("probe_failure_ratio: must be in (0, 1)"))
+	}
+	if c.ProbeStaleAfterSeconds < 3*c.ProbeIntervalSeconds {
+		errs = append(errs, errors.New("probe_stale_after_seconds: must be at least 3 probe intervals"))
+	}
+	if c.Selector == "" {
+		errs = append(errs, errors.New("selector: must be set"))
+	}
+	return errors.Join(errs...)
+}
+
+func validDuration(s string) bool {
+	if len(s) < 2 {
+		return false
+	}
+	unit := s[len(s)-1]
+	n, err := strconv.Atoi(s[:len(s)-1])
+	if err != nil || n <= 0 {
+		return false
+	}
+	switch unit {
+	case 's', 'm', 'h', 'd', 'w':
+		return true
+	}
+	return false
+}
+
+// fmtFloat spells a knob in PromQL without trailing noise.
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

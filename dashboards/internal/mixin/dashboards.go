@@ -1,0 +1,399 @@
+package mixin
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Dashboard uids are part of users' links and provisioning; they never change.
+const (
+	OverviewUID         = "servingprobe-overview"
+	BenchUID            = "servingprobe-bench"
+	ClientVsServerUID   = "servingprobe-client-vs-server"
+	rateInterval        = "$__rate_interval"
+	dashboardTag        = "servingprobe"
+	sel                 = `job=~"$job", target=~"$target", module=~"$module", model=~"$model"`
+	selTarget           = `job=~"$job", target=~"$target"`
+	probeSel            = sel + `, mode="probe"`
+	benchSel            = sel + `, mode="bench"`
+	serverSel           = `job=~"$server_job", model_name=~"$server_model"`
+	optionalDescription = "Optional: needs vLLM or SGLang server metrics in the same Prometheus; empty otherwise. "
+)
+
+// builder lays panels out left to right on the 24-column grid.
+type builder struct {
+	d        *Dashboard
+	x, y, h  int
+	nextID   int
+	ds       *DS
+	thresh   float64
+	latencyQ []string
+}
+
+func newDashboard(uid, title, description string, vars []Variable) *builder {
+	d := &Dashboard{
+		Description:   description,
+		Editable:      true,
+		GraphTooltip:  1,
+		Links:         []Link{{AsDropdown: true, IncludeVars: true, KeepTime: true, Tags: []string{dashboardTag}, Title: "servingprobe", Type: "dashboards"}},
+		Refresh:       "30s",
+		SchemaVersion: 39,
+		Tags:          []string{dashboardTag, "llm", "inference"},
+		Time:          TimeRange{From: "now-3h", To: "now"},
+		Timezone:      "",
+		Title:         title,
+		UID:           uid,
+		Version:       1,
+	}
+	d.Annotations.List = []Annotation{{
+		BuiltIn: 1, Datasource: &DS{Type: "grafana", UID: "-- Grafana --"}, Enable: true, Hide: true,
+		IconColor: "rgba(0, 211, 255, 1)", Name: "Annotations & Alerts", Type: "dashboard",
+	}}
+	d.Templating.List = vars
+	return &builder{d: d, nextID: 1, ds: promDS}
+}
+
+func (b *builder) row(title, repeat string) {
+	b.newline()
+	f := false
+	b.d.Panels = append(b.d.Panels, &Panel{
+		Collapsed: &f, GridPos: GridPos{H: 1, W: 24, X: 0, Y: b.y}, ID: b.id(), Title: title, Type: "row", Repeat: repeat,
+	})
+	b.y++
+}
+
+func (b *builder) newline() {
+	if b.x > 0 {
+		b.y += b.h
+		b.x, b.h = 0, 0
+	}
+}
+
+func (b *builder) id() int { b.nextID++; return b.nextID - 1 }
+
+func (b *builder) add(p *Panel, w, h int) {
+	if b.x+w > 24 {
+		b.newline()
+	}
+	p.ID = b.id()
+	p.GridPos = GridPos{H: h, W: w, X: b.x, Y: b.y}
+	p.Datasource = b.ds
+	for i := range p.Targets {
+		p.Targets[i].Datasource = b.ds
+		p.Targets[i].RefID = string(rune('A' + i))
+	}
+	b.x += w
+	b.h = max(b.h, h)
+	b.d.Panels = append(b.d.Panels, p)
+}
+
+func q(expr, legend string) Target {
+	return Target{EditorMode: "code", Expr: expr, Format: "time_series", LegendFormat: legend, Range: true}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func thresholds(steps ...float64) Thresholds {
+	t := Thresholds{Mode: "absolute", Steps: []Step{{Color: "green"}}}
+	colors := []string{"orange", "red"}
+	for i, s := range steps {
+		t.Steps = append(t.Steps, Step{Color: colors[min(i+len(colors)-len(steps), len(colors)-1)], Value: ptr(s)})
+	}
+	return t
+}
+
+func timeseries(title, desc, unit string, th Thresholds, targets ...Target) *Panel {
+	custom := map[string]any{"drawStyle": "line", "fillOpacity": 10, "lineWidth": 1, "showPoints": "never", "spanNulls": false}
+	if len(th.Steps) > 1 {
+		custom["thresholdsStyle"] = map[string]any{"mode": "line+area"}
+	}
+	return &Panel{
+		Type: "timeseries", Title: title, Description: desc, Targets: targets,
+		FieldConfig: &FieldConfig{Defaults: FieldDefaults{Unit: unit, Min: ptr(0.0), Custom: custom, Thresholds: th, Mappings: []any{}}, Overrides: []any{}},
+		Options: map[string]any{
+			"legend":  map[string]any{"displayMode": "table", "placement": "bottom", "showLegend": true, "calcs": []string{"mean", "max", "lastNotNull"}},
+			"tooltip": map[string]any{"mode": "multi", "sort": "desc"},
+		},
+	}
+}
+
+func stat(title, desc, unit string, th Thresholds, mappings []any, targets ...Target) *Panel {
+	if mappings == nil {
+		mappings = []any{}
+	}
+	return &Panel{
+		Type: "stat", Title: title, Description: desc, Targets: targets,
+		FieldConfig: &FieldConfig{Defaults: FieldDefaults{Unit: unit, Thresholds: th, Mappings: mappings, Color: map[string]any{"mode": "thresholds"}}, Overrides: []any{}},
+		Options: map[string]any{
+			"reduceOptions": map[string]any{"calcs": []string{"lastNotNull"}, "fields": "", "values": false},
+			"colorMode":     "value", "graphMode": "area", "justifyMode": "auto", "orientation": "auto", "textMode": "auto",
+		},
+	}
+}
+
+// heatmap shows the bucket counts per interval. The classic side yields one
+// series per `le` (format heatmap); the native side a native-histogram series,
+// which Grafana 10.3+ renders in the same heatmap panel.
+func heatmap(title, desc string, h Histogram, selector string) *Panel {
+	expr := fmt.Sprintf("sum by (le) (increase(%[1]s_bucket{%[2]s}[%[3]s]))\nor\nsum(increase(%[1]s{%[2]s}[%[3]s]))", h.Name, selector, rateInterval)
+	t := q(expr, "{{le}}")
+	t.Format = "heatmap"
+	return &Panel{
+		Type: "heatmap", Title: title, Description: desc, Targets: []Target{t},
+		FieldConfig: &FieldConfig{Defaults: FieldDefaults{Custom: map[string]any{"hideFrom": map[string]any{"legend": false, "tooltip": false, "viz": false}}, Mappings: []any{}, Thresholds: thresholds(), Unit: "short"}, Overrides: []any{}},
+		Options: map[string]any{
+			"calculate":    false,
+			"cellGap":      1,
+			"color":        map[string]any{"exponent": 0.5, "fill": "dark-orange", "mode": "scheme", "reverse": false, "scale": "exponential", "scheme": "Oranges", "steps": 64},
+			"filterValues": map[string]any{"le": 1e-9},
+			"legend":       map[string]any{"show": true},
+			"rowsFrame":    map[string]any{"layout": "auto"},
+			"tooltip":      map[string]any{"mode": "single", "showColorScale": false, "yHistogram": false},
+			"yAxis":        map[string]any{"axisPlacement": "left", "reverse": false, "unit": "s"},
+		},
+	}
+}
+
+func quantileTargets(h Histogram, selector, by string) []Target {
+	var ts []Target
+	for _, qq := range []string{"0.5", "0.9", "0.99"} {
+		legend := "p" + strings.TrimPrefix(strings.TrimPrefix(qq, "0."), "0")
+		if qq == "0.5" {
+			legend = "p50"
+		}
+		if by != "" {
+			legend += " {{" + by + "}}"
+		}
+		ts = append(ts, q(HistogramQuantile(qq, h.Name, selector, by, rateInterval), legend))
+	}
+	return ts
+}
+
+func queryVar(name, label, query string) Variable {
+	return Variable{
+		AllValue: ".*", Current: map[string]any{"selected": true, "text": []string{"All"}, "value": []string{"$__all"}},
+		Datasource: promDS, Definition: query, IncludeAll: true, Label: label, Multi: true, Name: name,
+		Options: []any{}, Query: query, Refresh: 2, Sort: 1, Type: "query",
+	}
+}
+
+func standardVars() []Variable {
+	return []Variable{
+		{Current: map[string]any{}, Label: "Data source", Name: "datasource", Options: []any{}, Query: "prometheus", Refresh: 1, Type: "datasource"},
+		queryVar("job", "Job", "label_values(servingprobe_build_info, job)"),
+		queryVar("target", "Target", `label_values(servingprobe_target_info{job=~"$job"}, target)`),
+		queryVar("module", "Module", `label_values(servingprobe_requests_total{job=~"$job", target=~"$target"}, module)`),
+		queryVar("model", "Model", `label_values(servingprobe_requests_total{job=~"$job", target=~"$target", module=~"$module"}, model)`),
+	}
+}
+
+func benchAnnotations(enableMarkers bool) []Annotation {
+	ts := func(which string) string {
+		return fmt.Sprintf("servingprobe_bench_last_%s_timestamp_seconds{%s}", which, selTarget)
+	}
+	return []Annotation{
+		{
+			Datasource: promDS, Enable: true, IconColor: "rgba(163, 82, 204, 0.5)", Name: "Bench windows",
+			Expr: fmt.Sprintf("max by (target) (%s > %s)", ts("start"), ts("end")),
+			Step: "10s", TagKeys: "target", TitleFormat: "Bench running on {{target}}",
+		},
+		{
+			Datasource: promDS, Enable: enableMarkers, IconColor: "purple", Name: "Bench starts",
+			Expr: fmt.Sprintf("max by (target) (%s > 0) * 1000", ts("start")), Step: "1m",
+			TagKeys: "target", TitleFormat: "Bench started on {{target}}", UseValueForTime: true,
+		},
+		{
+			Datasource: promDS, Enable: enableMarkers, IconColor: "blue", Name: "Bench ends",
+			Expr: fmt.Sprintf("max by (target) (%s > 0) * 1000", ts("end")), Step: "1m",
+			TagKeys: "target", TitleFormat: "Bench ended on {{target}}", UseValueForTime: true,
+		},
+	}
+}
+
+func successRatio(selector string) string {
+	return fmt.Sprintf(`sum(rate(servingprobe_requests_total{%[1]s, outcome="success"}[%[2]s]))
+/
+sum(rate(servingprobe_requests_total{%[1]s, outcome!="canceled"}[%[2]s]))`, selector, rateInterval)
+}
+
+// Overview renders the per-target overview dashboard.
+func (c Config) Overview() *Dashboard {
+	th, _ := strconv.ParseFloat(c.TTFTThresholdSeconds, 64)
+	b := newDashboard(OverviewUID, "servingprobe / Overview",
+		"Client-side latency and availability of LLM inference targets, as measured by servingprobe's continuous probes. One row per target.",
+		standardVars())
+	b.d.Annotations.List = append(b.d.Annotations.List, benchAnnotations(false)...)
+
+	b.row("Summary", "")
+	b.add(stat("Last probe succeeded", "servingprobe_probe_success of the last finished probe, per target.", "none", Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(1.0)}}},
+		[]any{map[string]any{"type": "value", "options": map[string]any{"0": map[string]any{"text": "FAIL", "index": 0}, "1": map[string]any{"text": "OK", "index": 1}}}},
+		q(fmt.Sprintf("min by (target) (servingprobe_probe_success{%s})", sel), "{{target}}")), 8, 4)
+	b.add(stat("Probe success ratio", "Share of finished probes that succeeded over the dashboard range (canceled probes excluded).", "percentunit",
+		Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(c.AvailabilitySLOTarget)}}}, nil,
+		q(fmt.Sprintf(`sum by (target) (increase(servingprobe_requests_total{%[1]s, outcome="success"}[$__range]))
+/
+sum by (target) (increase(servingprobe_requests_total{%[1]s, outcome!="canceled"}[$__range]))`, probeSel), "{{target}}")), 8, 4)
+	b.add(stat("Config reload", "1 when the last configuration reload of the exporter succeeded.", "none",
+		Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(1.0)}}},
+		[]any{map[string]any{"type": "value", "options": map[string]any{"0": map[string]any{"text": "FAILED", "index": 0}, "1": map[string]any{"text": "OK", "index": 1}}}},
+		q(`min by (instance) (servingprobe_config_last_reload_successful{job=~"$job"})`, "{{instance}}")), 4, 4)
+	b.add(stat("Targets", "Configured targets (servingprobe_target_info).", "none", thresholds(), nil,
+		q(`count(servingprobe_target_info{job=~"$job", target=~"$target"})`, "targets")), 4, 4)
+
+	b.row("SLO burn rate (needs rules.yaml)", "")
+	for _, s := range []struct{ title, sli string }{{"TTFT SLO", "ttft"}, {"Availability SLO", "availability"}} {
+		target := c.LatencySLOTarget
+		if s.sli == "availability" {
+			target = c.AvailabilitySLOTarget
+		}
+		var ts []Target
+		for _, w := range []string{"1h", "6h"} {
+			ts = append(ts, q(fmt.Sprintf("%s{%s} / (1 - %s)", sliErrors(s.sli, w), sel, fmtFloat(target)), "{{target}} "+w))
+		}
+		b.add(timeseries(s.title+" error budget burn rate",
+			fmt.Sprintf("How many times faster than sustainable the 30-day error budget (target %v) burns, from the recorded SLI ratios. The fast-burn page fires above 14.4 (1h and 5m) or 6 (6h and 30m).", target),
+			"none", thresholds(6, 14.4), ts...), 12, 7)
+	}
+
+	b.row("$target", "target")
+	b.add(timeseries("TTFT", "Time to first token of probes: first output-bearing event minus sent. The line is the SLO threshold.", "s", thresholds(th), quantileTargets(TTFT, probeSel, "")...), 8, 8)
+	b.add(timeseries("ITL", "Inter-token latency of probes, per token: a chunk of n tokens contributes n samples of gap/n.", "s", thresholds(), quantileTargets(ITL, probeSel, "")...), 8, 8)
+	b.add(timeseries("TPOT", "Time per output token of probes: (end - first token) / (output tokens - 1).", "s", thresholds(), quantileTargets(TPOT, probeSel, "")...), 8, 8)
+	b.add(timeseries("E2E latency", "End-to-end latency of probes: end of stream minus sent.", "s", thresholds(), quantileTargets(E2E, probeSel, "")...), 8, 8)
+	b.add(heatmap("TTFT distribution", "Probes per TTFT bucket and interval.", TTFT, probeSel), 8, 8)
+	b.add(heatmap("ITL distribution", "Tokens per inter-token-latency bucket and interval.", ITL, probeSel), 8, 8)
+	b.add(timeseries("Probe success ratio", "Successful probes over finished probes (canceled excluded). The line is the availability SLO target.", "percentunit",
+		Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(c.AvailabilitySLOTarget)}}},
+		q(successRatio(probeSel), "success ratio")), 8, 7)
+	b.add(timeseries("Probe errors by outcome", "Failed probes per second, by outcome.", "reqps", thresholds(),
+		q(fmt.Sprintf(`sum by (outcome) (rate(servingprobe_requests_total{%s, outcome!="success"}[%s]))`, probeSel, rateInterval), "{{outcome}}")), 8, 7)
+	b.add(timeseries("Throughput", "Probes per second (all outcomes) and tokens per second of successful probes.", "short", thresholds(),
+		q(fmt.Sprintf(`sum(rate(servingprobe_requests_total{%s}[%s]))`, probeSel, rateInterval), "probes/s"),
+		q(fmt.Sprintf(`sum(rate(servingprobe_generation_tokens_total{%s}[%s]))`, probeSel, rateInterval), "output tokens/s"),
+		q(fmt.Sprintf(`sum(rate(servingprobe_prompt_tokens_total{%s}[%s]))`, probeSel, rateInterval), "prompt tokens/s")), 8, 7)
+	b.add(stat("Last probe age", "Seconds since the last probe finished, and since the last successful one.", "s", thresholds(c.ProbeStaleAfterSeconds/2, c.ProbeStaleAfterSeconds), nil,
+		q(fmt.Sprintf("time() - max(servingprobe_last_probe_timestamp_seconds{%s})", sel), "last probe"),
+		q(fmt.Sprintf("time() - max(servingprobe_last_success_timestamp_seconds{%s})", sel), "last success")), 8, 5)
+	b.add(timeseries("Scheduler lag", "Actual probe start minus planned tick (p99), per module. High values mean the exporter is overloaded.", "s", thresholds(),
+		q(HistogramQuantile("0.99", "servingprobe_scheduler_lag_seconds", selTarget+`, module=~"$module"`, "module", rateInterval), "p99 {{module}}")), 8, 5)
+	b.add(timeseries("Skipped probes", "Ticks that found the maximum number of in-flight probes running, per second.", "short", thresholds(),
+		q(fmt.Sprintf(`sum by (module) (rate(servingprobe_probes_skipped_total{%s, module=~"$module"}[%s]))`, selTarget, rateInterval), "{{module}}")), 8, 5)
+	return b.d
+}
+
+// Bench renders the bench dashboard.
+func (c Config) Bench() *Dashboard {
+	th, _ := strconv.ParseFloat(c.TTFTThresholdSeconds, 64)
+	b := newDashboard(BenchUID, "servingprobe / Bench",
+		"Bench windows triggered through servingprobe's API: throughput, latency, client queue time and errors of the bench requests, and how the bystander probes fared during the window. Zoom to a window marked by the annotations.",
+		standardVars())
+	b.d.Time = TimeRange{From: "now-1h", To: "now"}
+	b.d.Refresh = "10s"
+	b.d.Annotations.List = append(b.d.Annotations.List, benchAnnotations(true)...)
+
+	b.row("Last run", "")
+	b.add(stat("Running", "1 while a bench window runs on the target.", "none", Thresholds{Mode: "absolute", Steps: []Step{{Color: "text"}, {Color: "purple", Value: ptr(1.0)}}}, nil,
+		q(fmt.Sprintf("max by (target) (servingprobe_bench_running{%s})", selTarget), "{{target}}")), 4, 4)
+	b.add(stat("Request throughput", "Headline request throughput of the last finished run.", "reqps", thresholds(), nil,
+		q(fmt.Sprintf("max by (target) (servingprobe_bench_last_request_throughput_requests_per_second{%s})", selTarget), "{{target}}")), 5, 4)
+	b.add(stat("Output throughput", "Headline output token throughput of the last finished run.", "suffix: tok/s", thresholds(), nil,
+		q(fmt.Sprintf("max by (target) (servingprobe_bench_last_output_throughput_tokens_per_second{%s})", selTarget), "{{target}}")), 5, 4)
+	b.add(stat("Completed / failed", "Completed and failed requests of the last finished run.", "none", thresholds(), nil,
+		q(fmt.Sprintf("max by (target) (servingprobe_bench_last_completed_requests{%s})", selTarget), "completed {{target}}"),
+		q(fmt.Sprintf("max by (target) (servingprobe_bench_last_failed_requests{%s})", selTarget), "failed {{target}}")), 5, 4)
+	b.add(stat("Runs in range", "Bench runs that ended in the dashboard range, by result.", "none", thresholds(), nil,
+		q(fmt.Sprintf("sum by (result) (increase(servingprobe_bench_runs_total{%s}[$__range]))", selTarget), "{{result}}")), 5, 4)
+
+	b.row("Bench requests", "")
+	b.add(timeseries("Bench throughput", "Requests per second by outcome and tokens per second of successful bench requests.", "short", thresholds(),
+		q(fmt.Sprintf(`sum by (outcome) (rate(servingprobe_requests_total{%s}[%s]))`, benchSel, rateInterval), "{{outcome}} req/s"),
+		q(fmt.Sprintf(`sum(rate(servingprobe_generation_tokens_total{%s}[%s]))`, benchSel, rateInterval), "output tokens/s"),
+		q(fmt.Sprintf(`sum(rate(servingprobe_prompt_tokens_total{%s}[%s]))`, benchSel, rateInterval), "prompt tokens/s")), 12, 8)
+	b.add(timeseries("Bench errors by outcome", "Failed bench requests per second, by outcome.", "reqps", thresholds(),
+		q(fmt.Sprintf(`sum by (outcome) (rate(servingprobe_requests_total{%s, outcome!="success"}[%s]))`, benchSel, rateInterval), "{{outcome}}")), 12, 8)
+	b.add(timeseries("Bench TTFT", "Time to first token of bench requests, measured from sent (see Client queue time for the wait before).", "s", thresholds(th), quantileTargets(TTFT, benchSel, "")...), 8, 8)
+	b.add(timeseries("Bench ITL", "Inter-token latency of bench requests, per token.", "s", thresholds(), quantileTargets(ITL, benchSel, "")...), 8, 8)
+	b.add(timeseries("Bench TPOT", "Time per output token of bench requests.", "s", thresholds(), quantileTargets(TPOT, benchSel, "")...), 8, 8)
+	b.add(timeseries("Bench E2E latency", "End-to-end latency of bench requests, from sent.", "s", thresholds(), quantileTargets(E2E, benchSel, "")...), 12, 8)
+	b.add(timeseries("Client queue time", "Sent minus scheduled: how long bench arrivals waited for a concurrency slot in the client. Large values mean the client, not the server, limited the rate.", "s", thresholds(),
+		quantileTargets(Histogram{Name: "servingprobe_client_queue_seconds"}, benchSel, "")...), 12, 8)
+
+	b.row("Bystander probes during the window", "")
+	b.add(timeseries("Probe TTFT", "TTFT of the continuous probes: what other users saw while the bench ran.", "s", thresholds(th),
+		q(HistogramQuantile("0.5", TTFT.Name, probeSel, "", rateInterval), "p50"),
+		q(HistogramQuantile("0.99", TTFT.Name, probeSel, "", rateInterval), "p99")), 8, 8)
+	b.add(timeseries("Probe ITL", "Inter-token latency of the continuous probes during the window.", "s", thresholds(),
+		q(HistogramQuantile("0.5", ITL.Name, probeSel, "", rateInterval), "p50"),
+		q(HistogramQuantile("0.99", ITL.Name, probeSel, "", rateInterval), "p99")), 8, 8)
+	b.add(timeseries("Probe success ratio", "Successful probes over finished probes during the window.", "percentunit",
+		Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(c.AvailabilitySLOTarget)}}},
+		q(successRatio(probeSel), "success ratio")), 8, 8)
+	return b.d
+}
+
+// serverQuantile is the server-side quantile of the first metric name that
+// exists. `or` joins whole quantile results, never bucket sets, so a server
+// exposing an old and a new name during a deprecation is not mixed.
+func serverQuantile(qq string, names ...string) string {
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, ClassicQuantile(qq, n, serverSel, "", rateInterval))
+	}
+	return strings.Join(parts, "\nor\n")
+}
+
+// Server metric names by quantity, newest first. vLLM renamed its per-token
+// histogram from time_per_output_token_seconds to inter_token_latency_seconds
+// (v0.11); SGLang added inter_token_latency_seconds next to its older name.
+var (
+	vllmTTFT   = []string{"vllm:time_to_first_token_seconds"}
+	vllmITL    = []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"}
+	vllmE2E    = []string{"vllm:e2e_request_latency_seconds"}
+	sglangTTFT = []string{"sglang:time_to_first_token_seconds"}
+	sglangITL  = []string{"sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"}
+	sglangE2E  = []string{"sglang:e2e_request_latency_seconds"}
+)
+
+// ClientVsServer renders the client-versus-server dashboard.
+func (c Config) ClientVsServer() *Dashboard {
+	vars := standardVars()
+	serverJob := queryVar("server_job", "Server job", `label_values({__name__=~"vllm:time_to_first_token_seconds_count|sglang:time_to_first_token_seconds_count"}, job)`)
+	serverJob.Description = "The Prometheus job that scrapes the inference server's own /metrics."
+	serverModel := queryVar("server_model", "Server model", `label_values({__name__=~"vllm:time_to_first_token_seconds_count|sglang:time_to_first_token_seconds_count", job=~"$server_job"}, model_name)`)
+	vars = append(vars, serverJob, serverModel)
+	b := newDashboard(ClientVsServerUID, "servingprobe / Client vs server",
+		"servingprobe's client-side TTFT, ITL and E2E next to the inference server's own histograms (vLLM, SGLang). The gap is network, proxy and queueing cost that server metrics cannot see. Choose one target and the server job behind it. Every panel here is optional: it shows data only if the server's metrics are scraped into the same Prometheus.",
+		vars)
+	b.d.Annotations.List = append(b.d.Annotations.List, benchAnnotations(false)...)
+
+	// All modes: the server sees probe and bench traffic alike.
+	type quantity struct {
+		title        string
+		h            Histogram
+		vllm, sglang []string
+	}
+	for _, qt := range []quantity{
+		{"TTFT", TTFT, vllmTTFT, sglangTTFT},
+		{"ITL", ITL, vllmITL, sglangITL},
+		{"E2E latency", E2E, vllmE2E, sglangE2E},
+	} {
+		b.row(qt.title, "")
+		for _, qq := range []string{"0.5", "0.99"} {
+			p := "p50"
+			if qq == "0.99" {
+				p = "p99"
+			}
+			b.add(timeseries(fmt.Sprintf("%s %s: client vs server", qt.title, p),
+				optionalDescription+"Client: servingprobe over the selected targets, all modes. Server: the first of the server's metric names that exists.", "s", thresholds(),
+				q(HistogramQuantile(qq, qt.h.Name, sel, "", rateInterval), "client "+p),
+				q(serverQuantile(qq, qt.vllm...), "vLLM "+p),
+				q(serverQuantile(qq, qt.sglang...), "SGLang "+p)), 8, 8)
+		}
+		server := serverQuantile("0.5", append(append([]string{}, qt.vllm...), qt.sglang...)...)
+		b.add(timeseries(fmt.Sprintf("%s p50 gap (client - server)", qt.title),
+			optionalDescription+"Client p50 minus server p50: time spent outside the engine (network, TLS, proxies, gateway queues, SSE buffering).", "s", thresholds(),
+			q(fmt.Sprintf("(\n%s\n)\n- on ()\n(\n%s\n)", HistogramQuantile("0.5", qt.h.Name, sel, "", rateInterval), server), "gap p50")), 8, 8)
+	}
+	return b.d
+}

@@ -1,0 +1,295 @@
+package mixin
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v2"
+)
+
+// by is the aggregation of every recorded series: per target, module, model
+// and mode, with instance dropped so an HA pair of exporters reads as one.
+const (
+	byTarget = "job, target, module, model"
+	byMode   = byTarget + ", mode"
+)
+
+// Histogram is one latency histogram of the metric contract.
+type Histogram struct {
+	Short, Name, Title string
+}
+
+var (
+	TTFT = Histogram{"ttft", "servingprobe_time_to_first_token_seconds", "TTFT"}
+	ITL  = Histogram{"itl", "servingprobe_inter_token_latency_seconds", "ITL"}
+	TPOT = Histogram{"tpot", "servingprobe_time_per_output_token_seconds", "TPOT"}
+	E2E  = Histogram{"e2e", "servingprobe_e2e_request_latency_seconds", "E2E latency"}
+)
+
+// QuantileRecord is the name of a recorded quantile over the given rate window.
+func QuantileRecord(h Histogram, window string) string {
+	return "target:" + h.Name + ":quantile_rate" + window
+}
+
+// BaselineRecord is the median over Config.BaselineWindow of the hourly quantile.
+func BaselineRecord(h Histogram) string { return "target:" + h.Name + ":quantile_rate1h_baseline" }
+
+// SLO record names.
+func sliErrors(sli, window string) string {
+	return "target:servingprobe_" + sli + "_slo_errors:ratio_rate" + window
+}
+func sliEvents(sli, window string) string {
+	return "target:servingprobe_" + sli + "_slo_events:rate" + window
+}
+
+// HistogramQuantile returns a quantile query that works whether Prometheus
+// ingested the classic buckets or (2.42 with native-histograms enabled) only
+// the native histogram: each side is empty in the other mode.
+func HistogramQuantile(q, metric, sel, by, window string) string {
+	return histogramQuantileSides(q, metric, sel, by, window, true)
+}
+
+// ClassicQuantile is HistogramQuantile for servers that expose only classic
+// buckets (vLLM, SGLang).
+func ClassicQuantile(q, metric, sel, by, window string) string {
+	return histogramQuantileSides(q, metric, sel, by, window, false)
+}
+
+func histogramQuantileSides(q, metric, sel, by, window string, native bool) string {
+	byLe, sum := "le", "sum"
+	if by != "" {
+		byLe = by + ", le"
+		sum = "sum by (" + by + ")"
+	}
+	classic := fmt.Sprintf("histogram_quantile(%s, sum by (%s) (rate(%s_bucket{%s}[%s])))", q, byLe, metric, sel, window)
+	if !native {
+		return classic
+	}
+	return classic + "\nor\n" + fmt.Sprintf("histogram_quantile(%s, %s (rate(%s{%s}[%s])))", q, sum, metric, sel, window)
+}
+
+func join(sel ...string) string {
+	var out []string
+	for _, s := range sel {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+type ruleFile struct {
+	Groups []group `yaml:"groups"`
+}
+
+type group struct {
+	Name     string `yaml:"name"`
+	Interval string `yaml:"interval,omitempty"`
+	Rules    []rule `yaml:"rules"`
+}
+
+type rule struct {
+	Record      string        `yaml:"record,omitempty"`
+	Alert       string        `yaml:"alert,omitempty"`
+	Expr        string        `yaml:"expr"`
+	For         string        `yaml:"for,omitempty"`
+	Labels      yaml.MapSlice `yaml:"labels,omitempty"`
+	Annotations yaml.MapSlice `yaml:"annotations,omitempty"`
+}
+
+// availabilityErrors is the ratio of failed probes; canceled requests (the
+// exporter shutting down or a reload) are neither good nor bad.
+func (c Config) availabilityErrors(w string) string {
+	return fmt.Sprintf(`sum by (%[1]s) (rate(servingprobe_requests_total{%[2]s}[%[4]s]))
+/
+sum by (%[1]s) (rate(servingprobe_requests_total{%[3]s}[%[4]s]))`, byTarget,
+		join(c.Selector, `mode="probe"`, `outcome!~"success|canceled"`),
+		join(c.Selector, `mode="probe"`, `outcome!="canceled"`), w)
+}
+
+func (c Config) availabilityEvents(w string) string {
+	return fmt.Sprintf(`sum by (%s) (rate(servingprobe_requests_total{%s}[%s]))`, byTarget,
+		join(c.Selector, `mode="probe"`, `outcome!="canceled"`), w)
+}
+
+// ttftErrors is the ratio of successful probes slower than the threshold.
+// Classic: 1 - (highest bucket <= threshold) / count, see LeAtMost. Native:
+// histogram_fraction (present since Prometheus 2.40), which interpolates
+// inside a 1.1-factor bucket, so it reads the exact threshold.
+func (c Config) ttftErrors(w string) string {
+	re, _ := LeAtMost(c.TTFTThresholdSeconds)
+	sel := join(c.Selector, `mode="probe"`)
+	return fmt.Sprintf(`(
+  1 - (
+    max by (%[1]s) (rate(%[2]s_bucket{%[3]s, le=~"%[4]s"}[%[5]s]))
+    /
+    sum by (%[1]s) (rate(%[2]s_count{%[3]s}[%[5]s]))
+  )
+)
+or
+(
+  1 - histogram_fraction(0, %[6]s, sum by (%[1]s) (rate(%[2]s{%[3]s}[%[5]s])))
+)`, byTarget, TTFT.Name, sel, strings.ReplaceAll(re, `\`, `\\`), w, c.TTFTThresholdSeconds)
+}
+
+func (c Config) ttftEvents(w string) string {
+	sel := join(c.Selector, `mode="probe"`)
+	return fmt.Sprintf(`sum by (%[1]s) (rate(%[2]s_count{%[3]s}[%[4]s]))
+or
+histogram_count(sum by (%[1]s) (rate(%[2]s{%[3]s}[%[4]s])))`, byTarget, TTFT.Name, sel, w)
+}
+
+// Rules renders rules.yaml.
+func (c Config) Rules() ruleFile {
+	var quantiles []rule
+	for _, h := range []Histogram{TTFT, ITL, TPOT, E2E} {
+		for _, q := range []string{"0.5", "0.9", "0.99"} {
+			quantiles = append(quantiles, rule{
+				Record: QuantileRecord(h, "5m"),
+				Expr:   HistogramQuantile(q, h.Name, c.Selector, byMode, "5m"),
+				Labels: yaml.MapSlice{{Key: "quantile", Value: q}},
+			})
+		}
+	}
+	for _, h := range []Histogram{TTFT, ITL, TPOT} {
+		for _, q := range []string{"0.5", "0.99"} {
+			quantiles = append(quantiles, rule{
+				Record: QuantileRecord(h, "1h"),
+				Expr:   HistogramQuantile(q, h.Name, c.Selector, byMode, "1h"),
+				Labels: yaml.MapSlice{{Key: "quantile", Value: q}},
+			})
+		}
+	}
+	var baseline []rule
+	for _, h := range []Histogram{TTFT, ITL, TPOT} {
+		baseline = append(baseline, rule{
+			Record: BaselineRecord(h),
+			Expr:   fmt.Sprintf("quantile_over_time(0.5, %s[%s])", QuantileRecord(h, "1h"), c.BaselineWindow),
+		})
+	}
+	var slo []rule
+	long := map[string]bool{}
+	for _, w := range BurnWindows {
+		long[w.Long] = true
+	}
+	for _, w := range SLIWindows {
+		slo = append(slo,
+			rule{Record: sliErrors("availability", w), Expr: c.availabilityErrors(w)},
+			rule{Record: sliErrors("ttft", w), Expr: c.ttftErrors(w)})
+		if long[w] {
+			slo = append(slo,
+				rule{Record: sliEvents("availability", w), Expr: c.availabilityEvents(w)},
+				rule{Record: sliEvents("ttft", w), Expr: c.ttftEvents(w)})
+		}
+	}
+	return ruleFile{Groups: []group{
+		{Name: "servingprobe.quantiles", Rules: quantiles},
+		// A median over days of samples is costly and moves slowly.
+		{Name: "servingprobe.baseline", Interval: "5m", Rules: baseline},
+		{Name: "servingprobe.slo", Rules: slo},
+	}}
+}
+
+func (c Config) annotations(name, summary, description string) yaml.MapSlice {
+	return yaml.MapSlice{
+		{Key: "summary", Value: summary},
+		{Key: "description", Value: description},
+		{Key: "runbook_url", Value: c.RunbookURL + "#" + strings.ToLower(name)},
+	}
+}
+
+func severity(s string) yaml.MapSlice { return yaml.MapSlice{{Key: "severity", Value: s}} }
+
+const who = "{{ $labels.target }} (module {{ $labels.module }}, model {{ $labels.model }})"
+
+// Alerts renders alerts.yaml.
+func (c Config) Alerts() ruleFile {
+	var rules []rule
+	add := func(r rule, sev, summary, desc string) {
+		r.Labels = severity(sev)
+		r.Annotations = c.annotations(r.Alert, summary, desc)
+		rules = append(rules, r)
+	}
+	add(rule{
+		Alert: "ServingprobeTTFTSLOBreach",
+		Expr:  fmt.Sprintf(`%s{mode="probe", quantile="0.99"} > %s`, QuantileRecord(TTFT, "5m"), c.TTFTThresholdSeconds),
+		For:   c.TTFTBreachFor,
+	}, "warning", "Probe TTFT p99 is above the SLO threshold.",
+		fmt.Sprintf("The 5m p99 time to first token of probes to %s is {{ $value | humanizeDuration }}, above the %ss threshold for %s.", who, c.TTFTThresholdSeconds, c.TTFTBreachFor))
+
+	for _, h := range []Histogram{TTFT, ITL, TPOT} {
+		sel := `{mode="probe", quantile=~"0.5|0.99"}`
+		cur := QuantileRecord(h, "1h") + sel
+		f := fmtFloat(c.RegressionFactor)
+		add(rule{
+			Alert: "Servingprobe" + strings.ReplaceAll(h.Title, " ", "") + "Regression",
+			Expr: fmt.Sprintf("(\n  %[1]s\n  > %[2]s * (%[1]s offset 1w)\n)\nor\n(\n  %[1]s\n  > %[2]s * %[3]s%[4]s\n)",
+				cur, f, BaselineRecord(h), sel),
+			For: c.RegressionFor,
+		}, "warning", fmt.Sprintf("Probe %s regressed against last week or its baseline.", h.Title),
+			fmt.Sprintf("The 1h quantile {{ $labels.quantile }} of %s for probes to %s is {{ $value | humanizeDuration }}, more than %s times its value one week ago or its %s median baseline.",
+				h.Title, who, f, c.BaselineWindow))
+	}
+
+	add(rule{
+		Alert: "ServingprobeProbeFailures",
+		Expr:  fmt.Sprintf("%s > %s", sliErrors("availability", "5m"), fmtFloat(c.ProbeFailureRatio)),
+		For:   c.ProbeFailureFor,
+	}, "warning", "Probes are failing.",
+		fmt.Sprintf("{{ $value | humanizePercentage }} of probes to %s failed over the last 5m (threshold %s).", who, fmtFloat(c.ProbeFailureRatio)))
+
+	add(rule{
+		Alert: "ServingprobeTargetDown",
+		Expr:  fmt.Sprintf("max by (%s) (servingprobe_probe_success{%s}) == 0", byTarget, c.Selector),
+		For:   c.TargetDownFor,
+	}, "critical", "An inference target fails every probe.",
+		fmt.Sprintf("Every probe to %s has failed for %s.", who, c.TargetDownFor))
+
+	add(rule{
+		Alert: "ServingprobeNoProbeResults",
+		Expr: fmt.Sprintf("absent(servingprobe_last_probe_timestamp_seconds{%[2]s})\nor\n(time() - max by (%[1]s) (servingprobe_last_probe_timestamp_seconds{%[2]s}) > %[3]s)",
+			byTarget, c.Selector, fmtFloat(c.ProbeStaleAfterSeconds)),
+		For: c.NoProbeResultsFor,
+	}, "warning", "No probe results reach Prometheus.",
+		fmt.Sprintf("Either Prometheus has no servingprobe probe results for {%s}, or the last probe to {{ $labels.target }} (module {{ $labels.module }}) finished more than %ss ago: the exporter is down, not scraped, or its scheduler stopped.",
+			strings.ReplaceAll(c.Selector, `"`, `'`), fmtFloat(c.ProbeStaleAfterSeconds)))
+
+	add(rule{
+		Alert: "ServingprobeConfigReloadFailed",
+		Expr:  fmt.Sprintf("servingprobe_config_last_reload_successful{%s} == 0", c.Selector),
+		For:   c.ReloadFailedFor,
+	}, "warning", "servingprobe failed to reload its configuration.",
+		"The last configuration reload of servingprobe at {{ $labels.instance }} failed; it keeps probing with the previous configuration.")
+
+	for _, slo := range []struct{ name, title, sli, what string }{
+		{"TTFT", "TTFT", "ttft", fmt.Sprintf("latency SLO (%v of successful probes with TTFT <= %ss)", c.LatencySLOTarget, c.TTFTThresholdSeconds)},
+		{"Availability", "availability", "availability", fmt.Sprintf("availability SLO (%v of probes succeed)", c.AvailabilitySLOTarget)},
+	} {
+		target := c.LatencySLOTarget
+		if slo.sli == "availability" {
+			target = c.AvailabilitySLOTarget
+		}
+		for _, page := range []bool{true, false} {
+			var parts, desc []string
+			for _, w := range BurnWindows {
+				if w.Page != page {
+					continue
+				}
+				thr := fmt.Sprintf("(%s * (1 - %s))", fmtFloat(w.Burn), fmtFloat(target))
+				parts = append(parts, fmt.Sprintf("(\n  %s > %s\n  and\n  %s > %s\n  and\n  %s * %s >= %d\n)",
+					sliErrors(slo.sli, w.Long), thr, sliErrors(slo.sli, w.Short), thr,
+					sliEvents(slo.sli, w.Long), fmtFloat(w.LongSeconds), MinEvents(w.Burn, target)))
+				desc = append(desc, fmt.Sprintf("%s× over %s and %s", fmtFloat(w.Burn), w.Long, w.Short))
+			}
+			name, sev, for_ := "Servingprobe"+slo.name+"ErrorBudgetBurnFast", "critical", "2m"
+			if !page {
+				name, sev, for_ = "Servingprobe"+slo.name+"ErrorBudgetBurnSlow", "warning", "15m"
+			}
+			add(rule{Alert: name, Expr: strings.Join(parts, "\nor\n"), For: for_}, sev,
+				fmt.Sprintf("Probes to a target burn the %s error budget too fast.", slo.title),
+				fmt.Sprintf("Probes to %s are burning the 30-day %s error budget at %s (burn rate × sustainable rate, long and short window).",
+					who, slo.what, strings.Join(desc, " or ")))
+		}
+	}
+	return ruleFile{Groups: []group{{Name: "servingprobe.alerts", Rules: rules}}}
+}
