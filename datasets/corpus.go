@@ -12,7 +12,7 @@ import (
 )
 
 // The embedded corpus is prose written for this project (public domain,
-// see corpus/README). It lets random work with no download.
+// dedicated to CC0 in each file's header). It lets random work with no download.
 //
 //go:embed corpus/*.txt
 var corpusFS embed.FS
