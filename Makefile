@@ -1,0 +1,42 @@
+GO        ?= go
+BIN       ?= servingprobe
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+STATICCHECK_VERSION ?= v0.7.0
+LDFLAGS   := -s -w \
+	-X github.com/prometheus/common/version.Version=$(VERSION) \
+	-X github.com/prometheus/common/version.Revision=$(REVISION) \
+	-X github.com/prometheus/common/version.Branch=$(BRANCH) \
+	-X github.com/prometheus/common/version.BuildUser=servingprobe \
+	-X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
+
+.PHONY: all build run test deps lint fmt vet staticcheck
+
+all: lint build test
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/servingprobe
+
+# The README's quick-start command.
+run:
+	$(GO) run ./cmd/servingprobe serve --demo
+
+deps:
+	./scripts/install-deps.sh
+
+# The README's test command; .ci/run calls exactly this.
+test: deps lint
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m ./...
+
+lint: fmt vet staticcheck
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags hftokenizers ./tokenizer/...
+
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/servingprobe/servingprobe/config"
+)
+
+func addCheckConfigCommand(app *kingpin.Application) func(context.Context, *cliEnv) error {
+	cmd := app.Command("check-config", "Validate a configuration file. Exits 0 when it is valid and 1 when it is not, printing every problem.")
+	path := cmd.Flag("config.file", "Configuration file to check.").Default("servingprobe.yml").String()
+	return func(_ context.Context, env *cliEnv) error {
+		c, err := config.Load(*path)
+		if err != nil {
+			fmt.Fprintln(env.Stderr, err)
+			return &exitError{code: 1}
+		}
+		fmt.Fprintf(env.Stdout, "%s: valid (%d targets, %d modules)\n", *path, len(c.Targets), len(c.Modules))
+		return nil
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	slgk "github.com/tjhop/slog-gokit"
+)
+
+type logConfig struct {
+	level  string
+	format string
+}
+
+func addLogFlags(app *kingpin.Application) *logConfig {
+	c := &logConfig{}
+	app.Flag("log.level", "Only log messages with the given severity or above. One of: [debug, info, warn, error]").
+		Default("info").EnumVar(&c.level, "debug", "info", "warn", "error")
+	app.Flag("log.format", "Output format of log messages. One of: [logfmt, json]").
+		Default("logfmt").EnumVar(&c.format, "logfmt", "json")
+	return c
+}
+
+// newLogger builds the process logger. Filtering comes before the ts and
+// caller keys so that the caller is the line that logged, not a wrapper.
+func (c *logConfig) newLogger(w io.Writer) (log.Logger, error) {
+	var l log.Logger
+	switch c.format {
+	case "logfmt", "":
+		l = log.NewLogfmtLogger(log.NewSyncWriter(w))
+	case "json":
+		l = log.NewJSONLogger(log.NewSyncWriter(w))
+	default:
+		return nil, fmt.Errorf("unknown log format %q", c.format)
+	}
+	opt, err := levelOption(c.level)
+	if err != nil {
+		return nil, err
+	}
+	l = level.NewFilter(l, opt)
+	return log.With(l, "ts", log.DefaultTimestampUTC, "caller", log.DefaultCaller), nil
+}
+
+func levelOption(s string) (level.Option, error) {
+	switch s {
+	case "debug":
+		return level.AllowDebug(), nil
+	case "info", "":
+		return level.AllowInfo(), nil
+	case "warn":
+		return level.AllowWarn(), nil
+	case "error":
+		return level.AllowError(), nil
+	}
+	return nil, fmt.Errorf("unknown log level %q", s)
+}
+
+// slogLevel maps a go-kit level name to slog's, for the bridge.
+func slogLevel(s string) slog.Level {
+	switch s {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// newSlogLogger hands libraries that only accept *slog.Logger (such as
+// exporter-toolkit) a logger that writes into our go-kit logger. The go-kit
+// filter still applies; the slog level only saves work.
+func newSlogLogger(l log.Logger, lvl string) *slog.Logger {
+	return slog.New(slgk.NewGoKitHandler(l, slogLevel(lvl)))
+}
+
+// exitCoder lets a command choose its exit code, e.g. check-config exits 1
+// on an invalid file and 2 on a usage error.
+type exitCoder interface {
+	error
+	ExitCode() int
+}
+
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *exitError) ExitCode() int { return e.code }
+func (e *exitError) Unwrap() error { return e.err }
+
+func asExitCoder(err error, target *exitCoder) bool { return errors.As(err, target) }

@@ -1,0 +1,83 @@
+// Command servingprobe is a Prometheus exporter, continuous prober and
+// benchmark client for LLM inference servers.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/prometheus/common/version"
+)
+
+// cliEnv is what every subcommand gets: the standard streams and a logger
+// built from the global --log.* flags.
+type cliEnv struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Logger         log.Logger
+	LogLevel       string // the --log.level value, for the slog bridge
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run parses args and runs one subcommand. It returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app := kingpin.New("servingprobe", "Prometheus exporter, continuous prober and benchmark client for LLM inference servers.")
+	app.Version(version.Print("servingprobe"))
+	app.HelpFlag.Short('h')
+	app.UsageWriter(stdout)
+	app.ErrorWriter(stderr)
+	app.Terminate(nil)
+	logCfg := addLogFlags(app)
+
+	commands := map[string]func(context.Context, *cliEnv) error{}
+	register := func(name string, fn func(context.Context, *cliEnv) error) { commands[name] = fn }
+
+	register("serve", addServeCommand(app))
+	register("bench", addBenchCommand(app))
+	register("probe", addProbeCommand(app))
+	register("simulate", addSimulateCommand(app))
+	register("check-config", addCheckConfigCommand(app))
+	tokenizeRun := addTokenizeCommand(app)
+	register("tokenize", func(ctx context.Context, env *cliEnv) error {
+		return tokenizeRun(ctx, env.Stdin, env.Stdout, env.Stderr)
+	})
+
+	cmd, err := app.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "servingprobe: %v\n", err)
+		return 2
+	}
+	if cmd == "" { // --help or --version already printed
+		return 0
+	}
+	logger, err := logCfg.newLogger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "servingprobe: %v\n", err)
+		return 2
+	}
+	env := &cliEnv{Stdin: stdin, Stdout: stdout, Stderr: stderr, Logger: logger, LogLevel: logCfg.level}
+	if err := commands[cmd](ctx, env); err != nil {
+		var ec exitCoder
+		if asExitCoder(err, &ec) {
+			if msg := err.Error(); msg != "" {
+				fmt.Fprintf(stderr, "servingprobe %s: %v\n", cmd, err)
+			}
+			return ec.ExitCode()
+		}
+		fmt.Fprintf(stderr, "servingprobe %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}
