@@ -48,18 +48,18 @@ type Options struct {
 	ImageFormat      string // jpeg or png
 	ImageContent     string // random or blank
 
-	GSPNumGroups          int
-	GSPPromptsPerGroup    int
-	GSPSystemPromptLen    int
-	GSPQuestionLen        int
-	GSPOutputLen          int
-	GSPRangeRatio         float64
-	GSPNumTurns           int
-	GSPOrdered            bool
-	GSPFastPrepare        bool
-	GSPSendRoutingKey     bool
-	GSPGroupDistribution  string // uniform or zipf
-	GSPZipfAlpha          float64
+	GSPNumGroups         int
+	GSPPromptsPerGroup   int
+	GSPSystemPromptLen   int
+	GSPQuestionLen       int
+	GSPOutputLen         int
+	GSPRangeRatio        float64
+	GSPNumTurns          int
+	GSPOrdered           bool
+	GSPFastPrepare       bool
+	GSPSendRoutingKey    bool
+	GSPGroupDistribution string // uniform or zipf
+	GSPZipfAlpha         float64
 	// GSPRoutingKeyPrefix prefixes routing keys ("<prefix>_<group>").
 	// bench_serving uses "<8 random hex>_<YYYYmmddHHMMSS>"; the caller builds
 	// it so that generation stays deterministic.
