@@ -129,3 +129,9 @@ func num(t testing.TB, v any) int {
 func jsonNumber(n int) json.Number { return json.Number(strconv.Itoa(n)) }
 
 func jsonValidBytes(b []byte) bool { return json.Valid(b) }
+
+type responseRecorder = httptest.ResponseRecorder
+
+func newRecorder() *responseRecorder { return httptest.NewRecorder() }
+
+func newGet(path string) *http.Request { return httptest.NewRequest(http.MethodGet, path, nil) }
