@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/go-kit/log/level"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCheckConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"valid", []string{"check-config", "--config.file=../../examples/servingprobe.yml"}, 0, "valid (2 targets, 3 modules)", ""},
+		{"invalid", []string{"check-config", "--config.file=../../config/testdata/bad-many.yml"}, 1, "", `targets[1].modules[1]: unknown module "x"`},
+		{"missing", []string{"check-config", "--config.file=does-not-exist.yml"}, 1, "", "does-not-exist.yml"},
+		{"bad flag", []string{"check-config", "--no-such-flag"}, 2, "", "unknown long flag"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != tc.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr %q)", code, tc.wantCode, stderr)
+			}
+			if !strings.Contains(stdout, tc.wantStdout) {
+				t.Errorf("stdout = %q, want it to contain %q", stdout, tc.wantStdout)
+			}
+			if !strings.Contains(stderr, tc.wantStderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr, tc.wantStderr)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, _ := runCLI(t, "--version")
+	if code != 0 || !strings.Contains(stdout, "servingprobe, version") {
+		t.Errorf("--version: code %d, stdout %q", code, stdout)
+	}
+}
+
+func TestBenchNotImplemented(t *testing.T) {
+	code, _, stderr := runCLI(t, "bench")
+	if code != 1 || !strings.Contains(stderr, "not implemented yet") {
+		t.Errorf("bench: code %d, stderr %q; it must refuse rather than pretend", code, stderr)
+	}
+}
+
+func TestLogFormat(t *testing.T) {
+	for _, format := range []string{"logfmt", "json"} {
+		c := &logConfig{level: "info", format: format}
+		var buf bytes.Buffer
+		l, err := c.newLogger(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Log("msg", "Hello")
+		out := buf.String()
+		for _, key := range []string{"ts", "caller", "msg"} {
+			if !strings.Contains(out, key) {
+				t.Errorf("%s: %q lacks key %q", format, out, key)
+			}
+		}
+		if !strings.Contains(out, "main_test.go") {
+			t.Errorf("%s: caller %q is not the logging line", format, out)
+		}
+	}
+}
+
+func TestLogLevelFilters(t *testing.T) {
+	c := &logConfig{level: "warn", format: "logfmt"}
+	var buf bytes.Buffer
+	l, _ := c.newLogger(&buf)
+	level.Info(l).Log("msg", "Dropped")
+	level.Warn(l).Log("msg", "Kept")
+	if out := buf.String(); strings.Contains(out, "Dropped") || !strings.Contains(out, "Kept") {
+		t.Errorf("level warn: output %q", out)
+	}
+	// The slog bridge writes into the same filtered logger.
+	buf.Reset()
+	s := newSlogLogger(l, "warn")
+	s.Info("Dropped too")
+	s.Warn("Bridged")
+	if out := buf.String(); strings.Contains(out, "Dropped too") || !strings.Contains(out, "Bridged") {
+		t.Errorf("slog bridge: output %q", out)
+	}
+}
