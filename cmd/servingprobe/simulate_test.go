@@ -68,7 +68,9 @@ func TestSimulateChatStream(t *testing.T) {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	var arrivals []time.Time
-	var usage struct{ CompletionTokens int `json:"completion_tokens"` }
+	var usage struct {
+		CompletionTokens int `json:"completion_tokens"`
+	}
 	sawDone := false
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
