@@ -1,0 +1,166 @@
+package prober
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/llmtest"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite golden files")
+
+// Replay timing for golden transcripts: the headers come back at once, the
+// first event 100 ms after Sent, every further event 10 ms later.
+const (
+	goldenFirst = 100 * time.Millisecond
+	goldenGap   = 10 * time.Millisecond
+)
+
+// transcriptMeta is the optional <case>.meta.json beside a transcript.
+type transcriptMeta struct {
+	Status      int    `json:"status"`
+	ContentType string `json:"content_type"`
+	Stream      *bool  `json:"stream"`
+}
+
+// goldenResult is the part of a Result a golden file pins, with durations
+// as strings and times as offsets from Sent.
+type goldenResult struct {
+	Outcome            Outcome       `json:"outcome"`
+	Err                string        `json:"err,omitempty"`
+	HTTPStatus         int           `json:"http_status"`
+	FinishReason       string        `json:"finish_reason,omitempty"`
+	TTFT               string        `json:"ttft"`
+	E2E                string        `json:"e2e"`
+	TPOT               string        `json:"tpot"`
+	ChunkITLs          []string      `json:"chunk_itls"`
+	ITLs               []string      `json:"itls"`
+	Events             []goldenEvent `json:"events"`
+	EventTokensSource  TokenSource   `json:"event_tokens_source"`
+	InputTokens        int           `json:"input_tokens"`
+	InputTokensSource  TokenSource   `json:"input_tokens_source,omitempty"`
+	OutputTokens       int           `json:"output_tokens"`
+	OutputTokensSource TokenSource   `json:"output_tokens_source,omitempty"`
+	GeneratedText      string        `json:"generated_text"`
+	SpecAcceptLength   float64       `json:"spec_accept_length,omitempty"`
+	KeepAlives         int           `json:"keep_alives"`
+}
+
+type goldenEvent struct {
+	At      string `json:"at"`
+	Tokens  int    `json:"tokens"`
+	TextEnd int    `json:"text_end"`
+}
+
+func durs(ds []time.Duration) []string {
+	out := []string{}
+	for _, d := range ds {
+		out = append(out, d.String())
+	}
+	return out
+}
+
+func toGolden(r Result) goldenResult {
+	g := goldenResult{
+		Outcome: r.Outcome, Err: r.Err, HTTPStatus: r.HTTPStatus, FinishReason: r.FinishReason,
+		TTFT: r.TTFT().String(), E2E: r.E2E().String(), TPOT: r.TPOT().String(),
+		ChunkITLs: durs(r.ChunkITLs()), ITLs: durs(r.ITLs()), Events: []goldenEvent{},
+		EventTokensSource: r.EventTokensSource,
+		InputTokens:       r.InputTokens, InputTokensSource: r.InputTokensSource,
+		OutputTokens: r.OutputTokens, OutputTokensSource: r.OutputTokensSource,
+		GeneratedText: r.GeneratedText, SpecAcceptLength: r.SpecAcceptLength, KeepAlives: r.KeepAlives,
+	}
+	for _, e := range r.Events {
+		g.Events = append(g.Events, goldenEvent{At: e.At.Sub(r.Sent).String(), Tokens: e.Tokens, TextEnd: e.TextEnd})
+	}
+	return g
+}
+
+// replay plays a transcript through the in-memory transport inside a
+// synctest bubble, so every timestamp is an exact virtual time.
+func replay(t *testing.T, backend string, transcript []byte, meta transcriptMeta) Result {
+	t.Helper()
+	b, err := NewBackend(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := meta.Stream == nil || *meta.Stream
+	script := llmtest.Script{Status: meta.Status}
+	if meta.ContentType != "" {
+		script.Header = http.Header{"Content-Type": {meta.ContentType}}
+	}
+	if !stream || meta.Status != 0 {
+		script.Chunks = []llmtest.Chunk{{Delay: goldenFirst, Data: string(transcript)}}
+	} else {
+		script.Chunks = llmtest.SSE(goldenFirst, goldenGap, llmtest.SplitEvents(string(transcript))...)
+	}
+	var res Result
+	synctest.Test(t, func(t *testing.T) {
+		p := &Prober{
+			Client:  &http.Client{Transport: &llmtest.Transport{Scripts: []llmtest.Script{script}}},
+			Backend: b,
+			Name:    backend,
+			Options: RequestOptions{BaseURL: "http://llm.test", Model: "m", Stream: stream, IgnoreEOS: true, IncludeUsage: true},
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		res = p.Run(ctx, datasets.Prompt{Text: "What colour is the sky?", OutputLen: 4, PromptLen: 7}, time.Now())
+	})
+	return res
+}
+
+func TestGoldenTranscripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*/*.sse")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts: %v", err)
+	}
+	for _, f := range files {
+		backend := filepath.Base(filepath.Dir(f))
+		name := strings.TrimSuffix(filepath.Base(f), ".sse")
+		t.Run(backend+"/"+name, func(t *testing.T) {
+			transcript, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var meta transcriptMeta
+			if b, err := os.ReadFile(strings.TrimSuffix(f, ".sse") + ".meta.json"); err == nil {
+				if err := json.Unmarshal(b, &meta); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := toGolden(replay(t, backend, transcript, meta))
+			goldenPath := strings.TrimSuffix(f, ".sse") + ".golden.json"
+			if *updateGolden {
+				b, _ := json.MarshalIndent(got, "", "  ")
+				if err := os.WriteFile(goldenPath, append(b, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b, err := os.ReadFile(goldenPath)
+			if err != nil {
+				t.Fatalf("%v (run with -update)", err)
+			}
+			var want goldenResult
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&want); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: Result mismatch (-want +got):\n%s", f, diff)
+			}
+		})
+	}
+}
