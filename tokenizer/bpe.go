@@ -44,8 +44,12 @@ func newBPE(m *modelJSON, byteLevel bool) (*bpe, error) {
 	if m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
 		return nil, fmt.Errorf("unsupported BPE end_of_word_suffix %q", *m.EndOfWordSuffix)
 	}
+	vocab, err := parseVocab(m.Vocab)
+	if err != nil {
+		return nil, err
+	}
 	b := &bpe{
-		vocab:        m.Vocab,
+		vocab:        vocab,
 		byteLevel:    byteLevel,
 		byteFallback: m.ByteFallback,
 		unk:          -1,
@@ -54,18 +58,18 @@ func newBPE(m *modelJSON, byteLevel bool) (*bpe, error) {
 		cache:        newWordCache(),
 	}
 	maxID := -1
-	for _, id := range m.Vocab {
+	for _, id := range vocab {
 		if id < 0 {
 			return nil, fmt.Errorf("vocab: negative id %d", id)
 		}
 		maxID = max(maxID, id)
 	}
 	b.idToToken = make([]string, maxID+1)
-	for tok, id := range m.Vocab {
+	for tok, id := range vocab {
 		b.idToToken[id] = tok
 	}
 	if m.UnkToken != nil {
-		id, ok := m.Vocab[*m.UnkToken]
+		id, ok := vocab[*m.UnkToken]
 		if !ok {
 			return nil, fmt.Errorf("unk_token %q not in vocab", *m.UnkToken)
 		}
@@ -73,10 +77,10 @@ func newBPE(m *modelJSON, byteLevel bool) (*bpe, error) {
 	}
 	for i := range 256 {
 		b.byteIDs[i], b.byteTokenIDs[i] = -1, -1
-		if id, ok := m.Vocab[string(byteToRune[i])]; ok {
+		if id, ok := vocab[string(byteToRune[i])]; ok {
 			b.byteIDs[i] = id
 		}
-		if id, ok := m.Vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
+		if id, ok := vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
 			b.byteTokenIDs[i] = id
 		}
 	}
@@ -86,9 +90,9 @@ func newBPE(m *modelJSON, byteLevel bool) (*bpe, error) {
 	}
 	b.merges = make(map[uint64]merge, len(merges))
 	for rank, p := range merges {
-		l, okL := m.Vocab[p[0]]
-		r, okR := m.Vocab[p[1]]
-		n, okN := m.Vocab[p[0]+p[1]]
+		l, okL := vocab[p[0]]
+		r, okR := vocab[p[1]]
+		n, okN := vocab[p[0]+p[1]]
 		if !okL || !okR || !okN {
 			return nil, fmt.Errorf("merges[%d] %q %q: token not in vocab", rank, p[0], p[1])
 		}

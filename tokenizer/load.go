@@ -103,7 +103,7 @@ type modelJSON struct {
 	FuseUnk                 bool            `json:"fuse_unk"`
 	ByteFallback            bool            `json:"byte_fallback"`
 	IgnoreMerges            bool            `json:"ignore_merges"`
-	Vocab                   map[string]int  `json:"vocab"`
+	Vocab                   json.RawMessage `json:"vocab"`
 	Merges                  json.RawMessage `json:"merges"`
 }
 
@@ -129,6 +129,9 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
+	if pairs, err := scanMerges(raw); !errors.Is(err, errFallback) {
+		return pairs, err
+	}
 	var pairs [][2]string
 	if err := json.Unmarshal(raw, &pairs); err == nil {
 		return pairs, nil
@@ -148,4 +151,69 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 		pairs[i] = [2]string{a, b}
 	}
 	return pairs, nil
+}
+
+func parseVocab(raw json.RawMessage) (map[string]int, error) {
+	if isNull(raw) {
+		return map[string]int{}, nil
+	}
+	if v, err := scanVocab(raw); !errors.Is(err, errFallback) {
+		return v, err
+	}
+	var v map[string]int
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("vocab: %w", err)
+	}
+	return v, nil
+}
+
+// parseFile decodes tokenizer.json. The big members (model.vocab,
+// model.merges) are located by rawObject and scanned by hand; the rest goes
+// through encoding/json.
+func parseFile(data []byte) (*fileJSON, *modelJSON, error) {
+	var f fileJSON
+	var m modelJSON
+	top, err := rawObject(data)
+	if err != nil {
+		// Malformed or unusual: let encoding/json report it.
+		if err := json.Unmarshal(data, &f); err != nil {
+			return nil, nil, fmt.Errorf("tokenizer.json: %w", err)
+		}
+	} else {
+		f.Normalizer, f.PreTokenizer = top["normalizer"], top["pre_tokenizer"]
+		f.PostProcessor, f.Decoder, f.Model = top["post_processor"], top["decoder"], top["model"]
+		if raw, ok := top["added_tokens"]; ok && !isNull(raw) {
+			if err := json.Unmarshal(raw, &f.AddedTokens); err != nil {
+				return nil, nil, fmt.Errorf("tokenizer.json: added_tokens: %w", err)
+			}
+		}
+	}
+	if isNull(f.Model) {
+		return nil, nil, fmt.Errorf("tokenizer.json: no model")
+	}
+	members, err := rawObject(f.Model)
+	if err != nil {
+		if err := json.Unmarshal(f.Model, &m); err != nil {
+			return nil, nil, fmt.Errorf("tokenizer.json: model: %w", err)
+		}
+	} else {
+		vocab, merges := members["vocab"], members["merges"]
+		delete(members, "vocab")
+		delete(members, "merges")
+		small, err := json.Marshal(members) // RawMessage values re-emit verbatim
+		if err == nil {
+			err = json.Unmarshal(small, &m)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("tokenizer.json: model: %w", err)
+		}
+		m.Vocab, m.Merges = vocab, merges
+	}
+	if m.Type != "BPE" && m.Type != "" {
+		return nil, nil, fmt.Errorf("unsupported model type %q", m.Type)
+	}
+	if m.Type == "" && m.Merges == nil {
+		return nil, nil, fmt.Errorf("unsupported model without type")
+	}
+	return &f, &m, nil
 }

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -35,33 +34,18 @@ var _ datasets.Tokenizer = (*Tokenizer)(nil)
 // New builds a tokenizer from the bytes of tokenizer.json and, optionally
 // (nil), tokenizer_config.json.
 func New(tokenizerJSON, configJSON []byte) (*Tokenizer, error) {
-	var f fileJSON
-	if err := json.Unmarshal(tokenizerJSON, &f); err != nil {
-		return nil, fmt.Errorf("tokenizer.json: %w", err)
-	}
-	if isNull(f.Model) {
-		return nil, fmt.Errorf("tokenizer.json: no model")
-	}
-	var m modelJSON
-	if err := json.Unmarshal(f.Model, &m); err != nil {
-		return nil, fmt.Errorf("tokenizer.json: model: %w", err)
-	}
-	if m.Type == "" && m.Merges == nil {
-		// Old files omit "type"; only BPE has merges.
-		return nil, fmt.Errorf("unsupported model without type")
-	}
-	if m.Type != "BPE" && m.Type != "" {
-		return nil, fmt.Errorf("unsupported model type %q", m.Type)
+	f, m, err := parseFile(tokenizerJSON)
+	if err != nil {
+		return nil, err
 	}
 	t := &Tokenizer{bos: -1, eos: -1}
-	var err error
 	if t.normalize, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, err
 	}
 	if t.pre, err = parsePreTokenizer(f.PreTokenizer); err != nil {
 		return nil, err
 	}
-	if t.model, err = newBPE(&m, t.pre.byteLevel); err != nil {
+	if t.model, err = newBPE(m, t.pre.byteLevel); err != nil {
 		return nil, err
 	}
 	if t.post, err = parsePostProcessor(f.PostProcessor); err != nil {
