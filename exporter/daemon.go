@@ -1,0 +1,289 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+
+	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	// ConfigFile is read by New and by every reload.
+	ConfigFile string
+	// Logger gets lifecycle lines; ProbeLogger gets per-probe lines (the
+	// caller applies --log.prober to it). Nil means discard; nil
+	// ProbeLogger means Logger.
+	Logger, ProbeLogger log.Logger
+	// DisableExporterMetrics leaves out the Go and process collectors.
+	DisableExporterMetrics bool
+	// BuildProbe builds the probe of one (target, module).
+	BuildProbe ProbeBuilder
+	// Seed spreads the probe loops' start offsets (see prober.SchedulerOptions).
+	Seed uint64
+	// HistorySize is how many results, and separately failures, the
+	// history keeps. Default 100.
+	HistorySize int
+	// MaxConcurrentProbes caps /probe requests running at once; more get
+	// 429, so that /probe cannot be turned into a load generator. Default 8.
+	MaxConcurrentProbes int
+}
+
+// Daemon is the continuous prober with its metrics, history and HTTP
+// surface. Its methods are safe for concurrent use.
+type Daemon struct {
+	o       Options
+	logger  log.Logger
+	reg     *prometheus.Registry
+	metrics *Metrics
+	history *History
+	sched   *prober.Scheduler
+
+	// reloadMu serialises loads and the scheduler updates that follow.
+	reloadMu sync.Mutex
+	running  bool // Run has applied the jobs; guarded by reloadMu
+	state    atomic.Pointer[state]
+	ready    atomic.Bool
+
+	probeSlots chan struct{}
+	mux        *http.ServeMux
+	links      []link
+}
+
+// state is one loaded configuration and everything derived from it.
+type state struct {
+	cfg  *config.Config
+	red  *redactor
+	jobs map[prober.JobKey]job
+}
+
+// job is a scheduler job with the config it was built from, so that a
+// reload can tell whether it changed.
+type job struct {
+	prober.Job
+	target config.Target
+	module config.Module
+}
+
+// New loads the config file and prepares the daemon; probing starts with
+// Run. A config that fails to load is an error here: there is no old
+// config to fall back to.
+func New(o Options) (*Daemon, error) {
+	if o.Logger == nil {
+		o.Logger = log.NewNopLogger()
+	}
+	if o.ProbeLogger == nil {
+		o.ProbeLogger = o.Logger
+	}
+	if o.HistorySize <= 0 {
+		o.HistorySize = 100
+	}
+	if o.MaxConcurrentProbes <= 0 {
+		o.MaxConcurrentProbes = 8
+	}
+	if o.BuildProbe == nil {
+		return nil, errors.New("exporter: no probe builder")
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(versioncollector.NewCollector(namespace))
+	if !o.DisableExporterMetrics {
+		reg.MustRegister(
+			collectors.NewGoCollector(),
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		)
+	}
+	d := &Daemon{
+		o:          o,
+		logger:     o.Logger,
+		reg:        reg,
+		metrics:    NewMetrics(reg),
+		history:    NewHistory(o.HistorySize),
+		probeSlots: make(chan struct{}, o.MaxConcurrentProbes),
+	}
+	d.sched = prober.NewScheduler(prober.SchedulerOptions{
+		Observer:    d.metrics.Observer(ModeProbe),
+		Loops:       d.metrics,
+		Logger:      o.Logger,
+		ProbeLogger: o.ProbeLogger,
+		Seed:        o.Seed,
+	})
+	cfg, err := config.Load(o.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	st, err := d.prepare(cfg, nil)
+	if err != nil {
+		return nil, fmt.Errorf("config file %q: %w", o.ConfigFile, err)
+	}
+	d.state.Store(st)
+	d.metrics.SetTargets(targetSeries(cfg))
+	d.metrics.ReloadSucceeded(time.Now())
+	d.routes()
+	return d, nil
+}
+
+// Registry is the daemon's registry, served at /metrics.
+func (d *Daemon) Registry() *prometheus.Registry { return d.reg }
+
+// Metrics returns the daemon's metrics, for bench windows to report into.
+func (d *Daemon) Metrics() *Metrics { return d.metrics }
+
+// History returns the result history.
+func (d *Daemon) History() *History { return d.history }
+
+// Config returns the running config. Callers must not modify it.
+func (d *Daemon) Config() *config.Config { return d.state.Load().cfg }
+
+// Run starts the probe loops and blocks until ctx is done and every loop
+// and probe has exited.
+func (d *Daemon) Run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- d.sched.Run(ctx) }()
+
+	d.reloadMu.Lock()
+	err := d.sched.Update(ctx, jobList(d.state.Load()))
+	d.running = err == nil
+	d.reloadMu.Unlock()
+	if err == nil {
+		d.ready.Store(true)
+		st := d.state.Load()
+		level.Info(d.logger).Log("msg", "Probing started", "targets", len(st.cfg.Targets), "loops", len(st.jobs))
+	}
+	err = <-errc
+	d.ready.Store(false)
+	return err
+}
+
+// ErrUnchanged is returned by Reload when the file's checksum equals the
+// running config's; nothing was changed.
+var ErrUnchanged = errors.New("config unchanged")
+
+// Reload loads the config file again. The whole new config is loaded,
+// validated and every probe built before anything changes; on any error
+// the running config stays and the reload gauge goes to 0. On success, the
+// removed targets' series are deleted and the changed loops restarted.
+func (d *Daemon) Reload(ctx context.Context) (err error) {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	defer func() {
+		switch {
+		case errors.Is(err, ErrUnchanged):
+			// The running config is what the file says.
+			d.metrics.reloadSuccess.Set(1)
+			level.Info(d.logger).Log("msg", "Config unchanged, reload skipped", "file", d.o.ConfigFile)
+		case err != nil:
+			d.metrics.ReloadFailed()
+			level.Error(d.logger).Log("msg", "Config reload failed, keeping the running config", "file", d.o.ConfigFile, "err", err)
+		default:
+			d.metrics.ReloadSucceeded(time.Now())
+		}
+	}()
+	old := d.state.Load()
+	cfg, err := config.Load(d.o.ConfigFile)
+	if err != nil {
+		return err
+	}
+	if cfg.Checksum != "" && cfg.Checksum == old.cfg.Checksum {
+		return ErrUnchanged
+	}
+	st, err := d.prepare(cfg, old)
+	if err != nil {
+		return fmt.Errorf("config file %q: %w", d.o.ConfigFile, err)
+	}
+	d.state.Store(st)
+	// Series first: from here on, results of removed targets are dropped,
+	// so the loops being stopped below cannot re-create deleted series.
+	d.metrics.SetTargets(targetSeries(cfg))
+	if d.running {
+		if err := d.sched.Update(ctx, jobList(st)); err != nil {
+			return fmt.Errorf("apply config: %w", err)
+		}
+	}
+	level.Info(d.logger).Log("msg", "Config reloaded", "file", d.o.ConfigFile, "targets", len(cfg.Targets), "loops", len(st.jobs))
+	return nil
+}
+
+// prepare builds the jobs of cfg, reusing the jobs of old whose target and
+// module did not change (same loop, same HTTP client, same version).
+func (d *Daemon) prepare(cfg *config.Config, old *state) (*state, error) {
+	st := &state{cfg: cfg, red: newRedactor(cfg), jobs: map[prober.JobKey]job{}}
+	version := strconv.FormatInt(time.Now().UnixNano(), 36)
+	var errs []error
+	for _, t := range cfg.Targets {
+		for _, name := range t.Modules {
+			m := cfg.Modules[name]
+			key := prober.JobKey{Target: t.Name, Module: name}
+			if old != nil {
+				if j, ok := old.jobs[key]; ok && reflect.DeepEqual(j.target, t) && reflect.DeepEqual(j.module, m) {
+					st.jobs[key] = j
+					continue
+				}
+			}
+			pf, err := d.o.BuildProbe(t, name, m)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("target %q module %q: %w", t.Name, name, err))
+				continue
+			}
+			st.jobs[key] = job{
+				Job: prober.Job{
+					Target: t.Name, Module: name,
+					Interval:    time.Duration(t.Interval),
+					Timeout:     t.EffectiveTimeout(),
+					MaxInFlight: t.MaxInFlight,
+					Version:     version,
+					Probe:       d.withHistory(pf),
+				},
+				target: t, module: m,
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return st, nil
+}
+
+// withHistory captures a probe's log lines and records its result in the
+// history, unless the probe was cancelled because its loop stopped.
+func (d *Daemon) withHistory(pf prober.ProbeFunc) prober.ProbeFunc {
+	return func(ctx context.Context, logger log.Logger) prober.Result {
+		buf := &logBuffer{}
+		capture := log.With(log.NewLogfmtLogger(buf), "ts", log.DefaultTimestampUTC)
+		r := pf(ctx, teeLogger{capture: capture, out: logger})
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return r
+		}
+		d.history.Add(entryOf(r, sanitizeModel(r.Model), ModeProbe, buf.String(), d.state.Load().red))
+		return r
+	}
+}
+
+func jobList(st *state) []prober.Job {
+	out := make([]prober.Job, 0, len(st.jobs))
+	for _, j := range st.jobs {
+		out = append(out, j.Job)
+	}
+	return out
+}
+
+func targetSeries(cfg *config.Config) []TargetSeries {
+	out := make([]TargetSeries, 0, len(cfg.Targets))
+	for _, t := range cfg.Targets {
+		out = append(out, TargetSeries{Name: t.Name, Backend: t.Backend, Model: t.Model, Modules: t.Modules})
+	}
+	return out
+}

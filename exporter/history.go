@@ -1,0 +1,150 @@
+package exporter
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// HistoryEntry is one finished request as shown on the landing page and at
+// /api/v1/results. Text fields are redacted and bounded before they get here.
+type HistoryEntry struct {
+	ID         uint64    `json:"id"`
+	Time       time.Time `json:"time"` // end of the request
+	Target     string    `json:"target"`
+	Module     string    `json:"module"`
+	Model      string    `json:"model"`
+	Mode       Mode      `json:"mode"`
+	Outcome    string    `json:"outcome"`
+	Success    bool      `json:"success"`
+	Error      string    `json:"error,omitempty"`
+	HTTPStatus int       `json:"http_status,omitempty"`
+	RequestID  string    `json:"request_id,omitempty"`
+
+	TTFTSeconds  *float64 `json:"ttft_seconds,omitempty"`
+	E2ESeconds   *float64 `json:"e2e_seconds,omitempty"`
+	TPOTSeconds  *float64 `json:"tpot_seconds,omitempty"`
+	QueueSeconds *float64 `json:"queue_seconds,omitempty"`
+
+	InputTokens  int    `json:"input_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+	TokenSource  string `json:"token_source,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	// Text is the start of the generated text.
+	Text string `json:"text,omitempty"`
+	// Log holds the probe's own log lines, at every level.
+	Log string `json:"log,omitempty"`
+}
+
+// History keeps the last N results and, separately, the last N failures,
+// so that a failure stays visible after a run of successes pushed it out
+// (blackbox_exporter's ResultHistory). It is safe for concurrent use.
+type History struct {
+	mu       sync.Mutex
+	next     uint64
+	recent   ring
+	failures ring
+}
+
+type ring struct {
+	buf  []HistoryEntry
+	head int // next write position
+	full bool
+}
+
+func (r *ring) add(e HistoryEntry) {
+	if len(r.buf) == 0 {
+		return
+	}
+	r.buf[r.head] = e
+	r.head = (r.head + 1) % len(r.buf)
+	if r.head == 0 {
+		r.full = true
+	}
+}
+
+func (r *ring) entries() []HistoryEntry {
+	if r.full {
+		return append(slices.Clone(r.buf[r.head:]), r.buf[:r.head]...)
+	}
+	return slices.Clone(r.buf[:r.head])
+}
+
+// NewHistory returns a History that keeps size results and size failures.
+func NewHistory(size int) *History {
+	size = max(size, 0)
+	return &History{
+		recent:   ring{buf: make([]HistoryEntry, size)},
+		failures: ring{buf: make([]HistoryEntry, size)},
+	}
+}
+
+// Add records e, giving it the next id.
+func (h *History) Add(e HistoryEntry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.next++
+	e.ID = h.next
+	h.recent.add(e)
+	if !e.Success {
+		h.failures.add(e)
+	}
+}
+
+// List returns the kept entries, newest first, each once.
+func (h *History) List() []HistoryEntry {
+	h.mu.Lock()
+	recent, failures := h.recent.entries(), h.failures.entries()
+	h.mu.Unlock()
+	seen := make(map[uint64]bool, len(recent))
+	out := make([]HistoryEntry, 0, len(recent)+len(failures))
+	for _, e := range recent {
+		seen[e.ID] = true
+		out = append(out, e)
+	}
+	for _, e := range failures {
+		if !seen[e.ID] {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b HistoryEntry) int {
+		switch {
+		case a.ID > b.ID:
+			return -1
+		case a.ID < b.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// maxHistoryText bounds the generated text kept per entry.
+const maxHistoryText = 512
+
+// entryOf builds a HistoryEntry from a result; red redacts free text.
+func entryOf(r prober.Result, model string, mode Mode, logs string, red *redactor) HistoryEntry {
+	sm := samplesOf(r)
+	opt := func(v float64) *float64 {
+		if v < 0 {
+			return nil
+		}
+		return &v
+	}
+	end := r.End
+	if end.IsZero() {
+		end = time.Now()
+	}
+	return HistoryEntry{
+		Time: end, Target: r.Target, Module: r.Module, Model: model, Mode: mode,
+		Outcome: string(r.Outcome), Success: r.Outcome == prober.OutcomeSuccess,
+		Error: red.redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID,
+		TTFTSeconds: opt(sm.ttft), E2ESeconds: opt(sm.e2e), TPOTSeconds: opt(sm.tpot), QueueSeconds: opt(sm.queue),
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TokenSource: string(r.OutputTokensSource),
+		FinishReason: truncateUTF8(r.FinishReason, 64),
+		Text:         red.redact(truncateUTF8(r.GeneratedText, maxHistoryText)),
+		Log:          red.redact(logs),
+	}
+}

@@ -1,0 +1,355 @@
+package exporter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+type link struct{ path, text, desc string }
+
+// Handler returns the daemon's HTTP handler. Serve it with
+// exporter-toolkit's web.ListenAndServe so that --web.config.file applies
+// TLS and basic auth to every route, including /probe and /-/reload, which
+// cause requests to targets.
+func (d *Daemon) Handler() http.Handler { return d.mux }
+
+// Handle registers an extra route (bench windows add theirs here) and, if
+// text is not empty, a link to it on the landing page. It must be called
+// before the handler serves.
+func (d *Daemon) Handle(pattern string, h http.Handler, text, desc string) {
+	d.mux.Handle(pattern, h)
+	if text != "" {
+		path := pattern
+		if i := strings.IndexByte(path, ' '); i >= 0 {
+			path = path[i+1:]
+		}
+		d.links = append(d.links, link{path, text, desc})
+	}
+}
+
+func (d *Daemon) routes() {
+	d.mux = http.NewServeMux()
+	d.links = []link{
+		{"/metrics", "Metrics", "the daemon's metrics"},
+		{"/config", "Configuration", "the running config, secrets redacted"},
+		{"/api/v1/results", "Recent results", "JSON of the result history"},
+		{"/probe?target=NAME&module=MODULE&debug=true", "One-shot probe", "blackbox-style probe of one target with its log"},
+	}
+	d.mux.HandleFunc("GET /{$}", d.handleLanding)
+	d.mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
+		ErrorLog:          promLogger{d.logger},
+		EnableOpenMetrics: true, // exemplars are only exposed in OpenMetrics and protobuf
+	}))
+	d.mux.HandleFunc("GET /-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "Healthy")
+	})
+	d.mux.HandleFunc("GET /-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !d.ready.Load() {
+			http.Error(w, "Not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "Ready")
+	})
+	d.mux.HandleFunc("POST /-/reload", d.handleReload)
+	d.mux.HandleFunc("GET /config", d.handleConfig)
+	d.mux.HandleFunc("GET /probe", d.handleProbe)
+	d.mux.HandleFunc("GET /api/v1/results", d.handleResults)
+}
+
+type promLogger struct{ l log.Logger }
+
+func (p promLogger) Println(v ...any) {
+	level.Error(p.l).Log("msg", "Metrics handler error", "err", fmt.Sprint(v...))
+}
+
+func (d *Daemon) handleReload(w http.ResponseWriter, r *http.Request) {
+	err := d.Reload(r.Context())
+	switch {
+	case errors.Is(err, ErrUnchanged):
+		fmt.Fprintln(w, "Config unchanged")
+	case err != nil:
+		http.Error(w, "Reload failed, the running config is kept:\n"+err.Error(), http.StatusInternalServerError)
+	default:
+		fmt.Fprintln(w, "Config reloaded")
+	}
+}
+
+func (d *Daemon) handleConfig(w http.ResponseWriter, _ *http.Request) {
+	st := d.state.Load()
+	b, err := st.cfg.Redacted()
+	if err != nil {
+		http.Error(w, "render config: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	// Redacted hides Secret fields; the redactor also catches a secret in
+	// a plain field, such as userinfo in a URL.
+	fmt.Fprint(w, st.red.redact(string(b)))
+}
+
+func (d *Daemon) handleResults(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	entries := d.history.List()
+	out := entries[:0]
+	for _, e := range entries {
+		if (q.Get("target") == "" || e.Target == q.Get("target")) &&
+			(q.Get("module") == "" || e.Module == q.Get("module")) &&
+			(q.Get("outcome") == "" || e.Outcome == q.Get("outcome")) {
+			out = append(out, e)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(struct {
+		Results []HistoryEntry `json:"results"`
+	}{out})
+}
+
+// landingResults is how many history entries the landing page shows.
+const landingResults = 25
+
+func (d *Daemon) handleLanding(w http.ResponseWriter, r *http.Request) {
+	var links []web.LandingLinks
+	for _, l := range d.links {
+		links = append(links, web.LandingLinks{Address: l.path, Text: l.text, Description: l.desc})
+	}
+	lp, err := web.NewLandingPage(web.LandingConfig{
+		Name:        "servingprobe",
+		Description: "Prometheus exporter, continuous prober and benchmark client for LLM inference servers",
+		Version:     version.Info(),
+		Links:       links,
+		ExtraHTML:   resultsHTML(d.history.List()),
+		ExtraCSS:    "table.results{border-collapse:collapse;font-size:smaller}table.results td,table.results th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}",
+		Profiling:   "false",
+	})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	lp.ServeHTTP(w, r)
+}
+
+// resultsHTML renders the newest history entries. Everything is escaped:
+// model names and errors come from servers.
+func resultsHTML(entries []HistoryEntry) string {
+	var b strings.Builder
+	b.WriteString("<h2>Recent results</h2>")
+	if len(entries) == 0 {
+		b.WriteString("<p>No probe has finished yet.</p>")
+		return b.String()
+	}
+	b.WriteString(`<table class="results"><tr><th>time</th><th>target</th><th>module</th><th>model</th><th>outcome</th><th>TTFT</th><th>E2E</th><th>tokens</th><th>error</th></tr>`)
+	secs := func(v *float64) string {
+		if v == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*v, 'f', 3, 64) + " s"
+	}
+	for i, e := range entries {
+		if i == landingResults {
+			break
+		}
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d/%d</td><td>%s</td></tr>",
+			e.Time.UTC().Format(time.RFC3339), html.EscapeString(e.Target), html.EscapeString(e.Module),
+			html.EscapeString(e.Model), html.EscapeString(e.Outcome), secs(e.TTFTSeconds), secs(e.E2ESeconds),
+			e.InputTokens, e.OutputTokens, html.EscapeString(truncateUTF8(e.Error, 200)))
+	}
+	b.WriteString(`</table><p>All kept results: <a href="api/v1/results">api/v1/results</a></p>`)
+	return b.String()
+}
+
+// adhocTargetName names an ad-hoc /probe target in logs and the history;
+// it never becomes a label of the daemon's registry.
+const adhocTargetName = "adhoc"
+
+// scrapeTimeoutOffset is subtracted from Prometheus's scrape timeout so
+// that the probe answers before Prometheus gives up (blackbox's
+// --timeout-offset).
+const scrapeTimeoutOffset = 500 * time.Millisecond
+
+func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
+	st := d.state.Load()
+	q := r.URL.Query()
+	targetParam := q.Get("target")
+	if targetParam == "" {
+		http.Error(w, "target parameter is missing", http.StatusBadRequest)
+		return
+	}
+	t, ok := st.cfg.Target(targetParam)
+	if !ok {
+		var status int
+		var err error
+		t, status, err = adhocTarget(st.cfg, targetParam, q)
+		if err != nil {
+			http.Error(w, err.Error(), status)
+			return
+		}
+	}
+	moduleName := q.Get("module")
+	if moduleName == "" && len(t.Modules) > 0 {
+		moduleName = t.Modules[0]
+	}
+	if moduleName == "" {
+		http.Error(w, "module parameter is missing", http.StatusBadRequest)
+		return
+	}
+	m, ok := st.cfg.Modules[moduleName]
+	if !ok {
+		http.Error(w, fmt.Sprintf("unknown module %q", moduleName), http.StatusBadRequest)
+		return
+	}
+	select {
+	case d.probeSlots <- struct{}{}:
+		defer func() { <-d.probeSlots }()
+	default:
+		http.Error(w, "too many /probe requests in flight", http.StatusTooManyRequests)
+		return
+	}
+
+	timeout := t.EffectiveTimeout()
+	if v, err := strconv.ParseFloat(r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"), 64); err == nil && v > 0 {
+		timeout = min(timeout, time.Duration(v*float64(time.Second))-scrapeTimeoutOffset)
+	}
+	if timeout <= 0 {
+		http.Error(w, "scrape timeout too short for a probe", http.StatusBadRequest)
+		return
+	}
+	pf, err := d.o.BuildProbe(t, moduleName, m)
+	if err != nil {
+		http.Error(w, st.red.redact(err.Error()), http.StatusBadRequest)
+		return
+	}
+
+	reg := prometheus.NewRegistry()
+	pm := newProbeMetrics(reg)
+	buf := &logBuffer{}
+	capture := log.With(log.NewLogfmtLogger(buf), "ts", log.DefaultTimestampUTC)
+	logger := teeLogger{capture: capture, out: log.With(d.o.ProbeLogger, "target", t.Name, "module", moduleName, "via", "/probe")}
+
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	start := time.Now()
+	res := pf(ctx, logger)
+	cancel()
+	pm.duration.Set(time.Since(start).Seconds())
+	if res.Target == "" {
+		res.Target = t.Name
+	}
+	setProbeMetrics(pm, res)
+	d.history.Add(entryOf(res, sanitizeModel(res.Model), ModeProbe, buf.String(), st.red))
+
+	if q.Get("debug") == "true" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		var out bytes.Buffer
+		fmt.Fprintf(&out, "Logs for the probe:\n%s\n\nMetrics that would have been returned:\n", buf.String())
+		mfs, err := reg.Gather()
+		if err == nil {
+			enc := expfmt.NewEncoder(&out, expfmt.NewFormat(expfmt.TypeTextPlain))
+			for _, mf := range mfs {
+				_ = enc.Encode(mf)
+			}
+		}
+		fmt.Fprintf(&out, "\n\nTarget:\n%s\nModule: %s\n", targetSummary(t), moduleName)
+		_, _ = w.Write([]byte(st.red.redact(out.String())))
+		return
+	}
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+func setProbeMetrics(pm *probeMetrics, r prober.Result) {
+	sm := samplesOf(r)
+	pos := func(v float64) float64 { return max(v, 0) }
+	if r.Outcome == prober.OutcomeSuccess {
+		pm.success.Set(1)
+	}
+	pm.ttft.Set(pos(sm.ttft))
+	pm.e2e.Set(pos(sm.e2e))
+	pm.tpot.Set(pos(sm.tpot))
+	pm.promptTokens.Set(float64(max(r.InputTokens, 0)))
+	pm.outputTokens.Set(float64(max(r.OutputTokens, 0)))
+	pm.status.Set(float64(r.HTTPStatus))
+	for _, o := range prober.Outcomes {
+		v := 0.0
+		if o == r.Outcome {
+			v = 1
+		}
+		pm.outcome.WithLabelValues(string(o)).Set(v)
+	}
+}
+
+// targetSummary describes a target for the debug output without its
+// http_client_config (which holds the credentials).
+func targetSummary(t config.Target) string {
+	return fmt.Sprintf("name: %s\nurl: %s\nbackend: %s\nmodel: %s\ntimeout: %s\n",
+		t.Name, redactURL(t.URL), t.Backend, t.Model, t.EffectiveTimeout())
+}
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "<unparseable URL>"
+	}
+	return u.Redacted()
+}
+
+// adhocTarget builds a target from a URL given to /probe. It is refused
+// unless probe_api.allow_adhoc_targets is set and the URL matches the
+// allow-list: otherwise /probe would be an open proxy into the network the
+// daemon sits in. Ad-hoc targets never borrow a configured target's
+// credentials.
+func adhocTarget(cfg *config.Config, raw string, q url.Values) (config.Target, int, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return config.Target{}, http.StatusBadRequest, fmt.Errorf("unknown target %q: not a configured target name nor an http(s) URL", raw)
+	}
+	if !cfg.Probe.AllowAdhocTargets {
+		return config.Target{}, http.StatusForbidden, errors.New("ad-hoc target URLs are disabled; set probe_api.allow_adhoc_targets and probe_api.adhoc_url_allowlist to allow them")
+	}
+	if u.User != nil {
+		return config.Target{}, http.StatusForbidden, errors.New("ad-hoc target URLs must not carry credentials")
+	}
+	allowed := false
+	for _, re := range cfg.Probe.AdhocURLAllowlist {
+		if re.MatchString(raw) {
+			allowed = true
+			break
+		}
+	}
+	if !allowed {
+		return config.Target{}, http.StatusForbidden, fmt.Errorf("URL %q matches no pattern of probe_api.adhoc_url_allowlist", raw)
+	}
+	backend := q.Get("backend")
+	if backend == "" {
+		return config.Target{}, http.StatusBadRequest, errors.New("backend parameter is missing (needed with a URL target)")
+	}
+	if _, err := prober.LookupBackend(backend); err != nil {
+		return config.Target{}, http.StatusBadRequest, err
+	}
+	t := config.DefaultTarget
+	t.Name = adhocTargetName
+	t.URL = raw
+	t.Backend = backend
+	t.Model = q.Get("model")
+	t.Timeout = t.Interval
+	return t, 0, nil
+}

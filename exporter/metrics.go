@@ -1,0 +1,337 @@
+package exporter
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+const namespace = "servingprobe"
+
+// Mode is the value of the mode label: who sent the request.
+type Mode string
+
+// The modes.
+const (
+	ModeProbe Mode = "probe" // the continuous prober
+	ModeBench Mode = "bench" // a bench window
+)
+
+// Label names.
+const (
+	labelTarget      = "target"
+	labelModule      = "module"
+	labelModel       = "model"
+	labelMode        = "mode"
+	labelOutcome     = "outcome"
+	labelBackend     = "backend"
+	labelTokenSource = "token_source"
+	labelResult      = "result"
+)
+
+// requestLabels is L: every per-request metric carries these.
+var requestLabels = []string{labelTarget, labelModule, labelModel, labelMode}
+
+// Classic bucket layouts. Native buckets (factor 1.1) are always added; the
+// classic ones serve a Prometheus that does not ingest native histograms, so
+// they must be usable for histogram_quantile on their own.
+var (
+	// TTFT and end-to-end latency span a warm, prefix-cached small model on
+	// the same host (about 10 ms) to a long prefill queued behind a full
+	// batch, or a long generation (minutes). 20 buckets from 10 ms to 120 s
+	// grow by about 1.64x each, so an interpolated quantile is within one
+	// bucket (roughly ±30%) in the classic form.
+	requestLatencyBuckets = prometheus.ExponentialBucketsRange(0.01, 120, 20)
+	// A decode step takes about 1 ms (a tiny model, or speculative decoding)
+	// to seconds (a heavily batched or swapping server); 20 buckets from
+	// 1 ms to 5 s grow by about 1.57x each.
+	tokenLatencyBuckets = prometheus.ExponentialBucketsRange(0.001, 5, 20)
+	// Client queue time and scheduler lag are normally well under a
+	// millisecond; the layout exists to show when they are not, up to a
+	// stalled minute. 16 buckets from 100 µs to 60 s grow by about 2.4x.
+	queueBuckets = prometheus.ExponentialBucketsRange(0.0001, 60, 16)
+)
+
+// Native histogram settings shared by every histogram. A factor of 1.1
+// gives schema 3 (2^(1/8) ≈ 1.09 per bucket). 1 ms to 120 s is 17 powers of
+// two, 136 buckets at that schema; the cap of 160 leaves headroom before the
+// resolution is halved, and bounds memory when a server sends wild values.
+const (
+	nativeBucketFactor     = 1.1
+	nativeMaxBucketNumber  = 160
+	nativeMinResetDuration = time.Hour
+)
+
+func histogramOpts(name, help string, buckets []float64) prometheus.HistogramOpts {
+	return prometheus.HistogramOpts{
+		Namespace:                       namespace,
+		Name:                            name,
+		Help:                            help,
+		Buckets:                         buckets,
+		NativeHistogramBucketFactor:     nativeBucketFactor,
+		NativeHistogramMaxBucketNumber:  nativeMaxBucketNumber,
+		NativeHistogramMinResetDuration: nativeMinResetDuration,
+	}
+}
+
+// Metrics holds every long-lived metric of the daemon. All methods are safe
+// for concurrent use.
+type Metrics struct {
+	ttft, itl, tpot, e2e, queue *prometheus.HistogramVec
+	requests                    *prometheus.CounterVec
+	promptTokens, genTokens     *prometheus.CounterVec
+
+	probeSuccess, lastSuccess, lastProbe *prometheus.GaugeVec
+
+	skipped *prometheus.CounterVec
+	lag     *prometheus.HistogramVec
+
+	targetInfo *prometheus.GaugeVec
+
+	reloadSuccess, reloadTimestamp prometheus.Gauge
+
+	benchRunning, benchLastStart, benchLastEnd *prometheus.GaugeVec
+	benchRuns                                  *prometheus.CounterVec
+	benchReqThroughput, benchOutThroughput     *prometheus.GaugeVec
+	benchCompleted, benchFailed                *prometheus.GaugeVec
+
+	series *seriesState
+}
+
+// NewMetrics creates every long-lived metric and registers it on reg.
+// Build info and the Go and process collectors are registered by the
+// daemon, not here.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
+	m := &Metrics{
+		ttft: f.NewHistogramVec(histogramOpts("time_to_first_token_seconds",
+			"Time to first token of successful requests, in seconds: the arrival of the first stream event carrying output text or tokens, minus the moment the request was sent. Role-only and keep-alive events do not count.",
+			requestLatencyBuckets), requestLabels),
+		itl: f.NewHistogramVec(histogramOpts("inter_token_latency_seconds",
+			"Inter-token latency of successful requests, in seconds, one sample per output token after the first: an event carrying n tokens that arrived g seconds after the previous output event contributes n samples of g/n.",
+			tokenLatencyBuckets), requestLabels),
+		tpot: f.NewHistogramVec(histogramOpts("time_per_output_token_seconds",
+			"Time per output token of successful requests with at least two output tokens, in seconds: (end of the response minus first token) divided by (output tokens minus one).",
+			tokenLatencyBuckets), requestLabels),
+		e2e: f.NewHistogramVec(histogramOpts("e2e_request_latency_seconds",
+			"End-to-end latency of successful requests, in seconds: the end of the response ([DONE] or end of body) minus the moment the request was sent.",
+			requestLatencyBuckets), requestLabels),
+		queue: f.NewHistogramVec(histogramOpts("client_queue_seconds",
+			"Client-side queue time of every sent request, in seconds: the moment the request was sent minus the moment it was scheduled (the planned probe tick, or the bench arrival time). It is not included in the other latencies.",
+			queueBuckets), requestLabels),
+		requests: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "requests_total",
+			Help: "Requests that finished, by outcome: success, http_4xx, http_429, http_5xx, connect_error, timeout, stream_cut, parse_error, empty_output or canceled.",
+		}, append(append([]string{}, requestLabels...), labelOutcome)),
+		promptTokens: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "prompt_tokens_total",
+			Help: "Input tokens of successful requests, as the server reported them, else as our tokenizer counted them (see servingprobe_target_info's token_source).",
+		}, requestLabels),
+		genTokens: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "generation_tokens_total",
+			Help: "Output tokens of successful requests, as the server reported them, else as our tokenizer or the stream events counted them (see servingprobe_target_info's token_source).",
+		}, requestLabels),
+		probeSuccess: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "probe_success",
+			Help: "Whether the last finished continuous probe succeeded (1) or not (0). Absent until the first probe of the series finishes.",
+		}, []string{labelTarget, labelModule, labelModel}),
+		lastSuccess: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "last_success_timestamp_seconds",
+			Help: "Unix time in seconds at which the last successful continuous probe ended. Absent until a probe has succeeded.",
+		}, []string{labelTarget, labelModule, labelModel}),
+		lastProbe: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "last_probe_timestamp_seconds",
+			Help: "Unix time in seconds at which the last continuous probe ended, in any outcome. Absent until the first probe finishes.",
+		}, []string{labelTarget, labelModule, labelModel}),
+		skipped: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "probes_skipped_total",
+			Help: "Probe ticks skipped because max_in_flight probes of the target and module were still running.",
+		}, []string{labelTarget, labelModule}),
+		lag: f.NewHistogramVec(histogramOpts("scheduler_lag_seconds",
+			"Scheduler lag of continuous probes, in seconds: the moment a probe started minus its planned tick.",
+			queueBuckets), []string{labelTarget, labelModule}),
+		targetInfo: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "target_info",
+			Help: "Descriptive labels of a configured target, always 1: its model, backend, and where the token counts of its last successful request came from (usage, meta_info, tokenizer, requested, events, or unknown before the first success).",
+		}, []string{labelTarget, labelModel, labelBackend, labelTokenSource}),
+		reloadSuccess: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "config_last_reload_successful",
+			Help: "Whether the last configuration load or reload succeeded (1) or not (0).",
+		}),
+		reloadTimestamp: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "config_last_reload_success_timestamp_seconds",
+			Help: "Unix time in seconds of the last successful configuration load or reload.",
+		}),
+		benchRunning: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_running",
+			Help: "Whether a bench window is running on the target (1) or not (0).",
+		}, []string{labelTarget}),
+		benchLastStart: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_last_start_timestamp_seconds",
+			Help: "Unix time in seconds at which the last bench run on the target started.",
+		}, []string{labelTarget}),
+		benchLastEnd: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_last_end_timestamp_seconds",
+			Help: "Unix time in seconds at which the last finished bench run on the target ended.",
+		}, []string{labelTarget}),
+		benchRuns: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "bench_runs_total",
+			Help: "Bench runs that ended on the target, by result: completed, failed or canceled.",
+		}, []string{labelTarget, labelResult}),
+		benchReqThroughput: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_last_request_throughput_requests_per_second",
+			Help: "Request throughput of the last finished bench run on the target, in completed requests per second of benchmark duration.",
+		}, []string{labelTarget}),
+		benchOutThroughput: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_last_output_throughput_tokens_per_second",
+			Help: "Output token throughput of the last finished bench run on the target, in output tokens per second of benchmark duration.",
+		}, []string{labelTarget}),
+		benchCompleted: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_last_completed_requests",
+			Help: "Requests that succeeded in the last finished bench run on the target.",
+		}, []string{labelTarget}),
+		benchFailed: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_last_failed_requests",
+			Help: "Requests that failed in the last finished bench run on the target.",
+		}, []string{labelTarget}),
+	}
+	m.series = newSeriesState(m)
+	return m
+}
+
+// perRequestVecs are the vectors labelled with L.
+func (m *Metrics) perRequestVecs() []*prometheus.MetricVec {
+	return []*prometheus.MetricVec{
+		m.ttft.MetricVec, m.itl.MetricVec, m.tpot.MetricVec, m.e2e.MetricVec, m.queue.MetricVec,
+		m.requests.MetricVec, m.promptTokens.MetricVec, m.genTokens.MetricVec,
+	}
+}
+
+// probeGaugeVecs are the vectors labelled with target, module, model.
+func (m *Metrics) probeGaugeVecs() []*prometheus.MetricVec {
+	return []*prometheus.MetricVec{m.probeSuccess.MetricVec, m.lastSuccess.MetricVec, m.lastProbe.MetricVec}
+}
+
+// targetVecs are every vector with a target label.
+func (m *Metrics) targetVecs() []*prometheus.MetricVec {
+	return append(append(m.perRequestVecs(), m.probeGaugeVecs()...),
+		m.skipped.MetricVec, m.lag.MetricVec, m.targetInfo.MetricVec,
+		m.benchRunning.MetricVec, m.benchLastStart.MetricVec, m.benchLastEnd.MetricVec, m.benchRuns.MetricVec,
+		m.benchReqThroughput.MetricVec, m.benchOutThroughput.MetricVec, m.benchCompleted.MetricVec, m.benchFailed.MetricVec)
+}
+
+// ReloadSucceeded records a successful configuration load at t.
+func (m *Metrics) ReloadSucceeded(t time.Time) {
+	m.reloadSuccess.Set(1)
+	m.reloadTimestamp.Set(float64(t.UnixNano()) / 1e9)
+}
+
+// ReloadFailed records a failed configuration reload.
+func (m *Metrics) ReloadFailed() { m.reloadSuccess.Set(0) }
+
+// ObserveLag implements prober.LoopObserver.
+func (m *Metrics) ObserveLag(target, module string, lag time.Duration) {
+	m.series.mu.RLock()
+	defer m.series.mu.RUnlock()
+	if !m.series.hasModule(target, module) {
+		return // a loop that is being stopped
+	}
+	m.lag.WithLabelValues(target, module).Observe(lag.Seconds())
+}
+
+// ObserveSkip implements prober.LoopObserver.
+func (m *Metrics) ObserveSkip(target, module string) {
+	m.series.mu.RLock()
+	defer m.series.mu.RUnlock()
+	if !m.series.hasModule(target, module) {
+		return
+	}
+	m.skipped.WithLabelValues(target, module).Inc()
+}
+
+// BenchResult is the result label of servingprobe_bench_runs_total.
+type BenchResult string
+
+// The bench run results.
+const (
+	BenchCompleted BenchResult = "completed"
+	BenchFailed    BenchResult = "failed"
+	BenchCanceled  BenchResult = "canceled"
+)
+
+// BenchResults lists every BenchResult, for pre-creating series.
+var BenchResults = []BenchResult{BenchCompleted, BenchFailed, BenchCanceled}
+
+// BenchHeadline is the summary of a finished bench run that is exported.
+type BenchHeadline struct {
+	RequestThroughput float64 // completed requests per second
+	OutputThroughput  float64 // output tokens per second
+	Completed, Failed int
+}
+
+// BenchStarted marks a bench run on target as running since start.
+// Calls for a target that is not configured are ignored.
+func (m *Metrics) BenchStarted(target string, start time.Time) {
+	m.series.mu.RLock()
+	defer m.series.mu.RUnlock()
+	if _, ok := m.series.targets[target]; !ok {
+		return
+	}
+	m.benchRunning.WithLabelValues(target).Set(1)
+	m.benchLastStart.WithLabelValues(target).Set(unixSeconds(start))
+}
+
+// BenchFinished marks the bench run on target as ended at end with result;
+// the headline gauges are set only for a completed run, so that a failed or
+// cancelled run does not overwrite the last real figures.
+func (m *Metrics) BenchFinished(target string, end time.Time, result BenchResult, h BenchHeadline) {
+	m.series.mu.RLock()
+	defer m.series.mu.RUnlock()
+	if _, ok := m.series.targets[target]; !ok {
+		return
+	}
+	m.benchRunning.WithLabelValues(target).Set(0)
+	m.benchLastEnd.WithLabelValues(target).Set(unixSeconds(end))
+	m.benchRuns.WithLabelValues(target, string(result)).Inc()
+	if result != BenchCompleted {
+		return
+	}
+	m.benchReqThroughput.WithLabelValues(target).Set(h.RequestThroughput)
+	m.benchOutThroughput.WithLabelValues(target).Set(h.OutputThroughput)
+	m.benchCompleted.WithLabelValues(target).Set(float64(h.Completed))
+	m.benchFailed.WithLabelValues(target).Set(float64(h.Failed))
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// probeMetrics are the gauges of one /probe request, registered on a fresh
+// registry per request, as blackbox_exporter does. They carry no target
+// label: Prometheus adds it by relabelling.
+type probeMetrics struct {
+	success, duration, ttft, e2e, tpot  prometheus.Gauge
+	promptTokens, outputTokens, status prometheus.Gauge
+	outcome                            *prometheus.GaugeVec
+}
+
+func newProbeMetrics(reg prometheus.Registerer) *probeMetrics {
+	f := promauto.With(reg)
+	g := func(name, help string) prometheus.Gauge {
+		return f.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
+	}
+	return &probeMetrics{
+		success:  g("probe_success", "Whether the probe succeeded (1) or not (0)."),
+		duration: g("probe_duration_seconds", "Wall time of the whole probe in seconds, including model detection and connection setup."),
+		ttft:     g("probe_time_to_first_token_seconds", "Time to first token of the probe request in seconds; 0 if no token arrived."),
+		e2e:      g("probe_e2e_request_latency_seconds", "End-to-end latency of the probe request in seconds, from sent to the end of the response; 0 if it was not sent."),
+		tpot:     g("probe_time_per_output_token_seconds", "Time per output token of the probe request in seconds; 0 with fewer than two output tokens."),
+		promptTokens: g("probe_prompt_tokens",
+			"Input tokens of the probe request."),
+		outputTokens: g("probe_output_tokens", "Output tokens of the probe request."),
+		status:       g("probe_http_status_code", "HTTP status code of the probe response; 0 if none arrived."),
+		outcome: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "probe_outcome",
+			Help: "The outcome of the probe: 1 for the outcome it had, 0 for the others.",
+		}, []string{labelOutcome}),
+	}
+}

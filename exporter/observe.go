@@ -1,0 +1,174 @@
+package exporter
+
+import (
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// Observer returns a prober.Observer that records results with the given
+// mode label. Results of targets or modules that are not configured (a
+// reload removed them while the request ran) are dropped, so that they
+// cannot re-create deleted series.
+func (m *Metrics) Observer(mode Mode) prober.Observer { return &observer{m: m, mode: mode} }
+
+type observer struct {
+	m    *Metrics
+	mode Mode
+}
+
+var _ prober.Observer = (*observer)(nil)
+
+func (o *observer) Observe(r prober.Result) {
+	s := o.m.series
+	s.mu.RLock()
+	model, ok, switchTo := s.resolve(&r, o.mode)
+	if switchTo != "" {
+		s.mu.RUnlock()
+		s.switchModel(r.Target, switchTo)
+		s.mu.RLock()
+		model, ok, _ = s.resolve(&r, o.mode)
+	}
+	if ok {
+		o.record(r, model)
+	}
+	s.mu.RUnlock()
+	if ok && r.Outcome == prober.OutcomeSuccess && validTokenSource(r.OutputTokensSource) {
+		s.setTokenSource(r.Target, r.OutputTokensSource)
+	}
+}
+
+func validTokenSource(s prober.TokenSource) bool {
+	switch s {
+	case prober.TokenSourceUsage, prober.TokenSourceMetaInfo, prober.TokenSourceTokenizer,
+		prober.TokenSourceRequested, prober.TokenSourceEvents:
+		return true
+	}
+	return false
+}
+
+// record maps one result to metrics. It takes values and writes metrics;
+// the timing arithmetic is in samplesOf.
+func (o *observer) record(r prober.Result, model string) {
+	m := o.m
+	lv := []string{r.Target, r.Module, model, string(o.mode)}
+	sm := samplesOf(r)
+	ex := exemplarOf(r.RequestID)
+
+	outcome := r.Outcome
+	if !slices.Contains(prober.Outcomes, outcome) {
+		// Not a label value we know: never let it become one.
+		outcome = prober.OutcomeParseError
+	}
+	m.requests.WithLabelValues(append(lv, string(outcome))...).Inc()
+	if sm.queue >= 0 {
+		observe(m.queue.WithLabelValues(lv...), sm.queue, ex)
+	}
+	if outcome == prober.OutcomeSuccess {
+		if sm.ttft >= 0 {
+			observe(m.ttft.WithLabelValues(lv...), sm.ttft, ex)
+		}
+		if sm.e2e >= 0 {
+			observe(m.e2e.WithLabelValues(lv...), sm.e2e, ex)
+		}
+		if sm.tpot >= 0 {
+			observe(m.tpot.WithLabelValues(lv...), sm.tpot, ex)
+		}
+		if len(sm.itl) > 0 {
+			h := m.itl.WithLabelValues(lv...)
+			for _, s := range sm.itl {
+				for range s.n {
+					observe(h, s.perToken, ex)
+				}
+			}
+		}
+		m.promptTokens.WithLabelValues(lv...).Add(float64(max(r.InputTokens, 0)))
+		m.genTokens.WithLabelValues(lv...).Add(float64(max(r.OutputTokens, 0)))
+	}
+	if o.mode != ModeProbe {
+		return
+	}
+	gl := lv[:3]
+	end := r.End
+	if end.IsZero() {
+		end = time.Now()
+	}
+	m.lastProbe.WithLabelValues(gl...).Set(unixSeconds(end))
+	if outcome == prober.OutcomeSuccess {
+		m.probeSuccess.WithLabelValues(gl...).Set(1)
+		m.lastSuccess.WithLabelValues(gl...).Set(unixSeconds(end))
+	} else {
+		m.probeSuccess.WithLabelValues(gl...).Set(0)
+	}
+}
+
+func observe(o prometheus.Observer, v float64, ex prometheus.Labels) {
+	if eo, ok := o.(prometheus.ExemplarObserver); ok && ex != nil {
+		eo.ObserveWithExemplar(v, ex)
+		return
+	}
+	o.Observe(v)
+}
+
+// maxExemplarIDRunes keeps the exemplar within the 128-rune limit of an
+// exemplar label set (ObserveWithExemplar panics beyond it).
+const maxExemplarIDRunes = 100
+
+func exemplarOf(id string) prometheus.Labels {
+	if id == "" {
+		return nil
+	}
+	if r := []rune(id); len(r) > maxExemplarIDRunes {
+		id = string(r[:maxExemplarIDRunes])
+	}
+	return prometheus.Labels{"request_id": id}
+}
+
+// samples are the derived timings of one result in seconds; -1 means "not
+// defined for this result".
+type samples struct {
+	queue, ttft, e2e, tpot float64
+	itl                    []itlSample
+}
+
+// itlSample is n tokens that each took perToken seconds.
+type itlSample struct {
+	perToken float64
+	n        int
+}
+
+// maxITLSamplesPerEvent bounds the samples one event contributes. An event
+// claiming a huge token count (a hostile or broken server) would otherwise
+// cost one histogram observation per claimed token.
+const maxITLSamplesPerEvent = 1024
+
+// samplesOf computes the timings of r, following the definitions in the
+// metric help strings. It is pure.
+func samplesOf(r prober.Result) samples {
+	s := samples{queue: -1, ttft: -1, e2e: -1, tpot: -1}
+	sec := func(d time.Duration) float64 { return max(d, 0).Seconds() }
+	if !r.Sent.IsZero() && !r.Scheduled.IsZero() {
+		s.queue = sec(r.Sent.Sub(r.Scheduled))
+	}
+	if r.Sent.IsZero() {
+		return s
+	}
+	if !r.FirstToken.IsZero() {
+		s.ttft = sec(r.FirstToken.Sub(r.Sent))
+	}
+	if !r.End.IsZero() {
+		s.e2e = sec(r.End.Sub(r.Sent))
+		if !r.FirstToken.IsZero() && r.OutputTokens >= 2 {
+			s.tpot = sec(r.End.Sub(r.FirstToken)) / float64(r.OutputTokens-1)
+		}
+	}
+	for i := 1; i < len(r.Events); i++ {
+		n := max(r.Events[i].Tokens, 1)
+		gap := sec(r.Events[i].At.Sub(r.Events[i-1].At))
+		s.itl = append(s.itl, itlSample{perToken: gap / float64(n), n: min(n, maxITLSamplesPerEvent)})
+	}
+	return s
+}

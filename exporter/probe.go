@@ -1,0 +1,200 @@
+package exporter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// ProbeBuilder builds the probe of one (target, module). It is called when
+// a config is loaded, so that a target that cannot be built (an unknown
+// backend, a missing dataset file) fails the load, not every probe.
+type ProbeBuilder func(t config.Target, moduleName string, m config.Module) (prober.ProbeFunc, error)
+
+// ProberOptions configure NewProbeBuilder.
+type ProberOptions struct {
+	// Tokenizer resolves a module's tokenizer setting; "" is the default.
+	Tokenizer func(name string) (datasets.Tokenizer, error)
+	// UserAgent is sent with every probe.
+	UserAgent string
+	// PromptPool is how many prompts a module prepares once; probes cycle
+	// through them. Default 16 (1 for the fixed dataset).
+	PromptPool int
+}
+
+// requestIDHeader carries our request id, so that a slow exemplar can be
+// found in the server's logs (vLLM and sglang honour it).
+const requestIDHeader = "X-Request-Id"
+
+// NewProbeBuilder returns the ProbeBuilder of the daemon: each probe sends
+// one prompt of the module's dataset with prober.Prober.Run.
+func NewProbeBuilder(o ProberOptions) ProbeBuilder {
+	if o.PromptPool <= 0 {
+		o.PromptPool = 16
+	}
+	return func(t config.Target, moduleName string, m config.Module) (prober.ProbeFunc, error) {
+		return buildProbe(o, t, moduleName, m)
+	}
+}
+
+func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Module) (prober.ProbeFunc, error) {
+	info, err := prober.LookupBackend(t.Backend)
+	if err != nil {
+		return nil, err
+	}
+	client, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: max(t.MaxInFlight, 1), UserAgent: o.UserAgent})
+	if err != nil {
+		return nil, err
+	}
+	if o.Tokenizer == nil {
+		return nil, fmt.Errorf("module %q: no tokenizer resolver", moduleName)
+	}
+	tok, err := o.Tokenizer(m.Tokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("module %q: tokenizer: %w", moduleName, err)
+	}
+	dopts := datasets.DefaultOptions()
+	dopts.DatasetPath = m.DatasetPath
+	dopts.ApplyChatTemplate = m.ApplyChatTemplate
+	dopts.FixedPrompt = m.Prompt
+	dopts.FixedOutputLen = m.OutputLen
+	dopts.RandomInputLen = m.InputLen
+	dopts.RandomOutputLen = m.OutputLen
+	dopts.RandomRangeRatio = m.RangeRatio
+	dopts.SharegptOutputLen = m.OutputLen
+	ds, err := datasets.New(m.Dataset, dopts, tok)
+	if err != nil {
+		return nil, fmt.Errorf("module %q: %w", moduleName, err)
+	}
+	n := o.PromptPool
+	if m.Dataset == "fixed" {
+		n = 1
+	}
+	prompts, err := ds.Generate(n, mrand.New(mrand.NewPCG(uint64(m.Seed), 0)))
+	if err != nil {
+		return nil, fmt.Errorf("module %q: generate prompts: %w", moduleName, err)
+	}
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("module %q: dataset produced no prompt", moduleName)
+	}
+	for i := range prompts {
+		if m.LoRA != "" && prompts[i].LoRA == "" {
+			prompts[i].LoRA = m.LoRA
+		}
+	}
+	boolOr := func(p *bool, d bool) bool {
+		if p == nil {
+			return d
+		}
+		return *p
+	}
+	base := prober.Prober{
+		Client:  client,
+		Backend: info.New(),
+		Name:    t.Backend,
+		Options: prober.RequestOptions{
+			BaseURL: t.URL,
+			Model:   t.Model,
+			Stream:  boolOr(m.Stream, true),
+			// Probes ask for a fixed length so that successive probes cost
+			// the same and their latencies compare.
+			IgnoreEOS:    boolOr(m.IgnoreEOS, true),
+			Temperature:  m.Temperature,
+			TopP:         m.TopP,
+			IncludeUsage: boolOr(m.IncludeUsage, true),
+			ExtraBody:    m.ExtraBody,
+			Headers:      m.Headers,
+		},
+		Limits:  prober.Limits{MaxEventBytes: t.MaxEventBytes, MaxResponseBytes: t.MaxResponseBytes},
+		Counter: prober.TokenizerCounter{Tokenizer: tok},
+		Target:  t.Name,
+		Module:  moduleName,
+	}
+	var (
+		next     atomic.Uint64
+		detectMu sync.Mutex
+		detected string
+	)
+	return func(ctx context.Context, logger log.Logger) prober.Result {
+		p := base
+		id := newRequestID()
+		p.Options.Headers = maps.Clone(base.Options.Headers)
+		if p.Options.Headers == nil {
+			p.Options.Headers = map[string]string{}
+		}
+		p.Options.Headers[requestIDHeader] = id
+		if t.Model == "" {
+			detectMu.Lock()
+			if detected == "" {
+				m, err := prober.DetectModel(ctx, client, t.URL)
+				if err != nil {
+					// Send anyway: the request's own failure is classified
+					// (connect_error for a server that is down).
+					level.Debug(logger).Log("msg", "Model detection failed", "err", err)
+				} else {
+					detected = m
+					level.Debug(logger).Log("msg", "Model detected", "model", m)
+				}
+			}
+			p.Options.Model = detected
+			detectMu.Unlock()
+		}
+		prompt := prompts[(next.Add(1)-1)%uint64(len(prompts))]
+		level.Debug(logger).Log("msg", "Sending probe", "request_id", id, "backend", t.Backend, "model", p.Options.Model,
+			"prompt_tokens", prompt.PromptLen, "output_tokens_requested", prompt.OutputLen, "stream", p.Options.Stream)
+		r := p.Run(ctx, prompt, time.Time{})
+		r.RequestID = id
+		logProbeResult(logger, r)
+		if t.Model == "" && r.Outcome != prober.OutcomeSuccess {
+			// The server may have restarted with another model.
+			detectMu.Lock()
+			detected = ""
+			detectMu.Unlock()
+		}
+		return r
+	}, nil
+}
+
+func logProbeResult(logger log.Logger, r prober.Result) {
+	kv := []any{"msg", "Probe result", "outcome", r.Outcome, "http_status", r.HTTPStatus,
+		"input_tokens", r.InputTokens, "output_tokens", r.OutputTokens, "token_source", r.OutputTokensSource,
+		"events", len(r.Events), "finish_reason", r.FinishReason}
+	sec := func(a, b time.Time) float64 {
+		if a.IsZero() || b.IsZero() {
+			return -1
+		}
+		return b.Sub(a).Seconds()
+	}
+	tr := r.Trace
+	kv = append(kv,
+		"connect_seconds", sec(tr.ConnectStart, tr.ConnectDone), "tls_seconds", sec(tr.TLSStart, tr.TLSDone),
+		"conn_reused", tr.ConnReused, "first_byte_seconds", sec(r.Sent, tr.FirstResponseByte),
+		"ttft_seconds", sec(r.Sent, r.FirstToken), "e2e_seconds", sec(r.Sent, r.End))
+	if r.Err != "" {
+		kv = append(kv, "err", r.Err)
+	}
+	// A failed probe is data: it is counted and kept in the history; its
+	// line goes out at the probe log level like every other probe line.
+	level.Debug(logger).Log(kv...)
+}
+
+// newRequestID returns a random id that is safe as an exemplar label value
+// and an HTTP header.
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "sp-" + hex.EncodeToString(b[:])
+}

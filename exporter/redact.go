@@ -1,0 +1,154 @@
+package exporter
+
+import (
+	"bytes"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/go-kit/log"
+	promconfig "github.com/prometheus/common/config"
+
+	"github.com/servingprobe/servingprobe/config"
+)
+
+// redactor replaces every secret of a config in free text (error messages,
+// probe logs) with <secret>. Secret-typed fields already marshal as
+// <secret>; this covers the text paths that do not go through a marshaller,
+// in case a library quotes a header or a URL with its userinfo.
+type redactor struct{ secrets []string }
+
+// minSecretLen avoids redacting trivially short values (a "1" password would
+// otherwise blank out every digit of a log line).
+const minSecretLen = 4
+
+func newRedactor(cfgs ...*config.Config) *redactor {
+	var s []string
+	add := func(v string) {
+		if len(v) >= minSecretLen {
+			s = append(s, v)
+		}
+	}
+	for _, c := range cfgs {
+		if c == nil {
+			continue
+		}
+		for _, t := range c.Targets {
+			addHTTPSecrets(&t.HTTPClientConfig, add)
+			if u, err := url.Parse(t.URL); err == nil && u.User != nil {
+				if p, ok := u.User.Password(); ok {
+					add(p)
+				}
+			}
+		}
+		for _, m := range c.Modules {
+			for k, v := range m.Headers {
+				if sensitiveHeader(k) {
+					add(v)
+				}
+			}
+		}
+	}
+	// Longest first, so that a secret containing another is replaced whole.
+	slices.SortFunc(s, func(a, b string) int { return len(b) - len(a) })
+	return &redactor{secrets: slices.Compact(s)}
+}
+
+func addHTTPSecrets(h *promconfig.HTTPClientConfig, add func(string)) {
+	add(string(h.BearerToken))
+	if h.BasicAuth != nil {
+		add(string(h.BasicAuth.Password))
+	}
+	if h.Authorization != nil {
+		add(string(h.Authorization.Credentials))
+	}
+	if h.OAuth2 != nil {
+		add(string(h.OAuth2.ClientSecret))
+	}
+	add(string(h.TLSConfig.Key))
+	if h.HTTPHeaders != nil {
+		for _, hd := range h.HTTPHeaders.Headers {
+			for _, v := range hd.Secrets {
+				add(string(v))
+			}
+		}
+	}
+}
+
+func sensitiveHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"auth", "key", "token", "secret", "cookie", "password"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *redactor) redact(s string) string {
+	if r == nil || s == "" {
+		return s
+	}
+	for _, sec := range r.secrets {
+		if strings.Contains(s, sec) {
+			s = strings.ReplaceAll(s, sec, "<secret>")
+		}
+	}
+	return s
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a rune.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// logBuffer is a bounded, concurrency-safe buffer of logfmt lines, used to
+// capture one probe's log at every level for the history and /probe?debug.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	cut bool
+}
+
+// maxProbeLogBytes bounds one probe's captured log.
+const maxProbeLogBytes = 16 << 10
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := maxProbeLogBytes - b.buf.Len(); room < len(p) {
+		if room > 0 {
+			b.buf.Write(p[:room])
+		}
+		b.cut = true
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cut {
+		return b.buf.String() + "\n[log truncated]\n"
+	}
+	return b.buf.String()
+}
+
+// teeLogger sends every record to the capture buffer (unfiltered) and to
+// the probe logger (which applies --log.prober).
+type teeLogger struct{ capture, out log.Logger }
+
+func (t teeLogger) Log(kv ...any) error {
+	_ = t.capture.Log(kv...)
+	return t.out.Log(kv...)
+}

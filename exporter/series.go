@@ -1,0 +1,247 @@
+package exporter
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// TargetSeries describes the label sets of one configured target.
+type TargetSeries struct {
+	Name    string
+	Backend string
+	// Model is the configured model; empty means auto-detected.
+	Model   string
+	Modules []string
+}
+
+// targetState is what seriesState knows of one target.
+type targetState struct {
+	TargetSeries
+	// model is the model label in use: the configured model, else the last
+	// detected one, else "".
+	model       string
+	tokenSource string
+}
+
+// seriesState owns which label sets exist. Observations take the read lock
+// and changes to the label sets the write lock, so that an observation can
+// never re-create a series that a reload or a model change just deleted.
+type seriesState struct {
+	m       *Metrics
+	mu      sync.RWMutex
+	targets map[string]*targetState
+}
+
+func newSeriesState(m *Metrics) *seriesState {
+	return &seriesState{m: m, targets: map[string]*targetState{}}
+}
+
+func (s *seriesState) hasModule(target, module string) bool {
+	t, ok := s.targets[target]
+	return ok && slices.Contains(t.Modules, module)
+}
+
+// maxModelLabelBytes bounds a detected model name. The model label is the
+// one label value that can come from a server (GET /v1/models when the
+// config leaves model empty); it is bounded in size here, and in number by
+// keeping one model per target at a time.
+const maxModelLabelBytes = 128
+
+// sanitizeModel makes a server-sent model name safe as a label value.
+func sanitizeModel(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxModelLabelBytes {
+		return s
+	}
+	s = s[:maxModelLabelBytes]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+const unknownTokenSource = "unknown"
+
+// SetTargets makes the label sets match targets: the series of removed
+// targets, modules, models and backends are deleted, and every per-request
+// series of a new label set is created at zero (mode="probe"), so that
+// rate() sees zeros from the first scrape. The probe gauges are not
+// pre-created: a 0 would claim a failed probe that never ran.
+//
+// A target whose model is auto-detected keeps its detected model across a
+// reload as long as its configuration asks for detection; until a probe has
+// reported a model, its series carry model="".
+func (m *Metrics) SetTargets(targets []TargetSeries) {
+	s := m.series
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := make(map[string]TargetSeries, len(targets))
+	for _, t := range targets {
+		want[t.Name] = t
+	}
+	for name, old := range s.targets {
+		nt, ok := want[name]
+		if !ok {
+			s.deleteTarget(name)
+			delete(s.targets, name)
+			continue
+		}
+		model := nt.Model
+		if model == "" && old.Model == "" {
+			model = old.model // still auto-detected: keep what was detected
+		}
+		if model != old.model {
+			s.deleteModel(name, old.model)
+		}
+		for _, mod := range old.Modules {
+			if !slices.Contains(nt.Modules, mod) {
+				s.deleteModule(name, mod)
+			}
+		}
+		if nt.Backend != old.Backend || model != old.model {
+			m.targetInfo.DeletePartialMatch(prometheus.Labels{labelTarget: name})
+			old.tokenSource = unknownTokenSource
+		}
+		old.TargetSeries = nt
+		old.model = model
+	}
+	for name, t := range want {
+		if _, ok := s.targets[name]; !ok {
+			s.targets[name] = &targetState{TargetSeries: t, model: t.Model, tokenSource: unknownTokenSource}
+		}
+	}
+	for _, t := range s.targets {
+		s.create(t)
+	}
+}
+
+// create makes every pre-created series of t exist. Creating an existing
+// series is a no-op, so this is safe to repeat.
+func (s *seriesState) create(t *targetState) {
+	m := s.m
+	m.targetInfo.WithLabelValues(t.Name, t.model, t.Backend, t.tokenSource).Set(1)
+	m.benchRunning.WithLabelValues(t.Name)
+	for _, r := range BenchResults {
+		m.benchRuns.WithLabelValues(t.Name, string(r))
+	}
+	for _, mod := range t.Modules {
+		m.skipped.WithLabelValues(t.Name, mod)
+		m.lag.WithLabelValues(t.Name, mod)
+		lv := []string{t.Name, mod, t.model, string(ModeProbe)}
+		for _, h := range []*prometheus.HistogramVec{m.ttft, m.itl, m.tpot, m.e2e, m.queue} {
+			h.WithLabelValues(lv...)
+		}
+		m.promptTokens.WithLabelValues(lv...)
+		m.genTokens.WithLabelValues(lv...)
+		for _, o := range prober.Outcomes {
+			m.requests.WithLabelValues(append(lv, string(o))...)
+		}
+	}
+}
+
+func (s *seriesState) deleteTarget(name string) {
+	for _, v := range s.m.targetVecs() {
+		v.DeletePartialMatch(prometheus.Labels{labelTarget: name})
+	}
+}
+
+func (s *seriesState) deleteModel(name, model string) {
+	l := prometheus.Labels{labelTarget: name, labelModel: model}
+	for _, v := range append(s.m.perRequestVecs(), s.m.probeGaugeVecs()...) {
+		v.DeletePartialMatch(l)
+	}
+}
+
+func (s *seriesState) deleteModule(name, module string) {
+	l := prometheus.Labels{labelTarget: name, labelModule: module}
+	for _, v := range append(s.m.perRequestVecs(), s.m.probeGaugeVecs()...) {
+		v.DeletePartialMatch(l)
+	}
+	s.m.skipped.DeletePartialMatch(l)
+	s.m.lag.DeletePartialMatch(l)
+}
+
+// resolve returns the model label for a result of target and whether the
+// result may be recorded. It must be called with the read lock held; it
+// returns switchTo != "" when the caller must switch the target's detected
+// model under the write lock first.
+func (s *seriesState) resolve(r *prober.Result, mode Mode) (model string, ok bool, switchTo string) {
+	t, ok := s.targets[r.Target]
+	if !ok || (mode == ModeProbe && !slices.Contains(t.Modules, r.Module)) {
+		// Removed by a reload while the request ran, or never configured.
+		// A bench may use any module of the config on a configured target.
+		return "", false, ""
+	}
+	if t.Model != "" || r.Model == "" {
+		return t.model, true, ""
+	}
+	if detected := sanitizeModel(r.Model); detected != t.model {
+		return "", true, detected
+	}
+	return t.model, true, ""
+}
+
+// switchModel moves an auto-detected target to a newly detected model: the
+// old model's series go, the new model's are created.
+func (s *seriesState) switchModel(target, model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.targets[target]
+	if !ok || t.Model != "" || t.model == model {
+		return
+	}
+	s.deleteModel(target, t.model)
+	s.m.targetInfo.DeletePartialMatch(prometheus.Labels{labelTarget: target})
+	t.model = model
+	s.create(t)
+}
+
+// setTokenSource records where the token counts of target came from.
+func (s *seriesState) setTokenSource(target string, src prober.TokenSource) {
+	if src == "" {
+		return
+	}
+	s.mu.RLock()
+	t, ok := s.targets[target]
+	same := ok && t.tokenSource == string(src)
+	s.mu.RUnlock()
+	if !ok || same {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok = s.targets[target]; !ok || t.tokenSource == string(src) {
+		return
+	}
+	s.m.targetInfo.DeletePartialMatch(prometheus.Labels{labelTarget: target})
+	t.tokenSource = string(src)
+	s.m.targetInfo.WithLabelValues(t.Name, t.model, t.Backend, t.tokenSource).Set(1)
+}
+
+// PrepareBench creates the mode="bench" series of (target, module) at zero,
+// so that rate() over a bench window starts from a known zero. Unknown
+// targets are ignored.
+func (m *Metrics) PrepareBench(target, module string) {
+	s := m.series
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.targets[target]
+	if !ok {
+		return
+	}
+	lv := []string{target, module, t.model, string(ModeBench)}
+	for _, h := range []*prometheus.HistogramVec{m.ttft, m.itl, m.tpot, m.e2e, m.queue} {
+		h.WithLabelValues(lv...)
+	}
+	m.promptTokens.WithLabelValues(lv...)
+	m.genTokens.WithLabelValues(lv...)
+	for _, o := range prober.Outcomes {
+		m.requests.WithLabelValues(append(lv, string(o))...)
+	}
+}
