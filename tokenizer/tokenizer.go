@@ -27,6 +27,10 @@ type Tokenizer struct {
 	normAdded  *addedMatcher // normalized: true
 
 	bos, eos int // -1 when unknown
+
+	chatOnce sync.Once
+	chat     *ChatTemplate
+	chatErr  error
 }
 
 var _ datasets.Tokenizer = (*Tokenizer)(nil)
