@@ -1,0 +1,349 @@
+package exporter
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// t0 is a fixed instant, so that timestamps in the golden file are stable.
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// successResult is a 5-token streamed request: sent at t0+1ms after being
+// scheduled at t0, first token 100 ms later, then events of 1, 2 and 1
+// tokens 20, 40 and 20 ms apart, [DONE] 5 ms after the last event.
+func successResult(target, module, model string) prober.Result {
+	sent := t0.Add(time.Millisecond)
+	ft := sent.Add(100 * time.Millisecond)
+	return prober.Result{
+		RequestID: "sp-0001", Target: target, Module: module, Model: model,
+		Scheduled: t0, Sent: sent, FirstToken: ft,
+		Events: []prober.Event{
+			{At: ft, Tokens: 1},
+			{At: ft.Add(20 * time.Millisecond), Tokens: 1},
+			{At: ft.Add(60 * time.Millisecond), Tokens: 2},
+			{At: ft.Add(80 * time.Millisecond), Tokens: 1},
+		},
+		End:         ft.Add(85 * time.Millisecond),
+		InputTokens: 12, InputTokensSource: prober.TokenSourceUsage,
+		OutputTokens: 5, OutputTokensSource: prober.TokenSourceUsage,
+		HTTPStatus: 200, Outcome: prober.OutcomeSuccess,
+	}
+}
+
+func TestSamplesOf(t *testing.T) {
+	ms := func(v float64) float64 { return v / 1000 }
+	tests := []struct {
+		name string
+		r    prober.Result
+		want samples
+	}{
+		{
+			name: "success",
+			r:    successResult("a", "m", "x"),
+			want: samples{
+				queue: ms(1), ttft: ms(100), e2e: ms(185), tpot: ms(85) / 4,
+				itl: []itlSample{{ms(20), 1}, {ms(20), 2}, {ms(20), 1}},
+			},
+		},
+		{
+			name: "never sent (connect error before Sent is impossible, but a failed build is)",
+			r:    prober.Result{Scheduled: t0, Outcome: prober.OutcomeConnectError},
+			want: samples{queue: -1, ttft: -1, e2e: -1, tpot: -1},
+		},
+		{
+			name: "one token: no TPOT, no ITL",
+			r: prober.Result{Sent: t0, FirstToken: t0.Add(time.Second), End: t0.Add(2 * time.Second),
+				Events: []prober.Event{{At: t0.Add(time.Second), Tokens: 1}}, OutputTokens: 1},
+			want: samples{queue: -1, ttft: 1, e2e: 2, tpot: -1},
+		},
+		{
+			name: "zero-token events count as one; huge claims are capped",
+			r: prober.Result{Sent: t0, FirstToken: t0, End: t0.Add(time.Second),
+				Events: []prober.Event{{At: t0}, {At: t0.Add(time.Second)}, {At: t0.Add(2 * time.Second), Tokens: 1 << 30}}},
+			want: samples{queue: -1, ttft: 0, e2e: 1, tpot: -1,
+				itl: []itlSample{{1, 1}, {1.0 / (1 << 30), maxITLSamplesPerEvent}}},
+		},
+		{
+			name: "clock going backwards clamps at zero",
+			r:    prober.Result{Scheduled: t0.Add(time.Second), Sent: t0, FirstToken: t0.Add(-time.Second), End: t0},
+			want: samples{queue: 0, ttft: 0, e2e: 0, tpot: -1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := samplesOf(tc.r)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(samples{}, itlSample{})); diff != "" {
+				t.Errorf("samplesOf() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func newTestMetrics() (*prometheus.Registry, *Metrics) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.SetTargets([]TargetSeries{
+		{Name: "vllm", Backend: "vllm-chat", Model: "qwen", Modules: []string{"chat"}},
+		{Name: "auto", Backend: "sglang", Modules: []string{"gen"}},
+	})
+	m.ReloadSucceeded(t0)
+	return reg, m
+}
+
+// TestGoldenExposition pins every metric name, help string, label set and
+// bucket layout. Run with -update after an intended change and review the
+// diff: any change here is a [CHANGE] for users and for the dashboards.
+func TestGoldenExposition(t *testing.T) {
+	reg, m := newTestMetrics()
+	obs := m.Observer(ModeProbe)
+	obs.Observe(successResult("vllm", "chat", "whatever the server echoes"))
+	fail := prober.Result{Target: "vllm", Module: "chat", Scheduled: t0, Sent: t0, End: t0.Add(time.Second),
+		Outcome: prober.OutcomeHTTP5xx, HTTPStatus: 503}
+	obs.Observe(fail)
+	obs.Observe(successResult("auto", "gen", "detected-model"))
+	m.ObserveSkip("vllm", "chat")
+	m.ObserveLag("vllm", "chat", 2*time.Millisecond)
+	m.BenchStarted("vllm", t0)
+	m.BenchFinished("vllm", t0.Add(time.Minute), BenchCompleted, BenchHeadline{RequestThroughput: 9.5, OutputThroughput: 1200, Completed: 570, Failed: 3})
+
+	got, err := exposition(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "metrics.golden.prom")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./exporter -run TestGoldenExposition -update)", err)
+	}
+	if err := testutil.GatherAndCompare(reg, bytes.NewReader(want)); err != nil {
+		t.Errorf("exposition differs from %s:\n%v", golden, err)
+	}
+}
+
+func TestLint(t *testing.T) {
+	reg, m := newTestMetrics()
+	m.Observer(ModeProbe).Observe(successResult("vllm", "chat", ""))
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestSeriesPerTarget caps the series of one configured (target, module)
+// in probe mode, counted as exposition lines (every classic bucket is a
+// series), so that a change that multiplies them is noticed.
+func TestSeriesPerTarget(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.SetTargets([]TargetSeries{{Name: "one", Backend: "vllm", Model: "x", Modules: []string{"m"}}})
+	obs := m.Observer(ModeProbe)
+	obs.Observe(successResult("one", "m", "x"))
+	m.ObserveLag("one", "m", 0)
+
+	// Metric children (CollectAndCount counts one per label set).
+	const wantChildren = 5 + 10 + 2 + 3 + 1 + 1 + 1 + 1 + 3 // histograms, outcomes, tokens, probe gauges, skip, lag, info, bench_running, bench_runs
+	if got := testutil.CollectAndCount(m.requests) + testutil.CollectAndCount(m.ttft) + testutil.CollectAndCount(m.itl) +
+		testutil.CollectAndCount(m.tpot) + testutil.CollectAndCount(m.e2e) + testutil.CollectAndCount(m.queue) +
+		testutil.CollectAndCount(m.promptTokens) + testutil.CollectAndCount(m.genTokens) +
+		testutil.CollectAndCount(m.probeSuccess) + testutil.CollectAndCount(m.lastSuccess) + testutil.CollectAndCount(m.lastProbe) +
+		testutil.CollectAndCount(m.skipped) + testutil.CollectAndCount(m.lag) + testutil.CollectAndCount(m.targetInfo) +
+		testutil.CollectAndCount(m.benchRunning) + testutil.CollectAndCount(m.benchRuns); got != wantChildren {
+		t.Errorf("metric children for one target and module = %d, want %d", got, wantChildren)
+	}
+
+	text, err := exposition(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := 0
+	for line := range strings.SplitSeq(string(text), "\n") {
+		if strings.Contains(line, `target="one"`) {
+			series++
+		}
+	}
+	// 5 request histograms: 2 x (20 buckets + Inf + sum + count) + 2 x 23 + (16+3);
+	// lag (16+3); 10 outcomes; 2 token counters; 3 gauges; skip; info; 4 bench.
+	const maxSeries = 2*23 + 2*23 + 19 + 19 + 10 + 2 + 3 + 1 + 1 + 4
+	if series > maxSeries {
+		t.Errorf("exposition has %d series for one target and module, cap is %d", series, maxSeries)
+	}
+	if series < maxSeries-5 {
+		t.Errorf("exposition has %d series for one target and module, expected about %d: pre-creation broken?", series, maxSeries)
+	}
+}
+
+func TestSetTargetsDeletesSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.SetTargets([]TargetSeries{
+		{Name: "keep", Backend: "vllm", Model: "x", Modules: []string{"a", "b"}},
+		{Name: "gone", Backend: "vllm", Model: "x", Modules: []string{"a"}},
+	})
+	obs := m.Observer(ModeProbe)
+	for _, r := range []prober.Result{successResult("keep", "a", ""), successResult("keep", "b", ""), successResult("gone", "a", "")} {
+		obs.Observe(r)
+	}
+	m.BenchStarted("gone", t0)
+	count := func(target, module string) int {
+		text, err := exposition(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for line := range strings.SplitSeq(string(text), "\n") {
+			if strings.Contains(line, `target="`+target+`"`) && (module == "" || strings.Contains(line, `module="`+module+`"`)) {
+				n++
+			}
+		}
+		return n
+	}
+	if count("gone", "") == 0 || count("keep", "b") == 0 {
+		t.Fatal("series missing before the reload")
+	}
+	// Reload: target "gone" removed, module b of "keep" removed, model of keep changed.
+	m.SetTargets([]TargetSeries{{Name: "keep", Backend: "vllm", Model: "y", Modules: []string{"a"}}})
+	if n := count("gone", ""); n != 0 {
+		t.Errorf("%d series of removed target left", n)
+	}
+	if n := count("keep", "b"); n != 0 {
+		t.Errorf("%d series of removed module left", n)
+	}
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("keep", "a", "y", "probe", "success")); got != 0 {
+		t.Errorf("requests of the new model = %v, want a fresh 0", got)
+	}
+	// A late result of the removed target is dropped, not re-created.
+	obs.Observe(successResult("gone", "a", ""))
+	m.ObserveSkip("gone", "a")
+	if n := count("gone", ""); n != 0 {
+		t.Errorf("late result re-created %d series of a removed target", n)
+	}
+}
+
+func TestAutoDetectedModel(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.SetTargets([]TargetSeries{{Name: "auto", Backend: "vllm", Modules: []string{"m"}}})
+	obs := m.Observer(ModeProbe)
+	// Before detection: a connect error is counted under model="".
+	obs.Observe(prober.Result{Target: "auto", Module: "m", Outcome: prober.OutcomeConnectError})
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("auto", "m", "", "probe", "connect_error")); got != 1 {
+		t.Fatalf("connect errors before detection = %v, want 1", got)
+	}
+	obs.Observe(successResult("auto", "m", "llama"))
+	obs.Observe(prober.Result{Target: "auto", Module: "m", Outcome: prober.OutcomeTimeout}) // no model: sticks to llama
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("auto", "m", "llama", "probe", "timeout")); got != 1 {
+		t.Errorf("timeouts after detection = %v, want 1 under the detected model", got)
+	}
+	// A server that changes models moves the series; the count stays one model.
+	long := strings.Repeat("é", 200)
+	obs.Observe(successResult("auto", "m", long))
+	n, err := testutil.GatherAndCount(reg, "servingprobe_requests_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(prober.Outcomes) {
+		t.Errorf("requests_total has %d series after two model changes, want %d (one model)", n, len(prober.Outcomes))
+	}
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("auto", "m", sanitizeModel(long), "probe", "success")); got != 1 {
+		t.Errorf("success under the sanitized new model = %v, want 1", got)
+	}
+	if len(sanitizeModel(long)) > maxModelLabelBytes {
+		t.Errorf("sanitized model is %d bytes", len(sanitizeModel(long)))
+	}
+	// Reload with detection still asked for keeps the detected model.
+	m.SetTargets([]TargetSeries{{Name: "auto", Backend: "vllm", Modules: []string{"m"}}})
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("auto", "m", sanitizeModel(long), "probe", "success")); got != 1 {
+		t.Errorf("reload reset the detected model's series: success = %v, want 1", got)
+	}
+}
+
+func TestObserverModes(t *testing.T) {
+	_, m := newTestMetrics()
+	m.Observer(ModeBench).Observe(successResult("vllm", "other-module", ""))
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("vllm", "other-module", "qwen", "bench", "success")); got != 1 {
+		t.Errorf("bench success = %v, want 1", got)
+	}
+	if n := testutil.CollectAndCount(m.probeSuccess); n != 0 {
+		t.Errorf("a bench request set %d probe gauges, want 0", n)
+	}
+	if got := testutil.ToFloat64(m.genTokens.WithLabelValues("vllm", "other-module", "qwen", "bench")); got != 5 {
+		t.Errorf("bench generation tokens = %v, want 5", got)
+	}
+	// ITL: 4 tokens after the first, one sample each.
+	h := &histCount{}
+	h.collect(t, m.itl, "vllm", "other-module", "qwen", "bench")
+	if h.count != 4 {
+		t.Errorf("ITL samples = %d, want 4 (one per token after the first)", h.count)
+	}
+	// Failures are counted but not timed.
+	m.Observer(ModeProbe).Observe(prober.Result{Target: "vllm", Module: "chat", Sent: t0, FirstToken: t0.Add(time.Second),
+		End: t0.Add(2 * time.Second), Outcome: prober.OutcomeStreamCut})
+	h = &histCount{}
+	h.collect(t, m.ttft, "vllm", "chat", "qwen", "probe")
+	if h.count != 0 {
+		t.Errorf("a stream_cut request was observed in TTFT")
+	}
+	if got := testutil.ToFloat64(m.probeSuccess.WithLabelValues("vllm", "chat", "qwen")); got != 0 {
+		t.Errorf("probe_success after stream_cut = %v, want 0", got)
+	}
+	// An outcome outside the enum never becomes a label value.
+	m.Observer(ModeProbe).Observe(prober.Result{Target: "vllm", Module: "chat", Outcome: "weird"})
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("vllm", "chat", "qwen", "probe", "parse_error")); got != 1 {
+		t.Errorf("unknown outcome not mapped to parse_error: %v", got)
+	}
+}
+
+type histCount struct{ count uint64 }
+
+func (h *histCount) collect(t *testing.T, v *prometheus.HistogramVec, lv ...string) {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 1)
+	v.WithLabelValues(lv...).(prometheus.Histogram).Collect(ch)
+	mm := <-ch
+	var pb = new(dtoMetric)
+	if err := mm.Write(pb); err != nil {
+		t.Fatal(err)
+	}
+	h.count = pb.GetHistogram().GetSampleCount()
+}
+
+type dtoMetric = dto.Metric
+
+// exposition renders reg in the text format. (testutil.GatherAndFormat
+// with TypeTextPlain writes nothing in this client_golang/common pairing.)
+func exposition(g prometheus.Gatherer) ([]byte, error) {
+	mfs, err := g.Gather()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			return nil, err
+		}
+	}
+	return b.Bytes(), nil
+}
