@@ -309,7 +309,7 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 // registry per request, as blackbox_exporter does. They carry no target
 // label: Prometheus adds it by relabelling.
 type probeMetrics struct {
-	success, duration, ttft, e2e, tpot  prometheus.Gauge
+	success, duration, ttft, e2e, tpot prometheus.Gauge
 	promptTokens, outputTokens, status prometheus.Gauge
 	outcome                            *prometheus.GaugeVec
 }
