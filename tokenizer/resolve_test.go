@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -47,7 +48,7 @@ func TestResolve(t *testing.T) {
 	if _, err := Resolve(ctx, "org/noconfig@main", h); err != nil {
 		t.Errorf("Resolve(no tokenizer_config.json) = %v, want success", err)
 	}
-	if _, err := Resolve(ctx, "org/missing", h); err == nil || !strings.Contains(err.Error(), "not found") {
+	if _, err := Resolve(ctx, "org/missing", h); !errors.Is(err, hub.ErrNotFound) {
 		t.Errorf("Resolve(missing repo) error = %v, want not found", err)
 	}
 	if _, err := Resolve(ctx, "./nope/x.json", h); err == nil || !strings.Contains(err.Error(), "not a hub id") {

@@ -242,8 +242,11 @@ type StatusError struct {
 
 func (e *StatusError) Error() string {
 	hint := ""
-	if e.Code == http.StatusUnauthorized || e.Code == http.StatusForbidden {
+	switch e.Code {
+	case http.StatusUnauthorized, http.StatusForbidden:
 		hint = " (gated or private repository? set HF_TOKEN)"
+	case http.StatusNotFound:
+		hint = " (not found)"
 	}
 	return fmt.Sprintf("hub: %s %s@%s %s: HTTP %d%s", e.Type, e.RepoID, e.Revision, e.Filename, e.Code, hint)
 }
