@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/simulator"
+	"github.com/servingprobe/servingprobe/tokenizer"
+)
+
+// defaultServeAddress is servingprobe's port. 9775 is unclaimed on the
+// Prometheus default port allocations page, next to other exporters' 97xx.
+const defaultServeAddress = ":9775"
+
+//go:embed demo.yml
+var demoConfig string
+
+type serveFlags struct {
+	configFile             string
+	web                    *web.FlagConfig
+	disableExporterMetrics bool
+	probeLogLevel          string
+	demo                   bool
+}
+
+func addServeCommand(app *kingpin.Application) func(ctx context.Context, env *cliEnv) error {
+	cmd := app.Command("serve", "Probe the configured targets continuously and serve the metrics, /probe and the result history.")
+	f := &serveFlags{}
+	cmd.Flag("config.file", "Path to the configuration file.").Default("servingprobe.yml").StringVar(&f.configFile)
+	f.web = kingpinflag.AddFlags(cmd, defaultServeAddress)
+	cmd.Flag("web.disable-exporter-metrics", "Exclude the Go runtime and process metrics from /metrics.").BoolVar(&f.disableExporterMetrics)
+	cmd.Flag("log.prober", "Level at which per-probe log lines (including failures) are logged; they show when --log.level allows it. One of: [debug, info, warn, error]").
+		Default("debug").EnumVar(&f.probeLogLevel, "debug", "info", "warn", "error")
+	cmd.Flag("demo", "Start the built-in simulator on a loopback port and probe it with an embedded config (ignores --config.file).").BoolVar(&f.demo)
+	return func(ctx context.Context, env *cliEnv) error { return runServe(ctx, env, f) }
+}
+
+func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
+	logger := env.Logger
+	configFile := f.configFile
+	if f.demo {
+		path, stop, err := startDemo(logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		configFile = path
+	}
+	probeLogger, err := rewriteLevel(logger, f.probeLogLevel)
+	if err != nil {
+		return err
+	}
+	d, err := exporter.New(exporter.Options{
+		ConfigFile:             configFile,
+		Logger:                 logger,
+		ProbeLogger:            probeLogger,
+		DisableExporterMetrics: f.disableExporterMetrics,
+		BuildProbe: exporter.NewProbeBuilder(exporter.ProberOptions{
+			Tokenizer: resolveTokenizer,
+			UserAgent: "servingprobe/" + version.Version,
+		}),
+		Seed: rand.Uint64(),
+	})
+	if err != nil {
+		return err
+	}
+
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	runDone := make(chan error, 1)
+	go func() { runDone <- d.Run(runCtx) }()
+
+	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- web.ListenAndServe(srv, f.web, newSlogLogger(logger, env.LogLevel)) }()
+	level.Info(logger).Log("msg", "Starting servingprobe", "version", version.Info(), "config_file", configFile,
+		"addresses", strings.Join(*f.web.WebListenAddresses, ","))
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	var serveErr error
+loop:
+	for {
+		select {
+		case <-hup:
+			_ = d.Reload(ctx) // Reload logs its outcome and sets the gauges
+		case serveErr = <-serveDone:
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	level.Info(logger).Log("msg", "Shutting down")
+	cancelRun()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		level.Warn(logger).Log("msg", "HTTP server shutdown", "err", err)
+	}
+	if serveErr == nil {
+		if err := <-serveDone; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serveErr = err
+		}
+	}
+	if err := <-runDone; err != nil {
+		return err
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return nil
+}
+
+// startDemo starts the simulator on a loopback port and writes the demo
+// config pointing at it to a temporary file.
+func startDemo(logger log.Logger) (configPath string, stop func(), err error) {
+	sim, err := simulator.New(simulator.DefaultConfig(), log.With(logger, "component", "simulator"))
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("demo simulator: %w", err)
+	}
+	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	dir, err := os.MkdirTemp("", "servingprobe-demo-")
+	if err != nil {
+		_ = srv.Close()
+		<-done
+		return "", nil, err
+	}
+	stop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			_ = srv.Close()
+		}
+		<-done
+		_ = os.RemoveAll(dir)
+	}
+	url := "http://" + ln.Addr().String()
+	path := filepath.Join(dir, "demo.yml")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(demoConfig, "SIMULATOR_URL", url)), 0o600); err != nil {
+		stop()
+		return "", nil, err
+	}
+	level.Info(logger).Log("msg", "Demo simulator started", "url", url, "config_file", path)
+	return path, stop, nil
+}
+
+// resolveTokenizer turns a module's tokenizer setting into a tokenizer.
+// Until an embedded default tokenizer exists, "" gives an estimate that is
+// good enough for the fixed dataset's prompt length; probes count tokens
+// from the server's usage block first anyway.
+func resolveTokenizer(name string) (datasets.Tokenizer, error) {
+	if name == "" {
+		return estimateTokenizer{}, nil
+	}
+	return tokenizer.Load(name)
+}
+
+// estimateTokenizer counts one token per 4 bytes of each word. It cannot
+// decode, so datasets that sample token ids (random) need a real tokenizer.
+type estimateTokenizer struct{}
+
+func (estimateTokenizer) Encode(text string, _ bool) ([]int, error) {
+	n := 0
+	for w := range strings.FieldsSeq(text) {
+		n += (len(w) + 3) / 4
+	}
+	return make([]int, n), nil
+}
+
+func (estimateTokenizer) Decode([]int, bool) (string, error) {
+	return "", errors.New("the default token estimate cannot decode; set the module's tokenizer")
+}
+func (estimateTokenizer) NumSpecialTokensToAdd() int { return 0 }
+func (estimateTokenizer) VocabSize() int             { return 0 }
+
+// rewriteLevel returns a logger that emits every record at the given level,
+// as blackbox_exporter's --log.prober does: probe lines then show or not
+// according to --log.level.
+func rewriteLevel(l log.Logger, lvl string) (log.Logger, error) {
+	var v any
+	switch lvl {
+	case "debug":
+		v = level.DebugValue()
+	case "info":
+		v = level.InfoValue()
+	case "warn":
+		v = level.WarnValue()
+	case "error":
+		v = level.ErrorValue()
+	default:
+		return nil, fmt.Errorf("unknown probe log level %q", lvl)
+	}
+	return log.LoggerFunc(func(kv ...any) error {
+		out := make([]any, len(kv))
+		copy(out, kv)
+		for i := 0; i+1 < len(out); i += 2 {
+			if out[i] == level.Key() {
+				out[i+1] = v
+			}
+		}
+		return l.Log(out...)
+	}), nil
+}
