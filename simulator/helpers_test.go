@@ -135,3 +135,7 @@ type responseRecorder = httptest.ResponseRecorder
 func newRecorder() *responseRecorder { return httptest.NewRecorder() }
 
 func newGet(path string) *http.Request { return httptest.NewRequest(http.MethodGet, path, nil) }
+
+func newPost(path, body string) *http.Request {
+	return httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+}
