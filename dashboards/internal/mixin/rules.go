@@ -184,8 +184,9 @@ func (c Config) Rules() ruleFile {
 	}
 	return ruleFile{Groups: []group{
 		{Name: "servingprobe.quantiles", Rules: quantiles},
-		// A median over days of samples is costly and moves slowly.
-		{Name: "servingprobe.baseline", Interval: "5m", Rules: baseline},
+		// A median over days of samples is costly and moves slowly; the
+		// interval stays below the 5m lookback so the series never goes stale.
+		{Name: "servingprobe.baseline", Interval: "4m", Rules: baseline},
 		{Name: "servingprobe.slo", Rules: slo},
 	}}
 }
@@ -251,8 +252,8 @@ func (c Config) Alerts() ruleFile {
 			byTarget, c.Selector, fmtFloat(c.ProbeStaleAfterSeconds)),
 		For: c.NoProbeResultsFor,
 	}, "warning", "No probe results reach Prometheus.",
-		fmt.Sprintf("Either Prometheus has no servingprobe probe results for {%s}, or the last probe to {{ $labels.target }} (module {{ $labels.module }}) finished more than %ss ago: the exporter is down, not scraped, or its scheduler stopped.",
-			strings.ReplaceAll(c.Selector, `"`, `'`), fmtFloat(c.ProbeStaleAfterSeconds)))
+		fmt.Sprintf("{{ if $labels.target }}The last probe to %s finished more than %ss ago: its probe loop has stopped.{{ else }}Prometheus has no servingprobe_last_probe_timestamp_seconds series for {%s}: the exporter is down, not scraped, or has no targets.{{ end }}",
+			who, fmtFloat(c.ProbeStaleAfterSeconds), strings.ReplaceAll(c.Selector, `"`, `'`)))
 
 	add(rule{
 		Alert: "ServingprobeConfigReloadFailed",
