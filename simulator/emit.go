@@ -35,8 +35,7 @@ type emitter interface {
 	done(sw *streamWriter) error                              // the terminator, if the protocol has one
 	errorEvent(sw *streamWriter) error                        // the in-stream error object and what follows it
 	malformed(sw *streamWriter, g *gen) error                 // an event with broken JSON
-	// body is the non-streaming response; cut > 0 truncates it to cut
-	// bytes (the malformed and truncate faults).
+	// body is the whole non-streaming response for text and ids.
 	body(g *gen, text []byte, ids []int) []byte
 }
 
