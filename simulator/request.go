@@ -63,7 +63,8 @@ func (s *Server) openAILimits(req *genRequest, maxTokens *int) *apiError {
 		}
 		req.maxTokens = *maxTokens
 	}
-	if req.promptTokens+req.maxTokens > s.cfg.MaxModelLen {
+	// Compared without adding, so that a huge max_tokens cannot overflow.
+	if req.maxTokens > s.cfg.MaxModelLen-req.promptTokens {
 		return badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			s.cfg.MaxModelLen, req.promptTokens+req.maxTokens, req.promptTokens, req.maxTokens)
 	}
@@ -240,7 +241,7 @@ func (s *Server) parseGenerate(body []byte) (genRequest, *apiError) {
 		}
 		req.maxTokens = *p
 	}
-	if req.promptTokens+req.maxTokens > s.cfg.MaxModelLen {
+	if req.maxTokens > s.cfg.MaxModelLen-req.promptTokens {
 		return genRequest{}, badRequest("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.",
 			s.cfg.MaxModelLen, req.promptTokens+req.maxTokens, req.promptTokens, req.maxTokens)
 	}
@@ -264,6 +265,9 @@ func (s *Server) parseTRT(body []byte, model string, stream bool) (genRequest, *
 	}
 	if b.MaxTokens == nil || *b.MaxTokens < 1 {
 		return genRequest{}, badRequest("input 'max_tokens' is required and must be at least 1")
+	}
+	if pt := estimateTokens(*b.TextInput); *b.MaxTokens > s.cfg.MaxModelLen-pt {
+		return genRequest{}, badRequest("max_tokens %d plus %d input tokens exceeds the maximum sequence length %d", *b.MaxTokens, pt, s.cfg.MaxModelLen)
 	}
 	return genRequest{
 		model: model, stream: stream, promptTokens: estimateTokens(*b.TextInput),
