@@ -302,4 +302,3 @@ func write(dir, group, version, kind string, s map[string]any) error {
 	fmt.Fprintln(os.Stderr, "genschemas: wrote", name)
 	return os.WriteFile(name, buf.Bytes(), 0o644)
 }
-
