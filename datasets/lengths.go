@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 )
 
@@ -25,7 +26,7 @@ func randomLens(full int, ratio float64, n int, r *rand.Rand) []int {
 }
 
 func checkRatio(flag string, ratio float64) error {
-	if ratio < 0 || ratio > 1 || ratio != ratio {
+	if ratio < 0 || ratio > 1 || math.IsNaN(ratio) {
 		return fmt.Errorf("%s must be in [0, 1], got %v", flag, ratio)
 	}
 	return nil
