@@ -164,7 +164,9 @@ func (c Config) Rules() ruleFile {
 	for _, h := range []Histogram{TTFT, ITL, TPOT} {
 		baseline = append(baseline, rule{
 			Record: BaselineRecord(h),
-			Expr:   fmt.Sprintf("quantile_over_time(0.5, %s[%s])", QuantileRecord(h, "1h"), c.BaselineWindow),
+			// One sample per hour is enough for a median of hourly quantiles
+			// and reads 60x fewer points than the raw recorded series.
+			Expr: fmt.Sprintf("quantile_over_time(0.5, %s[%s:1h])", QuantileRecord(h, "1h"), c.BaselineWindow),
 		})
 	}
 	var slo []rule
