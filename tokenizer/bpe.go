@@ -303,7 +303,7 @@ type wordCache struct {
 const (
 	cacheShards      = 32
 	cacheShardMax    = 4096 // words per shard; ~130k words in all
-	cacheMaxWordSize = 128  // longer words are rare and would crowd the cache
+	cacheMaxWordSize = 256  // bytes; HF caches words up to 256 too
 )
 
 type cacheShard struct {
