@@ -11,7 +11,7 @@ LDFLAGS   := -s -w \
 	-X github.com/prometheus/common/version.BuildUser=servingprobe \
 	-X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
-.PHONY: all build run test deps lint fmt vet staticcheck
+.PHONY: all build run test deps lint fmt vet staticcheck docker check-deploy check-image
 
 all: lint build test
 
@@ -28,6 +28,18 @@ deps:
 # The README's test command; .ci/run calls exactly this.
 test: deps lint
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m ./...
+	./scripts/check-deploy.sh
+	./scripts/check-image.sh
+
+IMAGE ?= servingprobe:dev
+docker:
+	./scripts/docker-build.sh $(IMAGE)
+
+check-deploy:
+	./scripts/check-deploy.sh
+
+check-image:
+	./scripts/check-image.sh
 
 lint: fmt vet staticcheck
 
