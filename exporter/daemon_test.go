@@ -188,8 +188,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestDaemonProbesAndSurvivesDownTarget(t *testing.T) {
 	f := newFixture(t, false)
 	m := f.d.Metrics()
-	ok := func() float64 { return testutil.ToFloat64(m.requests.WithLabelValues("sim", "short", "servingprobe-sim", "probe", "success")) }
-	down := func() float64 { return testutil.ToFloat64(m.requests.WithLabelValues("down", "short", "m", "probe", "connect_error")) }
+	ok := func() float64 {
+		return testutil.ToFloat64(m.requests.WithLabelValues("sim", "short", "servingprobe-sim", "probe", "success"))
+	}
+	down := func() float64 {
+		return testutil.ToFloat64(m.requests.WithLabelValues("down", "short", "m", "probe", "connect_error"))
+	}
 	waitFor(t, "3 successes and 3 connect errors", func() bool { return ok() >= 3 && down() >= 3 })
 	if got := testutil.ToFloat64(m.probeSuccess.WithLabelValues("down", "short", "m")); got != 0 {
 		t.Errorf("probe_success of the down target = %v, want 0", got)
