@@ -36,7 +36,9 @@ func unpaced(rate float64) bool { return rate <= 0 || math.IsInf(rate, 1) }
 
 // Constant sends Rate requests per second at evenly spaced absolute times:
 // request i is due at i/Rate. A Rate of +Inf (or <= 0, as vegeta's zero
-// frequency) sends everything at once.
+// frequency) is a burst: every request is due at the start, so one that
+// waits for a concurrency slot counts the wait as client queue time, as
+// bench_serving's tasks do when they queue on its semaphore.
 type Constant struct {
 	Rate float64 // requests per second
 }
@@ -46,7 +48,7 @@ var _ Pacer = Constant{}
 // Pace implements Pacer.
 func (c Constant) Pace(elapsed time.Duration, sent uint64) (time.Duration, bool) {
 	if unpaced(c.Rate) {
-		return 0, false
+		return -elapsed, false
 	}
 	return pacerDuration(float64(sent)/c.Rate) - elapsed, false
 }
@@ -82,8 +84,8 @@ func NewPoisson(rate float64, seed uint64) (*Gamma, error) {
 }
 
 // NewGamma returns a pacer with gamma-distributed gaps of shape burstiness
-// and scale 1/(rate*burstiness), as vLLM's --burstiness. A rate of +Inf sends
-// everything at once; a burstiness of +Inf gives constant gaps.
+// and scale 1/(rate*burstiness), as vLLM's --burstiness. A rate of +Inf is a
+// burst, as Constant's; a burstiness of +Inf gives constant gaps.
 func NewGamma(rate, burstiness float64, seed uint64) (*Gamma, error) {
 	if math.IsNaN(rate) || rate <= 0 {
 		return nil, fmt.Errorf("request rate must be > 0, got %v", rate)
@@ -142,7 +144,7 @@ func NewRamp(strategy RampStrategy, startRPS, endRPS float64, total uint64, burs
 // Pace implements Pacer.
 func (g *Gamma) Pace(elapsed time.Duration, sent uint64) (time.Duration, bool) {
 	if g.rateAt == nil && unpaced(g.rate) {
-		return 0, false
+		return -elapsed, false
 	}
 	if sent < g.k {
 		g.src.Seed(g.seed, g.seed)

@@ -35,11 +35,12 @@ func TestPacers(t *testing.T) {
 		pacer Pacer
 		steps []step
 	}{
+		// Everything is due at the start.
 		{"constant burst", Constant{Rate: inf}, []step{
 			{0, 0, 0, false},
-			{time.Second, 1e6, 0, false},
+			{time.Second, 1e6, -time.Second, false},
 		}},
-		{"constant zero rate is a burst", Constant{}, []step{{5 * time.Second, 7, 0, false}}},
+		{"constant zero rate is a burst", Constant{}, []step{{5 * time.Second, 7, -5 * time.Second, false}}},
 		{"constant 1/s", Constant{Rate: 1}, []step{
 			{0, 0, 0, false},
 			{0, 1, time.Second, false},
@@ -63,7 +64,7 @@ func TestPacers(t *testing.T) {
 		}},
 		{"poisson infinite rate is a burst", mustGamma(NewPoisson(inf, 1)), []step{
 			{0, 0, 0, false},
-			{0, 100, 0, false},
+			{2 * time.Second, 100, -2 * time.Second, false},
 		}},
 		{"linear ramp 1 to 3 over 3 requests", mustGamma(NewRamp(RampLinear, 1, 3, 3, inf, 1)), []step{
 			{0, 0, 0, false},
@@ -93,9 +94,12 @@ func TestPacers(t *testing.T) {
 			// Due at 0.5 s and the caller is late: still sent.
 			{1200 * time.Millisecond, 1, -700 * time.Millisecond, false},
 		}},
+		// A burst is all due at 0, before any cap.
 		{"max duration on a burst", MaxDuration{Pacer: Constant{}, Max: time.Second}, []step{
-			{999 * time.Millisecond, 50, 0, false},
-			{time.Second, 50, 0, true},
+			{2 * time.Second, 50, -2 * time.Second, false},
+		}},
+		{"max duration of zero", MaxDuration{Pacer: Constant{}}, []step{
+			{0, 0, 0, true},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

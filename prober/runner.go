@@ -1,0 +1,287 @@
+package prober
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/servingprobe/servingprobe/datasets"
+)
+
+// RequestFunc sends one request and returns its Result. It must set Sent
+// immediately before the request goes out, which for a benchmark is after
+// the concurrency slot was acquired, and should copy scheduled into
+// Result.Scheduled (Benchmark sets it if left zero). It must return when ctx
+// is done.
+type RequestFunc func(ctx context.Context, p datasets.Prompt, scheduled time.Time) Result
+
+// BenchmarkConfig configures Benchmark.
+type BenchmarkConfig struct {
+	// Pacer schedules the measured requests; nil sends them all at once.
+	Pacer Pacer
+	// Prompts are sent in order, one request each.
+	Prompts []datasets.Prompt
+	// MaxConcurrency caps requests in flight; 0 means no cap. Arrivals are
+	// still scheduled on time and wait for a slot in arrival order, as
+	// bench_serving's semaphore; the wait is Sent-Scheduled.
+	MaxConcurrency int
+	// Warmup requests are sent all at once before the measured run, under
+	// the same concurrency cap (the sglang#39398 fix). Their results are not
+	// measured. If every one fails, Benchmark fails. See WarmupPrompts.
+	Warmup []datasets.Prompt
+	// WarmupPause is slept between warmup and the measured run. sglang
+	// sleeps 1 s, which lets GPUs clock down (sglang#19916); default 0.
+	WarmupPause time.Duration
+	// MaxDuration is a hard cap on the measured run: at the cap, dispatching
+	// stops and requests in flight are cancelled. 0 means no cap. For a
+	// graceful stop that lets requests finish, wrap the pacer in MaxDuration.
+	MaxDuration time.Duration
+	// Do sends one request.
+	Do RequestFunc
+	// OnResult, if set, is called with each finished measured request and
+	// its index in dispatch order. Calls are serialised, in completion order.
+	OnResult func(i int, r Result)
+	// DiscardResults drops results after OnResult, so that memory grows with
+	// the concurrency rather than the length of the run.
+	DiscardResults bool
+	// Progress, if set, is updated as the run goes, for a progress bar or an
+	// API to read concurrently.
+	Progress *Progress
+}
+
+// BenchmarkRun is what Benchmark returns.
+type BenchmarkRun struct {
+	// Results of the measured requests in dispatch order: Results[i] was
+	// built from Prompts[i]. Nil with DiscardResults.
+	Results []Result
+	// Warmup results, in completion order.
+	Warmup []Result
+	// Start is taken just before the first measured request is scheduled,
+	// after warmup; Duration runs from Start until every measured request
+	// finished. This is bench_serving's benchmark duration without the
+	// server_info call it adds for sglang backends.
+	Start    time.Time
+	Duration time.Duration
+	// Dispatched counts measured requests handed to Do.
+	Dispatched int
+}
+
+// Progress holds counters of a running benchmark. Its methods are safe for
+// concurrent use; the zero value is ready.
+type Progress struct {
+	total, dispatched, done, failed atomic.Int64
+}
+
+// ProgressSnapshot is a consistent-enough copy of Progress: each field is
+// read atomically, but not all at the same instant.
+type ProgressSnapshot struct {
+	Total      int `json:"total"`      // requests planned
+	Dispatched int `json:"dispatched"` // scheduled and handed out (possibly waiting for a slot)
+	Done       int `json:"done"`       // finished, in any outcome
+	Failed     int `json:"failed"`     // finished with an outcome other than success
+}
+
+// Snapshot reads the counters.
+func (p *Progress) Snapshot() ProgressSnapshot {
+	return ProgressSnapshot{
+		Total:      int(p.total.Load()),
+		Dispatched: int(p.dispatched.Load()),
+		Done:       int(p.done.Load()),
+		Failed:     int(p.failed.Load()),
+	}
+}
+
+// WarmupPrompts returns n copies of the warmup request bench_serving sends:
+// the first dataset row with its output length capped at 32 tokens.
+func WarmupPrompts(first datasets.Prompt, n int) []datasets.Prompt {
+	first.OutputLen = min(first.OutputLen, 32)
+	out := make([]datasets.Prompt, n)
+	for i := range out {
+		out[i] = first
+	}
+	return out
+}
+
+// ErrWarmupFailed is returned, wrapped with the first warmup error, when
+// every warmup request failed.
+var ErrWarmupFailed = errors.New("every warmup request failed")
+
+// Benchmark runs warmup, then sends cfg.Prompts paced by cfg.Pacer.
+//
+// When ctx is cancelled the run stops dispatching, requests in flight see
+// the cancellation, and Benchmark returns the partial run together with the
+// context's cause; the results then cover only what was dispatched.
+func Benchmark(ctx context.Context, cfg BenchmarkConfig) (BenchmarkRun, error) {
+	if cfg.Do == nil {
+		return BenchmarkRun{}, errors.New("benchmark: no request function")
+	}
+	if cfg.MaxConcurrency < 0 {
+		return BenchmarkRun{}, fmt.Errorf("benchmark: max concurrency must be >= 0, got %d", cfg.MaxConcurrency)
+	}
+	pacer := cfg.Pacer
+	if pacer == nil {
+		pacer = Constant{}
+	}
+	prog := cfg.Progress
+	if prog == nil {
+		prog = new(Progress)
+	}
+	prog.total.Store(int64(len(cfg.Prompts)))
+
+	var slots chan struct{}
+	if cfg.MaxConcurrency > 0 {
+		slots = make(chan struct{}, cfg.MaxConcurrency)
+	}
+
+	var run BenchmarkRun
+	if len(cfg.Warmup) > 0 {
+		w, err := warmup(ctx, cfg, slots)
+		run.Warmup = w
+		if err != nil {
+			return run, err
+		}
+		if cfg.WarmupPause > 0 {
+			if err := sleepCtx(ctx, cfg.WarmupPause); err != nil {
+				return run, context.Cause(ctx)
+			}
+		}
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if cfg.MaxDuration > 0 {
+		var stopTimer context.CancelFunc
+		runCtx, stopTimer = context.WithTimeoutCause(runCtx, cfg.MaxDuration, errMaxDuration)
+		defer stopTimer()
+	}
+
+	if !cfg.DiscardResults {
+		run.Results = make([]Result, len(cfg.Prompts))
+	}
+	var wg sync.WaitGroup
+	// A channel rather than a sync.Mutex serialises OnResult: waiting on it
+	// is durably blocking, so callers can test with testing/synctest.
+	turn := make(chan struct{}, 1)
+	finish := func(i int, r Result) {
+		prog.done.Add(1)
+		if r.Outcome != OutcomeSuccess {
+			prog.failed.Add(1)
+		}
+		if cfg.OnResult != nil {
+			turn <- struct{}{}
+			cfg.OnResult(i, r)
+			<-turn
+		}
+		if run.Results != nil {
+			run.Results[i] = r // distinct i per goroutine: no lock needed
+		}
+	}
+
+	run.Start = time.Now()
+	for i, p := range cfg.Prompts {
+		elapsed := time.Since(run.Start)
+		wait, stop := pacer.Pace(elapsed, uint64(i))
+		if stop {
+			break
+		}
+		scheduled := run.Start.Add(elapsed + wait)
+		if wait > 0 && sleepCtx(runCtx, wait) != nil {
+			break
+		}
+		if slots != nil {
+			// The dispatcher itself queues for the slot: arrivals wait in
+			// FIFO order, as behind an asyncio.Semaphore, without a goroutine
+			// per queued arrival. Later arrivals keep their planned times
+			// because the pacer's schedule is absolute.
+			select {
+			case slots <- struct{}{}:
+			case <-runCtx.Done():
+			}
+			if runCtx.Err() != nil {
+				break
+			}
+		} else if runCtx.Err() != nil {
+			break
+		}
+		run.Dispatched++
+		prog.dispatched.Add(1)
+		wg.Go(func() {
+			r := cfg.Do(runCtx, p, scheduled)
+			if r.Scheduled.IsZero() {
+				r.Scheduled = scheduled
+			}
+			if slots != nil {
+				<-slots
+			}
+			finish(i, r)
+		})
+	}
+	wg.Wait()
+	run.Duration = time.Since(run.Start)
+	if run.Results != nil {
+		run.Results = run.Results[:run.Dispatched]
+	}
+	if err := context.Cause(runCtx); err != nil && !errors.Is(err, errMaxDuration) {
+		return run, err
+	}
+	return run, nil
+}
+
+var errMaxDuration = errors.New("benchmark reached its maximum duration")
+
+// warmup sends every warmup prompt at once, under the concurrency cap.
+func warmup(ctx context.Context, cfg BenchmarkConfig, slots chan struct{}) ([]Result, error) {
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		out = make([]Result, 0, len(cfg.Warmup))
+	)
+	for _, p := range cfg.Warmup {
+		wg.Go(func() {
+			if slots != nil {
+				select {
+				case slots <- struct{}{}:
+					defer func() { <-slots }()
+				case <-ctx.Done():
+					return
+				}
+			}
+			r := cfg.Do(ctx, p, time.Now())
+			mu.Lock()
+			out = append(out, r)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return out, err
+	}
+	for _, r := range out {
+		if r.Outcome == OutcomeSuccess {
+			return out, nil
+		}
+	}
+	first := "no result"
+	if len(out) > 0 {
+		first = out[0].Err
+		if first == "" {
+			first = string(out[0].Outcome)
+		}
+	}
+	return out, fmt.Errorf("%w: %s", ErrWarmupFailed, first)
+}
+
+// sleepCtx waits for d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
