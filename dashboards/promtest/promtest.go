@@ -1,0 +1,357 @@
+// Package promtest runs a real Prometheus on loopback for integration tests
+// and executes every query of servingprobe's Grafana dashboards against it.
+//
+// It exists because Grafana cannot run here: the only proof that a panel
+// shows data on import is to run its exact PromQL, with the Grafana variables
+// substituted, against a Prometheus that scraped the exporter, once with
+// native histograms on and once off. It is a test helper: Start takes a
+// testing.TB and stops Prometheus in t.Cleanup.
+package promtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ScrapeTarget is one scrape job with a single target.
+type ScrapeTarget struct {
+	Job string
+	URL string // e.g. http://127.0.0.1:9123/metrics
+}
+
+// Config configures the Prometheus under test.
+type Config struct {
+	// Binary is the prometheus executable; empty means "prometheus" from PATH.
+	Binary  string
+	Targets []ScrapeTarget
+	// NativeHistograms starts Prometheus with --enable-feature=native-histograms.
+	// Prometheus 2.42 then ingests only the native form of a histogram that
+	// also has classic buckets.
+	NativeHistograms bool
+	// RuleFiles are absolute paths of rule files to load.
+	RuleFiles []string
+	// ScrapeInterval and EvaluationInterval default to 1s.
+	ScrapeInterval, EvaluationInterval time.Duration
+	// StartTimeout bounds the wait for /-/ready; default 30s.
+	StartTimeout time.Duration
+}
+
+// Server is a running Prometheus.
+type Server struct {
+	URL    string // http://127.0.0.1:port
+	client *http.Client
+	log    *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Log returns what Prometheus wrote to stderr so far.
+func (s *Server) Log() string { return s.log.String() }
+
+// Start runs Prometheus in a temporary directory on a free loopback port and
+// waits until it is ready. A missing binary fails the test: CI installs
+// Debian's prometheus package, and a silently skipped check proves nothing.
+func Start(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	bin := cfg.Binary
+	if bin == "" {
+		bin = "prometheus"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		t.Fatalf("prometheus binary: %v (install Debian's prometheus package)", err)
+	}
+	if cfg.ScrapeInterval == 0 {
+		cfg.ScrapeInterval = time.Second
+	}
+	if cfg.EvaluationInterval == 0 {
+		cfg.EvaluationInterval = time.Second
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	dir := t.TempDir()
+	conf, err := configYAML(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		"--config.file=" + confPath,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr,
+		"--log.level=warn",
+	}
+	if cfg.NativeHistograms {
+		args = append(args, "--enable-feature=native-histograms")
+	}
+	s := &Server{URL: "http://" + addr, client: &http.Client{Timeout: 10 * time.Second}, log: &lockedBuffer{}}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout = s.log
+	cmd.Stderr = s.log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start prometheus: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	deadline := time.Now().Add(cfg.StartTimeout)
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("prometheus exited before ready: %v\n%s", err, s.Log())
+		default:
+		}
+		resp, err := s.client.Get(s.URL + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus not ready after %v: %v\n%s", cfg.StartTimeout, err, s.Log())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func configYAML(cfg Config) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  evaluation_interval: %s\n", promDuration(cfg.ScrapeInterval), promDuration(cfg.EvaluationInterval))
+	if len(cfg.RuleFiles) > 0 {
+		b.WriteString("rule_files:\n")
+		for _, f := range cfg.RuleFiles {
+			fmt.Fprintf(&b, "  - %s\n", strconv.Quote(f))
+		}
+	}
+	b.WriteString("scrape_configs:\n")
+	for _, tg := range cfg.Targets {
+		u, err := url.Parse(tg.URL)
+		if err != nil {
+			return "", fmt.Errorf("scrape target %q: %w", tg.URL, err)
+		}
+		path := u.Path
+		if path == "" {
+			path = "/metrics"
+		}
+		fmt.Fprintf(&b, "  - job_name: %s\n    scheme: %s\n    metrics_path: %s\n    static_configs:\n      - targets: [%s]\n",
+			strconv.Quote(tg.Job), u.Scheme, strconv.Quote(path), strconv.Quote(u.Host))
+		if q := u.Query(); len(q) > 0 {
+			b.WriteString("    params:\n")
+			for k, vs := range q {
+				fmt.Fprintf(&b, "      %s: [", strconv.Quote(k))
+				for i, v := range vs {
+					if i > 0 {
+						b.WriteString(", ")
+					}
+					b.WriteString(strconv.Quote(v))
+				}
+				b.WriteString("]\n")
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+func promDuration(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + "ms" }
+
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Result counts what a query returned. Native-histogram samples come back in
+// their own fields of the API response and are counted apart.
+type Result struct {
+	Series     int
+	Floats     int
+	Histograms int
+}
+
+// Empty reports whether the query returned no sample at all.
+func (r Result) Empty() bool { return r.Floats+r.Histograms == 0 }
+
+type apiResponse struct {
+	Status    string `json:"status"`
+	ErrorType string `json:"errorType"`
+	Error     string `json:"error"`
+	Data      struct {
+		ResultType string `json:"resultType"`
+		Result     []struct {
+			Metric     map[string]string `json:"metric"`
+			Value      json.RawMessage   `json:"value"`
+			Values     []json.RawMessage `json:"values"`
+			Histogram  json.RawMessage   `json:"histogram"`
+			Histograms []json.RawMessage `json:"histograms"`
+		} `json:"result"`
+	} `json:"data"`
+}
+
+func (s *Server) api(ctx context.Context, path string, form url.Values) (Result, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		return Result{}, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return Result{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return Result{}, err
+	}
+	var r apiResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return Result{}, fmt.Errorf("decode %s response (HTTP %d): %w", path, resp.StatusCode, err)
+	}
+	if r.Status != "success" {
+		return Result{}, fmt.Errorf("%s: %s", r.ErrorType, r.Error)
+	}
+	var res Result
+	for _, series := range r.Data.Result {
+		res.Series++
+		if len(series.Value) > 0 {
+			res.Floats++
+		}
+		if len(series.Histogram) > 0 {
+			res.Histograms++
+		}
+		res.Floats += len(series.Values)
+		res.Histograms += len(series.Histograms)
+	}
+	if r.Data.ResultType == "scalar" && len(r.Data.Result) == 0 {
+		res.Floats = 1
+	}
+	return res, nil
+}
+
+// Query runs an instant query.
+func (s *Server) Query(ctx context.Context, expr string, ts time.Time) (Result, error) {
+	return s.api(ctx, "/api/v1/query", url.Values{"query": {expr}, "time": {unix(ts)}})
+}
+
+// QueryRange runs a range query, as Grafana does for time series panels.
+func (s *Server) QueryRange(ctx context.Context, expr string, start, end time.Time, step time.Duration) (Result, error) {
+	return s.api(ctx, "/api/v1/query_range", url.Values{
+		"query": {expr}, "start": {unix(start)}, "end": {unix(end)}, "step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
+	})
+}
+
+// QueryValue runs an instant query that must return exactly one float sample
+// and returns its value.
+func (s *Server) QueryValue(ctx context.Context, expr string) (float64, error) {
+	form := url.Values{"query": {expr}, "time": {unix(time.Now())}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/api/v1/query", strings.NewReader(form.Encode()))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return 0, err
+	}
+	if r.Status != "success" {
+		return 0, errors.New(r.Error)
+	}
+	if len(r.Data.Result) != 1 {
+		return 0, fmt.Errorf("%s: %d series, want 1", expr, len(r.Data.Result))
+	}
+	str, ok := r.Data.Result[0].Value[1].(string)
+	if !ok {
+		return 0, fmt.Errorf("%s: not a float sample", expr)
+	}
+	return strconv.ParseFloat(str, 64)
+}
+
+// WaitFor polls an instant query until it returns data or ctx ends.
+func (s *Server) WaitFor(ctx context.Context, expr string) error {
+	var last error
+	for {
+		r, err := s.Query(ctx, expr, time.Now())
+		if err == nil && !r.Empty() {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("waiting for %s: %w (last error: %v)", expr, ctx.Err(), last)
+			}
+			return fmt.Errorf("waiting for %s: %w", expr, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func unix(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64)
+}
