@@ -2,10 +2,10 @@ package dashboards
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"math"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
