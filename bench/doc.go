@@ -1,0 +1,32 @@
+// Package bench turns the Results of a benchmark run into the summary that
+// sglang's bench_serving prints and appends to its JSONL file, plus
+// servingprobe's extra lines. It is pure: no network, no clock, no
+// Prometheus. The runner that produces the Results is prober.Benchmark.
+//
+// # Definitions
+//
+// For a successful request (Outcome success): TTFT = FirstToken - Sent (0
+// when no token arrived, as bench_serving), E2E = End - Sent, TPOT =
+// (E2E - TTFT) / (OutputTokens - 1) when OutputTokens > 1. ITL is one sample
+// per token by default: the gap between two output events is split evenly
+// over the n tokens of the later event (Event.Tokens; 0 counts as 1), as
+// bench_serving does for its native /generate backend. The first event is
+// never split; its gap is the TTFT. Client queue time is Sent - Scheduled.
+//
+// Statistics follow NumPy, which bench_serving uses: the mean and the
+// population standard deviation use NumPy's pairwise summation, so that on
+// the same values in the same (dispatch) order the results agree to the
+// last bit; the median of an even count averages the two middle values;
+// percentiles interpolate linearly at rank (n-1)*p/100 (NumPy "linear",
+// Hyndman and Fan type 7), with NumPy's two-sided lerp. An empty TTFT, TPOT
+// or ITL list gives 0 for every statistic, as bench_serving. An empty E2E
+// list crashes bench_serving; here it gives 0 as well (see
+// CompatAllFailedError to restore the failure).
+//
+// # Memory
+//
+// An Accumulator keeps, per request, a small record (times, counts) and the
+// request's ITL samples as float64 (8 bytes a token), because exact
+// percentiles need the values. It never keeps Results. Prompt and completion
+// text are kept only when Params.Details asks for the per-request arrays.
+package bench

@@ -1,0 +1,348 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// center is Python's "{s:{c}^{n}}".format(...): odd padding goes right.
+func center(s string, fill byte, width int) string {
+	pad := width - len(s)
+	if pad <= 0 {
+		return s
+	}
+	l := pad / 2
+	return strings.Repeat(string(fill), l) + s + strings.Repeat(string(fill), pad-l)
+}
+
+// tableWriter writes bench_serving's "{:<40} {:<10}" rows.
+type tableWriter struct{ w *bufio.Writer }
+
+func (t *tableWriter) line(s string) { t.w.WriteString(s + "\n") }
+
+func (t *tableWriter) row(label, value string) {
+	t.line(fmt.Sprintf("%-40s %-10s", label, value))
+}
+
+func (t *tableWriter) f2(label string, v float64) { t.row(label, pyFixed2(v)) }
+
+func (t *tableWriter) int(label string, v int) { t.row(label, strconv.Itoa(v)) }
+
+func isEmbedding(backend string) bool {
+	return backend == "sglang-embedding" || backend == "vllm-embedding"
+}
+
+// WriteTable writes bench_serving's console table (newest layout, byte for
+// byte: labels, order, widths, trailing spaces and number formats), then
+// servingprobe's extra block below it, so that parsers of the standard
+// table see it unchanged.
+func (s *Summary) WriteTable(w io.Writer) error {
+	t := &tableWriter{w: bufio.NewWriter(w)}
+	t.line("")
+	t.line(center(" Serving Benchmark Result ", '=', 50))
+	t.row("Backend:", s.Backend)
+	rate := pyFloat(float64(s.RequestRate))
+	if s.UseTraceTimestamps {
+		rate = "trace"
+	}
+	t.row("Traffic request rate:", rate)
+	conc := "not set"
+	if s.MaxConcurrency > 0 {
+		conc = strconv.Itoa(s.MaxConcurrency)
+	}
+	t.row("Max request concurrency:", conc)
+	t.int("Successful requests:", s.Completed)
+	t.f2("Benchmark duration (s):", s.Duration)
+	t.int("Total input tokens:", s.TotalInputTokens)
+	t.int("Total input text tokens:", s.TotalInputTextTokens)
+	if s.DatasetName == "image" || s.DatasetName == "mmmu" {
+		t.int("Total input vision tokens:", s.TotalInputVisionTokens)
+	}
+	emb := isEmbedding(s.Backend)
+	if !emb {
+		t.int("Total generated tokens:", s.TotalOutputTokens)
+		t.int("Total generated tokens (retokenized):", s.TotalOutputTokensRetokenized)
+	}
+	t.f2("Request throughput (req/s):", s.RequestThroughput)
+	t.f2("Input token throughput (tok/s):", s.InputThroughput)
+	if !emb {
+		t.f2("Output token throughput (tok/s):", s.OutputThroughput)
+		t.f2("Peak output token throughput (tok/s):", s.MaxOutputTokensPerS)
+	}
+	t.int("Peak concurrent requests:", s.MaxConcurrentRequests)
+	if !emb {
+		t.f2("Total token throughput (tok/s):", s.TotalThroughput)
+	}
+	t.f2("Concurrency:", s.Concurrency)
+	if s.AcceptLength != nil && *s.AcceptLength != 0 {
+		t.f2("Accept length:", *s.AcceptLength)
+	}
+	t.line(center("End-to-End Latency", '-', 50))
+	t.f2("Mean E2E Latency (ms):", s.E2ELatency.Mean)
+	t.f2("Median E2E Latency (ms):", s.E2ELatency.Median)
+	t.f2("P90 E2E Latency (ms):", s.E2ELatency.P90)
+	t.f2("P95 E2E Latency (ms):", s.E2ELatency.P95)
+	t.f2("P99 E2E Latency (ms):", s.E2ELatency.P99)
+	if !emb {
+		for _, sec := range []struct {
+			header, name string
+			st           Stats
+		}{
+			{"Time to First Token", "TTFT", s.TTFT},
+			{"Time per Output Token (excl. 1st token)", "TPOT", s.TPOT},
+			{"Inter-Token Latency", "ITL", s.ITL},
+		} {
+			t.line(center(sec.header, '-', 50))
+			t.f2("Mean "+sec.name+" (ms):", sec.st.Mean)
+			t.f2("Median "+sec.name+" (ms):", sec.st.Median)
+			t.f2("P90 "+sec.name+" (ms):", sec.st.P90)
+			t.f2("P95 "+sec.name+" (ms):", sec.st.P95)
+			t.f2("P99 "+sec.name+" (ms):", sec.st.P99)
+		}
+		t.f2("Max ITL (ms):", s.ITL.Max)
+	}
+	t.line(strings.Repeat("=", 50))
+	s.writeExtras(t)
+	return t.w.Flush()
+}
+
+// writeExtras writes servingprobe's block: failures by outcome, the rate
+// the pacer planned and the rate achieved, client queue time, goodput and
+// any vLLM-style percentiles.
+func (s *Summary) writeExtras(t *tableWriter) {
+	t.line(center(" servingprobe ", '=', 50))
+	t.int("Total requests:", s.Requests)
+	t.int("Failed requests:", s.Failed)
+	for _, o := range prober.Outcomes {
+		if n := s.Outcomes[o]; n > 0 {
+			t.int("  "+string(o)+":", n)
+		}
+	}
+	t.f2("Scheduled request rate (req/s):", float64(s.ScheduledRequestRate))
+	t.f2("Actual request rate (req/s):", float64(s.ActualRequestRate))
+	if len(s.Goodput) > 0 {
+		t.f2("Request goodput (req/s):", s.RequestGoodput)
+		t.int("Good requests:", s.GoodRequests)
+	}
+	t.line(center("Client Queue Time", '-', 50))
+	t.f2("Mean client queue time (ms):", s.ClientQueue.Mean)
+	t.f2("Median client queue time (ms):", s.ClientQueue.Median)
+	t.f2("P99 client queue time (ms):", s.ClientQueue.P99)
+	t.f2("Mean E2E incl. queue (ms):", s.E2EIncludingQueue.Mean)
+	t.f2("P99 E2E incl. queue (ms):", s.E2EIncludingQueue.P99)
+	for _, m := range s.Percentiles {
+		l := metricLabels[m.Metric]
+		t.line(center(l.header, '-', 50))
+		t.f2("Mean "+l.name+" (ms):", m.Mean)
+		t.f2("Median "+l.name+" (ms):", m.Median)
+		for _, p := range m.Percentiles {
+			t.f2("P"+percentileWord(p.P)+" "+l.name+" (ms):", p.Value)
+		}
+	}
+	if c := s.Compat.String(); c != "" {
+		t.row("Compat:", c)
+	}
+	t.line(strings.Repeat("=", 50))
+}
+
+// JSONOptions control Record and AppendJSONL.
+type JSONOptions struct {
+	// Strict writes valid JSON: an infinite rate becomes the string "inf"
+	// (as vLLM writes it) instead of bench_serving's bare Infinity, and NaN
+	// becomes null.
+	Strict bool
+	// Details appends the per-request arrays (--output-details), if the
+	// summary kept them.
+	Details bool
+	// StandardOnly leaves out servingprobe's keys, so that the record has
+	// exactly bench_serving's keys.
+	StandardOnly bool
+}
+
+// Record returns the JSONL line bench_serving appends to --output-file: the
+// same keys in the same order, numbers and strings as Python's json.dumps
+// writes them, and a trailing newline. servingprobe's keys follow the
+// standard ones (request_goodput and p{P}_{metric}_ms as vLLM names them,
+// and a "servingprobe" object), then the details.
+func (s *Summary) Record(o JSONOptions) ([]byte, error) {
+	nullable := func(ok bool, v any) any {
+		if ok {
+			return v
+		}
+		return nil
+	}
+	var rate any = float64(s.RequestRate)
+	if s.UseTraceTimestamps {
+		rate = "trace"
+	}
+	var accept any
+	if s.AcceptLength != nil {
+		accept = *s.AcceptLength
+	}
+	r := record{
+		{"tag", nullable(s.Tag != "", s.Tag)},
+		{"backend", s.Backend},
+		{"dataset_name", s.DatasetName},
+		{"request_rate", rate},
+		{"max_concurrency", nullable(s.MaxConcurrency > 0, s.MaxConcurrency)},
+		{"sharegpt_output_len", nullable(s.SharegptOutputLen > 0, s.SharegptOutputLen)},
+		{"random_input_len", s.RandomInputLen},
+		{"random_output_len", s.RandomOutputLen},
+		{"random_range_ratio", s.RandomRangeRatio},
+		{"server_info", s.ServerInfo},
+		{"duration", s.Duration},
+		{"completed", s.Completed},
+		{"total_input_tokens", s.TotalInputTokens},
+		{"total_input_text_tokens", s.TotalInputTextTokens},
+		{"total_input_vision_tokens", s.TotalInputVisionTokens},
+		{"total_output_tokens", s.TotalOutputTokens},
+		{"total_output_tokens_retokenized", s.TotalOutputTokensRetokenized},
+		{"request_throughput", s.RequestThroughput},
+		{"input_throughput", s.InputThroughput},
+		{"output_throughput", s.OutputThroughput},
+		{"total_throughput", s.TotalThroughput},
+	}
+	for _, m := range []struct {
+		name string
+		st   Stats
+	}{{"e2e_latency", s.E2ELatency}, {"ttft", s.TTFT}, {"tpot", s.TPOT}, {"itl", s.ITL}} {
+		r = append(r,
+			field{"mean_" + m.name + "_ms", m.st.Mean},
+			field{"median_" + m.name + "_ms", m.st.Median},
+			field{"std_" + m.name + "_ms", m.st.Std},
+			field{"p90_" + m.name + "_ms", m.st.P90},
+			field{"p95_" + m.name + "_ms", m.st.P95},
+			field{"p99_" + m.name + "_ms", m.st.P99},
+		)
+	}
+	r = append(r,
+		field{"concurrency", s.Concurrency},
+		field{"accept_length", accept},
+		field{"max_output_tokens_per_s", s.MaxOutputTokensPerS},
+		field{"max_concurrent_requests", s.MaxConcurrentRequests},
+	)
+	if !o.StandardOnly {
+		r = s.appendExtras(r)
+	}
+	if o.Details && s.Details != nil {
+		d := s.Details
+		r = append(r,
+			field{"input_lens", d.InputLens},
+			field{"output_lens", d.OutputLens},
+			field{"ttfts", d.TTFTs},
+			field{"itls", d.ITLs},
+			field{"generated_texts", d.GeneratedTexts},
+			field{"errors", d.Errors},
+		)
+	}
+	e := &pyEncoder{strict: o.Strict}
+	if err := e.object(r); err != nil {
+		return nil, err
+	}
+	e.buf.WriteByte('\n')
+	return e.buf.Bytes(), nil
+}
+
+func (s *Summary) appendExtras(r record) record {
+	has := make(map[string]bool, len(r))
+	for _, f := range r {
+		has[f.key] = true
+	}
+	if len(s.Goodput) > 0 {
+		r = append(r, field{"request_goodput", s.RequestGoodput})
+	}
+	for _, m := range s.Percentiles {
+		for _, f := range []field{
+			{"mean_" + m.Metric + "_ms", m.Mean},
+			{"median_" + m.Metric + "_ms", m.Median},
+			{"std_" + m.Metric + "_ms", m.Std},
+		} {
+			if !has[f.key] {
+				r, has[f.key] = append(r, f), true
+			}
+		}
+		for _, p := range m.Percentiles {
+			if k := "p" + percentileWord(p.P) + "_" + m.Metric + "_ms"; !has[k] {
+				r, has[k] = append(r, field{k, p.Value}), true
+			}
+		}
+	}
+	outcomes := record{}
+	for _, oc := range prober.Outcomes {
+		if n := s.Outcomes[oc]; n > 0 {
+			outcomes = append(outcomes, field{string(oc), n})
+		}
+	}
+	compat := s.Compat.Names()
+	if compat == nil {
+		compat = []string{}
+	}
+	sp := record{
+		{"requests", s.Requests},
+		{"failed", s.Failed},
+		{"outcomes", outcomes},
+		{"scheduled_request_rate", float64(s.ScheduledRequestRate)},
+		{"actual_request_rate", float64(s.ActualRequestRate)},
+	}
+	for _, m := range []struct {
+		name string
+		st   Stats
+	}{{"client_queue", s.ClientQueue}, {"e2e_latency_including_client_queue", s.E2EIncludingQueue}} {
+		sp = append(sp,
+			field{"mean_" + m.name + "_ms", m.st.Mean},
+			field{"median_" + m.name + "_ms", m.st.Median},
+			field{"p99_" + m.name + "_ms", m.st.P99},
+		)
+	}
+	if len(s.Goodput) > 0 {
+		sp = append(sp, field{"good_requests", s.GoodRequests})
+	}
+	sp = append(sp,
+		field{"max_itl_ms", s.ITL.Max},
+		field{"output_throughput_retokenized", s.OutputThroughputRetokenized},
+		field{"total_throughput_retokenized", s.TotalThroughputRetokenized},
+		field{"compat", compat},
+	)
+	return append(r, field{"servingprobe", sp})
+}
+
+// AppendJSONL appends the record to path, creating the file if needed, in
+// a single write to a file opened with O_APPEND, as bench_serving's
+// open(path, "a").
+func (s *Summary) AppendJSONL(path string, o JSONOptions) error {
+	line, err := s.Record(o)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(line); err != nil {
+		f.Close()
+		return fmt.Errorf("append %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// DefaultOutputFile is bench_serving's output file name when --output-file
+// is not given, with the month and day taken from now in local time.
+func DefaultOutputFile(p Params, now time.Time) string {
+	mmdd := now.Format("0102")
+	switch {
+	case p.DatasetName == "image":
+		return fmt.Sprintf("%s_%s_%d_%d_%d_%dimgs_%s.jsonl", p.Backend, mmdd, p.NumPrompts,
+			p.RandomInputLen, p.RandomOutputLen, p.ImageCount, p.ImageResolution)
+	case strings.HasPrefix(p.DatasetName, "random"):
+		return fmt.Sprintf("%s_%s_%d_%d_%d.jsonl", p.Backend, mmdd, p.NumPrompts, p.RandomInputLen, p.RandomOutputLen)
+	default:
+		return fmt.Sprintf("%s_%s_%d_%s.jsonl", p.Backend, mmdd, p.NumPrompts, p.DatasetName)
+	}
+}

@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"math"
+	"slices"
+)
+
+// Stats are the statistics bench_serving reports for one latency list, in
+// milliseconds.
+type Stats struct {
+	Mean   float64 `json:"mean"`
+	Median float64 `json:"median"`
+	Std    float64 `json:"std"`
+	P90    float64 `json:"p90"`
+	P95    float64 `json:"p95"`
+	P99    float64 `json:"p99"`
+	Max    float64 `json:"max"`
+}
+
+// computeStats computes Stats of values in seconds, reported in ms, with
+// NumPy's definitions. An empty list gives zeros, as bench_serving's
+// `np.mean(ttfts or 0)`. values is not modified.
+func computeStats(values []float64) Stats {
+	if len(values) == 0 {
+		return Stats{}
+	}
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	return Stats{
+		Mean:   mean(values) * 1000,
+		Median: median(sorted) * 1000,
+		Std:    std(values) * 1000,
+		P90:    percentile(sorted, 90) * 1000,
+		P95:    percentile(sorted, 95) * 1000,
+		P99:    percentile(sorted, 99) * 1000,
+		Max:    sorted[len(sorted)-1] * 1000,
+	}
+}
+
+// pairwiseSum is NumPy's pairwise_sum for float64 (numpy/_core/src/umath/
+// loops_utils.h.src): blocks of up to 128 summed with eight accumulators,
+// larger arrays split in halves rounded to a multiple of 8. Matching it
+// makes means agree with NumPy to the last bit on the same input order.
+func pairwiseSum(a []float64) float64 {
+	n := len(a)
+	switch {
+	case n < 8:
+		res := 0.0
+		for _, v := range a {
+			res += v
+		}
+		return res
+	case n <= 128:
+		var r [8]float64
+		copy(r[:], a[:8])
+		i := 8
+		for ; i < n-n%8; i += 8 {
+			r[0] += a[i+0]
+			r[1] += a[i+1]
+			r[2] += a[i+2]
+			r[3] += a[i+3]
+			r[4] += a[i+4]
+			r[5] += a[i+5]
+			r[6] += a[i+6]
+			r[7] += a[i+7]
+		}
+		res := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+		for ; i < n; i++ {
+			res += a[i]
+		}
+		return res
+	default:
+		n2 := n / 2
+		n2 -= n2 % 8
+		return pairwiseSum(a[:n2]) + pairwiseSum(a[n2:])
+	}
+}
+
+// mean is np.mean: the pairwise sum divided by the count.
+func mean(a []float64) float64 {
+	if len(a) == 0 {
+		return 0
+	}
+	return pairwiseSum(a) / float64(len(a))
+}
+
+// std is np.std with ddof=0: sqrt(mean(|x - mean|^2)), summed pairwise.
+func std(a []float64) float64 {
+	if len(a) == 0 {
+		return 0
+	}
+	m := mean(a)
+	sq := make([]float64, len(a))
+	for i, v := range a {
+		d := v - m
+		sq[i] = d * d
+	}
+	return math.Sqrt(pairwiseSum(sq) / float64(len(a)))
+}
+
+// median is np.median of sorted values.
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// percentile is np.percentile(a, p) with method "linear" on sorted values:
+// the virtual index (n-1)*(p/100), interpolated with NumPy's _lerp, which
+// computes from the upper neighbour when the fraction is >= 0.5.
+func percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	vi := float64(n-1) * (p / 100)
+	if vi >= float64(n-1) {
+		return sorted[n-1]
+	}
+	if vi <= 0 {
+		return sorted[0]
+	}
+	lo := math.Floor(vi)
+	g := vi - lo
+	a, b := sorted[int(lo)], sorted[int(lo)+1]
+	d := b - a
+	if g >= 0.5 {
+		return b - d*(1-g)
+	}
+	return a + d*g
+}
+
+func sortFloats(a []float64) { slices.Sort(a) }
