@@ -175,34 +175,19 @@ func startDemo(logger log.Logger) (configPath string, stop func(), err error) {
 	return path, stop, nil
 }
 
-// resolveTokenizer turns a module's tokenizer setting into a tokenizer.
-// Until an embedded default tokenizer exists, "" gives an estimate that is
-// good enough for the fixed dataset's prompt length; probes count tokens
-// from the server's usage block first anyway.
+// resolveTokenizer turns a module's tokenizer setting into a tokenizer:
+// "" is the embedded Qwen3 tokenizer, anything else a path or hub id.
 func resolveTokenizer(name string) (datasets.Tokenizer, error) {
-	if name == "" {
-		return estimateTokenizer{}, nil
+	switch name {
+	case "":
+		return tokenizer.Default()
+	case "server":
+		// The /tokenize endpoint belongs to a target, and a module is shared
+		// between targets; refuse rather than guess which one.
+		return nil, errors.New(`tokenizer "server" is not supported for continuous probes yet; use a path or hub id`)
 	}
-	return tokenizer.Load(name)
+	return tokenizer.Resolve(context.Background(), name, nil)
 }
-
-// estimateTokenizer counts one token per 4 bytes of each word. It cannot
-// decode, so datasets that sample token ids (random) need a real tokenizer.
-type estimateTokenizer struct{}
-
-func (estimateTokenizer) Encode(text string, _ bool) ([]int, error) {
-	n := 0
-	for w := range strings.FieldsSeq(text) {
-		n += (len(w) + 3) / 4
-	}
-	return make([]int, n), nil
-}
-
-func (estimateTokenizer) Decode([]int, bool) (string, error) {
-	return "", errors.New("the default token estimate cannot decode; set the module's tokenizer")
-}
-func (estimateTokenizer) NumSpecialTokensToAdd() int { return 0 }
-func (estimateTokenizer) VocabSize() int             { return 0 }
 
 // rewriteLevel returns a logger that emits every record at the given level,
 // as blackbox_exporter's --log.prober does: probe lines then show or not

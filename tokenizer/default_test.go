@@ -1,0 +1,31 @@
+package tokenizer
+
+import "testing"
+
+func TestDefaultIsQwen3(t *testing.T) {
+	def, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := Load("testdata/qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const s = "Hello, 世界! <|im_start|>user\n  spaces\t\ttabs"
+	a, _ := def.Encode(s, true)
+	b, _ := file.Encode(s, true)
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("Default().Encode = %v, Load(testdata/qwen3).Encode = %v", a, b)
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("id %d: %d != %d", i, a[i], b[i])
+		}
+	}
+	if def.VocabSize() != 151643 {
+		t.Errorf("VocabSize() = %d, want Qwen3's 151643", def.VocabSize())
+	}
+	if again, _ := Default(); again != def {
+		t.Error("Default() loaded twice; want one shared instance")
+	}
+}
