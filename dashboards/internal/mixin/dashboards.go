@@ -134,7 +134,8 @@ func stat(title, desc, unit string, th Thresholds, mappings []any, targets ...Ta
 
 // heatmap shows the bucket counts per interval. The classic side yields one
 // series per `le` (format heatmap); the native side a native-histogram series,
-// which Grafana 10.3+ renders in the same heatmap panel.
+// which recent Grafana versions render in the heatmap panel (not verified here:
+// no Grafana runs on the build machines).
 func heatmap(title, desc string, h Histogram, selector string) *Panel {
 	expr := fmt.Sprintf("sum by (le) (increase(%[1]s_bucket{%[2]s}[%[3]s]))\nor\nsum(increase(%[1]s{%[2]s}[%[3]s]))", h.Name, selector, rateInterval)
 	t := q(expr, "{{le}}")
