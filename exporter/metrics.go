@@ -35,22 +35,34 @@ var requestLabels = []string{labelTarget, labelModule, labelModel, labelMode}
 
 // Classic bucket layouts. Native buckets (factor 1.1) are always added; the
 // classic ones serve a Prometheus that does not ingest native histograms, so
-// they must be usable for histogram_quantile on their own.
+// they must be usable on their own. The boundaries are hand-picked rather
+// than ExponentialBucketsRange's irrational values: latency SLOs and their
+// burn-rate rules count requests at or under a threshold with one bucket
+// (le="2"), which is exact only when the threshold is a boundary. So every
+// round value an SLO is likely to use (100 ms, 200 ms, 250 ms, 500 ms, 1 s,
+// 2 s, 5 s ...) is one; the steps stay at most about 1.6x, so an
+// interpolated quantile is off by less than one step.
 var (
-	// TTFT and end-to-end latency span a warm, prefix-cached small model on
+	// TTFT and end-to-end latency: from a warm, prefix-cached small model on
 	// the same host (about 10 ms) to a long prefill queued behind a full
-	// batch, or a long generation (minutes). 20 buckets from 10 ms to 120 s
-	// grow by about 1.64x each, so an interpolated quantile is within one
-	// bucket (roughly ±30%) in the classic form.
-	requestLatencyBuckets = prometheus.ExponentialBucketsRange(0.01, 120, 20)
-	// A decode step takes about 1 ms (a tiny model, or speculative decoding)
-	// to seconds (a heavily batched or swapping server); 20 buckets from
-	// 1 ms to 5 s grow by about 1.57x each.
-	tokenLatencyBuckets = prometheus.ExponentialBucketsRange(0.001, 5, 20)
+	// batch, or a long generation (two minutes).
+	requestLatencyBuckets = []float64{
+		0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75,
+		1, 1.5, 2, 2.5, 3, 4, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120,
+	}
+	// ITL and TPOT: a decode step takes about 1 ms (a tiny model, or
+	// speculative decoding) to seconds (a heavily batched or swapping server).
+	tokenLatencyBuckets = []float64{
+		0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03,
+		0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.75, 1, 2.5, 5,
+	}
 	// Client queue time and scheduler lag are normally well under a
 	// millisecond; the layout exists to show when they are not, up to a
-	// stalled minute. 16 buckets from 100 µs to 60 s grow by about 2.4x.
-	queueBuckets = prometheus.ExponentialBucketsRange(0.0001, 60, 16)
+	// stalled minute.
+	queueBuckets = []float64{
+		0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+		1, 2.5, 5, 10, 30, 60,
+	}
 )
 
 // Native histogram settings shared by every histogram. A factor of 1.1
