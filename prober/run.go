@@ -190,81 +190,83 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 		protocolOne bool
 	)
 	_, eofEnds := p.Backend.(eofEnder)
-	for i := 0; ; i++ {
-		ev, at, err := sr.Next()
-		if err == io.EOF {
-			res.End = at
-			if finished || eofEnds || format == FormatJSON || !res.Stream {
-				break
+	err := func() error {
+		for i := 0; ; i++ {
+			ev, at, err := sr.Next()
+			if err == io.EOF {
+				res.End = at
+				if finished || eofEnds || format == FormatJSON || !res.Stream {
+					return nil
+				}
+				return ErrStreamCut
 			}
-			return ErrStreamCut
-		}
-		if err != nil {
-			res.End = at
-			return fmt.Errorf("read stream: %w", err)
-		}
-		d, err := p.Backend.Decode(ev)
-		if err != nil {
-			res.End = at
-			return &DecodeError{Event: i, Err: err}
-		}
-		if d.Done {
-			res.End = at
-			break
-		}
-		if d.FinishReason != "" {
-			res.FinishReason, finished = d.FinishReason, true
-		}
-		if d.SpecAcceptLength > 0 {
-			res.SpecAcceptLength = d.SpecAcceptLength
-		}
+			if err != nil {
+				res.End = at
+				return fmt.Errorf("read stream: %w", err)
+			}
+			d, err := p.Backend.Decode(ev)
+			if err != nil {
+				res.End = at
+				return &DecodeError{Event: i, Err: err}
+			}
+			if d.Done {
+				res.End = at
+				return nil
+			}
+			if d.FinishReason != "" {
+				res.FinishReason, finished = d.FinishReason, true
+			}
+			if d.SpecAcceptLength > 0 {
+				res.SpecAcceptLength = d.SpecAcceptLength
+			}
 
-		// New text.
-		var newText string
-		if d.Cumulative {
-			if strings.HasPrefix(d.Text, cumulative) {
-				newText = d.Text[len(cumulative):]
-			} else { // the server rewrote history; take its word
+			// New text.
+			var newText string
+			if d.Cumulative {
+				if strings.HasPrefix(d.Text, cumulative) {
+					newText = d.Text[len(cumulative):]
+				} else { // the server rewrote history; take its word
+					newText = d.Text
+				}
+				cumulative = d.Text
+			} else {
 				newText = d.Text
+				text.WriteString(newText)
 			}
-			cumulative = d.Text
-		} else {
-			newText = d.Text
-			text.WriteString(newText)
-		}
 
-		// New tokens, from a cumulative count when the server gives one
-		// on every output event.
-		tokens, counted := 0, false
-		if u := d.Usage; u != nil {
-			final = u
-			if u.CompletionTokens > 0 && (perEventCT || len(res.Events) == 0) {
-				tokens, counted = max(u.CompletionTokens-lastCT, 0), true
-				lastCT = max(lastCT, u.CompletionTokens)
+			// New tokens, from a cumulative count when the server gives one
+			// on every output event.
+			tokens, counted := 0, false
+			if u := d.Usage; u != nil {
+				final = u
+				if u.CompletionTokens > 0 && (perEventCT || len(res.Events) == 0) {
+					tokens, counted = max(u.CompletionTokens-lastCT, 0), true
+					lastCT = max(lastCT, u.CompletionTokens)
+				}
 			}
-		}
-		if newText == "" && tokens == 0 && d.Tokens == 0 {
-			continue // role-only, usage-only, finish-only, keep-alive
-		}
-		switch {
-		case counted:
+			if newText == "" && tokens == 0 && d.Tokens == 0 {
+				continue // role-only, usage-only, finish-only, keep-alive
+			}
+			switch {
+			case counted:
+				if len(res.Events) == 0 {
+					perEventCT = true
+				}
+			case d.Tokens > 0:
+				tokens, protocolOne = d.Tokens, true
+			default:
+				tokens, perEventCT = 1, false
+			}
 			if len(res.Events) == 0 {
-				perEventCT = true
+				res.FirstToken = at
 			}
-		case d.Tokens > 0:
-			tokens, protocolOne = d.Tokens, true
-		default:
-			tokens, perEventCT = 1, false
+			textLen := text.Len()
+			if d.Cumulative {
+				textLen = len(cumulative)
+			}
+			res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: textLen})
 		}
-		if len(res.Events) == 0 {
-			res.FirstToken = at
-		}
-		textLen := text.Len()
-		if d.Cumulative {
-			textLen = len(cumulative)
-		}
-		res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: textLen})
-	}
+	}()
 	if cumulative != "" {
 		res.GeneratedText = cumulative
 	} else {
@@ -285,10 +287,10 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 		}
 		res.CachedTokens = final.CachedTokens
 	}
-	if len(res.Events) == 0 && res.GeneratedText == "" && res.OutputTokens == 0 {
+	if err == nil && len(res.Events) == 0 && res.GeneratedText == "" && res.OutputTokens == 0 {
 		return ErrEmptyOutput
 	}
-	return nil
+	return err
 }
 
 // countTokens fills the counts the server did not report: output from our

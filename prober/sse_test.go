@@ -133,7 +133,7 @@ func TestStreamReader(t *testing.T) {
 			wantErr: errors.New("connection reset by peer"),
 		},
 		{
-			name:   "a multi-megabyte-class line grows the buffer",
+			name:     "a multi-megabyte-class line grows the buffer",
 			chunks:   []string{"data: " + big[:30_000], big[30_000:], "\n\n"},
 			want:     []readEvent{{Data: big}},
 			lastRead: true,
@@ -151,8 +151,8 @@ func TestStreamReader(t *testing.T) {
 			wantErr: ErrEventTooLarge,
 		},
 		{
-			name:   "an over-long comment is skipped, not buffered",
-			lim:    Limits{MaxEventBytes: 1000},
+			name:     "an over-long comment is skipped, not buffered",
+			lim:      Limits{MaxEventBytes: 1000},
 			chunks:   []string{": " + big + "\n\ndata: x\n\n"},
 			want:     []readEvent{{Data: "x"}},
 			lastRead: true,
