@@ -30,13 +30,11 @@ type fakeExporter struct {
 	stop   func()
 }
 
-// Bucket layouts as in the metric contract (ExponentialBucketsRange); the
-// counts are a guess until exporter/metrics.go lands, and the rules do not
-// depend on them.
+// Bucket layouts as in exporter/metrics.go; the rules do not depend on them.
 var (
-	ttftBuckets  = prometheus.ExponentialBucketsRange(0.01, 120, 24)
+	ttftBuckets  = prometheus.ExponentialBucketsRange(0.01, 120, 20)
 	itlBuckets   = prometheus.ExponentialBucketsRange(0.001, 5, 20)
-	queueBuckets = prometheus.ExponentialBucketsRange(0.0001, 60, 20)
+	queueBuckets = prometheus.ExponentialBucketsRange(0.0001, 60, 16)
 )
 
 func histogramVec(reg prometheus.Registerer, name string, buckets []float64, native bool, labels ...string) *prometheus.HistogramVec {
