@@ -51,13 +51,6 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestBenchNotImplemented(t *testing.T) {
-	code, _, stderr := runCLI(t, "bench")
-	if code != 1 || !strings.Contains(stderr, "not implemented yet") {
-		t.Errorf("bench: code %d, stderr %q; it must refuse rather than pretend", code, stderr)
-	}
-}
-
 func TestLogFormat(t *testing.T) {
 	for _, format := range []string{"logfmt", "json"} {
 		c := &logConfig{level: "info", format: format}

@@ -84,6 +84,11 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	benches, err := exporter.EnableBenches(d, exporter.BenchOptions{Run: daemonBenchRunner()})
+	if err != nil {
+		return err
+	}
+	defer benches.Close()
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()

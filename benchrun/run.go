@@ -1,0 +1,480 @@
+package benchrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/tokenizer"
+	"github.com/servingprobe/servingprobe/tokenizer/hub"
+)
+
+// Env is what a run needs from its caller besides the Spec.
+type Env struct {
+	Logger log.Logger
+	// Stdout gets bench_serving's generation lines (#Input tokens, ...);
+	// nil discards them.
+	Stdout io.Writer
+	// Target is the config target a daemon run measures: its
+	// http_client_config (auth, TLS) builds the client and its name and
+	// Module are copied into every Result. Nil for the CLI.
+	Target *config.Target
+	Module string
+	// Observer, if set, sees every measured Result (the daemon's
+	// mode="bench" metrics).
+	Observer prober.Observer
+	// Progress, if set, is updated as the run goes.
+	Progress *prober.Progress
+	// Hub downloads tokenizers and the ShareGPT file; nil means hub.FromEnv.
+	Hub *hub.Client
+	// PauseAfterWarmup is bench_serving's fixed sleep between warmup (and
+	// cache flush) and the measured run; nil means 1 s.
+	PauseAfterWarmup *time.Duration
+	// Getenv reads SGLANG_IS_IN_CI; nil means os.Getenv.
+	Getenv func(string) string
+	// OnStart, if set, is called just before the measured run starts
+	// (after warmup, cache flush, the pause and the profiler start).
+	OnStart func()
+}
+
+// Prepared is a run whose prompts, pacer and prober are ready.
+type Prepared struct {
+	Spec    Spec
+	Info    prober.BackendInfo
+	Client  *http.Client
+	Model   string // the model sent ("model" field), detected if not given
+	Tok     datasets.Tokenizer
+	Prompts []datasets.Prompt
+	Pacer   prober.Pacer
+	Prober  *prober.Prober
+	// TokenizerName is what the tokenizer was resolved from.
+	TokenizerName string
+}
+
+// Prepare resolves the server and builds everything the run sends. It
+// talks to the server (ready check, /v1/models, /model_info) and may
+// download a tokenizer or the ShareGPT file, but sends no measured request.
+func Prepare(ctx context.Context, s Spec, env Env) (*Prepared, error) {
+	if env.Logger == nil {
+		env.Logger = log.NewNopLogger()
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	info, _ := prober.LookupBackend(s.Backend)
+	client, err := newClient(s, info, env)
+	if err != nil {
+		return nil, err
+	}
+	if err := readyCheck(ctx, client, s.BaseURL, s.Backend, s.ReadyCheckTimeout, nil); err != nil {
+		return nil, err
+	}
+	model := s.Model
+	if model == "" {
+		if model, err = prober.DetectModel(ctx, client, s.BaseURL); err != nil {
+			return nil, fmt.Errorf("--model is unset and %w", err)
+		}
+		level.Info(env.Logger).Log("msg", "Model detected", "model", model)
+	}
+	tok, tokName, err := resolveTokenizer(ctx, s, model, client, env)
+	if err != nil {
+		return nil, err
+	}
+	prompts, err := buildPrompts(ctx, s, tok, env)
+	if err != nil {
+		return nil, err
+	}
+	if env.Stdout != nil {
+		in, out := 0, 0
+		for _, p := range prompts {
+			in += p.PromptLen
+			out += p.OutputLen
+		}
+		fmt.Fprintf(env.Stdout, "#Input tokens: %d\n#Output tokens: %d\n", in, out)
+	}
+	pacer, err := newPacer(s, prompts)
+	if err != nil {
+		return nil, err
+	}
+	sent := model
+	if s.ServedModelName != "" {
+		sent = s.ServedModelName
+	}
+	p := &prober.Prober{
+		Client:  client,
+		Backend: info.New(),
+		Name:    s.Backend,
+		Options: requestOptions(s, info, sent),
+		Counter: prober.TokenizerCounter{Tokenizer: tok},
+		Module:  env.Module,
+	}
+	if env.Target != nil {
+		p.Target = env.Target.Name
+		p.Limits = prober.Limits{MaxEventBytes: env.Target.MaxEventBytes, MaxResponseBytes: env.Target.MaxResponseBytes}
+	}
+	return &Prepared{Spec: s, Info: info, Client: client, Model: sent, Tok: tok, Prompts: prompts, Pacer: pacer, Prober: p, TokenizerName: tokName}, nil
+}
+
+// newClient builds the client from the daemon target's http_client_config,
+// or a plain one for the CLI, and adds the CLI's headers (--header,
+// OPENAI_API_KEY) to every request, measured or not.
+func newClient(s Spec, info prober.BackendInfo, env Env) (*http.Client, error) {
+	t := config.DefaultTarget
+	t.Name, t.URL = "bench", s.BaseURL
+	if env.Target != nil {
+		t = *env.Target
+	}
+	c, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: max(s.MaxConcurrency, 1), UserAgent: "servingprobe-bench"})
+	if err != nil {
+		return nil, err
+	}
+	if s.Compat.NewConnection {
+		tr, ok := c.Transport.(*http.Transport)
+		if !ok {
+			return nil, errors.New("compat new-connection: the target's http_client_config wraps the transport (auth, headers or TLS files), so keep-alives cannot be turned off")
+		}
+		tr.DisableKeepAlives = true
+	}
+	if len(s.Headers) > 0 {
+		h := make(http.Header, len(s.Headers))
+		for k, v := range s.Headers {
+			if info.NoAuth && strings.EqualFold(k, "Authorization") {
+				continue // bench_serving sends trt no auth header
+			}
+			h.Set(k, v)
+		}
+		c.Transport = headerTransport{next: c.Transport, h: h}
+	}
+	return c, nil
+}
+
+// headerTransport sets fixed headers on every request.
+type headerTransport struct {
+	next http.RoundTripper
+	h    http.Header
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context()) // a RoundTripper must not modify the caller's request
+	for k, v := range t.h {
+		r.Header[k] = v
+	}
+	return t.next.RoundTrip(r)
+}
+
+// resolveTokenizer follows newest sglang: --tokenizer, else /model_info's
+// tokenizer_path or model_path, else the model id. There is no silent
+// fallback: every dataset and the retokenized output count need the
+// model's own tokenizer, and another one would give wrong token counts.
+func resolveTokenizer(ctx context.Context, s Spec, model string, c *http.Client, env Env) (datasets.Tokenizer, string, error) {
+	h := env.Hub
+	if h == nil {
+		h = hub.FromEnv(nil)
+	}
+	if s.Tokenizer != "" {
+		t, err := tokenizer.Resolve(ctx, s.Tokenizer, h)
+		if err != nil {
+			return nil, "", fmt.Errorf("--tokenizer: %w", err)
+		}
+		return t, s.Tokenizer, nil
+	}
+	var tried []string
+	if name, err := modelInfoTokenizer(ctx, c, s.BaseURL, nil); err == nil {
+		t, err := tokenizer.Resolve(ctx, name, h)
+		if err == nil {
+			return t, name, nil
+		}
+		tried = append(tried, fmt.Sprintf("/model_info's %q: %v", name, err))
+	} else {
+		tried = append(tried, fmt.Sprintf("GET /model_info: %v", err))
+	}
+	t, err := tokenizer.Resolve(ctx, model, h)
+	if err == nil {
+		return t, model, nil
+	}
+	tried = append(tried, fmt.Sprintf("the model %q: %v", model, err))
+	return nil, "", fmt.Errorf("no tokenizer: set --tokenizer to a tokenizer.json, its directory or a hub id (tried %s)", strings.Join(tried, "; "))
+}
+
+// ShareGPT is where bench_serving downloads its default dataset from.
+const (
+	shareGPTRepo = "anon8231489123/ShareGPT_Vicuna_unfiltered"
+	shareGPTFile = "ShareGPT_V3_unfiltered_cleaned_split.json"
+)
+
+func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) ([]datasets.Prompt, error) {
+	opts := s.DatasetOptions
+	opts.Compat = s.Compat.RandomLengths
+	if ct, ok := tok.(datasets.ChatTemplater); ok {
+		opts.ChatTemplate = ct
+	}
+	if t, ok := tok.(*tokenizer.Tokenizer); ok {
+		opts.BOSToken = t.Config().BOSToken
+	}
+	if s.Dataset == "sharegpt" && opts.DatasetPath == "" {
+		h := env.Hub
+		if h == nil {
+			h = hub.FromEnv(nil)
+		}
+		path, err := h.Download(ctx, hub.Dataset, shareGPTRepo, "", shareGPTFile)
+		if err != nil {
+			return nil, fmt.Errorf("--dataset-path is unset and the ShareGPT download failed: %w", err)
+		}
+		opts.DatasetPath = path
+	}
+	if s.Dataset == "mooncake" && opts.DatasetPath == "" {
+		return nil, errors.New("--dataset-name mooncake needs --dataset-path: downloading the Mooncake traces is not supported")
+	}
+	ds, err := datasets.New(s.Dataset, opts, tok)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(uint64(s.Seed), 0))
+	prompts, err := ds.Generate(s.NumPrompts, rng)
+	if err != nil {
+		return nil, fmt.Errorf("generate prompts: %w", err)
+	}
+	if len(prompts) == 0 {
+		return nil, errors.New("the dataset produced no prompt")
+	}
+	picker, err := datasets.NewLoRAPicker(s.LoRANames, s.LoRADistribution, s.LoRAZipfAlpha)
+	if err != nil {
+		return nil, err
+	}
+	if picker != nil {
+		datasets.AssignLoRA(prompts, picker, rng)
+	}
+	return prompts, nil
+}
+
+// newPacer picks the arrival process. Trace timestamps (mooncake, or
+// --use-trace-timestamps) are really replayed.
+func newPacer(s Spec, prompts []datasets.Prompt) (prober.Pacer, error) {
+	seed := uint64(s.Seed)
+	switch {
+	case s.UseTraceTimestamps || s.Dataset == "mooncake":
+		offsets := make([]time.Duration, len(prompts))
+		for i, p := range prompts {
+			offsets[i] = p.Timestamp
+		}
+		return prober.NewTraceReplay(offsets, 1)
+	case s.RampUp != "":
+		return prober.NewRamp(s.RampUp, s.RampUpStartRPS, s.RampUpEndRPS, uint64(len(prompts)), s.Burstiness, seed)
+	case math.IsInf(s.RequestRate, 1):
+		return prober.Constant{Rate: s.RequestRate}, nil
+	default:
+		return prober.NewGamma(s.RequestRate, s.Burstiness, seed)
+	}
+}
+
+// requestOptions maps the flags onto the request body as bench_serving
+// does: temperature and top_p only on native /generate, logprob options
+// before --extra-request-body (which is merged last and wins).
+func requestOptions(s Spec, info prober.BackendInfo, model string) prober.RequestOptions {
+	o := prober.RequestOptions{
+		BaseURL:      s.BaseURL,
+		Model:        model,
+		Stream:       !s.DisableStream,
+		IgnoreEOS:    !s.DisableIgnoreEOS,
+		IncludeUsage: !s.Compat.NoUsage,
+	}
+	extra := map[string]any{}
+	switch info.Protocol {
+	case prober.ProtocolSGLangGenerate:
+		t := s.Temperature
+		o.Temperature = &t
+		if s.TopP < 1 {
+			p := s.TopP
+			o.TopP = &p
+		}
+		if s.ReturnLogprob {
+			extra["return_logprob"] = true
+		}
+		if s.LogprobStartLen != -1 {
+			extra["logprob_start_len"] = s.LogprobStartLen
+		}
+		if s.TopLogprobsNum > 0 {
+			extra["top_logprobs_num"] = s.TopLogprobsNum
+		}
+		if len(s.TokenIDsLogprob) > 0 {
+			extra["token_ids_logprob"] = s.TokenIDsLogprob
+		}
+		if s.ReturnRoutedExperts {
+			extra["return_routed_experts"] = true
+		}
+	case prober.ProtocolOpenAICompletions:
+		if s.ReturnLogprob && s.TopLogprobsNum > 0 {
+			extra["logprobs"] = s.TopLogprobsNum
+		}
+	}
+	maps.Copy(extra, s.ExtraBody)
+	if len(extra) > 0 {
+		o.ExtraBody = extra
+	}
+	return o
+}
+
+// Output is a finished run.
+type Output struct {
+	// Summary is the bench_serving summary with servingprobe's extras.
+	Summary bench.Summary
+	// Run has the run's timing and counts; its Results are not kept (the
+	// summary accumulates them as they finish).
+	Run prober.BenchmarkRun
+	// Duration is the benchmark duration as reported: the run, plus the
+	// profiler stop, plus for sglang backends with compat
+	// server-info-duration the GET /server_info.
+	Duration time.Duration
+	// ServerInfo is GET /server_info's JSON, nil if it failed.
+	ServerInfo json.RawMessage
+	// AcceptLength is sglang's average speculative accept length (0: none).
+	AcceptLength float64
+	Warmup       []prober.Result
+}
+
+// Run sends warmup, flushes the cache, starts the profiler, runs the
+// measured requests and collects server_info, in bench_serving's order.
+// A cancelled ctx returns the partial Output with the context's cause.
+func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
+	if env.Logger == nil {
+		env.Logger = log.NewNopLogger()
+	}
+	getenv := env.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	s := p.Spec
+	out := &Output{}
+	do := p.Prober.Run
+	if n := s.WarmupRequests; n > 0 {
+		warm := prober.WarmupPrompts(p.Prompts[0], n)
+		if len(s.LoRANames) > 0 {
+			for i := range warm {
+				warm[i].LoRA = s.LoRANames[0]
+			}
+		}
+		level.Info(env.Logger).Log("msg", "Warming up", "requests", n)
+		w, err := prober.Benchmark(ctx, prober.BenchmarkConfig{Warmup: warm, MaxConcurrency: s.MaxConcurrency, Do: do})
+		out.Warmup = w.Warmup
+		if err != nil {
+			return out, fmt.Errorf("warmup: %w", err)
+		}
+	}
+	if s.FlushCache || (p.Info.SGLang && truthy(getenv("SGLANG_IS_IN_CI"))) {
+		if err := flushCache(ctx, p.Client, s.BaseURL, s.Backend, s.FlushCacheTimeout, nil); err != nil {
+			return out, err
+		}
+	}
+	pause := time.Second
+	if env.PauseAfterWarmup != nil {
+		pause = *env.PauseAfterWarmup
+	}
+	if pause > 0 {
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return out, context.Cause(ctx)
+		}
+	}
+	if s.Profile.Enabled {
+		if err := startProfile(ctx, p.Client, s.BaseURL, s.Profile); err != nil {
+			return out, err
+		}
+	}
+	params := s.Params()
+	counter := prober.TokenizerCounter{Tokenizer: p.Tok}
+	params.CountTokens = func(text string) int {
+		n, err := counter.Count(text)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	acc := bench.NewAccumulator(params)
+	cfg := prober.BenchmarkConfig{
+		Pacer:          p.Pacer,
+		Prompts:        p.Prompts,
+		MaxConcurrency: s.MaxConcurrency,
+		MaxDuration:    s.MaxDuration,
+		Do:             do,
+		Progress:       env.Progress,
+		DiscardResults: true,
+		OnResult: func(i int, r prober.Result) {
+			acc.Add(i, r, p.Prompts[i])
+			if env.Observer != nil {
+				env.Observer.Observe(r)
+			}
+		},
+	}
+	if env.OnStart != nil {
+		env.OnStart()
+	}
+	level.Info(env.Logger).Log("msg", "Benchmark started", "prompts", len(p.Prompts), "request_rate", s.RateLabel(), "max_concurrency", s.MaxConcurrency)
+	run, err := prober.Benchmark(ctx, cfg)
+	out.Run = run
+	out.Duration = run.Duration
+	if err != nil {
+		if serr := summarize(acc, out); serr != nil {
+			return out, errors.Join(err, serr)
+		}
+		return out, err
+	}
+	if s.Profile.Enabled {
+		start := time.Now()
+		if err := stopProfile(ctx, p.Client, s.BaseURL, s.Profile); err != nil {
+			return out, err
+		}
+		out.Duration += time.Since(start) // bench_serving stops the clock after the profiler
+	}
+	start := time.Now()
+	out.ServerInfo, out.AcceptLength = serverInfo(ctx, p.Client, s.BaseURL, nil)
+	if p.Info.SGLang && s.Compat.ServerInfoDuration {
+		out.Duration += time.Since(start)
+	}
+	if !p.Info.SGLang {
+		out.AcceptLength = 0 // bench_serving reads it only for sglang backends
+	}
+	return out, summarize(acc, out)
+}
+
+// summarize fills out.Summary. It is also called for a cancelled run, so
+// that the daemon can keep a partial summary.
+func summarize(acc *bench.Accumulator, out *Output) error {
+	sum, err := acc.Summary(out.Duration)
+	if err != nil {
+		return err
+	}
+	sum.ServerInfo = out.ServerInfo
+	if out.AcceptLength > 0 {
+		v := out.AcceptLength
+		sum.AcceptLength = &v
+	}
+	out.Summary = sum
+	return nil
+}
+
+func truthy(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,226 @@
+package benchrun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxControlBody bounds what the control endpoints (/model_info,
+// /server_info, profiling) may send back.
+const maxControlBody = 4 << 20
+
+// control sends one non-measured request and returns the body of a 200.
+func control(ctx context.Context, c *http.Client, method, u string, body any, headers map[string]string) ([]byte, int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxControlBody))
+	if err != nil {
+		return nil, resp.StatusCode, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg := strings.TrimSpace(string(b))
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		return b, resp.StatusCode, fmt.Errorf("%s %s: HTTP %d %s", method, u, resp.StatusCode, msg)
+	}
+	return b, resp.StatusCode, nil
+}
+
+// readyCheck polls GET {base}/v1/models (the base URL for trt) once a
+// second until it answers 200, for at most timeout (newest sglang).
+func readyCheck(ctx context.Context, c *http.Client, base, backend string, timeout time.Duration, headers map[string]string) error {
+	if timeout <= 0 {
+		return nil
+	}
+	u := base + "/v1/models"
+	if backend == "trt" {
+		u = base
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var last error
+	for {
+		_, _, err := control(ctx, c, http.MethodGet, u, nil, headers)
+		if err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			if context.Cause(ctx) != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return ctx.Err()
+			}
+			return fmt.Errorf("server not ready after %s (--ready-check-timeout-sec; 0 skips the check): %w", timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// modelInfoTokenizer asks GET {base}/model_info for tokenizer_path, else
+// model_path, as newest sglang does when --tokenizer is unset.
+func modelInfoTokenizer(ctx context.Context, c *http.Client, base string, headers map[string]string) (string, error) {
+	b, _, err := control(ctx, c, http.MethodGet, base+"/model_info", nil, headers)
+	if err != nil {
+		return "", err
+	}
+	var mi struct {
+		TokenizerPath string `json:"tokenizer_path"`
+		ModelPath     string `json:"model_path"`
+	}
+	if err := json.Unmarshal(b, &mi); err != nil {
+		return "", fmt.Errorf("decode /model_info: %w", err)
+	}
+	if mi.TokenizerPath != "" {
+		return mi.TokenizerPath, nil
+	}
+	if mi.ModelPath != "" {
+		return mi.ModelPath, nil
+	}
+	return "", errors.New("/model_info names no tokenizer_path or model_path")
+}
+
+// flushCache is POST /flush_cache (with ?timeout= for sglang backends) or
+// POST /reset_prefix_cache for vllm backends.
+func flushCache(ctx context.Context, c *http.Client, base, backend string, timeout time.Duration, headers map[string]string) error {
+	var u string
+	switch {
+	case strings.HasPrefix(backend, "vllm"):
+		u = base + "/reset_prefix_cache"
+	case strings.Contains(backend, "sglang"):
+		u = base + "/flush_cache?timeout=" + strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)
+	default:
+		u = base + "/flush_cache"
+	}
+	_, _, err := control(ctx, c, http.MethodPost, u, nil, headers)
+	if err != nil {
+		return fmt.Errorf("flush cache: %w", err)
+	}
+	return nil
+}
+
+// profileURLs are the servers to profile: the base URL, or with
+// --pd-separated the prefill or decode URLs.
+func (p Profile) urls(base string) []string {
+	if !p.PDSeparated {
+		return []string{base}
+	}
+	out := append(append([]string{}, p.PrefillURLs...), p.DecodeURLs...)
+	if len(out) == 0 {
+		return []string{base}
+	}
+	for i := range out {
+		out[i] = strings.TrimRight(out[i], "/")
+	}
+	return out
+}
+
+// startBody is the JSON of POST /start_profile (§3).
+func (p Profile) startBody() map[string]any {
+	b := map[string]any{
+		"activities":       p.Activities,
+		"profile_by_stage": p.ByStage,
+		"profile_stages":   p.Stages,
+	}
+	if p.NumSteps >= 0 {
+		b["num_steps"] = p.NumSteps
+	}
+	if p.Steps >= 0 {
+		b["num_steps"] = p.Steps
+	}
+	if p.StartStep >= 0 {
+		b["start_step"] = p.StartStep
+	}
+	if p.OutputDir != "" {
+		b["output_dir"] = p.OutputDir
+	}
+	if p.Prefix != "" {
+		b["profile_prefix"] = p.Prefix
+	}
+	return b
+}
+
+func startProfile(ctx context.Context, c *http.Client, base string, p Profile) error {
+	for _, u := range p.urls(base) {
+		if _, _, err := control(ctx, c, http.MethodPost, u+"/start_profile", p.startBody(), nil); err != nil {
+			return fmt.Errorf("start profile: %w", err)
+		}
+	}
+	return nil
+}
+
+// stopProfile is skipped when the server stops by itself after a number
+// of steps.
+func stopProfile(ctx context.Context, c *http.Client, base string, p Profile) error {
+	if p.NumSteps >= 0 || p.Steps >= 0 {
+		return nil
+	}
+	for _, u := range p.urls(base) {
+		if _, _, err := control(ctx, c, http.MethodPost, u+"/stop_profile", map[string]any{}, nil); err != nil {
+			return fmt.Errorf("stop profile: %w", err)
+		}
+	}
+	return nil
+}
+
+// serverInfo is GET /server_info: the raw JSON (nil unless 200 with a JSON
+// body) and sglang's accept length, internal_states[0].avg_spec_accept_length
+// (decode[0]'s under PD disaggregation). Errors are not fatal: sglang
+// crashes here after printing the table, we record null.
+func serverInfo(ctx context.Context, c *http.Client, base string, headers map[string]string) (json.RawMessage, float64) {
+	b, _, err := control(ctx, c, http.MethodGet, base+"/server_info", nil, headers)
+	if err != nil || !json.Valid(b) {
+		return nil, 0
+	}
+	var si struct {
+		InternalStates []struct {
+			AvgSpecAcceptLength float64 `json:"avg_spec_accept_length"`
+		} `json:"internal_states"`
+		Decode []struct {
+			InternalStates []struct {
+				AvgSpecAcceptLength float64 `json:"avg_spec_accept_length"`
+			} `json:"internal_states"`
+		} `json:"decode"`
+	}
+	_ = json.Unmarshal(b, &si)
+	states := si.InternalStates
+	if len(si.Decode) > 0 {
+		states = si.Decode[0].InternalStates
+	}
+	var accept float64
+	if len(states) > 0 {
+		accept = states[0].AvgSpecAcceptLength
+	}
+	return json.RawMessage(bytes.TrimSpace(b)), accept
+}

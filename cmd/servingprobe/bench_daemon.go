@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+
+	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/exporter"
+)
+
+// daemonBenchRunner runs the daemon's bench windows with the same code as
+// the CLI: a validated API request becomes a benchrun.Spec on the target's
+// client (its http_client_config carries auth and TLS) and module.
+func daemonBenchRunner() exporter.BenchRunFunc {
+	return func(ctx context.Context, job exporter.BenchJob) (exporter.BenchOutput, error) {
+		s, err := daemonSpec(job.Spec)
+		if err != nil {
+			return exporter.BenchOutput{}, err
+		}
+		t := job.Spec.Target
+		env := benchrun.Env{
+			Logger: job.Logger, Target: &t, Module: job.Spec.ModuleName,
+			Observer: job.Observer, Progress: job.Progress, OnStart: job.Started,
+		}
+		prep, err := benchrun.Prepare(ctx, s, env)
+		if err != nil {
+			return exporter.BenchOutput{}, err
+		}
+		out, runErr := prep.Run(ctx, env)
+		if out == nil || out.Summary.Backend == "" {
+			return exporter.BenchOutput{}, runErr
+		}
+		res, err := benchOutput(&out.Summary)
+		return res, errors.Join(runErr, err)
+	}
+}
+
+// benchOutput is the API's form of a summary.
+func benchOutput(sum *bench.Summary) (exporter.BenchOutput, error) {
+	js, err := json.Marshal(sum)
+	if err != nil {
+		return exporter.BenchOutput{}, err
+	}
+	rec, err := sum.Record(bench.JSONOptions{Strict: true})
+	if err != nil {
+		return exporter.BenchOutput{}, err
+	}
+	return exporter.BenchOutput{
+		Summary: js,
+		Record:  json.RawMessage(strings.TrimSpace(string(rec))),
+		Headline: exporter.BenchHeadline{
+			RequestThroughput: sum.RequestThroughput,
+			OutputThroughput:  sum.OutputThroughput,
+			Completed:         sum.Completed,
+			Failed:            sum.Failed,
+		},
+	}, nil
+}
+
+// daemonSpec maps a validated API request and its module onto a Spec.
+func daemonSpec(b exporter.BenchSpec) (benchrun.Spec, error) {
+	t, m, req := b.Target, b.Module, b.Request
+	s := benchrun.DefaultSpec()
+	s.Backend = t.Backend
+	s.BaseURL = strings.TrimRight(t.URL, "/")
+	s.Model = t.Model
+	if m.Tokenizer == "server" {
+		return s, errors.New("module tokenizer \"server\" is not supported for bench runs: the datasets need a local tokenizer (a path or hub id)")
+	}
+	s.Tokenizer = m.Tokenizer
+	s.Dataset = b.Dataset
+	o := &s.DatasetOptions
+	o.DatasetPath = m.DatasetPath
+	o.ApplyChatTemplate = m.ApplyChatTemplate
+	o.FixedPrompt, o.FixedOutputLen = m.Prompt, b.OutputLen
+	o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = b.InputLen, b.OutputLen, b.RangeRatio
+	if m.Dataset == "sharegpt" && req.DatasetName == "" {
+		o.SharegptOutputLen = m.OutputLen
+	}
+	s.NumPrompts = b.NumPrompts
+	s.RequestRate = b.RequestRate
+	if math.IsInf(s.RequestRate, 1) || s.RequestRate <= 0 {
+		s.RequestRate = math.Inf(1)
+	}
+	s.Burstiness = b.Burstiness
+	s.MaxConcurrency = b.MaxConcurrency
+	s.MaxDuration = b.MaxDuration
+	s.Seed = b.Seed
+	s.WarmupRequests = b.WarmupRequests
+	s.DisableStream = req.DisableStream || (m.Stream != nil && !*m.Stream)
+	s.DisableIgnoreEOS = req.DisableIgnoreEOS || (m.IgnoreEOS != nil && !*m.IgnoreEOS)
+	if m.Temperature != nil {
+		s.Temperature = *m.Temperature
+	}
+	if m.TopP != nil {
+		s.TopP = *m.TopP
+	}
+	s.ExtraBody = m.ExtraBody
+	s.Headers = m.Headers
+	if m.LoRA != "" {
+		s.LoRANames = []string{m.LoRA}
+	}
+	// Probed targets answer already; a long ready check would only hold
+	// the target's bench slot.
+	s.ReadyCheckTimeout = 0
+	var err error
+	if s.Compat, err = bench.ParseCompat(req.Compat); err != nil {
+		return s, err
+	}
+	if g, err := bench.ParseGoodput(req.Goodput); err != nil {
+		return s, err
+	} else if len(g) > 0 {
+		s.Goodput = g
+	}
+	s.Tag = req.Tag
+	return s, nil
+}

@@ -1,0 +1,504 @@
+package exporter
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// BenchStatus is where a bench run is in its life.
+type BenchStatus string
+
+// Bench run statuses. queued: accepted, preparing (tokenizer, prompts,
+// warmup); running: the measured requests are being sent.
+const (
+	BenchQueued    BenchStatus = "queued"
+	BenchRunning   BenchStatus = "running"
+	BenchSucceeded BenchStatus = "completed"
+	BenchFail      BenchStatus = "failed"
+	BenchCancel    BenchStatus = "canceled"
+)
+
+// BenchJob is one run handed to the BenchRunFunc.
+type BenchJob struct {
+	ID   string
+	Spec BenchSpec
+	// Observer records each measured Result with mode="bench".
+	Observer prober.Observer
+	Progress *prober.Progress
+	// Started must be called when the measured requests start (after
+	// warmup); it moves the run to running and starts the bench gauges.
+	Started func()
+	Logger  log.Logger
+}
+
+// BenchOutput is what a finished run produced.
+type BenchOutput struct {
+	// Summary is the summary as the CLI's JSON (bench.Summary).
+	Summary json.RawMessage
+	// Record is the bench_serving JSONL record (strict JSON), written to the
+	// results file.
+	Record   json.RawMessage
+	Headline BenchHeadline
+}
+
+// BenchRunFunc runs one bench job. It returns when the run ends or ctx is
+// done; a cancelled run may still return a partial output.
+type BenchRunFunc func(ctx context.Context, job BenchJob) (BenchOutput, error)
+
+// BenchOptions configure EnableBenches.
+type BenchOptions struct {
+	Run BenchRunFunc
+	// WatchInterval is how often a run checks that its target is still
+	// configured; default 1 s.
+	WatchInterval time.Duration
+	// MaxListed bounds the runs kept in memory (and listed); the oldest
+	// finished runs are forgotten first (their files stay). Default 1000.
+	MaxListed int
+}
+
+// Benches runs bench windows for a Daemon and serves /api/v1/benches.
+type Benches struct {
+	d      *Daemon
+	o      BenchOptions
+	logger log.Logger
+
+	mu     sync.Mutex
+	runs   map[string]*benchRun
+	active map[string]string // target -> id of its queued or running run
+	wg     sync.WaitGroup
+	closed bool
+}
+
+// benchRun is one run. Fields after mu are guarded by it.
+type benchRun struct {
+	progress *prober.Progress
+	cancel   context.CancelCauseFunc
+
+	mu   sync.Mutex
+	view BenchView
+}
+
+// BenchView is a run as the API shows it and the results file stores it.
+type BenchView struct {
+	ID       string                   `json:"id"`
+	Target   string                   `json:"target"`
+	Module   string                   `json:"module"`
+	Tag      string                   `json:"tag,omitempty"`
+	Status   BenchStatus              `json:"status"`
+	Created  time.Time                `json:"created"`
+	Started  *time.Time               `json:"started"`
+	Ended    *time.Time               `json:"ended"`
+	Error    string                   `json:"error,omitempty"`
+	Request  BenchRequest             `json:"request"`
+	Progress *prober.ProgressSnapshot `json:"progress,omitempty"`
+	Summary  json.RawMessage          `json:"summary"`
+	// Record is bench_serving's JSONL record of the run.
+	Record json.RawMessage `json:"record,omitempty"`
+}
+
+// EnableBenches registers the bench API on d's mux and lists the runs
+// already in bench.results_dir. Call it before the handler serves.
+func EnableBenches(d *Daemon, o BenchOptions) (*Benches, error) {
+	if o.Run == nil {
+		return nil, errors.New("exporter: no bench run function")
+	}
+	if o.WatchInterval <= 0 {
+		o.WatchInterval = time.Second
+	}
+	if o.MaxListed <= 0 {
+		o.MaxListed = 1000
+	}
+	b := &Benches{d: d, o: o, logger: d.logger, runs: map[string]*benchRun{}, active: map[string]string{}}
+	if err := b.load(d.Config().Bench.ResultsDir); err != nil {
+		return nil, err
+	}
+	d.Handle("POST /api/v1/benches", http.HandlerFunc(b.handleCreate), "", "")
+	d.Handle("GET /api/v1/benches", http.HandlerFunc(b.handleList), "Bench runs", "bench windows: POST to start one, GET to follow, DELETE to cancel")
+	d.Handle("GET /api/v1/benches/{id}", http.HandlerFunc(b.handleGet), "", "")
+	d.Handle("DELETE /api/v1/benches/{id}", http.HandlerFunc(b.handleDelete), "", "")
+	return b, nil
+}
+
+// Close cancels every run and waits for them to end and be written.
+func (b *Benches) Close() {
+	b.mu.Lock()
+	b.closed = true
+	for _, r := range b.runs {
+		if r.cancel != nil {
+			r.cancel(errShutdown)
+		}
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+var (
+	errShutdown       = errors.New("the daemon is shutting down")
+	errCanceledByUser = errors.New("canceled by DELETE /api/v1/benches/{id}")
+	errTargetRemoved  = errors.New("target removed from the configuration by a reload")
+)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeAPIError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, map[string]string{"error": e.msg})
+}
+
+func (b *Benches) handleCreate(w http.ResponseWriter, r *http.Request) {
+	cfg := b.d.Config()
+	if !cfg.Bench.Enabled {
+		writeAPIError(w, &apiError{http.StatusForbidden, "bench windows are disabled (bench.enabled: false)"})
+		return
+	}
+	req, aerr := decodeBenchRequest(r.Body, cfg.Bench.MaxBodyBytes)
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	spec, aerr := req.validate(cfg)
+	if aerr != nil {
+		writeAPIError(w, aerr)
+		return
+	}
+	id := newBenchID()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	run := &benchRun{progress: &prober.Progress{}, cancel: cancel}
+	run.view = BenchView{ID: id, Target: spec.Target.Name, Module: spec.ModuleName, Tag: req.Tag,
+		Status: BenchQueued, Created: time.Now().UTC(), Request: req}
+
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		cancel(nil)
+		writeAPIError(w, &apiError{http.StatusServiceUnavailable, "the daemon is shutting down"})
+		return
+	}
+	if other, busy := b.active[spec.Target.Name]; busy {
+		b.mu.Unlock()
+		cancel(nil)
+		writeJSON(w, http.StatusConflict, map[string]string{"error": fmt.Sprintf("a bench run is already active on target %q", spec.Target.Name), "id": other})
+		return
+	}
+	if len(b.active) >= cfg.Bench.MaxConcurrentRuns {
+		b.mu.Unlock()
+		cancel(nil)
+		writeAPIError(w, overLimit("%d bench runs are active: bench.max_concurrent_runs is %d", len(b.active), cfg.Bench.MaxConcurrentRuns))
+		return
+	}
+	b.active[spec.Target.Name] = id
+	b.runs[id] = run
+	b.forgetOldLocked()
+	b.wg.Add(1)
+	b.mu.Unlock()
+
+	b.d.Metrics().PrepareBench(spec.Target.Name, spec.ModuleName)
+	go b.execute(ctx, run, spec)
+	level.Info(b.logger).Log("msg", "Bench run accepted", "id", id, "target", spec.Target.Name, "module", spec.ModuleName,
+		"num_prompts", spec.NumPrompts, "request_rate", rateString(spec.RequestRate), "max_concurrency", spec.MaxConcurrency)
+	w.Header().Set("Location", "/api/v1/benches/"+id)
+	writeJSON(w, http.StatusAccepted, run.snapshot())
+}
+
+// execute runs one bench, watches for its target's removal, records the
+// end, writes the results file and frees the target.
+func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
+	defer b.wg.Done()
+	defer run.cancel(nil)
+	id, target := run.view.ID, spec.Target.Name
+	logger := log.With(b.logger, "id", id, "target", target)
+
+	watchDone := make(chan struct{})
+	go func() {
+		t := time.NewTicker(b.o.WatchInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-watchDone:
+				return
+			case <-t.C:
+				if _, ok := b.d.Config().Target(target); !ok {
+					run.cancel(errTargetRemoved)
+					return
+				}
+			}
+		}
+	}()
+
+	var started time.Time
+	job := BenchJob{
+		ID: id, Spec: spec,
+		Observer: b.d.Metrics().Observer(ModeBench),
+		Progress: run.progress,
+		Logger:   logger,
+		Started: func() {
+			started = time.Now()
+			st := started.UTC()
+			run.mu.Lock()
+			run.view.Status, run.view.Started = BenchRunning, &st
+			run.mu.Unlock()
+			b.d.Metrics().BenchStarted(target, started)
+			level.Info(logger).Log("msg", "Bench run started")
+		},
+	}
+	out, err := b.o.Run(ctx, job)
+	close(watchDone)
+	end := time.Now()
+	if started.IsZero() {
+		// Failed before the measured run: still mark the window so that
+		// the end timestamp never precedes the start.
+		b.d.Metrics().BenchStarted(target, end)
+	}
+
+	status, result := BenchSucceeded, BenchCompleted
+	var msg string
+	switch cause := context.Cause(ctx); {
+	case err == nil:
+	case cause != nil:
+		status, result, msg = BenchCancel, BenchCanceled, cause.Error()
+	default:
+		status, result, msg = BenchFail, BenchFailed, err.Error()
+	}
+	b.d.Metrics().BenchFinished(target, end, result, out.Headline)
+
+	et := end.UTC()
+	run.mu.Lock()
+	run.view.Status, run.view.Ended, run.view.Error = status, &et, truncateUTF8(b.d.state.Load().red.redact(msg), 2000)
+	run.view.Summary, run.view.Record = out.Summary, out.Record
+	snap := run.progress.Snapshot()
+	run.view.Progress = &snap
+	view := run.view
+	run.mu.Unlock()
+
+	if werr := writeResult(b.d.Config().Bench.ResultsDir, view); werr != nil {
+		level.Error(logger).Log("msg", "Bench result not written", "err", werr)
+	}
+	b.mu.Lock()
+	delete(b.active, target)
+	b.mu.Unlock()
+	kv := []any{"msg", "Bench run ended", "status", status, "duration_seconds", end.Sub(view.Created).Seconds()}
+	if msg != "" {
+		kv = append(kv, "err", view.Error)
+	}
+	level.Info(logger).Log(kv...)
+}
+
+// snapshot copies the view with live progress.
+func (r *benchRun) snapshot() BenchView {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.view
+	if v.Progress == nil && r.progress != nil {
+		s := r.progress.Snapshot()
+		v.Progress = &s
+	}
+	return v
+}
+
+// forgetOldLocked drops the oldest finished runs beyond MaxListed.
+func (b *Benches) forgetOldLocked() {
+	if len(b.runs) <= b.o.MaxListed {
+		return
+	}
+	views := b.listLocked()
+	for i := len(views) - 1; i >= 0 && len(b.runs) > b.o.MaxListed; i-- {
+		if _, active := b.active[views[i].Target]; active && b.active[views[i].Target] == views[i].ID {
+			continue
+		}
+		delete(b.runs, views[i].ID)
+	}
+}
+
+// listLocked returns every run, newest first.
+func (b *Benches) listLocked() []BenchView {
+	out := make([]BenchView, 0, len(b.runs))
+	for _, r := range b.runs {
+		out = append(out, r.snapshot())
+	}
+	slices.SortFunc(out, func(x, y BenchView) int {
+		if c := y.Created.Compare(x.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(y.ID, x.ID)
+	})
+	return out
+}
+
+func (b *Benches) handleList(w http.ResponseWriter, _ *http.Request) {
+	b.mu.Lock()
+	views := b.listLocked()
+	b.mu.Unlock()
+	// The list is an index: summaries and records are one GET away.
+	for i := range views {
+		views[i].Summary, views[i].Record = nil, nil
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Benches []BenchView `json:"benches"`
+	}{views})
+}
+
+func (b *Benches) lookup(w http.ResponseWriter, r *http.Request) *benchRun {
+	id := r.PathValue("id")
+	if !validBenchID(id) {
+		writeAPIError(w, &apiError{http.StatusNotFound, "no such bench run (ids are 24 lower-case hex digits)"})
+		return nil
+	}
+	b.mu.Lock()
+	run := b.runs[id]
+	b.mu.Unlock()
+	if run == nil {
+		writeAPIError(w, &apiError{http.StatusNotFound, "no such bench run"})
+	}
+	return run
+}
+
+func (b *Benches) handleGet(w http.ResponseWriter, r *http.Request) {
+	if run := b.lookup(w, r); run != nil {
+		writeJSON(w, http.StatusOK, run.snapshot())
+	}
+}
+
+func (b *Benches) handleDelete(w http.ResponseWriter, r *http.Request) {
+	run := b.lookup(w, r)
+	if run == nil {
+		return
+	}
+	v := run.snapshot()
+	if v.Ended != nil || run.cancel == nil {
+		writeAPIError(w, &apiError{http.StatusConflict, fmt.Sprintf("bench run %s has already ended (%s)", v.ID, v.Status)})
+		return
+	}
+	run.cancel(errCanceledByUser)
+	writeJSON(w, http.StatusAccepted, v)
+}
+
+func newBenchID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// resultFile is the results file of run id.
+func resultFile(dir, id string) string { return filepath.Join(dir, "bench-"+id+".jsonl") }
+
+// writeResult writes one JSON line atomically: a temporary file in the same
+// directory, fsync, rename over the final name, fsync of the directory. A
+// crash leaves either no file or the whole record.
+func writeResult(dir string, v BenchView) error {
+	if dir == "" {
+		return errors.New("bench.results_dir is not set")
+	}
+	if !validBenchID(v.ID) {
+		return fmt.Errorf("invalid bench id %q", v.ID)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	tmp, err := os.CreateTemp(dir, ".bench-"+v.ID+"-*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+	if _, err := tmp.Write(line); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), resultFile(dir, v.ID)); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// load lists the finished runs in dir. Unreadable files are skipped with a
+// warning: one bad file must not keep the daemon from starting.
+func (b *Benches) load(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bench.results_dir: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		id, ok := strings.CutPrefix(name, "bench-")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		id, ok = strings.CutSuffix(id, ".jsonl")
+		if !ok || !validBenchID(id) {
+			continue
+		}
+		v, err := readResult(filepath.Join(dir, name))
+		if err != nil || v.ID != id {
+			level.Warn(b.logger).Log("msg", "Skipping unreadable bench result", "file", name, "err", err)
+			continue
+		}
+		b.runs[id] = &benchRun{view: v}
+	}
+	b.forgetOldLocked()
+	return nil
+}
+
+func readResult(path string) (BenchView, error) {
+	var v BenchView
+	f, err := os.Open(path)
+	if err != nil {
+		return v, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 256<<20)
+	if !sc.Scan() {
+		if err := sc.Err(); err != nil {
+			return v, err
+		}
+		return v, errors.New("empty file")
+	}
+	err = json.Unmarshal(sc.Bytes(), &v)
+	return v, err
+}
