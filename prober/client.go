@@ -81,11 +81,20 @@ func NewClient(t *config.Target, o ClientOptions) (*http.Client, error) {
 // DetectModel asks an OpenAI-compatible server for its models and returns
 // the first id, as bench_serving does when --model is unset.
 func DetectModel(ctx context.Context, c *http.Client, baseURL string) (string, error) {
+	return DetectModelWithHeaders(ctx, c, baseURL, nil)
+}
+
+// DetectModelWithHeaders is DetectModel sending extra headers (an API key
+// that is not in the client's config).
+func DetectModelWithHeaders(ctx context.Context, c *http.Client, baseURL string, headers map[string]string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(baseURL, "/")+"/v1/models", nil)
 	if err != nil {
 		return "", err
 	}
 	req.Header.Set("Accept-Encoding", "identity")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("detect model: %w", err)

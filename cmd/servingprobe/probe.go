@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/model"
+
+	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// probeArgs is everything `servingprobe probe` needs; runProbe takes it so
+// tests (and the lead's probe-vs-simulator test) can call it directly.
+type probeArgs struct {
+	URL, Backend, Model, Prompt string
+	MaxTokens                   int
+	Stream, IgnoreEOS, JSON     bool
+	IncludeUsage                bool
+	Headers                     map[string]string
+	Timeout                     time.Duration
+
+	ConfigFile, Target, Module string
+
+	// APIKey is sent as a Bearer token (from OPENAI_API_KEY), except to
+	// backends that bench_serving sends no auth to (trt).
+	APIKey string
+}
+
+func addProbeCommand(app *kingpin.Application) func(ctx context.Context, env *cliEnv) error {
+	cmd := app.Command("probe", "Send one request to an LLM server and print its timings (curl for LLM latency).")
+	a := &probeArgs{Headers: map[string]string{}}
+	cmd.Flag("url", "Base URL of the server, e.g. http://127.0.0.1:8000.").StringVar(&a.URL)
+	cmd.Flag("backend", "Wire protocol, as bench_serving's --backend: "+strings.Join(prober.BackendNames(), ", ")+".").Default("openai-chat").StringVar(&a.Backend)
+	cmd.Flag("model", "Model to send; empty asks GET /v1/models.").StringVar(&a.Model)
+	cmd.Flag("prompt", "Prompt text.").Default("Write one sentence about the sky.").StringVar(&a.Prompt)
+	cmd.Flag("max-tokens", "Output tokens to request.").Default("64").IntVar(&a.MaxTokens)
+	cmd.Flag("stream", "Stream the response.").Default("true").BoolVar(&a.Stream)
+	cmd.Flag("ignore-eos", "Ask the server to ignore EOS, so exactly --max-tokens come back.").Default("true").BoolVar(&a.IgnoreEOS)
+	cmd.Flag("include-usage", "Ask OpenAI servers for stream_options.include_usage.").Default("true").BoolVar(&a.IncludeUsage)
+	cmd.Flag("header", "Extra request header K=V (repeatable).").StringMapVar(&a.Headers)
+	cmd.Flag("json", "Print the Result as JSON.").BoolVar(&a.JSON)
+	cmd.Flag("timeout", "Request timeout, body included.").Default("60s").DurationVar(&a.Timeout)
+	cmd.Flag("config.file", "Probe a target from this config file instead of --url.").StringVar(&a.ConfigFile)
+	cmd.Flag("target", "Target name in --config.file.").StringVar(&a.Target)
+	cmd.Flag("module", "Module name in --config.file (default: the target's first).").StringVar(&a.Module)
+	return func(ctx context.Context, env *cliEnv) error {
+		a.APIKey = os.Getenv("OPENAI_API_KEY")
+		res, err := runProbe(ctx, a)
+		if err != nil {
+			return err
+		}
+		if a.JSON {
+			if err := writeProbeJSON(env.Stdout, res); err != nil {
+				return err
+			}
+		} else {
+			writeProbeSummary(env.Stdout, res)
+		}
+		if res.Outcome != prober.OutcomeSuccess {
+			return fmt.Errorf("probe failed: %s: %s", res.Outcome, res.Err)
+		}
+		return nil
+	}
+}
+
+// runProbe resolves the target and sends one request. An error means the
+// probe could not be attempted; a failed request is a Result.
+func runProbe(ctx context.Context, a *probeArgs) (prober.Result, error) {
+	target, opts, prompt, err := resolveProbe(a)
+	if err != nil {
+		return prober.Result{}, err
+	}
+	info, err := prober.LookupBackend(target.Backend)
+	if err != nil {
+		return prober.Result{}, err
+	}
+	client, err := prober.NewClient(&target, prober.ClientOptions{Concurrency: 1, UserAgent: "servingprobe"})
+	if err != nil {
+		return prober.Result{}, err
+	}
+	timeout := time.Duration(target.Timeout)
+	if timeout <= 0 {
+		timeout = config.DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if a.APIKey != "" && !info.NoAuth {
+		if _, ok := opts.Headers["Authorization"]; !ok {
+			opts.Headers["Authorization"] = "Bearer " + a.APIKey
+		}
+	}
+	if opts.Model == "" && info.Protocol != prober.ProtocolTRT {
+		m, err := prober.DetectModelWithHeaders(ctx, client, target.URL, opts.Headers)
+		if err != nil {
+			return prober.Result{}, err
+		}
+		opts.Model = m
+	}
+	p := &prober.Prober{
+		Client: client, Backend: info.New(), Name: info.Name, Options: opts,
+		Limits: prober.Limits{MaxEventBytes: target.MaxEventBytes, MaxResponseBytes: target.MaxResponseBytes},
+		Target: target.Name, Module: a.Module,
+	}
+	return p.Run(ctx, prompt, time.Now()), nil
+}
+
+// resolveProbe turns flags, or a config target and module, into a request.
+func resolveProbe(a *probeArgs) (config.Target, prober.RequestOptions, datasets.Prompt, error) {
+	opts := prober.RequestOptions{
+		Model: a.Model, Stream: a.Stream, IgnoreEOS: a.IgnoreEOS, IncludeUsage: a.IncludeUsage,
+		Headers: map[string]string{},
+	}
+	for k, v := range a.Headers {
+		opts.Headers[k] = v
+	}
+	prompt := datasets.Prompt{Text: a.Prompt, OutputLen: a.MaxTokens}
+	if a.ConfigFile == "" {
+		if a.URL == "" {
+			return config.Target{}, opts, prompt, errors.New("--url or --config.file is required")
+		}
+		t := config.Target{Name: "cli", URL: a.URL, Backend: a.Backend, Model: a.Model}
+		t.Timeout = model.Duration(a.Timeout)
+		t.HTTPClientConfig.FollowRedirects = true
+		t.HTTPClientConfig.EnableHTTP2 = true
+		opts.BaseURL = a.URL
+		return t, opts, prompt, nil
+	}
+	cfg, err := config.Load(a.ConfigFile)
+	if err != nil {
+		return config.Target{}, opts, prompt, err
+	}
+	i := slices.IndexFunc(cfg.Targets, func(t config.Target) bool { return t.Name == a.Target })
+	if i < 0 {
+		return config.Target{}, opts, prompt, fmt.Errorf("target %q not in %s", a.Target, a.ConfigFile)
+	}
+	t := cfg.Targets[i]
+	if a.Module == "" && len(t.Modules) > 0 {
+		a.Module = t.Modules[0]
+	}
+	m, ok := cfg.Modules[a.Module]
+	if !ok {
+		return config.Target{}, opts, prompt, fmt.Errorf("module %q not in %s", a.Module, a.ConfigFile)
+	}
+	opts.BaseURL, opts.Model = t.URL, t.Model
+	opts.Temperature, opts.TopP, opts.ExtraBody = m.Temperature, m.TopP, m.ExtraBody
+	if m.IgnoreEOS != nil {
+		opts.IgnoreEOS = *m.IgnoreEOS
+	}
+	if m.Stream != nil {
+		opts.Stream = *m.Stream
+	}
+	if m.IncludeUsage != nil {
+		opts.IncludeUsage = *m.IncludeUsage
+	}
+	for k, v := range m.Headers {
+		opts.Headers[k] = v
+	}
+	if m.Prompt != "" {
+		prompt.Text = m.Prompt
+	}
+	if m.OutputLen > 0 {
+		prompt.OutputLen = m.OutputLen
+	}
+	prompt.LoRA = m.LoRA
+	return t, opts, prompt, nil
+}
+
+// probeJSON is the --json view: the Result plus its derived durations, in
+// seconds.
+type probeJSON struct {
+	prober.Result
+	TTFTSeconds    float64   `json:"ttft_seconds"`
+	TPOTSeconds    float64   `json:"tpot_seconds"`
+	E2ESeconds     float64   `json:"e2e_seconds"`
+	ITLSeconds     []float64 `json:"itl_seconds"`
+	ChunkITLSecond []float64 `json:"chunk_itl_seconds"`
+}
+
+func probeSeconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out
+}
+
+func writeProbeJSON(w io.Writer, r prober.Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(probeJSON{
+		Result: r, TTFTSeconds: r.TTFT().Seconds(), TPOTSeconds: r.TPOT().Seconds(), E2ESeconds: r.E2E().Seconds(),
+		ITLSeconds: probeSeconds(r.ITLs()), ChunkITLSecond: probeSeconds(r.ChunkITLs()),
+	})
+}
+
+// quantile is NumPy's linear (type 7) percentile of sorted ds.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	pos := q * float64(len(sorted)-1)
+	lo := int(pos)
+	if lo+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	frac := pos - float64(lo)
+	return sorted[lo] + time.Duration(frac*float64(sorted[lo+1]-sorted[lo]))
+}
+
+func probeMS(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+}
+
+func writeProbeSummary(w io.Writer, r prober.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
+	row("Target", "%s (%s, model %s)", r.Target, r.Backend, r.Model)
+	row("Outcome", "%s (HTTP %d)", r.Outcome, r.HTTPStatus)
+	if r.Err != "" {
+		row("Error", "%s", r.Err)
+	}
+	row("TTFT", "%s", probeMS(r.TTFT()))
+	row("TPOT", "%s", probeMS(r.TPOT()))
+	itl := r.ITLs()
+	slices.Sort(itl)
+	row("ITL per token", "p50 %s  p99 %s  max %s  (%d, tokens from %s)", probeMS(quantile(itl, .5)), probeMS(quantile(itl, .99)), probeMS(quantile(itl, 1)), len(itl), r.EventTokensSource)
+	citl := r.ChunkITLs()
+	slices.Sort(citl)
+	row("ITL per chunk", "p50 %s  p99 %s  max %s  (%d)", probeMS(quantile(citl, .5)), probeMS(quantile(citl, .99)), probeMS(quantile(citl, 1)), len(citl))
+	row("E2E", "%s", probeMS(r.E2E()))
+	row("Tokens in", "%d (%s)", r.InputTokens, orNone(string(r.InputTokensSource)))
+	row("Tokens out", "%d (%s), requested %d", r.OutputTokens, orNone(string(r.OutputTokensSource)), r.RequestedOutputTokens)
+	row("Finish reason", "%s", orNone(r.FinishReason))
+	conn := "new connection"
+	if r.Trace.ConnReused {
+		conn = "reused connection"
+	}
+	row("Connection", "%s: DNS %s, connect %s, TLS %s", conn, probeMS(r.Trace.DNS()), probeMS(r.Trace.Connect()), probeMS(r.Trace.TLS()))
+	if !r.Trace.FirstResponseByte.IsZero() {
+		row("Headers", "%s after sent", probeMS(r.Trace.FirstResponseByte.Sub(r.Sent)))
+	}
+	row("Events", "%d output events, %d keep-alives, %d bytes", len(r.Events), r.KeepAlives, r.BytesRead)
+	tw.Flush()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
