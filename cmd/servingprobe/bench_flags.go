@@ -364,7 +364,7 @@ func (f *benchFlags) spec(getenv func(string) string) (benchrun.Spec, error) {
 	s.RequestRate, s.Burstiness = f.requestRate, f.burstiness
 	s.UseTraceTimestamps = f.useTraceTimestamps
 	s.MaxConcurrency = f.maxConcurrency
-	if f.maxConcurrency < 0 || (f.set["max-concurrency"] != nil && f.maxConcurrency == 0) {
+	if f.maxConcurrency < 0 || (*f.set["max-concurrency"] && f.maxConcurrency == 0) {
 		bad("--max-concurrency must be at least 1")
 	}
 	s.MaxDuration = f.maxDuration
