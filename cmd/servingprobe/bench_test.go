@@ -362,5 +362,3 @@ func TestBenchNoTokenizer(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want a clear tokenizer error", code, stderr)
 	}
 }
-
-
