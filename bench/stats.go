@@ -41,38 +41,45 @@ func computeStats(values []float64) Stats {
 // loops_utils.h.src): blocks of up to 128 summed with eight accumulators,
 // larger arrays split in halves rounded to a multiple of 8. Matching it
 // makes means agree with NumPy to the last bit on the same input order.
-func pairwiseSum(a []float64) float64 {
+func pairwiseSum(a []float64) float64 { return pairwiseSumOf(a, nil) }
+
+// pairwiseSumOf is pairwiseSum of f(a[i]) (of a[i] when f is nil), so that
+// the std needs no array of squared deviations.
+func pairwiseSumOf(a []float64, f func(float64) float64) float64 {
+	at := func(i int) float64 {
+		if f == nil {
+			return a[i]
+		}
+		return f(a[i])
+	}
 	n := len(a)
 	switch {
 	case n < 8:
 		res := 0.0
-		for _, v := range a {
-			res += v
+		for i := range n {
+			res += at(i)
 		}
 		return res
 	case n <= 128:
 		var r [8]float64
-		copy(r[:], a[:8])
+		for j := range r {
+			r[j] = at(j)
+		}
 		i := 8
 		for ; i < n-n%8; i += 8 {
-			r[0] += a[i+0]
-			r[1] += a[i+1]
-			r[2] += a[i+2]
-			r[3] += a[i+3]
-			r[4] += a[i+4]
-			r[5] += a[i+5]
-			r[6] += a[i+6]
-			r[7] += a[i+7]
+			for j := range r {
+				r[j] += at(i + j)
+			}
 		}
 		res := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
 		for ; i < n; i++ {
-			res += a[i]
+			res += at(i)
 		}
 		return res
 	default:
 		n2 := n / 2
 		n2 -= n2 % 8
-		return pairwiseSum(a[:n2]) + pairwiseSum(a[n2:])
+		return pairwiseSumOf(a[:n2], f) + pairwiseSumOf(a[n2:], f)
 	}
 }
 
@@ -90,12 +97,7 @@ func std(a []float64) float64 {
 		return 0
 	}
 	m := mean(a)
-	sq := make([]float64, len(a))
-	for i, v := range a {
-		d := v - m
-		sq[i] = d * d
-	}
-	return math.Sqrt(pairwiseSum(sq) / float64(len(a)))
+	return math.Sqrt(pairwiseSumOf(a, func(v float64) float64 { d := v - m; return d * d }) / float64(len(a)))
 }
 
 // median is np.median of sorted values.

@@ -374,7 +374,8 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	recs := slices.Clone(a.recs)
 	slices.SortFunc(recs, func(x, y reqRec) int { return cmp.Compare(x.idx, y.idx) })
 
-	var ttfts, tpots, e2es, itls, queues, e2eQ []float64
+	var ttfts, tpots, e2es, queues, e2eQ []float64
+	itls := make([]float64, 0, len(a.itl))
 	for _, r := range recs {
 		if r.queued {
 			queues = append(queues, r.queue)
