@@ -47,26 +47,29 @@ const (
 // Event is one stream event that carried output: its arrival time, stamped
 // as its bytes arrived and before any decoding, and how many tokens it held.
 type Event struct {
-	At time.Time
+	At time.Time `json:"at,omitzero"`
 	// Tokens is the event's token count (see Result.EventTokensSource). It
 	// is 0 for an event whose text arrived without a new token count (an
 	// sglang chunk whose completion_tokens did not move); ITLs skips it.
-	Tokens int
+	Tokens int `json:"tokens,omitzero"`
 	// TextEnd is len(GeneratedText) after this event, so the bench can
 	// re-split a chunk's gap by retokenizing its text (sglang#12064).
-	TextEnd int
+	TextEnd int `json:"text_end,omitzero"`
 }
 
 // Trace holds the connection phases from net/http/httptrace. Zero values mean
 // the phase did not happen (for example, a reused connection has no connect).
 type Trace struct {
-	DNSStart, DNSDone         time.Time
-	ConnectStart, ConnectDone time.Time
-	TLSStart, TLSDone         time.Time
-	GotConn                   time.Time
-	WroteRequest              time.Time
-	FirstResponseByte         time.Time // headers started arriving
-	ConnReused                bool
+	DNSStart          time.Time `json:"dns_start,omitzero"`
+	DNSDone           time.Time `json:"dns_done,omitzero"`
+	ConnectStart      time.Time `json:"connect_start,omitzero"`
+	ConnectDone       time.Time `json:"connect_done,omitzero"`
+	TLSStart          time.Time `json:"tls_start,omitzero"`
+	TLSDone           time.Time `json:"tls_done,omitzero"`
+	GotConn           time.Time `json:"got_conn,omitzero"`
+	WroteRequest      time.Time `json:"wrote_request,omitzero"`
+	FirstResponseByte time.Time `json:"first_response_byte,omitzero"` // headers started arriving
+	ConnReused        bool      `json:"conn_reused,omitzero"`
 }
 
 // DNS is the DNS lookup time, 0 if there was none.
@@ -88,50 +91,50 @@ func span(a, b time.Time) time.Duration {
 // Result is one request, as plain data. Only the exporter turns it into
 // metrics; only the bench turns many of them into a summary.
 type Result struct {
-	RequestID string
-	Target    string
-	Module    string
-	Model     string
-	Backend   string
-	Stream    bool
+	RequestID string `json:"request_id,omitzero"`
+	Target    string `json:"target,omitzero"`
+	Module    string `json:"module,omitzero"`
+	Model     string `json:"model,omitzero"`
+	Backend   string `json:"backend,omitzero"`
+	Stream    bool   `json:"stream,omitzero"`
 
 	// Scheduled is when the pacer wanted the request sent; Sent is taken
 	// immediately before client.Do. Sent-Scheduled is client queue time.
-	Scheduled  time.Time
-	Sent       time.Time
-	FirstToken time.Time // arrival of the first event with text or tokens
-	End        time.Time // arrival of [DONE], EOF, or the failure
+	Scheduled  time.Time `json:"scheduled,omitzero"`
+	Sent       time.Time `json:"sent,omitzero"`
+	FirstToken time.Time `json:"first_token,omitzero"` // arrival of the first event with text or tokens
+	End        time.Time `json:"end,omitzero"`         // arrival of [DONE], EOF, or the failure
 
 	// Events holds every output-bearing event in arrival order. Role-only,
 	// usage-only and keep-alive events are not in it.
-	Events []Event
+	Events []Event `json:"events,omitzero"`
 	// EventTokensSource says where Events[i].Tokens came from: meta_info or
 	// usage (cumulative counts on every chunk), protocol (trt), tokenizer
 	// (each chunk's text retokenized) or events (1 per event, unknown).
-	EventTokensSource TokenSource
+	EventTokensSource TokenSource `json:"event_tokens_source,omitzero"`
 
-	InputTokens        int
-	InputTokensSource  TokenSource
-	OutputTokens       int
-	OutputTokensSource TokenSource
-	CachedTokens       int // prompt tokens the server reported as cached
+	InputTokens        int         `json:"input_tokens,omitzero"`
+	InputTokensSource  TokenSource `json:"input_tokens_source,omitzero"`
+	OutputTokens       int         `json:"output_tokens,omitzero"`
+	OutputTokensSource TokenSource `json:"output_tokens_source,omitzero"`
+	CachedTokens       int         `json:"cached_tokens,omitzero"` // prompt tokens the server reported as cached
 
 	// RequestedOutputTokens is the max tokens the request asked for.
-	RequestedOutputTokens int
+	RequestedOutputTokens int `json:"requested_output_tokens,omitzero"`
 
-	GeneratedText string
-	FinishReason  string
+	GeneratedText string `json:"generated_text,omitzero"`
+	FinishReason  string `json:"finish_reason,omitzero"`
 	// SpecAcceptLength is sglang's meta_info.spec_accept_length, 0 if absent.
-	SpecAcceptLength float64
-	HTTPStatus       int
-	Outcome          Outcome
-	Err              string // human-readable; never a label
+	SpecAcceptLength float64 `json:"spec_accept_length,omitzero"`
+	HTTPStatus       int     `json:"http_status,omitzero"`
+	Outcome          Outcome `json:"outcome"`
+	Err              string  `json:"error,omitzero"` // human-readable; never a label
 
 	// KeepAlives counts SSE comment lines; BytesRead the body bytes.
-	KeepAlives int
-	BytesRead  int64
+	KeepAlives int   `json:"keep_alives,omitzero"`
+	BytesRead  int64 `json:"bytes_read,omitzero"`
 
-	Trace Trace
+	Trace Trace `json:"trace,omitzero"`
 }
 
 // TTFT is FirstToken − Sent: time to the first event with text or tokens.

@@ -79,7 +79,7 @@ func TestProbeCommand(t *testing.T) {
 		{"summary", []string{"probe", "--url", ok.URL, "--backend", "openai-chat", "--model", "m", "--max-tokens", "2"}, 0,
 			[]string{"Outcome", "success (HTTP 200)", "TTFT", "ITL per token", "Tokens out", "2 (usage), requested 2", "Finish reason", "length"}, ""},
 		{"json", []string{"probe", "--url", ok.URL, "--backend", "vllm-chat", "--model", "m", "--json"}, 0,
-			[]string{`"Outcome": "success"`, `"ttft_seconds"`, `"itl_seconds"`}, ""},
+			[]string{`"outcome": "success"`, `"ttft_seconds"`, `"itl_seconds"`}, ""},
 		{"http error exits 1", []string{"probe", "--url", failing.URL, "--backend", "vllm", "--model", "m"}, 1,
 			[]string{"http_5xx (HTTP 503)", "overloaded"}, "probe failed: http_5xx"},
 		{"no url", []string{"probe"}, 1, nil, "--url or --config.file is required"},
