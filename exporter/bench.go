@@ -287,16 +287,19 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 
 	et := end.UTC()
 	run.mu.Lock()
-	run.view.Status, run.view.Ended, run.view.Error = status, &et, truncateUTF8(b.d.state.Load().red.redact(msg), 2000)
-	run.view.Summary, run.view.Record = out.Summary, out.Record
-	snap := run.progress.Snapshot()
-	run.view.Progress = &snap
 	view := run.view
 	run.mu.Unlock()
-
+	view.Status, view.Ended, view.Error = status, &et, truncateUTF8(b.d.state.Load().red.redact(msg), 2000)
+	view.Summary, view.Record = out.Summary, out.Record
+	snap := run.progress.Snapshot()
+	view.Progress = &snap
+	// Written before it is shown: a run the API reports as ended is on disk.
 	if werr := writeResult(b.d.Config().Bench.ResultsDir, view); werr != nil {
 		level.Error(logger).Log("msg", "Bench result not written", "err", werr)
 	}
+	run.mu.Lock()
+	run.view = view
+	run.mu.Unlock()
 	b.mu.Lock()
 	delete(b.active, target)
 	b.mu.Unlock()

@@ -71,11 +71,11 @@ func (r *RequestRate) UnmarshalJSON(b []byte) error {
 			*r = RequestRate(math.Inf(1))
 			return nil
 		}
-		return fmt.Errorf("want a number or \"inf\", got %q", s)
+		return fmt.Errorf("request_rate: want a number or \"inf\", got %q", s)
 	}
 	var f float64
 	if err := json.Unmarshal(b, &f); err != nil {
-		return errors.New("want a number or \"inf\"")
+		return errors.New("request_rate: want a number or \"inf\"")
 	}
 	*r = RequestRate(f)
 	return nil
@@ -154,6 +154,8 @@ func decodeBenchRequest(r io.Reader, limit int64) (BenchRequest, *apiError) {
 			return req, badRequest("malformed JSON at byte %d: %v", se.Offset, err)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			return req, badRequest("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return req, badRequest("malformed JSON: the body ends early")
 		case errors.Is(err, io.EOF):
 			return req, badRequest("empty body: want a JSON object with at least \"target\"")
 		}

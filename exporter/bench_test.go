@@ -1,0 +1,384 @@
+package exporter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/crypto/bcrypt"
+	"log/slog"
+)
+
+const benchConfigTmpl = `
+targets:
+  - name: a
+    url: http://127.0.0.1:1
+    backend: vllm
+    model: m
+    modules: [short]
+  - name: b
+    url: http://127.0.0.1:1
+    backend: vllm
+    model: m
+    modules: [short]
+modules:
+  short:
+    dataset: fixed
+    prompt: hello there
+bench:
+  max_prompts: 100
+  max_request_rate: 20
+  max_concurrency: 8
+  max_duration: 1m
+  max_body_bytes: 512
+  max_concurrent_runs: 1
+  results_dir: RESULTS
+`
+
+// fakeRunner stands in for benchrun: it reports the start, waits for a
+// release or cancellation, and returns a summary. The real runner is tested
+// end to end in cmd/servingprobe.
+type fakeRunner struct {
+	mu      sync.Mutex
+	release chan struct{}
+	jobs    []BenchJob
+}
+
+func newFakeRunner() *fakeRunner { return &fakeRunner{release: make(chan struct{})} }
+
+func (f *fakeRunner) run(ctx context.Context, job BenchJob) (BenchOutput, error) {
+	f.mu.Lock()
+	f.jobs = append(f.jobs, job)
+	release := f.release
+	f.mu.Unlock()
+	job.Started()
+	select {
+	case <-release:
+	case <-ctx.Done():
+		return BenchOutput{Summary: json.RawMessage(`{"completed":1}`)}, context.Cause(ctx)
+	}
+	return BenchOutput{
+		Summary:  json.RawMessage(fmt.Sprintf(`{"completed":%d}`, job.Spec.NumPrompts)),
+		Record:   json.RawMessage(`{"backend":"vllm","completed":3}`),
+		Headline: BenchHeadline{RequestThroughput: 1.5, Completed: job.Spec.NumPrompts},
+	}, nil
+}
+
+type benchEnv struct {
+	d       *Daemon
+	b       *Benches
+	url     string
+	dir     string
+	cfgPath string
+	runner  *fakeRunner
+	client  *http.Client
+}
+
+// startBenchDaemon serves a daemon with the bench API on loopback through
+// exporter-toolkit, optionally with a web config.
+func startBenchDaemon(t *testing.T, dir, webConfig string) *benchEnv {
+	t.Helper()
+	cfgPath := filepath.Join(t.TempDir(), "config.yml")
+	if err := os.WriteFile(cfgPath, []byte(strings.ReplaceAll(benchConfigTmpl, "RESULTS", dir)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Options{ConfigFile: cfgPath, BuildProbe: testBuilder(), Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := newFakeRunner()
+	b, err := EnableBenches(d, BenchOptions{Run: fr.run, WatchInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	listen := []string{addr}
+	fc := &web.FlagConfig{WebListenAddresses: &listen, WebSystemdSocket: new(bool), WebConfigFile: &webConfig}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = web.ListenAndServe(srv, fc, slog.New(slog.DiscardHandler))
+	}()
+	env := &benchEnv{d: d, b: b, url: "http://" + addr, dir: dir, cfgPath: cfgPath, runner: fr, client: &http.Client{Timeout: 5 * time.Second}}
+	t.Cleanup(func() {
+		b.Close()
+		_ = srv.Close()
+		<-done
+		env.client.CloseIdleConnections()
+	})
+	// Wait until it serves.
+	for i := 0; ; i++ {
+		resp, err := env.client.Get(env.url + "/-/healthy")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if i > 100 {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return env
+}
+
+func (e *benchEnv) do(t *testing.T, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return resp.StatusCode, m
+}
+
+// waitStatus polls a run until its status is want.
+func (e *benchEnv) waitStatus(t *testing.T, id, want string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, m := e.do(t, http.MethodGet, "/api/v1/benches/"+id, "")
+		if code == http.StatusOK && m["status"] == want {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s: status %v (HTTP %d), want %s", id, m["status"], code, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestBenchAPIValidation(t *testing.T) {
+	e := startBenchDaemon(t, t.TempDir(), "")
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"malformed", `{"target":`, 400, "malformed JSON"},
+		{"wrong type", `{"target":"a","num_prompts":"ten"}`, 400, "num_prompts: want int"},
+		{"unknown field", `{"target":"a","dataset_path":"/etc/passwd"}`, 400, `unknown field "dataset_path"`},
+		{"no target", `{}`, 400, "target: must be set"},
+		{"unknown target", `{"target":"zz"}`, 400, `target: no configured target "zz"`},
+		{"unknown module", `{"target":"a","module":"../x"}`, 400, `module: no configured module "../x"`},
+		{"negative", `{"target":"a","num_prompts":-5}`, 400, "num_prompts: must be at least 1"},
+		{"huge int", `{"target":"a","num_prompts":1e30}`, 400, "num_prompts: want int"},
+		{"huge float", `{"target":"a","request_rate":1e400}`, 400, "request_rate"},
+		{"nan string", `{"target":"a","request_rate":"NaN"}`, 400, "request_rate"},
+		{"zero rate", `{"target":"a","request_rate":0}`, 400, "request_rate: must be > 0"},
+		{"burstiness", `{"target":"a","burstiness":-1}`, 400, "burstiness: must be > 0"},
+		{"duration", `{"target":"a","max_duration":"forever"}`, 400, "max_duration: want a positive duration"},
+		{"trailing", `{"target":"a"} {"target":"b"}`, 400, "trailing data"},
+		{"input len", `{"target":"a","random_input_len":100000000}`, 400, "random_input_len: must be between 1 and"},
+		{"dataset", `{"target":"a","dataset_name":"sharegpt"}`, 400, "dataset_name"},
+		{"compat", `{"target":"a","compat":"nope"}`, 400, "compat:"},
+		{"too many prompts", `{"target":"a","num_prompts":101}`, 422, "bench.max_prompts (100)"},
+		{"rate", `{"target":"a","request_rate":21}`, 422, "bench.max_request_rate (20)"},
+		{"inf rate", `{"target":"a","request_rate":"inf"}`, 422, "request_rate: inf exceeds bench.max_request_rate"},
+		{"concurrency", `{"target":"a","max_concurrency":9}`, 422, "bench.max_concurrency (8)"},
+		{"max duration", `{"target":"a","max_duration":"2h"}`, 422, "bench.max_duration (1m)"},
+		{"body size", `{"target":"a","tag":"` + strings.Repeat("x", 600) + `"}`, 413, "bench.max_body_bytes (512 bytes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, m := e.do(t, http.MethodPost, "/api/v1/benches", tc.body)
+			msg, _ := m["error"].(string)
+			if code != tc.code || !strings.Contains(msg, tc.want) {
+				t.Errorf("POST %s = %d %q, want %d with %q", tc.body, code, msg, tc.code, tc.want)
+			}
+		})
+	}
+	for _, path := range []string{"/api/v1/benches/..%2F..%2Fetc%2Fpasswd", "/api/v1/benches/ABC", "/api/v1/benches/000000000000000000000000"} {
+		if code, _ := e.do(t, http.MethodGet, path, ""); code != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404", path, code)
+		}
+	}
+	if len(e.runner.jobs) != 0 {
+		t.Errorf("%d runs started by invalid requests", len(e.runner.jobs))
+	}
+}
+
+func TestBenchAPILifecycle(t *testing.T) {
+	dir := t.TempDir()
+	e := startBenchDaemon(t, dir, "")
+
+	code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a","num_prompts":3,"request_rate":5,"tag":"t1"}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST = %d %v, want 202", code, m)
+	}
+	id, _ := m["id"].(string)
+	if !validBenchID(id) {
+		t.Fatalf("id %q is not a valid id", id)
+	}
+	e.waitStatus(t, id, "running")
+	if got := testutil.ToFloat64(e.d.metrics.benchRunning.WithLabelValues("a")); got != 1 {
+		t.Errorf("bench_running{target=a} = %v during the run, want 1", got)
+	}
+	// A second run on the same target: 409. On another target: over
+	// max_concurrent_runs (1), 422.
+	if code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a"}`); code != http.StatusConflict || m["id"] != id {
+		t.Errorf("second POST on a = %d %v, want 409 naming %s", code, m, id)
+	}
+	if code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"b"}`); code != http.StatusUnprocessableEntity || !strings.Contains(m["error"].(string), "bench.max_concurrent_runs") {
+		t.Errorf("POST on b = %d %v, want 422 naming bench.max_concurrent_runs", code, m)
+	}
+	e.runner.mu.Lock()
+	job := e.runner.jobs[0]
+	e.runner.mu.Unlock()
+	if job.Spec.NumPrompts != 3 || job.Spec.RequestRate != 5 || job.Spec.MaxConcurrency != 8 || job.Spec.MaxDuration != time.Minute || job.Spec.ModuleName != "short" {
+		t.Errorf("job spec %+v: want the request's values and the limits as defaults", job.Spec)
+	}
+	close(e.runner.release)
+	got := e.waitStatus(t, id, "completed")
+	if s, _ := got["summary"].(map[string]any); s["completed"] != 3.0 {
+		t.Errorf("summary %v, want completed 3", got["summary"])
+	}
+	if got := testutil.ToFloat64(e.d.metrics.benchRuns.WithLabelValues("a", "completed")); got != 1 {
+		t.Errorf("bench_runs_total{a,completed} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(e.d.metrics.benchReqThroughput.WithLabelValues("a")); got != 1.5 {
+		t.Errorf("bench_last_request_throughput = %v, want 1.5", got)
+	}
+	// Finished: DELETE is refused, the target is free again.
+	if code, _ := e.do(t, http.MethodDelete, "/api/v1/benches/"+id, ""); code != http.StatusConflict {
+		t.Errorf("DELETE of a finished run = %d, want 409", code)
+	}
+	// The results file is one JSON line, and no temporary file is left.
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "bench-"+id+".jsonl" {
+		t.Fatalf("results dir holds %v, want only bench-%s.jsonl", entries, id)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, entries[0].Name()))
+	var v BenchView
+	if err := json.Unmarshal(b, &v); err != nil || v.Status != BenchSucceeded || v.Tag != "t1" || string(v.Record) != `{"backend":"vllm","completed":3}` {
+		t.Errorf("results file %s: err %v, view %+v", b, err, v)
+	}
+
+	// Cancel a second run.
+	e.runner.mu.Lock()
+	e.runner.release = make(chan struct{}) // hold it
+	e.runner.mu.Unlock()
+	code, m = e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a","num_prompts":2}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST after the first ended = %d %v", code, m)
+	}
+	id2 := m["id"].(string)
+	e.waitStatus(t, id2, "running")
+	if code, _ := e.do(t, http.MethodDelete, "/api/v1/benches/"+id2, ""); code != http.StatusAccepted {
+		t.Errorf("DELETE = %d, want 202", code)
+	}
+	got = e.waitStatus(t, id2, "canceled")
+	if !strings.Contains(got["error"].(string), "canceled by DELETE") {
+		t.Errorf("canceled run error %v", got["error"])
+	}
+	if got := testutil.ToFloat64(e.d.metrics.benchRuns.WithLabelValues("a", "canceled")); got != 1 {
+		t.Errorf("bench_runs_total{a,canceled} = %v, want 1", got)
+	}
+
+	// Restart: a new daemon on the same results dir lists both runs.
+	e2 := startBenchDaemon(t, dir, "")
+	code, m = e2.do(t, http.MethodGet, "/api/v1/benches", "")
+	list, _ := m["benches"].([]any)
+	if code != http.StatusOK || len(list) != 2 {
+		t.Fatalf("GET list after restart = %d, %d runs, want 2: %v", code, len(list), m)
+	}
+	if first := list[0].(map[string]any); first["id"] != id2 || first["status"] != "canceled" {
+		t.Errorf("newest run first: got %v", first)
+	}
+	if code, m := e2.do(t, http.MethodGet, "/api/v1/benches/"+id, ""); code != http.StatusOK || m["status"] != "completed" {
+		t.Errorf("GET %s after restart = %d %v", id, code, m)
+	}
+}
+
+// A reload that removes the run's target cancels the run and says why;
+// a reload that keeps it does not.
+func TestBenchTargetRemovedByReload(t *testing.T) {
+	e := startBenchDaemon(t, t.TempDir(), "")
+	code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"b"}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST = %d %v", code, m)
+	}
+	id := m["id"].(string)
+	e.waitStatus(t, id, "running")
+	cfg, _ := os.ReadFile(e.cfgPath)
+	// Unchanged targets, other limits: the run goes on.
+	if err := os.WriteFile(e.cfgPath, []byte(strings.Replace(string(cfg), "max_prompts: 100", "max_prompts: 99", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.d.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // several watch intervals
+	if _, m := e.do(t, http.MethodGet, "/api/v1/benches/"+id, ""); m["status"] != "running" {
+		t.Fatalf("after a reload that kept the target: status %v, want running", m["status"])
+	}
+	i := strings.Index(string(cfg), "  - name: b")
+	j := strings.Index(string(cfg), "modules:\n  short")
+	if err := os.WriteFile(e.cfgPath, []byte(string(cfg)[:i]+string(cfg)[j:]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.d.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitStatus(t, id, "canceled")
+	if !strings.Contains(got["error"].(string), "target removed") {
+		t.Errorf("error %v, want it to say the target was removed", got["error"])
+	}
+}
+
+func TestBenchAPIBasicAuth(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webCfg := filepath.Join(t.TempDir(), "web.yml")
+	if err := os.WriteFile(webCfg, []byte("basic_auth_users:\n  bench: "+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := startBenchDaemon(t, t.TempDir(), webCfg)
+	if code, _ := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a"}`); code != http.StatusUnauthorized {
+		t.Errorf("unauthenticated POST = %d, want 401", code)
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.url+"/api/v1/benches", strings.NewReader(`{"target":"a","num_prompts":1}`))
+	req.SetBasicAuth("bench", "wrong")
+	if resp, err := e.client.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("wrong password: %v %v, want 401", resp.StatusCode, err)
+	} else {
+		resp.Body.Close()
+	}
+	if len(e.runner.jobs) != 0 {
+		t.Fatal("a run started without credentials")
+	}
+	req, _ = http.NewRequest(http.MethodPost, e.url+"/api/v1/benches", strings.NewReader(`{"target":"a","num_prompts":1}`))
+	req.SetBasicAuth("bench", "s3cret")
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Errorf("authenticated POST = %d, want 202", resp.StatusCode)
+	}
+}
