@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/simulator"
+)
+
+// TestProbeEverySimulatedBackend runs the probe command's core against the
+// built-in simulator over loopback, once per backend name. The simulator's
+// framing tests and the prober's golden transcripts are written from the
+// servers' documented formats independently; this test checks that the two
+// halves agree end to end.
+func TestProbeEverySimulatedBackend(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.TTFTJitter, cfg.PrefillPerToken = 5*time.Millisecond, 0, 0
+	cfg.ITL, cfg.ITLJitter = time.Millisecond, 0
+	sim, err := simulator.New(cfg, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	defer srv.Close()
+
+	const maxTokens = 12
+	for _, backend := range prober.BackendNames() {
+		t.Run(backend, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			a := &probeArgs{
+				URL: srv.URL, Backend: backend, Prompt: "Tell me about the tide.",
+				MaxTokens: maxTokens, Stream: true, IgnoreEOS: true, IncludeUsage: true,
+				Timeout: 15 * time.Second,
+			}
+			if backend == "trt" || backend == "truss" {
+				a.Model = cfg.Model // bench_serving requires --model for these
+			}
+			r, err := runProbe(ctx, a)
+			if err != nil {
+				t.Fatalf("runProbe: %v (result %+v)", err, r)
+			}
+			if r.Outcome != prober.OutcomeSuccess {
+				t.Fatalf("outcome = %s (%s), want success", r.Outcome, r.Err)
+			}
+			// trt has no usage block; one token per event is the protocol.
+			if r.OutputTokens != maxTokens {
+				t.Errorf("output tokens = %d (%s), want %d", r.OutputTokens, r.OutputTokensSource, maxTokens)
+			}
+			if r.TTFT() <= 0 || r.E2E() < r.TTFT() {
+				t.Errorf("TTFT %v, E2E %v: want 0 < TTFT <= E2E", r.TTFT(), r.E2E())
+			}
+			if len(r.Events) == 0 {
+				t.Error("no output events recorded")
+			}
+		})
+	}
+}
+
+// The config validates backend names from its own list, because config may
+// not import prober; this keeps the two lists equal.
+func TestConfigKnowsEveryBackend(t *testing.T) {
+	got := append([]string(nil), config.KnownBackends...)
+	want := prober.BackendNames()
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("config.KnownBackends = %v, prober.BackendNames() = %v", got, want)
+	}
+}
