@@ -26,20 +26,25 @@ var docRowRE = regexp.MustCompile("^\\| `(servingprobe_[a-z0-9_]+)` \\| ([a-z]+)
 
 // readMetricsDoc returns the rows of every table in docs/metrics.md, with the
 // /probe table separate because those metrics live in a per-request registry.
-func readMetricsDoc(t *testing.T) (daemon, probe map[string]docRow) {
+func readMetricsDoc(t *testing.T, path string) (daemon, probe map[string]docRow) {
 	t.Helper()
-	f, err := os.Open("../docs/metrics.md")
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	daemon, probe = map[string]docRow{}, map[string]docRow{}
-	into := daemon
+	into, inProbe := daemon, false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "## `/probe` metrics") {
-			into = probe
+			into, inProbe = probe, true
+		} else if strings.HasPrefix(line, "## ") && inProbe {
+			into = nil // past the /probe table
+		}
+		if into == nil {
+			continue
 		}
 		m := docRowRE.FindStringSubmatch(line)
 		if m == nil {
@@ -87,7 +92,8 @@ func familiesToRows(fams map[string]*dto.MetricFamily) map[string]docRow {
 // registry in which every metric has a series, plus build_info and the
 // /probe registry gathered here.
 func TestMetricsDocMatchesExposition(t *testing.T) {
-	daemonDoc, probeDoc := readMetricsDoc(t)
+	daemonDoc, probeDoc := readMetricsDoc(t, "../docs/metrics.md")
+	readmeDoc, _ := readMetricsDoc(t, "../README.md")
 
 	f, err := os.Open("testdata/metrics.golden.prom")
 	if err != nil {
@@ -110,6 +116,9 @@ func TestMetricsDocMatchesExposition(t *testing.T) {
 	}
 	if diff := cmp.Diff(familiesToRows(fams), daemonDoc); diff != "" {
 		t.Errorf("docs/metrics.md differs from the exposition (-exposition +doc):\n%s", diff)
+	}
+	if diff := cmp.Diff(familiesToRows(fams), readmeDoc); diff != "" {
+		t.Errorf("README.md's metrics table differs from the exposition (-exposition +README):\n%s", diff)
 	}
 
 	preg := prometheus.NewRegistry()
