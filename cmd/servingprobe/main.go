@@ -38,7 +38,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	app.HelpFlag.Short('h')
 	app.UsageWriter(stdout)
 	app.ErrorWriter(stderr)
-	app.Terminate(nil)
+	// kingpin calls terminate after --help and --version; turn that into a
+	// return so that run stays testable and main alone calls os.Exit.
+	app.Terminate(func(code int) { panic(terminated(code)) })
 	logCfg := addLogFlags(app)
 
 	commands := map[string]func(context.Context, *cliEnv) error{}
@@ -54,13 +56,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return tokenizeRun(ctx, env.Stdin, env.Stdout, env.Stderr)
 	})
 
-	cmd, err := app.Parse(args)
+	cmd, code, err := parse(app, args)
+	if code >= 0 { // --help or --version already printed
+		return code
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "servingprobe: %v\n", err)
 		return 2
-	}
-	if cmd == "" { // --help or --version already printed
-		return 0
 	}
 	logger, err := logCfg.newLogger(stderr)
 	if err != nil {
@@ -80,4 +82,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 1
 	}
 	return 0
+}
+
+type terminated int
+
+// parse runs kingpin's parser. code is the exit code kingpin asked for after
+// --help or --version, or -1 when a command should run.
+func parse(app *kingpin.Application, args []string) (cmd string, code int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t, ok := r.(terminated)
+			if !ok {
+				panic(r)
+			}
+			cmd, code, err = "", int(t), nil
+		}
+	}()
+	cmd, err = app.Parse(args)
+	return cmd, -1, err
 }

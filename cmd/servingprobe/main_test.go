@@ -46,7 +46,7 @@ func TestCheckConfig(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, stdout, _ := runCLI(t, "--version")
-	if code != 0 || !strings.Contains(stdout, "servingprobe, version") {
+	if code != 0 || !strings.Contains(stdout, "servingprobe, version") || strings.Contains(stdout, "usage:") {
 		t.Errorf("--version: code %d, stdout %q", code, stdout)
 	}
 }
@@ -88,5 +88,16 @@ func TestLogLevelFilters(t *testing.T) {
 	s.Warn("Bridged")
 	if out := buf.String(); strings.Contains(out, "Dropped too") || !strings.Contains(out, "Bridged") {
 		t.Errorf("slog bridge: output %q", out)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	code, stdout, _ := runCLI(t, "--help")
+	if code != 0 || !strings.Contains(stdout, "check-config") {
+		t.Errorf("--help: code %d, stdout %q", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "help", "probe")
+	if code != 0 || !strings.Contains(stdout, "--max-tokens") {
+		t.Errorf("help probe: code %d, stdout %q", code, stdout)
 	}
 }
