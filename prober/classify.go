@@ -6,7 +6,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"mime"
 	"net"
+	"net/http"
+	"strings"
 )
 
 // StatusError is a response whose status was not 200. Body holds a bounded,
@@ -39,6 +42,40 @@ type DecodeError struct {
 func (e *DecodeError) Error() string { return fmt.Sprintf("decode event %d: %v", e.Event, e.Err) }
 func (e *DecodeError) Unwrap() error { return e.Err }
 
+// FormatError is a 200 response whose headers show it is not a body we can
+// read as a stream: a content encoding we did not ask for (requests send
+// Accept-Encoding: identity and compressed bodies are never expanded, so a
+// gzip bomb costs nothing), or an HTML page (a proxy's or load balancer's
+// error page served with 200).
+type FormatError struct {
+	Header, Value string
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("unreadable 200 response: %s %q", e.Header, e.Value)
+}
+
+// checkResponseFormat returns a *FormatError for response headers that no
+// LLM server sends with a usable body.
+func checkResponseFormat(h http.Header) error {
+	if ce := strings.TrimSpace(h.Get("Content-Encoding")); ce != "" && !strings.EqualFold(ce, "identity") {
+		return &FormatError{Header: "Content-Encoding", Value: truncate(ce, 64)}
+	}
+	if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "text/html" {
+		return &FormatError{Header: "Content-Type", Value: mt}
+	}
+	return nil
+}
+
+// ErrTooManyRedirects is returned by the client's CheckRedirect when a
+// target redirects more than maxRedirects times (a redirect loop). It is an
+// HTTP answer, not a connection failure, so it is classified as http_4xx
+// like a 3xx that is not followed.
+var ErrTooManyRedirects = errors.New("too many redirects")
+
+// maxRedirects is net/http's default limit.
+const maxRedirects = 10
+
 // Stream ending errors.
 var (
 	// ErrStreamCut: the body ended before [DONE] or a finish reason.
@@ -58,6 +95,7 @@ func classify(err error) Outcome {
 		se  *StatusError
 		re  *RequestError
 		de  *DecodeError
+		fe  *FormatError
 		srv *ServerError
 		ne  net.Error
 	)
@@ -77,11 +115,13 @@ func classify(err error) Outcome {
 		}
 	case errors.As(err, &ne) && ne.Timeout():
 		return OutcomeTimeout
+	case errors.Is(err, ErrTooManyRedirects):
+		return OutcomeHTTP4xx
 	case errors.As(err, &re):
 		return OutcomeConnectError
 	case errors.Is(err, ErrEmptyOutput):
 		return OutcomeEmptyOutput
-	case errors.As(err, &de), errors.As(err, &srv),
+	case errors.As(err, &de), errors.As(err, &srv), errors.As(err, &fe),
 		errors.Is(err, ErrEventTooLarge), errors.Is(err, ErrResponseTooLarge):
 		return OutcomeParseError
 	case isConnectErr(err):

@@ -52,6 +52,14 @@ func NewClient(t *config.Target, o ClientOptions) (*http.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http client for target %q: %w", t.Name, err)
 	}
+	if c.CheckRedirect == nil { // follow_redirects: true
+		c.CheckRedirect = func(_ *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return fmt.Errorf("%w: stopped after %d", ErrTooManyRedirects, len(via))
+			}
+			return nil
+		}
+	}
 	// prometheus/common builds the *http.Transport itself and returns it
 	// bare unless auth, headers or file-based TLS wrap it. Tune it when we
 	// can reach it.

@@ -164,6 +164,10 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		}
 		return se
 	}
+	if err := checkResponseFormat(resp.Header); err != nil {
+		res.End = time.Now()
+		return err
+	}
 	return p.stream(body, FormatFor(resp.Header.Get("Content-Type"), p.Options.Stream), res)
 }
 
