@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -346,4 +347,10 @@ func newProbeMetrics(reg prometheus.Registerer) *probeMetrics {
 			Help: "The outcome of the probe: 1 for the outcome it had, 0 for the others.",
 		}, []string{labelOutcome}),
 	}
+}
+
+// ClassicBuckets returns copies of the classic bucket layouts, for tests and
+// tools that need to know what a classic histogram_quantile can resolve.
+func ClassicBuckets() (request, token, queue []float64) {
+	return slices.Clone(requestLatencyBuckets), slices.Clone(tokenLatencyBuckets), slices.Clone(queueBuckets)
 }

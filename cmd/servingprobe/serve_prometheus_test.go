@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
-	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/simulator"
 )
 
@@ -56,9 +56,15 @@ var (
 //   - Native form: schema 3 buckets are 9% wide; the test accepts ±12%.
 //   - Success ratio: about 120 requests in the window, binomial standard
 //     deviation sqrt(0.16/120) ≈ 0.037; the test accepts ±0.13 (3.5 sd).
+//   - Tail quantiles: a loaded machine can only add latency, never remove
+//     it. With other CI jobs on both cores, the simulator's and our
+//     goroutines wait for a CPU now and then; a 1% tail is made of exactly
+//     those samples. Measured up to +9 ms on ITL p99 at a load average of
+//     10 on 2 cores, so the upper bound of a p99 gets 15 ms more.
 const (
 	nativeRelTolerance = 0.12
 	ratioTolerance     = 0.13
+	tailLoadAllowance  = 15 * time.Millisecond
 )
 
 // classicBounds returns the accepted range for a classic estimate of v.
@@ -193,18 +199,18 @@ func TestPrometheusIntegration(t *testing.T) {
 		return fmt.Sprintf(`histogram_quantile(%g, sum by (le) (rate(%s_bucket{mode="probe"}[20s]))) or histogram_quantile(%g, sum(rate(%s{mode="probe"}[20s])))`,
 			qq, metric, qq, metric)
 	}
-	latencyBuckets := prometheus.ExponentialBucketsRange(0.01, 120, 20)
-	tokenBuckets := prometheus.ExponentialBucketsRange(0.001, 5, 20)
+	latencyBuckets, tokenBuckets, _ := exporter.ClassicBuckets()
 	checks := []struct {
 		name    string
 		expr    string
 		want    float64
 		buckets []float64
+		tail    bool
 	}{
-		{"TTFT p50", quantile(0.5, "servingprobe_time_to_first_token_seconds"), wantTTFTp50, latencyBuckets},
-		{"TTFT p99", quantile(0.99, "servingprobe_time_to_first_token_seconds"), wantTTFTp99, latencyBuckets},
-		{"ITL p99", quantile(0.99, "servingprobe_inter_token_latency_seconds"), wantITLp99, tokenBuckets},
-		{"success ratio", `sum(rate(servingprobe_requests_total{outcome="success"}[20s])) / sum(rate(servingprobe_requests_total[20s]))`, wantSuccessRat, nil},
+		{"TTFT p50", quantile(0.5, "servingprobe_time_to_first_token_seconds"), wantTTFTp50, latencyBuckets, false},
+		{"TTFT p99", quantile(0.99, "servingprobe_time_to_first_token_seconds"), wantTTFTp99, latencyBuckets, true},
+		{"ITL p99", quantile(0.99, "servingprobe_inter_token_latency_seconds"), wantITLp99, tokenBuckets, true},
+		{"success ratio", `sum(rate(servingprobe_requests_total{outcome="success"}[20s])) / sum(rate(servingprobe_requests_total[20s]))`, wantSuccessRat, nil, false},
 	}
 	for _, p := range proms {
 		for _, c := range checks {
@@ -221,6 +227,9 @@ func TestPrometheusIntegration(t *testing.T) {
 				lo, hi = classicBounds(c.buckets, c.want)
 			default:
 				lo, hi = c.want*(1-nativeRelTolerance), c.want*(1+nativeRelTolerance)
+			}
+			if c.tail {
+				hi += tailLoadAllowance.Seconds()
 			}
 			if got < lo || got > hi {
 				t.Errorf("%s Prometheus, %s = %.4f, want %.4f (accepted [%.4f, %.4f])", p.name, c.name, got, c.want, lo, hi)
