@@ -1,0 +1,501 @@
+// Package hostile serves misbehaving LLM endpoints on loopback, for the
+// robustness tests (internal/e2e) and the soak command (internal/soak).
+//
+// One Server answers every fault on its own path prefix: a target whose URL
+// is Server.URL(name) gets that fault on every request, whatever the
+// backend appends (/v1/chat/completions, /generate, ...). The streams are
+// OpenAI chat completion chunks. Handlers end when the client goes away, so
+// a closed Server leaves no goroutine behind.
+//
+// Faults that cannot be an HTTP handler have their own helpers: TLSGarbage
+// (a plain TCP server that answers a TLS client with text), ClosedURL
+// (connection refused) and DNSFailURL (a host name that cannot resolve).
+package hostile
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Fault names a misbehaviour of the Server. It is the first path segment
+// of the target URL.
+type Fault string
+
+// The faults. Streams start with a few good tokens unless said otherwise.
+const (
+	OK                 Fault = "ok"                  // a correct stream with [DONE]
+	Status401          Fault = "status-401"          // 401 with a JSON error body
+	Status403          Fault = "status-403"          // 403
+	Status404          Fault = "status-404"          // 404
+	Status429          Fault = "status-429"          // 429 with Retry-After: 1
+	Status500          Fault = "status-500"          // 500
+	Status503          Fault = "status-503"          // 503 with Retry-After
+	EchoAuth           Fault = "echo-auth"           // 401 whose body echoes every request header, credentials included
+	EchoAuthStream     Fault = "echo-auth-stream"    // 200 stream whose error object echoes the Authorization header
+	StallBeforeHeaders Fault = "stall-before-headers" // reads the request, never answers
+	StallAfterHeaders  Fault = "stall-after-headers"  // 200 and headers, then nothing
+	StallMidStream     Fault = "stall-mid-stream"    // three tokens, then nothing
+	ResetMidStream     Fault = "reset-mid-stream"    // three tokens, then a TCP RST
+	NoDone             Fault = "no-done"             // three tokens, clean end, no finish reason nor [DONE]
+	MalformedChunk     Fault = "malformed-chunk"     // two tokens, then JSON cut short
+	ErrorInStream      Fault = "error-in-stream"     // two tokens, then an error object in the 200 stream
+	HugeEvent          Fault = "huge-event"          // one 50 MB data line
+	EndlessFast        Fault = "endless-fast"        // tokens as fast as the socket takes them, forever
+	EndlessSlow        Fault = "endless-slow"        // a token every 50 ms, forever
+	GzipBomb           Fault = "gzip-bomb"           // Content-Encoding: gzip, ~1 MB expanding to ~1 GiB
+	GzipBombSmall      Fault = "gzip-bomb-small"     // Content-Encoding: gzip, ~64 KiB expanding to ~64 MiB
+	SlowLoris          Fault = "slow-loris"          // a valid stream, one byte per second
+	HTMLError          Fault = "html-200"            // 200 with a text/html error page
+	JSONNotStream      Fault = "json-not-stream"     // 200 application/json, a whole completion, to a stream request
+	RedirectLoop       Fault = "redirect-loop"       // 307 to itself, forever
+	RedirectAway       Fault = "redirect-away"       // 307 to the OK fault (a different path: off-allow-list)
+)
+
+// Faults lists every fault of the Server in a stable order.
+var Faults = []Fault{
+	OK, Status401, Status403, Status404, Status429, Status500, Status503, EchoAuth, EchoAuthStream,
+	StallBeforeHeaders, StallAfterHeaders, StallMidStream, ResetMidStream, NoDone, MalformedChunk,
+	ErrorInStream, HugeEvent, EndlessFast, EndlessSlow, GzipBomb, GzipBombSmall, SlowLoris, HTMLError,
+	JSONNotStream, RedirectLoop, RedirectAway,
+}
+
+// HugeEventBytes is the size of the HugeEvent data line.
+const HugeEventBytes = 50 << 20
+
+// Stats counts what the Server did for one fault.
+type Stats struct {
+	Requests int64
+	// MaxWritten is the most body bytes one response got out before the
+	// client stopped reading or the handler ended.
+	MaxWritten int64
+}
+
+// Server is the hostile HTTP server.
+type Server struct {
+	srv *httptest.Server
+
+	mu    sync.Mutex
+	stats map[Fault]*Stats
+	// LastAuthorization is the Authorization header of the latest request.
+	lastAuth string
+}
+
+// NewServer starts a Server on a loopback port.
+func NewServer() *Server {
+	s := &Server{stats: map[Fault]*Stats{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/f/{fault}/", s.serve)
+	s.srv = httptest.NewServer(mux)
+	return s
+}
+
+// Close stops the server and closes every connection.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// URL is the base URL of a target that gets fault f.
+func (s *Server) URL(f Fault) string { return s.srv.URL + "/f/" + string(f) }
+
+// Stats returns the counts of fault f.
+func (s *Server) Stats(f Fault) Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.stats[f]; st != nil {
+		return *st
+	}
+	return Stats{}
+}
+
+// LastAuthorization returns the Authorization header of the latest request.
+func (s *Server) LastAuthorization() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastAuth
+}
+
+func (s *Server) count(f Fault, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats[f]
+	if st == nil {
+		st = &Stats{}
+		s.stats[f] = st
+	}
+	st.Requests++
+	s.lastAuth = r.Header.Get("Authorization")
+}
+
+func (s *Server) written(f Fault, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.stats[f]; st != nil && n > st.MaxWritten {
+		st.MaxWritten = n
+	}
+}
+
+// countingWriter counts body bytes and flushes after every write, so each
+// write leaves as its own segment.
+type countingWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	n  int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err == nil {
+		err = c.rc.Flush()
+	}
+	return n, err
+}
+
+func (c *countingWriter) str(s string) error {
+	_, err := io.WriteString(c, s)
+	return err
+}
+
+// Chunk is one OpenAI chat completion chunk carrying text, as an SSE event.
+func Chunk(text string) string {
+	return `data: {"id":"h","object":"chat.completion.chunk","model":"hostile","choices":[{"index":0,"delta":{"content":"` +
+		text + `"},"finish_reason":null}]}` + "\n\n"
+}
+
+// Finish is the final chunk with a finish reason and usage, then [DONE].
+const Finish = `data: {"id":"h","object":"chat.completion.chunk","model":"hostile","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}` + "\n\n" +
+	`data: {"id":"h","object":"chat.completion.chunk","model":"hostile","choices":[],"usage":{"prompt_tokens":4,"completion_tokens":8,"total_tokens":12}}` + "\n\n" +
+	"data: [DONE]\n\n"
+
+// GoodStream is a complete, correct stream of eight tokens.
+var GoodStream = strings.Repeat(Chunk("tok "), 8) + Finish
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	f := Fault(r.PathValue("fault"))
+	s.count(f, r)
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	ctx := r.Context()
+	cw := &countingWriter{w: w, rc: http.NewResponseController(w)}
+	defer func() { s.written(f, cw.n) }()
+	sse := func() {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		_ = cw.rc.Flush()
+	}
+	status := func(code int, body string) {
+		w.Header().Set("Content-Type", "application/json")
+		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		w.WriteHeader(code)
+		_ = cw.str(body)
+	}
+	tokens := func(n int) error {
+		for range n {
+			if err := cw.str(Chunk("tok ")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	switch f {
+	case OK:
+		sse()
+		_ = cw.str(GoodStream)
+	case Status401:
+		status(401, `{"error":{"message":"invalid api key","type":"invalid_request_error","code":401}}`)
+	case Status403:
+		status(403, `{"error":{"message":"forbidden","type":"invalid_request_error","code":403}}`)
+	case Status404:
+		status(404, `{"object":"error","message":"The model does not exist.","type":"NotFoundError","code":404}`)
+	case Status429:
+		status(429, `{"error":{"message":"rate limited","type":"rate_limit_error","code":429}}`)
+	case Status500:
+		status(500, `{"error":{"message":"internal error","type":"server_error","code":500}}`)
+	case Status503:
+		status(503, `{"error":{"message":"overloaded","type":"server_error","code":503}}`)
+	case EchoAuth:
+		var b strings.Builder
+		b.WriteString("unauthorized; you sent:\n")
+		_ = r.Header.Write(&b)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusUnauthorized)
+		_ = cw.str(b.String())
+	case EchoAuthStream:
+		sse()
+		_ = tokens(1)
+		_ = cw.str(`data: {"error":{"message":"bad key ` + jsonEscape(r.Header.Get("Authorization")) +
+			` x-api-key=` + jsonEscape(r.Header.Get("X-Api-Key")) + `","type":"auth"}}` + "\n\n")
+	case StallBeforeHeaders:
+		<-ctx.Done()
+	case StallAfterHeaders:
+		sse()
+		<-ctx.Done()
+	case StallMidStream:
+		sse()
+		if tokens(3) == nil {
+			<-ctx.Done()
+		}
+	case ResetMidStream:
+		sse()
+		if tokens(3) != nil {
+			return
+		}
+		reset(w)
+	case NoDone:
+		sse()
+		_ = tokens(3)
+	case MalformedChunk:
+		sse()
+		if tokens(2) == nil {
+			_ = cw.str(`data: {"id":"h","choices":[{"index":0,"delta":{"content":"tr` + "\n\n" + Finish)
+		}
+	case ErrorInStream:
+		sse()
+		if tokens(2) == nil {
+			_ = cw.str(`data: {"error":{"message":"CUDA out of memory","type":"InternalServerError","code":500}}` + "\n\n")
+		}
+	case HugeEvent:
+		sse()
+		huge(cw)
+	case EndlessFast:
+		sse()
+		batch := []byte(strings.Repeat(Chunk("tok "), 256))
+		for ctx.Err() == nil {
+			if _, err := cw.Write(batch); err != nil {
+				return
+			}
+		}
+	case EndlessSlow:
+		sse()
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if cw.str(Chunk("tok ")) != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	case GzipBomb, GzipBombSmall:
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.WriteHeader(http.StatusOK)
+		members := 1024 // ~1 MB on the wire, 1 GiB expanded
+		if f == GzipBombSmall {
+			members = 64 // ~64 KiB on the wire, 64 MiB expanded
+		}
+		b := bomb()
+		_, _ = cw.Write(b.head)
+		for range members {
+			if _, err := cw.Write(b.zeros); err != nil {
+				return
+			}
+		}
+	case SlowLoris:
+		sse()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for i := 0; i < len(GoodStream); i++ {
+			if cw.str(GoodStream[i:i+1]) != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	case HTMLError:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_ = cw.str("<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body><h1>Bad Gateway</h1>\n<p>The upstream server is unavailable.</p></body></html>\n")
+	case JSONNotStream:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_ = cw.str(`{"id":"h","object":"chat.completion","model":"hostile","choices":[{"index":0,"message":{"role":"assistant","content":"tok tok tok tok"},"finish_reason":"length"}],"usage":{"prompt_tokens":4,"completion_tokens":4,"total_tokens":8}}`)
+	case RedirectLoop:
+		http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect)
+	case RedirectAway:
+		http.Redirect(w, r, "/f/"+string(OK)+strings.TrimPrefix(r.URL.Path, "/f/"+string(RedirectAway)), http.StatusTemporaryRedirect)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func jsonEscape(s string) string {
+	var b bytes.Buffer
+	for _, c := range s {
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case c < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// huge writes one data line of HugeEventBytes in 64 KiB writes, stopping at
+// the first failed write (the client gave up).
+func huge(cw *countingWriter) {
+	if cw.str(`data: {"id":"h","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"`) != nil {
+		return
+	}
+	block := bytes.Repeat([]byte("a"), 64<<10)
+	for sent := 0; sent < HugeEventBytes; sent += len(block) {
+		if _, err := cw.Write(block); err != nil {
+			return
+		}
+	}
+	_ = cw.str(`"},"finish_reason":null}]}` + "\n\n" + Finish)
+}
+
+type bombParts struct{ head, zeros []byte }
+
+var (
+	bombOnce sync.Once
+	bombData bombParts
+)
+
+// bomb builds the gzip bomb once: a first gzip member holding a valid
+// stream's first event, then a member of 1 MiB of NUL bytes (about 1 KiB
+// compressed) to be sent many times. Concatenated members are one valid
+// gzip stream (RFC 1952 §2.2), which Go's gzip.Reader reads through.
+func bomb() bombParts {
+	bombOnce.Do(func() {
+		gz := func(p []byte) []byte {
+			var b bytes.Buffer
+			w, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+			_, _ = w.Write(p)
+			_ = w.Close()
+			return b.Bytes()
+		}
+		bombData = bombParts{head: gz([]byte(Chunk("tok "))), zeros: gz(make([]byte, 1<<20))}
+	})
+	return bombData
+}
+
+// BombExpansion returns the compressed and expanded sizes of fault f's body.
+func BombExpansion(f Fault) (wire, expanded int64) {
+	b := bomb()
+	members := int64(1024)
+	if f == GzipBombSmall {
+		members = 64
+	}
+	return int64(len(b.head)) + members*int64(len(b.zeros)), int64(len(Chunk("tok "))) + members<<20
+}
+
+// reset aborts the connection with an RST: SO_LINGER 0, then close.
+func reset(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// TLSGarbage is a plain TCP server that answers anything, a TLS
+// ClientHello included, with a line of text and closes.
+type TLSGarbage struct {
+	ln   net.Listener
+	wg   sync.WaitGroup
+	done atomic.Bool
+}
+
+// NewTLSGarbage starts a TLSGarbage on a loopback port.
+func NewTLSGarbage() (*TLSGarbage, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	g := &TLSGarbage{ln: ln}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			g.wg.Add(1)
+			go func() {
+				defer g.wg.Done()
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+				_, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.6 this is not TLS\r\n"))
+				_, _ = io.Copy(io.Discard, io.LimitReader(c, 4096))
+			}()
+		}
+	}()
+	return g, nil
+}
+
+// URL is an https URL pointing at the server.
+func (g *TLSGarbage) URL() string { return "https://" + g.ln.Addr().String() }
+
+// Close stops the server and waits for its connections.
+func (g *TLSGarbage) Close() {
+	if g.done.Swap(true) {
+		return
+	}
+	_ = g.ln.Close()
+	g.wg.Wait()
+}
+
+// ClosedURL returns an http URL of a loopback port where nothing listens:
+// connections are refused.
+func ClosedURL() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return "", err
+	}
+	return "http://" + addr, nil
+}
+
+// DNSFailURL is a URL whose host cannot resolve, on any machine and without
+// a network: its first label is 64 bytes, over the 63 that RFC 1035
+// allows, so Go's resolver (pure Go and cgo) answers "no such host" before
+// sending a query, and it is under .invalid (RFC 6761), so no resolver
+// would answer it anyway. A plain .invalid name is not used because, on a
+// machine whose DNS server is unreachable, its lookup times out instead of
+// failing.
+var DNSFailURL = "http://" + strings.Repeat("x", 64) + ".invalid:8000"
+
+// ErrNoSuchFault is returned by ParseFault.
+var ErrNoSuchFault = errors.New("no such fault")
+
+// ParseFault returns the Fault named s.
+func ParseFault(s string) (Fault, error) {
+	for _, f := range Faults {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q", ErrNoSuchFault, s)
+}
