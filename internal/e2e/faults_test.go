@@ -263,4 +263,3 @@ func TestFaultMatrix(t *testing.T) {
 		})
 	}
 }
-

@@ -33,32 +33,32 @@ type Fault string
 
 // The faults. Streams start with a few good tokens unless said otherwise.
 const (
-	OK                 Fault = "ok"                  // a correct stream with [DONE]
-	Status401          Fault = "status-401"          // 401 with a JSON error body
-	Status403          Fault = "status-403"          // 403
-	Status404          Fault = "status-404"          // 404
-	Status429          Fault = "status-429"          // 429 with Retry-After: 1
-	Status500          Fault = "status-500"          // 500
-	Status503          Fault = "status-503"          // 503 with Retry-After
-	EchoAuth           Fault = "echo-auth"           // 401 whose body echoes every request header, credentials included
-	EchoAuthStream     Fault = "echo-auth-stream"    // 200 stream whose error object echoes the Authorization header
+	OK                 Fault = "ok"                   // a correct stream with [DONE]
+	Status401          Fault = "status-401"           // 401 with a JSON error body
+	Status403          Fault = "status-403"           // 403
+	Status404          Fault = "status-404"           // 404
+	Status429          Fault = "status-429"           // 429 with Retry-After: 1
+	Status500          Fault = "status-500"           // 500
+	Status503          Fault = "status-503"           // 503 with Retry-After
+	EchoAuth           Fault = "echo-auth"            // 401 whose body echoes every request header, credentials included
+	EchoAuthStream     Fault = "echo-auth-stream"     // 200 stream whose error object echoes the Authorization header
 	StallBeforeHeaders Fault = "stall-before-headers" // reads the request, never answers
 	StallAfterHeaders  Fault = "stall-after-headers"  // 200 and headers, then nothing
-	StallMidStream     Fault = "stall-mid-stream"    // three tokens, then nothing
-	ResetMidStream     Fault = "reset-mid-stream"    // three tokens, then a TCP RST
-	NoDone             Fault = "no-done"             // three tokens, clean end, no finish reason nor [DONE]
-	MalformedChunk     Fault = "malformed-chunk"     // two tokens, then JSON cut short
-	ErrorInStream      Fault = "error-in-stream"     // two tokens, then an error object in the 200 stream
-	HugeEvent          Fault = "huge-event"          // one 50 MB data line
-	EndlessFast        Fault = "endless-fast"        // tokens as fast as the socket takes them, forever
-	EndlessSlow        Fault = "endless-slow"        // a token every 50 ms, forever
-	GzipBomb           Fault = "gzip-bomb"           // Content-Encoding: gzip, ~1 MB expanding to ~1 GiB
-	GzipBombSmall      Fault = "gzip-bomb-small"     // Content-Encoding: gzip, ~64 KiB expanding to ~64 MiB
-	SlowLoris          Fault = "slow-loris"          // a valid stream, one byte per second
-	HTMLError          Fault = "html-200"            // 200 with a text/html error page
-	JSONNotStream      Fault = "json-not-stream"     // 200 application/json, a whole completion, to a stream request
-	RedirectLoop       Fault = "redirect-loop"       // 307 to itself, forever
-	RedirectAway       Fault = "redirect-away"       // 307 to the OK fault (a different path: off-allow-list)
+	StallMidStream     Fault = "stall-mid-stream"     // three tokens, then nothing
+	ResetMidStream     Fault = "reset-mid-stream"     // three tokens, then a TCP RST
+	NoDone             Fault = "no-done"              // three tokens, clean end, no finish reason nor [DONE]
+	MalformedChunk     Fault = "malformed-chunk"      // two tokens, then JSON cut short
+	ErrorInStream      Fault = "error-in-stream"      // two tokens, then an error object in the 200 stream
+	HugeEvent          Fault = "huge-event"           // one 50 MB data line
+	EndlessFast        Fault = "endless-fast"         // tokens as fast as the socket takes them, forever
+	EndlessSlow        Fault = "endless-slow"         // a token every 50 ms, forever
+	GzipBomb           Fault = "gzip-bomb"            // Content-Encoding: gzip, ~1 MB expanding to ~1 GiB
+	GzipBombSmall      Fault = "gzip-bomb-small"      // Content-Encoding: gzip, ~64 KiB expanding to ~64 MiB
+	SlowLoris          Fault = "slow-loris"           // a valid stream, one byte per second
+	HTMLError          Fault = "html-200"             // 200 with a text/html error page
+	JSONNotStream      Fault = "json-not-stream"      // 200 application/json, a whole completion, to a stream request
+	RedirectLoop       Fault = "redirect-loop"        // 307 to itself, forever
+	RedirectAway       Fault = "redirect-away"        // 307 to the OK fault (a different path: off-allow-list)
 )
 
 // Faults lists every fault of the Server in a stable order.
