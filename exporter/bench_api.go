@@ -140,7 +140,9 @@ func decodeBenchRequest(r io.Reader, limit int64) (BenchRequest, *apiError) {
 		return req, badRequest("read body: %v", err)
 	}
 	if int64(len(b)) > limit {
-		return req, &apiError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body exceeds bench.max_body_bytes (%d bytes)", limit)}
+		// The payload size is one of the configured bench limits, and every
+		// limit answers 422 (issue 6), not 413.
+		return req, overLimit("body exceeds bench.max_body_bytes (%d bytes)", limit)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -200,7 +200,7 @@ func TestBenchAPIValidation(t *testing.T) {
 		{"inf rate", `{"target":"a","request_rate":"inf"}`, 422, "request_rate: inf exceeds bench.max_request_rate"},
 		{"concurrency", `{"target":"a","max_concurrency":9}`, 422, "bench.max_concurrency (8)"},
 		{"max duration", `{"target":"a","max_duration":"2h"}`, 422, "bench.max_duration (1m)"},
-		{"body size", `{"target":"a","tag":"` + strings.Repeat("x", 600) + `"}`, 413, "bench.max_body_bytes (512 bytes)"},
+		{"body size", `{"target":"a","tag":"` + strings.Repeat("x", 600) + `"}`, 422, "bench.max_body_bytes (512 bytes)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, m := e.do(t, http.MethodPost, "/api/v1/benches", tc.body)
