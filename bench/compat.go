@@ -16,6 +16,7 @@ const (
 	CompatServerInfoDuration = "server-info-duration"
 	CompatRandomLengths      = "random-lengths"
 	CompatAllFailedError     = "all-failed-error"
+	CompatEmptySuccess       = "empty-success"
 )
 
 // CompatOption describes one compat switch, for --help and the README.
@@ -35,6 +36,7 @@ var CompatOptions = []CompatOption{
 	{CompatServerInfoDuration, "include the GET /server_info round trip in the benchmark duration for sglang backends", "cmd"},
 	{CompatRandomLengths, "random datasets record the target length without re-measuring the decoded prompt", "datasets"},
 	{CompatAllFailedError, "fail the run, writing no summary, when no request succeeded (sglang crashes)", "bench"},
+	{CompatEmptySuccess, "count an HTTP 200 response that produced no output as a success with TTFT 0, as sglang does, instead of an empty_output failure", "bench"},
 }
 
 // Compat is a set of compat switches. The zero value is servingprobe's
@@ -47,6 +49,7 @@ type Compat struct {
 	ServerInfoDuration bool `json:"server_info_duration,omitempty"`
 	RandomLengths      bool `json:"random_lengths,omitempty"`
 	AllFailedError     bool `json:"all_failed_error,omitempty"`
+	EmptySuccess       bool `json:"empty_success,omitempty"`
 }
 
 func (c *Compat) field(name string) *bool {
@@ -65,6 +68,8 @@ func (c *Compat) field(name string) *bool {
 		return &c.RandomLengths
 	case CompatAllFailedError:
 		return &c.AllFailedError
+	case CompatEmptySuccess:
+		return &c.EmptySuccess
 	}
 	return nil
 }

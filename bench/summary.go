@@ -260,7 +260,10 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 	rec.itlLen = len(a.itl) - rec.itlOff
 
 	outLen := 0
-	if r.Outcome == prober.OutcomeSuccess {
+	// sglang counts any 200 stream read without an exception as a success,
+	// even one with no text; its TTFT then stays 0.
+	emptyOK := a.p.Compat.EmptySuccess && r.Outcome == prober.OutcomeEmptyOutput
+	if r.Outcome == prober.OutcomeSuccess || emptyOK {
 		rec.ok = true
 		outLen = r.OutputTokens
 		rec.e2e = r.End.Sub(r.Sent).Seconds()

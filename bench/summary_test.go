@@ -460,3 +460,35 @@ func TestDefaultOutputFile(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyOutputCompat(t *testing.T) {
+	t.Parallel()
+	// One real success and one 200 that produced nothing: servingprobe
+	// counts the second as empty_output; sglang as a success with TTFT 0.
+	results := []prober.Result{
+		req(0, 0, 100, 2, prober.OutcomeSuccess, "ab", "", ev{40, 1}, ev{100, 1}),
+		req(0, 0, 60, 8, prober.OutcomeEmptyOutput, "", "no output"),
+	}
+	rows := []datasets.Prompt{{PromptLen: 10, OutputLen: 8}, {PromptLen: 10, OutputLen: 8}}
+	p := fixtureParams()
+	s, err := Summarize(results, rows, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Completed != 1 || s.Failed != 1 || s.TotalInputTokens != 10 {
+		t.Errorf("default: completed %d, failed %d, input %d; want 1, 1, 10", s.Completed, s.Failed, s.TotalInputTokens)
+	}
+	p.Compat.EmptySuccess = true
+	s, err = Summarize(results, rows, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Completed != 2 || s.Failed != 0 || s.TotalInputTokens != 20 || s.TotalOutputTokens != 10 {
+		t.Errorf("%s: completed %d, failed %d, input %d, output %d; want 2, 0, 20, 10",
+			CompatEmptySuccess, s.Completed, s.Failed, s.TotalInputTokens, s.TotalOutputTokens)
+	}
+	// Mean TTFT over (40 ms, 0): sglang's TTFT of an empty success is 0.
+	if got := s.TTFT.Mean; got != 20 {
+		t.Errorf("%s: mean TTFT = %v ms, want 20", CompatEmptySuccess, got)
+	}
+}
