@@ -2,7 +2,9 @@ package exporter
 
 import (
 	"bytes"
+	"encoding/base64"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -57,12 +59,36 @@ func newRedactor(cfgs ...*config.Config) *redactor {
 }
 
 func addHTTPSecrets(h *promconfig.HTTPClientConfig, add func(string)) {
+	// Secrets kept in files are read as the client reads them, so that
+	// they are redacted too.
+	addFile := func(path string) {
+		if path == "" {
+			return
+		}
+		if b, err := os.ReadFile(path); err == nil {
+			add(strings.TrimSpace(string(b)))
+		}
+	}
 	add(string(h.BearerToken))
+	addFile(h.BearerTokenFile)
 	if h.BasicAuth != nil {
 		add(string(h.BasicAuth.Password))
+		pw := string(h.BasicAuth.Password)
+		if h.BasicAuth.PasswordFile != "" {
+			if b, err := os.ReadFile(h.BasicAuth.PasswordFile); err == nil {
+				pw = strings.TrimSpace(string(b))
+				add(pw)
+			}
+		}
+		// The Authorization header carries user:password in base64; a
+		// server that echoes its request headers sends that form back.
+		if pw != "" {
+			add(base64.StdEncoding.EncodeToString([]byte(string(h.BasicAuth.Username) + ":" + pw)))
+		}
 	}
 	if h.Authorization != nil {
 		add(string(h.Authorization.Credentials))
+		addFile(h.Authorization.CredentialsFile)
 	}
 	if h.OAuth2 != nil {
 		add(string(h.OAuth2.ClientSecret))
@@ -97,6 +123,34 @@ func (r *redactor) redact(s string) string {
 		}
 	}
 	return s
+}
+
+// redactingLogger removes the running config's secrets from every string
+// and error value of a record before passing it on. Probe log lines carry
+// error text from servers, and a server may echo the credentials it got.
+// Other value types pass unchanged, so that level values still filter.
+type redactingLogger struct {
+	next log.Logger
+	red  func() *redactor
+}
+
+func (l redactingLogger) Log(kv ...any) error {
+	r := l.red()
+	if r == nil || len(r.secrets) == 0 {
+		return l.next.Log(kv...)
+	}
+	out := make([]any, len(kv))
+	for i, v := range kv {
+		switch x := v.(type) {
+		case string:
+			out[i] = r.redact(x)
+		case error:
+			out[i] = r.redact(x.Error())
+		default:
+			out[i] = v
+		}
+	}
+	return l.next.Log(out...)
 }
 
 // truncateUTF8 cuts s to at most n bytes without splitting a rune.
