@@ -42,6 +42,7 @@ const (
 	Status503          Fault = "status-503"           // 503 with Retry-After
 	EchoAuth           Fault = "echo-auth"            // 401 whose body echoes every request header, credentials included
 	EchoAuthStream     Fault = "echo-auth-stream"     // 200 stream whose error object echoes the Authorization header
+	EchoAuthInfo       Fault = "echo-auth-info"       // a good stream to POST; a 200 JSON echoing every request header to GET (server info)
 	StallBeforeHeaders Fault = "stall-before-headers" // reads the request, never answers
 	StallAfterHeaders  Fault = "stall-after-headers"  // 200 and headers, then nothing
 	StallMidStream     Fault = "stall-mid-stream"     // three tokens, then nothing
@@ -63,7 +64,7 @@ const (
 
 // Faults lists every fault of the Server in a stable order.
 var Faults = []Fault{
-	OK, Status401, Status403, Status404, Status429, Status500, Status503, EchoAuth, EchoAuthStream,
+	OK, Status401, Status403, Status404, Status429, Status500, Status503, EchoAuth, EchoAuthStream, EchoAuthInfo,
 	StallBeforeHeaders, StallAfterHeaders, StallMidStream, ResetMidStream, NoDone, MalformedChunk,
 	ErrorInStream, HugeEvent, EndlessFast, EndlessSlow, GzipBomb, GzipBombSmall, SlowLoris, HTMLError,
 	JSONNotStream, RedirectLoop, RedirectAway,
@@ -238,6 +239,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_ = tokens(1)
 		_ = cw.str(`data: {"error":{"message":"bad key ` + jsonEscape(r.Header.Get("Authorization")) +
 			` x-api-key=` + jsonEscape(r.Header.Get("X-Api-Key")) + `","type":"auth"}}` + "\n\n")
+	case EchoAuthInfo:
+		if r.Method == http.MethodPost {
+			sse()
+			_ = cw.str(GoodStream)
+			return
+		}
+		var b strings.Builder
+		_ = r.Header.Write(&b)
+		w.Header().Set("Content-Type", "application/json")
+		_ = cw.str(`{"version":"0.0.1","echo":"` + jsonEscape(b.String()) + `","internal_states":[{"avg_spec_accept_length":1.0}]}`)
 	case StallBeforeHeaders:
 		<-ctx.Done()
 	case StallAfterHeaders:
