@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
@@ -26,9 +28,13 @@ func addLogFlags(app *kingpin.Application) *logConfig {
 	return c
 }
 
-// newLogger builds the process logger. Filtering comes before the ts and
-// caller keys so that the caller is the line that logged, not a wrapper.
-func (c *logConfig) newLogger(w io.Writer) (log.Logger, error) {
+// newLoggers builds the process logger and, for libraries that only accept
+// *slog.Logger (exporter-toolkit), a slog.Logger that writes into it.
+// Filtering comes before the ts and caller keys so that the caller is the
+// line that logged, not a wrapper. The slog side takes its caller from the
+// record (the library's call site) and its timestamp from go-kit, so its
+// lines carry the same keys as ours, once each.
+func (c *logConfig) newLoggers(w io.Writer) (log.Logger, *slog.Logger, error) {
 	var l log.Logger
 	switch c.format {
 	case "logfmt", "":
@@ -36,14 +42,32 @@ func (c *logConfig) newLogger(w io.Writer) (log.Logger, error) {
 	case "json":
 		l = log.NewJSONLogger(log.NewSyncWriter(w))
 	default:
-		return nil, fmt.Errorf("unknown log format %q", c.format)
+		return nil, nil, fmt.Errorf("unknown log format %q", c.format)
 	}
 	opt, err := levelOption(c.level)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	l = level.NewFilter(l, opt)
-	return log.With(l, "ts", log.DefaultTimestampUTC, "caller", log.DefaultCaller), nil
+	withTS := log.With(l, "ts", log.DefaultTimestampUTC)
+	bridge := slog.New(untimedHandler{slgk.NewGoKitHandler(withTS, slogLevel(c.level))})
+	return log.With(withTS, "caller", log.DefaultCaller), bridge, nil
+}
+
+// untimedHandler drops slog's own record time: go-kit's ts already says it.
+type untimedHandler struct{ slog.Handler }
+
+func (h untimedHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.Time = time.Time{}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h untimedHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return untimedHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h untimedHandler) WithGroup(name string) slog.Handler {
+	return untimedHandler{h.Handler.WithGroup(name)}
 }
 
 func levelOption(s string) (level.Option, error) {
@@ -71,13 +95,6 @@ func slogLevel(s string) slog.Level {
 		return slog.LevelError
 	}
 	return slog.LevelInfo
-}
-
-// newSlogLogger hands libraries that only accept *slog.Logger (such as
-// exporter-toolkit) a logger that writes into our go-kit logger. The go-kit
-// filter still applies; the slog level only saves work.
-func newSlogLogger(l log.Logger, lvl string) *slog.Logger {
-	return slog.New(slgk.NewGoKitHandler(l, slogLevel(lvl)))
 }
 
 // exitCoder lets a command choose its exit code, e.g. check-config exits 1

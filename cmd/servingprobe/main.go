@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,7 +22,7 @@ type cliEnv struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Logger         log.Logger
-	LogLevel       string // the --log.level value, for the slog bridge
+	Slog           *slog.Logger // the same logger, for libraries that need slog
 }
 
 func main() {
@@ -64,12 +65,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "servingprobe: %v\n", err)
 		return 2
 	}
-	logger, err := logCfg.newLogger(stderr)
+	logger, slogger, err := logCfg.newLoggers(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "servingprobe: %v\n", err)
 		return 2
 	}
-	env := &cliEnv{Stdin: stdin, Stdout: stdout, Stderr: stderr, Logger: logger, LogLevel: logCfg.level}
+	env := &cliEnv{Stdin: stdin, Stdout: stdout, Stderr: stderr, Logger: logger, Slog: slogger}
 	if err := commands[cmd](ctx, env); err != nil {
 		var ec exitCoder
 		if asExitCoder(err, &ec) {

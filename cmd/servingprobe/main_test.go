@@ -55,7 +55,7 @@ func TestLogFormat(t *testing.T) {
 	for _, format := range []string{"logfmt", "json"} {
 		c := &logConfig{level: "info", format: format}
 		var buf bytes.Buffer
-		l, err := c.newLogger(&buf)
+		l, _, err := c.newLoggers(&buf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestLogFormat(t *testing.T) {
 func TestLogLevelFilters(t *testing.T) {
 	c := &logConfig{level: "warn", format: "logfmt"}
 	var buf bytes.Buffer
-	l, _ := c.newLogger(&buf)
+	l, s, _ := c.newLoggers(&buf)
 	level.Info(l).Log("msg", "Dropped")
 	level.Warn(l).Log("msg", "Kept")
 	if out := buf.String(); strings.Contains(out, "Dropped") || !strings.Contains(out, "Kept") {
@@ -83,11 +83,16 @@ func TestLogLevelFilters(t *testing.T) {
 	}
 	// The slog bridge writes into the same filtered logger.
 	buf.Reset()
-	s := newSlogLogger(l, "warn")
 	s.Info("Dropped too")
 	s.Warn("Bridged")
-	if out := buf.String(); strings.Contains(out, "Dropped too") || !strings.Contains(out, "Bridged") {
+	out := buf.String()
+	if strings.Contains(out, "Dropped too") || !strings.Contains(out, "Bridged") {
 		t.Errorf("slog bridge: output %q", out)
+	}
+	// One ts, one caller (the slog call site), no second timestamp.
+	if strings.Count(out, "ts=") != 1 || strings.Count(out, "caller=") != 1 || strings.Contains(out, "time=") ||
+		!strings.Contains(out, "caller=main_test.go") {
+		t.Errorf("slog bridge line %q: want exactly one ts and one caller (main_test.go), no time", out)
 	}
 }
 

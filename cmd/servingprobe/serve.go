@@ -30,7 +30,10 @@ import (
 
 // defaultServeAddress is servingprobe's port. 9775 is unclaimed on the
 // Prometheus default port allocations page, next to other exporters' 97xx.
-const defaultServeAddress = ":9775"
+const (
+	defaultServeAddress = ":9775"
+	demoServeAddress    = "127.0.0.1:9775"
+)
 
 //go:embed demo.yml
 var demoConfig string
@@ -51,7 +54,7 @@ func addServeCommand(app *kingpin.Application) func(ctx context.Context, env *cl
 	cmd.Flag("web.disable-exporter-metrics", "Exclude the Go runtime and process metrics from /metrics.").BoolVar(&f.disableExporterMetrics)
 	cmd.Flag("log.prober", "Level at which per-probe log lines (including failures) are logged; they show when --log.level allows it. One of: [debug, info, warn, error]").
 		Default("debug").EnumVar(&f.probeLogLevel, "debug", "info", "warn", "error")
-	cmd.Flag("demo", "Start the built-in simulator on a loopback port and probe it with an embedded config (ignores --config.file).").BoolVar(&f.demo)
+	cmd.Flag("demo", "Start the built-in simulator on a loopback port and probe it with an embedded config (ignores --config.file). Listens on "+demoServeAddress+" unless --web.listen-address says otherwise.").BoolVar(&f.demo)
 	return func(ctx context.Context, env *cliEnv) error { return runServe(ctx, env, f) }
 }
 
@@ -65,6 +68,11 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		}
 		defer stop()
 		configFile = path
+		// A demo has no business on every interface; an address the user
+		// chose is kept.
+		if addrs := *f.web.WebListenAddresses; len(addrs) == 1 && addrs[0] == defaultServeAddress {
+			addrs[0] = demoServeAddress
+		}
 	}
 	probeLogger, err := rewriteLevel(logger, f.probeLogLevel)
 	if err != nil {
@@ -97,7 +105,7 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 
 	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	serveDone := make(chan error, 1)
-	go func() { serveDone <- web.ListenAndServe(srv, f.web, newSlogLogger(logger, env.LogLevel)) }()
+	go func() { serveDone <- web.ListenAndServe(srv, f.web, env.Slog) }()
 	level.Info(logger).Log("msg", "Starting servingprobe", "version", version.Info(), "config_file", configFile,
 		"addresses", strings.Join(*f.web.WebListenAddresses, ","))
 

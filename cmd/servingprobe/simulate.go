@@ -25,7 +25,7 @@ func addSimulateCommand(app *kingpin.Application) func(context.Context, *cliEnv)
 		}
 		srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		errc := make(chan error, 1)
-		go func() { errc <- web.ListenAndServe(srv, webFlags, newSlogLogger(env.Logger, env.LogLevel)) }()
+		go func() { errc <- web.ListenAndServe(srv, webFlags, env.Slog) }()
 		level.Info(env.Logger).Log("msg", "Simulator listening", "addresses", (*webFlags.WebListenAddresses)[0], "model", simCfg.Model)
 		select {
 		case err := <-errc:
