@@ -25,9 +25,16 @@ run:
 deps:
 	./scripts/install-deps.sh
 
+# llm-d-inference-sim, the third-party vLLM simulator some tests run against.
+# Built once here (2-4 minutes) so that test packages running in parallel do
+# not each build it.
+LLMD_SIM ?= $(CURDIR)/.build/llm-d-inference-sim
+$(LLMD_SIM): tools/go.mod tools/go.sum
+	CGO_ENABLED=0 $(GO) build -C tools -o $(LLMD_SIM) github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim
+
 # The README's test command; .ci/run calls exactly this.
-test: deps lint
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m ./...
+test: deps lint $(LLMD_SIM)
+	SERVINGPROBE_LLMD_SIM=$(LLMD_SIM) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m ./...
 	./scripts/check-deploy.sh
 	./scripts/check-image.sh
 
