@@ -27,16 +27,23 @@ type Usage struct {
 }
 
 // Delta is what one event means. Decode fills it; it never reads a clock.
+//
+// Text is only valid until the next event is read: on the fast path it
+// aliases SSEEvent.Data, so that decoding allocates nothing.
 type Delta struct {
 	// Text is the generated text this event carries (reasoning and tool-call
-	// arguments included: they are output tokens too).
-	Text string
+	// arguments included: they are output tokens too). When TextRaw is set
+	// it is still the body of a JSON string literal (escapes, or invalid
+	// UTF-8 to be replaced); read it with AppendText, which handles both.
+	Text    []byte
+	TextRaw bool
 	// Tokens is the number of tokens this event carries when the protocol
 	// defines it per event (TensorRT-LLM: one), else 0. Cumulative counts go
 	// in Usage.
 	Tokens int
-	// Usage is a cumulative usage block, if the event has one.
-	Usage *Usage
+	// Usage is a cumulative usage block; Usage.Source is empty when the
+	// event has none.
+	Usage Usage
 	// Cumulative means Text replaces everything so far (sglang /generate).
 	Cumulative   bool
 	FinishReason string
@@ -44,6 +51,20 @@ type Delta struct {
 	SpecAcceptLength float64
 	Done             bool // [DONE] or a terminal event
 }
+
+// HasUsage reports whether the event carried a usage block.
+func (d *Delta) HasUsage() bool { return d.Usage.Source != "" }
+
+// AppendText appends the event's decoded text to dst.
+func (d *Delta) AppendText(dst []byte) []byte {
+	if d.TextRaw {
+		return appendUnquoted(dst, d.Text)
+	}
+	return append(dst, d.Text...)
+}
+
+// TextString returns the decoded text (it allocates; for tests and tools).
+func (d *Delta) TextString() string { return string(d.AppendText(nil)) }
 
 // RequestOptions are the per-request knobs that do not come from the dataset.
 type RequestOptions struct {

@@ -211,11 +211,11 @@ type usageJSON struct {
 	} `json:"prompt_tokens_details"`
 }
 
-func (u *usageJSON) usage() *Usage {
+func (u *usageJSON) usage() Usage {
 	if u == nil {
-		return nil
+		return Usage{}
 	}
-	out := &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Source: TokenSourceUsage}
+	out := Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Source: TokenSourceUsage}
 	if u.PromptTokensDetails != nil {
 		out.CachedTokens = u.PromptTokensDetails.CachedTokens
 	}

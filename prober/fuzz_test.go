@@ -140,7 +140,7 @@ func fuzzDecode(f *testing.F, backend string) {
 		if !json.Valid(data) {
 			t.Fatalf("Decode(%q) accepted invalid JSON: %+v", data, d)
 		}
-		if d.Usage != nil && d.Usage.Source == "" {
+		if !d.HasUsage() && d.Usage != (Usage{}) {
 			t.Fatalf("Decode(%q) returned usage without a source", data)
 		}
 	})

@@ -129,8 +129,16 @@ func (openAIChat) Decode(ev SSEEvent) (Delta, error) {
 	if isDone(ev.Data) {
 		return Delta{Done: true}, nil
 	}
+	if d, ok := scanChat(ev.Data); ok {
+		return d, nil
+	}
+	return decodeChatJSON(ev.Data)
+}
+
+// decodeChatJSON is the reference decoder.
+func decodeChatJSON(data []byte) (Delta, error) {
 	var c chatChunk
-	if err := json.Unmarshal(ev.Data, &c); err != nil {
+	if err := json.Unmarshal(data, &c); err != nil {
 		return Delta{}, fmt.Errorf("decode chat chunk: %w", err)
 	}
 	if err := c.err(); err != nil {
@@ -139,7 +147,7 @@ func (openAIChat) Decode(ev SSEEvent) (Delta, error) {
 	d := Delta{Usage: c.Usage.usage()}
 	if len(c.Choices) > 0 {
 		ch := c.Choices[0]
-		d.Text = ch.Delta.text() + ch.Message.text()
+		d.Text = []byte(ch.Delta.text() + ch.Message.text())
 		if ch.FinishReason != nil {
 			d.FinishReason = *ch.FinishReason
 		}

@@ -57,12 +57,22 @@ type completionsChunk struct {
 
 func (openAICompletions) Decode(ev SSEEvent) (Delta, error) { return decodeCompletions(ev) }
 
+// decodeCompletions takes the allocation-free scanner's answer when it has
+// one, and encoding/json's otherwise (see jsonscan.go).
 func decodeCompletions(ev SSEEvent) (Delta, error) {
 	if isDone(ev.Data) {
 		return Delta{Done: true}, nil
 	}
+	if d, ok := scanCompletions(ev.Data); ok {
+		return d, nil
+	}
+	return decodeCompletionsJSON(ev.Data)
+}
+
+// decodeCompletionsJSON is the reference decoder.
+func decodeCompletionsJSON(data []byte) (Delta, error) {
 	var c completionsChunk
-	if err := json.Unmarshal(ev.Data, &c); err != nil {
+	if err := json.Unmarshal(data, &c); err != nil {
 		return Delta{}, fmt.Errorf("decode completions chunk: %w", err)
 	}
 	if err := c.err(); err != nil {
@@ -72,7 +82,7 @@ func decodeCompletions(ev SSEEvent) (Delta, error) {
 	// (sgl-project/sglang#5451).
 	d := Delta{Usage: c.Usage.usage()}
 	if len(c.Choices) > 0 {
-		d.Text = c.Choices[0].Text
+		d.Text = []byte(c.Choices[0].Text)
 		if fr := c.Choices[0].FinishReason; fr != nil {
 			d.FinishReason = *fr
 		}

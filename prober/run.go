@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -56,7 +57,19 @@ const drainBytes = 64 << 10
 // maxErrorBody bounds the part of an HTTP error body kept in Result.Err.
 const maxErrorBody = 512
 
-var readerPool = sync.Pool{New: func() any { return new(StreamReader) }}
+// streamState is what one stream needs beyond its Result: the reader and
+// the text buffers. It is pooled, so that a steady state of requests
+// allocates neither read buffers nor text buffers.
+type streamState struct {
+	sr   StreamReader
+	text []byte // the generated text so far (or sglang's latest full text)
+	raw  []byte // scratch for unescaping a cumulative text
+}
+
+var streamPool = sync.Pool{New: func() any { return new(streamState) }}
+
+// maxPooledBuf is the largest buffer put back in the pool.
+const maxPooledBuf = 1 << 20
 
 // Run sends one request for prompt and returns its Result. scheduled is when
 // the caller wanted it sent (zero if not paced). Run never returns an error:
@@ -174,23 +187,25 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 // stream reads events until the end and fills res. It owns all the timing
 // logic: one clock reading per read, taken by the StreamReader.
 func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error {
-	sr := readerPool.Get().(*StreamReader)
+	st := streamPool.Get().(*streamState)
+	sr := &st.sr
 	sr.Reset(body, format, p.Limits, nil)
+	text := st.text[:0]
 	defer func() {
 		res.KeepAlives, res.BytesRead = sr.Comments(), sr.BytesRead()
 		sr.Reset(nil, FormatAuto, Limits{}, nil) // drop references
-		if cap(sr.buf) <= 1<<20 {                // do not pool a huge buffer
-			readerPool.Put(sr)
+		st.text = text[:0]
+		if cap(sr.buf) <= maxPooledBuf && cap(st.text) <= maxPooledBuf && cap(st.raw) <= maxPooledBuf {
+			streamPool.Put(st)
 		}
 	}()
 
 	var (
-		text        strings.Builder
-		cumulative  string // sglang's latest full text
-		lastCT      int    // last cumulative completion_tokens
-		perEventCT  bool   // the first output event had a cumulative count
-		finished    bool   // a finish reason was seen
-		final       *Usage
+		cumulative  bool // text holds sglang's latest full text
+		lastCT      int  // last cumulative completion_tokens
+		perEventCT  bool // the first output event had a cumulative count
+		finished    bool // a finish reason was seen
+		final       Usage
 		protocolOne bool
 	)
 	_, eofEnds := p.Backend.(eofEnder)
@@ -224,31 +239,41 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 				res.SpecAcceptLength = d.SpecAcceptLength
 			}
 
-			// New text.
-			var newText string
+			// New text, appended to the pooled buffer: no allocation per event.
+			newText := 0
 			if d.Cumulative {
-				if strings.HasPrefix(d.Text, cumulative) {
-					newText = d.Text[len(cumulative):]
-				} else { // the server rewrote history; take its word
-					newText = d.Text
+				full := d.Text
+				if d.TextRaw {
+					st.raw = d.AppendText(st.raw[:0])
+					full = st.raw
 				}
-				cumulative = d.Text
+				if !cumulative {
+					text, cumulative = text[:0], true
+				}
+				if bytes.HasPrefix(full, text) {
+					newText = len(full) - len(text)
+					text = append(text, full[len(text):]...)
+				} else { // the server rewrote history; take its word
+					newText = len(full)
+					text = append(text[:0], full...)
+				}
 			} else {
-				newText = d.Text
-				text.WriteString(newText)
+				n := len(text)
+				text = d.AppendText(text)
+				newText = len(text) - n
 			}
 
 			// New tokens, from a cumulative count when the server gives one
 			// on every output event.
 			tokens, counted := 0, false
-			if u := d.Usage; u != nil {
+			if u := d.Usage; u.Source != "" {
 				final = u
 				if u.CompletionTokens > 0 && (perEventCT || len(res.Events) == 0) {
 					tokens, counted = max(u.CompletionTokens-lastCT, 0), true
 					lastCT = max(lastCT, u.CompletionTokens)
 				}
 			}
-			if newText == "" && tokens == 0 && d.Tokens == 0 {
+			if newText == 0 && tokens == 0 && d.Tokens == 0 {
 				continue // role-only, usage-only, finish-only, keep-alive
 			}
 			switch {
@@ -264,27 +289,19 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 			if len(res.Events) == 0 {
 				res.FirstToken = at
 			}
-			textLen := text.Len()
-			if d.Cumulative {
-				textLen = len(cumulative)
-			}
-			res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: textLen})
+			res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: len(text)})
 		}
 	}()
-	if cumulative != "" {
-		res.GeneratedText = cumulative
-	} else {
-		res.GeneratedText = text.String()
-	}
+	res.GeneratedText = string(text)
 	switch {
-	case perEventCT && final != nil:
+	case perEventCT && final.Source != "":
 		res.EventTokensSource = final.Source
 	case protocolOne:
 		res.EventTokensSource = TokenSourceProtocol
 	default:
 		res.EventTokensSource = TokenSourceEvents
 	}
-	if final != nil {
+	if final.Source != "" {
 		res.InputTokens, res.InputTokensSource = final.PromptTokens, final.Source
 		if final.CompletionTokens > 0 || len(res.Events) == 0 {
 			res.OutputTokens, res.OutputTokensSource = final.CompletionTokens, final.Source

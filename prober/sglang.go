@@ -64,8 +64,16 @@ func (sglangGenerate) Decode(ev SSEEvent) (Delta, error) {
 	if isDone(ev.Data) {
 		return Delta{Done: true}, nil
 	}
+	if d, ok := scanSGLang(ev.Data); ok {
+		return d, nil
+	}
+	return decodeSGLangJSON(ev.Data)
+}
+
+// decodeSGLangJSON is the reference decoder.
+func decodeSGLangJSON(data []byte) (Delta, error) {
 	var c sglangChunk
-	if err := json.Unmarshal(ev.Data, &c); err != nil {
+	if err := json.Unmarshal(data, &c); err != nil {
 		return Delta{}, fmt.Errorf("decode /generate chunk: %w", err)
 	}
 	if err := c.err(); err != nil {
@@ -73,10 +81,10 @@ func (sglangGenerate) Decode(ev SSEEvent) (Delta, error) {
 	}
 	d := Delta{Cumulative: true}
 	if c.Text != nil {
-		d.Text = *c.Text
+		d.Text = []byte(*c.Text)
 	}
 	if m := c.MetaInfo; m != nil {
-		d.Usage = &Usage{
+		d.Usage = Usage{
 			PromptTokens:     m.PromptTokens,
 			CompletionTokens: m.CompletionTokens,
 			CachedTokens:     m.CachedTokens,

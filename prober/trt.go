@@ -45,8 +45,16 @@ func (trtGenerateStream) Decode(ev SSEEvent) (Delta, error) {
 	if isDone(ev.Data) {
 		return Delta{Done: true}, nil
 	}
+	if d, ok := scanTRT(ev.Data); ok {
+		return d, nil
+	}
+	return decodeTRTJSON(ev.Data)
+}
+
+// decodeTRTJSON is the reference decoder.
+func decodeTRTJSON(data []byte) (Delta, error) {
 	var c trtChunk
-	if err := json.Unmarshal(ev.Data, &c); err != nil {
+	if err := json.Unmarshal(data, &c); err != nil {
 		return Delta{}, fmt.Errorf("decode generate_stream event: %w", err)
 	}
 	if err := c.err(); err != nil {
@@ -55,7 +63,7 @@ func (trtGenerateStream) Decode(ev SSEEvent) (Delta, error) {
 	if c.TextOutput == nil {
 		return Delta{}, nil
 	}
-	return Delta{Text: *c.TextOutput, Tokens: 1}, nil
+	return Delta{Text: []byte(*c.TextOutput), Tokens: 1}, nil
 }
 
 func (trtGenerateStream) eofEndsStream() bool { return true }

@@ -1,0 +1,1010 @@
+package prober
+
+import (
+	"bytes"
+	"strconv"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// A hand-rolled JSON field scanner for the steady-state events of the
+// OpenAI, sglang and TensorRT-LLM streams.
+//
+// Subtleness ahead: it must never disagree with encoding/json, which stays
+// the reference. So the scanner only answers when it is sure, and says
+// "fall back" (ok == false) for anything unusual:
+//   - invalid JSON, trailing data, nesting deeper than maxScanDepth;
+//   - a key with an escape or a non-ASCII byte, or an ASCII key that
+//     matches one of the struct's field names only case-insensitively
+//     (encoding/json would match it);
+//   - a field we decode seen twice (encoding/json merges duplicates);
+//   - a field of the wrong JSON type (encoding/json reports an error), a
+//     number that is not a plain integer where an int is expected;
+//   - error objects, finish reasons in object form, tool calls, several
+//     non-empty text parts in one chat delta, escaped finish reasons.
+//
+// The fallback decodes the same bytes with encoding/json, so the answer is
+// always encoding/json's; FuzzScanMatchesJSON checks that whenever the
+// scanner answers, encoding/json gives the same Delta. Every value the
+// scanner skips is still validated, so it accepts only valid JSON.
+//
+// Text is returned as the raw body of the JSON string (aliasing the event's
+// bytes, no copy); Delta.AppendText unescapes it into the caller's buffer.
+
+// maxScanDepth bounds the nesting the scanner follows before falling back
+// (encoding/json allows 10000; real events nest four deep).
+const maxScanDepth = 64
+
+type scanner struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte, or 0 at the end.
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i >= len(s.b) {
+		return 0
+	}
+	return s.b[s.i]
+}
+
+// end reports whether only whitespace is left.
+func (s *scanner) end() bool {
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// strPlain marks the bytes a string body can hold without a closer look:
+// anything but '"', '\\', control characters and non-ASCII.
+var strPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// str reads a string at s.i. body is what lies between the quotes; plain
+// means body is already the decoded value (no escapes, valid UTF-8).
+func (s *scanner) str() (body []byte, plain, ok bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false, false
+	}
+	start := s.i + 1
+	i, b := start, s.b
+	esc, high := false, false
+	for i < len(b) {
+		c := b[i]
+		if strPlain[c] {
+			i++
+			continue
+		}
+		switch {
+		case c == '"':
+			body = b[start:i]
+			s.i = i + 1
+			return body, !esc && (!high || utf8.Valid(body)), true
+		case c == '\\':
+			esc = true
+			if i+1 >= len(b) {
+				return nil, false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return nil, false, false
+				}
+				i += 6
+			default:
+				return nil, false, false
+			}
+		case c < 0x20:
+			return nil, false, false
+		default: // non-ASCII; validated by utf8.Valid at the end
+			high = true
+			i++
+		}
+	}
+	return nil, false, false
+}
+
+// num reads a JSON number at s.i and returns its bytes; isInt means no
+// fraction and no exponent.
+func (s *scanner) num() (raw []byte, isInt, ok bool) {
+	b, i := s.b, s.i
+	start := i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+	default:
+		return nil, false, false
+	}
+	isInt = true
+	if i < len(b) && b[i] == '.' {
+		isInt = false
+		i++
+		d := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return nil, false, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		isInt = false
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return nil, false, false
+		}
+	}
+	s.i = i
+	return b[start:i], isInt, true
+}
+
+// lit reads true, false or null.
+func (s *scanner) lit(word string) bool {
+	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
+		return false
+	}
+	s.i += len(word)
+	return true
+}
+
+// null consumes a null if there is one.
+func (s *scanner) null() bool {
+	if s.peek() == 'n' {
+		return s.lit("null")
+	}
+	return false
+}
+
+// skip validates and skips any value.
+func (s *scanner) skip() bool {
+	switch s.peek() {
+	case '"':
+		_, _, ok := s.str()
+		return ok
+	case '{':
+		if !s.enter() {
+			return false
+		}
+		for first := true; ; first = false {
+			_, end, ok := s.key(first)
+			if !ok {
+				return false
+			}
+			if end {
+				break
+			}
+			if !s.skip() {
+				return false
+			}
+		}
+		s.depth--
+		return true
+	case '[':
+		if !s.enter() {
+			return false
+		}
+		for first := true; ; first = false {
+			end, ok := s.elem(first)
+			if !ok {
+				return false
+			}
+			if end {
+				break
+			}
+			if !s.skip() {
+				return false
+			}
+		}
+		s.depth--
+		return true
+	case 't':
+		return s.lit("true")
+	case 'f':
+		return s.lit("false")
+	case 'n':
+		return s.lit("null")
+	default:
+		_, _, ok := s.num()
+		return ok
+	}
+}
+
+// enter consumes '{' or '[' and counts the depth.
+func (s *scanner) enter() bool {
+	s.depth++
+	if s.depth > maxScanDepth {
+		return false
+	}
+	s.i++
+	return true
+}
+
+// key reads the next key of an object whose '{' was consumed: it returns
+// end at '}', else the key with s.i on its value. Keys with escapes or
+// non-ASCII bytes are refused (ok false): encoding/json folds them in ways
+// we do not reproduce.
+func (s *scanner) key(first bool) (key []byte, end, ok bool) {
+	c := s.peek()
+	if c == '}' { // a trailing comma fails below, at the missing key
+		s.i++
+		return nil, true, true
+	}
+	if !first {
+		if c != ',' {
+			return nil, false, false
+		}
+		s.i++
+		s.ws()
+	}
+	k, plain, ok := s.str()
+	if !ok || !plain {
+		return nil, false, false
+	}
+	for _, c := range k {
+		if c >= utf8.RuneSelf {
+			return nil, false, false
+		}
+	}
+	if s.peek() != ':' {
+		return nil, false, false
+	}
+	s.i++
+	s.ws()
+	return k, false, true
+}
+
+// elem moves to the next element of an array whose '[' was consumed.
+func (s *scanner) elem(first bool) (end, ok bool) {
+	c := s.peek()
+	if c == ']' { // a trailing comma fails at the missing value
+		s.i++
+		return true, true
+	}
+	if !first {
+		if c != ',' {
+			return false, false
+		}
+		s.i++
+		s.ws()
+	}
+	return false, true
+}
+
+// folds reports whether key matches one of names only case-insensitively,
+// which encoding/json would accept as that field.
+func folds(key []byte, names ...string) bool {
+	for _, n := range names {
+		if len(n) == len(key) && bytes.EqualFold(key, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// seen tracks the decoded fields of one object, to refuse duplicates.
+type seen uint16
+
+func (m *seen) once(bit uint) bool {
+	if *m&(1<<bit) != 0 {
+		return false
+	}
+	*m |= 1 << bit
+	return true
+}
+
+// intField reads an int field: null leaves it, a plain integer sets it.
+func (s *scanner) intField(dst *int) bool {
+	if s.null() {
+		return true
+	}
+	if c := s.peek(); c != '-' && (c < '0' || c > '9') {
+		return false
+	}
+	raw, isInt, ok := s.num()
+	if !ok || !isInt || len(raw) > 18 {
+		return false
+	}
+	n, neg := 0, raw[0] == '-'
+	if neg {
+		raw = raw[1:]
+	}
+	for _, c := range raw {
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	*dst = n
+	return true
+}
+
+// floatField reads a float64 field as encoding/json does.
+func (s *scanner) floatField(dst *float64) bool {
+	if s.null() {
+		return true
+	}
+	if c := s.peek(); c != '-' && (c < '0' || c > '9') {
+		return false
+	}
+	raw, _, ok := s.num()
+	if !ok {
+		return false
+	}
+	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(raw), len(raw)), 64)
+	if err != nil {
+		return false
+	}
+	*dst = f
+	return true
+}
+
+// textField reads a *string text field: null leaves it, a string sets it
+// (raw body; plain tells whether it needs unescaping).
+func (s *scanner) textField(body *[]byte, plain *bool, set *bool) bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '"' {
+		return false
+	}
+	b, p, ok := s.str()
+	if !ok {
+		return false
+	}
+	*body, *plain, *set = b, p, true
+	return true
+}
+
+// finishField reads an OpenAI finish_reason (null or a string).
+func (s *scanner) finishField(dst *string) bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '"' {
+		return false
+	}
+	b, plain, ok := s.str()
+	if !ok || !plain {
+		return false
+	}
+	*dst = internFinish(b)
+	return true
+}
+
+// internFinish returns the usual finish reasons without allocating.
+func internFinish(b []byte) string {
+	switch string(b) {
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "tool_calls":
+		return "tool_calls"
+	case "abort":
+		return "abort"
+	case "content_filter":
+		return "content_filter"
+	case "eos":
+		return "eos"
+	case "":
+		return ""
+	}
+	return string(b)
+}
+
+// errorFields handles the errorField keys at the top level: it returns
+// handled when key is one of them, and ok false when the event may be an
+// error (the fallback reports it).
+func (s *scanner) errorFields(key []byte, m *seen) (handled, ok bool) {
+	switch string(key) {
+	case "error":
+		return true, m.once(13) && s.null()
+	case "object":
+		if !m.once(14) {
+			return true, false
+		}
+		if s.null() {
+			return true, true
+		}
+		if s.peek() != '"' {
+			return true, false
+		}
+		b, plain, ok := s.str()
+		return true, ok && plain && string(b) != "error"
+	case "message":
+		if !m.once(15) {
+			return true, false
+		}
+		if s.null() {
+			return true, true
+		}
+		if s.peek() != '"' {
+			return true, false
+		}
+		_, _, ok := s.str()
+		return true, ok
+	}
+	return false, !folds(key, "error", "object", "message")
+}
+
+// usageField reads an OpenAI usage block into u (Source set when present).
+func (s *scanner) usageField(u *Usage) bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '{' || !s.enter() {
+		return false
+	}
+	var m seen
+	out := Usage{Source: TokenSourceUsage}
+	for first := true; ; first = false {
+		k, end, ok := s.key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "prompt_tokens":
+			ok = m.once(0) && s.intField(&out.PromptTokens)
+		case "completion_tokens":
+			ok = m.once(1) && s.intField(&out.CompletionTokens)
+		case "prompt_tokens_details":
+			ok = m.once(2) && s.detailsField(&out.CachedTokens)
+		default:
+			ok = !folds(k, "prompt_tokens", "completion_tokens", "prompt_tokens_details") && s.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.depth--
+	*u = out
+	return true
+}
+
+// detailsField reads prompt_tokens_details.cached_tokens.
+func (s *scanner) detailsField(cached *int) bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '{' || !s.enter() {
+		return false
+	}
+	var m seen
+	for first := true; ; first = false {
+		k, end, ok := s.key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "cached_tokens":
+			ok = m.once(0) && s.intField(cached)
+		default:
+			ok = !folds(k, "cached_tokens") && s.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.depth--
+	return true
+}
+
+// textPart is one piece of event text, raw.
+type textPart struct {
+	body  []byte
+	plain bool
+	set   bool
+}
+
+// setText puts the single non-empty part into d; more than one non-empty
+// part falls back (encoding/json concatenates them).
+func setText(d *Delta, parts ...textPart) bool {
+	n := 0
+	for _, p := range parts {
+		if len(p.body) == 0 {
+			continue
+		}
+		n++
+		d.Text, d.TextRaw = p.body, !p.plain
+	}
+	return n <= 1
+}
+
+// scanCompletions decodes an OpenAI completions chunk (completions, truss).
+func scanCompletions(data []byte) (Delta, bool) {
+	s := scanner{b: data}
+	var (
+		d    Delta
+		text textPart
+		m    seen
+	)
+	if s.peek() != '{' || !s.enter() {
+		return Delta{}, false
+	}
+	for first := true; ; first = false {
+		k, end, ok := s.key(first)
+		if !ok {
+			return Delta{}, false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "choices":
+			ok = m.once(0) && s.choices(func(i int) bool {
+				var t textPart
+				var fr string
+				if !s.completionChoice(&t, &fr) {
+					return false
+				}
+				if i == 0 {
+					text, d.FinishReason = t, fr
+				}
+				return true
+			})
+		case "usage":
+			ok = m.once(1) && s.usageField(&d.Usage)
+		default:
+			var handled bool
+			if handled, ok = s.errorFields(k, &m); !handled && ok {
+				ok = !folds(k, "choices", "usage") && s.skip()
+			}
+		}
+		if !ok {
+			return Delta{}, false
+		}
+	}
+	s.depth--
+	if !s.end() || !setText(&d, text) {
+		return Delta{}, false
+	}
+	return d, true
+}
+
+// choices walks a choices array (null leaves it empty), calling each for
+// every element with s on the element.
+func (s *scanner) choices(each func(i int) bool) bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '[' || !s.enter() {
+		return false
+	}
+	for i := 0; ; i++ {
+		end, ok := s.elem(i == 0)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		if !each(i) {
+			return false
+		}
+	}
+	s.depth--
+	return true
+}
+
+// completionChoice reads {"text": ..., "finish_reason": ...}; null is an
+// empty choice.
+func (s *scanner) completionChoice(text *textPart, fr *string) bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '{' || !s.enter() {
+		return false
+	}
+	var m seen
+	for first := true; ; first = false {
+		k, end, ok := s.key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "text":
+			// A string field: null leaves it empty.
+			ok = m.once(0) && s.textField(&text.body, &text.plain, &text.set)
+		case "finish_reason":
+			ok = m.once(1) && s.finishField(fr)
+		default:
+			ok = !folds(k, "text", "finish_reason") && s.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.depth--
+	return true
+}
+
+// scanChat decodes an OpenAI chat chunk.
+func scanChat(data []byte) (Delta, bool) {
+	s := scanner{b: data}
+	var (
+		d     Delta
+		parts [6]textPart // delta's reasoning_content, reasoning, content; then message's
+		m     seen
+	)
+	if s.peek() != '{' || !s.enter() {
+		return Delta{}, false
+	}
+	for first := true; ; first = false {
+		k, end, ok := s.key(first)
+		if !ok {
+			return Delta{}, false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "choices":
+			ok = m.once(0) && s.choices(func(i int) bool {
+				var p [6]textPart
+				var fr string
+				if !s.chatChoice(&p, &fr) {
+					return false
+				}
+				if i == 0 {
+					parts, d.FinishReason = p, fr
+				}
+				return true
+			})
+		case "usage":
+			ok = m.once(1) && s.usageField(&d.Usage)
+		default:
+			var handled bool
+			if handled, ok = s.errorFields(k, &m); !handled && ok {
+				ok = !folds(k, "choices", "usage") && s.skip()
+			}
+		}
+		if !ok {
+			return Delta{}, false
+		}
+	}
+	s.depth--
+	if !s.end() || !setText(&d, parts[:]...) {
+		return Delta{}, false
+	}
+	return d, true
+}
+
+// chatChoice reads {"delta": {...}, "message": {...}, "finish_reason": ...}.
+func (s *scanner) chatChoice(parts *[6]textPart, fr *string) bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '{' || !s.enter() {
+		return false
+	}
+	var m seen
+	for first := true; ; first = false {
+		k, end, ok := s.key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "delta":
+			ok = m.once(0) && s.chatDelta((*[3]textPart)(parts[0:3]))
+		case "message":
+			ok = m.once(1) && s.chatDelta((*[3]textPart)(parts[3:6]))
+		case "finish_reason":
+			ok = m.once(2) && s.finishField(fr)
+		default:
+			ok = !folds(k, "delta", "message", "finish_reason") && s.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.depth--
+	return true
+}
+
+// chatDelta reads reasoning_content, reasoning and content; tool calls
+// other than null or [] fall back.
+func (s *scanner) chatDelta(p *[3]textPart) bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '{' || !s.enter() {
+		return false
+	}
+	var m seen
+	for first := true; ; first = false {
+		k, end, ok := s.key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "reasoning_content":
+			ok = m.once(0) && s.textField(&p[0].body, &p[0].plain, &p[0].set)
+		case "reasoning":
+			ok = m.once(1) && s.textField(&p[1].body, &p[1].plain, &p[1].set)
+		case "content":
+			ok = m.once(2) && s.textField(&p[2].body, &p[2].plain, &p[2].set)
+		case "tool_calls":
+			ok = m.once(3) && s.emptyArray()
+		default:
+			ok = !folds(k, "reasoning_content", "reasoning", "content", "tool_calls") && s.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.depth--
+	return true
+}
+
+// emptyArray accepts null or [].
+func (s *scanner) emptyArray() bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '[' {
+		return false
+	}
+	s.i++
+	if s.peek() != ']' {
+		return false
+	}
+	s.i++
+	return true
+}
+
+// scanSGLang decodes an sglang /generate chunk.
+func scanSGLang(data []byte) (Delta, bool) {
+	s := scanner{b: data}
+	var (
+		d    = Delta{Cumulative: true}
+		text textPart
+		m    seen
+	)
+	if s.peek() != '{' || !s.enter() {
+		return Delta{}, false
+	}
+	for first := true; ; first = false {
+		k, end, ok := s.key(first)
+		if !ok {
+			return Delta{}, false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "text":
+			ok = m.once(0) && s.textField(&text.body, &text.plain, &text.set)
+		case "meta_info":
+			ok = m.once(1) && s.metaInfo(&d)
+		default:
+			var handled bool
+			if handled, ok = s.errorFields(k, &m); !handled && ok {
+				ok = !folds(k, "text", "meta_info") && s.skip()
+			}
+		}
+		if !ok {
+			return Delta{}, false
+		}
+	}
+	s.depth--
+	if !s.end() || !setText(&d, text) {
+		return Delta{}, false
+	}
+	return d, true
+}
+
+// metaInfo reads sglang's meta_info; finish_reason other than null or a
+// plain string falls back.
+func (s *scanner) metaInfo(d *Delta) bool {
+	if s.null() {
+		return true
+	}
+	if s.peek() != '{' || !s.enter() {
+		return false
+	}
+	var m seen
+	u := Usage{Source: TokenSourceMetaInfo}
+	for first := true; ; first = false {
+		k, end, ok := s.key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "finish_reason":
+			ok = m.once(0) && s.finishField(&d.FinishReason)
+		case "prompt_tokens":
+			ok = m.once(1) && s.intField(&u.PromptTokens)
+		case "completion_tokens":
+			ok = m.once(2) && s.intField(&u.CompletionTokens)
+		case "cached_tokens":
+			ok = m.once(3) && s.intField(&u.CachedTokens)
+		case "spec_accept_length":
+			ok = m.once(4) && s.floatField(&d.SpecAcceptLength)
+		default:
+			ok = !folds(k, "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "spec_accept_length") && s.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.depth--
+	d.Usage = u
+	return true
+}
+
+// scanTRT decodes a generate_stream event.
+func scanTRT(data []byte) (Delta, bool) {
+	s := scanner{b: data}
+	var (
+		text textPart
+		m    seen
+	)
+	if s.peek() != '{' || !s.enter() {
+		return Delta{}, false
+	}
+	for first := true; ; first = false {
+		k, end, ok := s.key(first)
+		if !ok {
+			return Delta{}, false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "text_output":
+			ok = m.once(0) && s.textField(&text.body, &text.plain, &text.set)
+		default:
+			var handled bool
+			if handled, ok = s.errorFields(k, &m); !handled && ok {
+				ok = !folds(k, "text_output") && s.skip()
+			}
+		}
+		if !ok {
+			return Delta{}, false
+		}
+	}
+	s.depth--
+	if !s.end() {
+		return Delta{}, false
+	}
+	if !text.set {
+		return Delta{}, true
+	}
+	return Delta{Text: text.body, TextRaw: !text.plain, Tokens: 1}, true
+}
+
+// appendUnquoted appends the decoded value of a JSON string body (already
+// validated) to dst, exactly as encoding/json decodes it: invalid UTF-8 and
+// unpaired surrogates become U+FFFD.
+func appendUnquoted(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(s) {
+				return dst
+			}
+			switch s[i+1] {
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				rr := getu4(s[i:])
+				if rr < 0 {
+					return dst
+				}
+				i += 6
+				if utf16.IsSurrogate(rr) {
+					if dec := utf16.DecodeRune(rr, getu4(s[i:])); dec != unicode.ReplacementChar {
+						i += 6
+						dst = utf8.AppendRune(dst, dec)
+						continue
+					}
+					rr = unicode.ReplacementChar
+				}
+				dst = utf8.AppendRune(dst, rr)
+				continue
+			default: // '"', '\\', '/'
+				dst = append(dst, s[i+1])
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			j := i + 1
+			for j < len(s) && s[j] < utf8.RuneSelf && s[j] != '\\' {
+				j++
+			}
+			dst = append(dst, s[i:j]...)
+			i = j
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			i += size
+			dst = utf8.AppendRune(dst, r)
+		}
+	}
+	return dst
+}
+
+// getu4 decodes \uXXXX at the start of s, or returns -1.
+func getu4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range s[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}

@@ -1,0 +1,222 @@
+package prober
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// referenceDecoders are the encoding/json decoders the scanner must agree
+// with, by backend name.
+var referenceDecoders = []struct {
+	backend string
+	scan    func([]byte) (Delta, bool)
+	ref     func([]byte) (Delta, error)
+}{
+	{"vllm", scanCompletions, decodeCompletionsJSON},
+	{"vllm-chat", scanChat, decodeChatJSON},
+	{"sglang", scanSGLang, decodeSGLangJSON},
+	{"trt", scanTRT, decodeTRTJSON},
+}
+
+// comparable is a Delta with its text decoded.
+type comparableDelta struct {
+	Text             string
+	Tokens           int
+	Usage            Usage
+	Cumulative       bool
+	FinishReason     string
+	SpecAcceptLength float64
+	Done             bool
+}
+
+func normal(d Delta) comparableDelta {
+	return comparableDelta{d.TextString(), d.Tokens, d.Usage, d.Cumulative, d.FinishReason, d.SpecAcceptLength, d.Done}
+}
+
+// checkScan fails when the scanner answers for data and encoding/json
+// disagrees (an error, or another Delta).
+func checkScan(t *testing.T, scan func([]byte) (Delta, bool), ref func([]byte) (Delta, error), data []byte) (answered bool) {
+	t.Helper()
+	in := bytes.Clone(data)
+	got, ok := scan(data)
+	if !bytes.Equal(in, data) {
+		t.Fatalf("scan(%q) modified its input", in)
+	}
+	if !ok {
+		return false
+	}
+	want, err := ref(data)
+	if err != nil {
+		t.Fatalf("scan(%q) answered %+v, but encoding/json fails: %v", data, normal(got), err)
+	}
+	if diff := cmp.Diff(normal(want), normal(got)); diff != "" {
+		t.Fatalf("scan(%q) disagrees with encoding/json (-json +scan):\n%s", data, diff)
+	}
+	if !json.Valid(data) {
+		t.Fatalf("scan(%q) accepted invalid JSON", data)
+	}
+	return true
+}
+
+var scanCases = []string{
+	`{"choices":[{"text":" a","finish_reason":null}]}`,
+	`{"choices":[{"text":"a\nb\u00e9\ud83d\ude00\"\\\/\b\f\r\t","finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}`,
+	`{"choices":[{"text":"\ud800x\udc00\ud800\ud800"}]}`,
+	"{\"choices\":[{\"text\":\"bad \xff utf8 \xe2\x82\"}]}",
+	`{"choices":[],"usage":{}}`,
+	`{"choices":null,"usage":null}`,
+	`{"choices":[null]}`,
+	`{"choices":[{"delta":{"content":"x","reasoning_content":null,"role":"assistant","tool_calls":null}}]}`,
+	`{"choices":[{"delta":{"content":"x","reasoning_content":"y"}}]}`,
+	`{"choices":[{"delta":{"reasoning":"why"},"finish_reason":"length"}]}`,
+	`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{}"}}]}}]}`,
+	`{"choices":[{"message":{"content":"whole"}}]}`,
+	`{"text":"abc","meta_info":{"finish_reason":null,"prompt_tokens":4,"completion_tokens":3,"cached_tokens":0,"spec_accept_length":1.5e0}}`,
+	`{"text":"abc","meta_info":{"finish_reason":{"type":"length","length":3}}}`,
+	`{"text":"abc","meta_info":{"finish_reason":"stop","completion_tokens":1.0}}`,
+	`{"text_output":" t","model_name":"ensemble"}`,
+	`{"text_output":null}`,
+	`{"error":"boom"}`,
+	`{"error":{"message":"boom"}}`,
+	`{"object":"error","message":"m"}`,
+	`{"object":"text_completion","message":5}`,
+	`{"Choices":[{"text":"case folded"}]}`,
+	`{"choices":[{"TEXT":"case folded"}]}`,
+	`{"choices":[{"text":"a"}],"choices":[{"text":"b"}]}`,
+	`{"choices":[{"text":"a"}]} x`,
+	`{"choices":[{"text":"a"},]}`,
+	`{"choices":[{"text":"a",}]}`,
+	`{"choices":[{"text":5}]}`,
+	`{"usage":{"prompt_tokens":-0,"completion_tokens":01}}`,
+	`{"usage":{"completion_tokens":99999999999999999999}}`,
+	`{"x":[1,2,{"y":[true,false,null,-1.5e+3]}],"choices":[{"text":"ok"}]}`,
+	` {"choices" : [ { "text" : "sp" } ] } `,
+	`{"te\u0078t":"escaped key"}`,
+	"{\"\xc5\xbfext\":\"long s\"}",
+	`[]`, `null`, `"s"`, `{`, `{"choices":[{"text":"unterminated}]}`,
+}
+
+func TestScanMatchesJSON(t *testing.T) {
+	for _, c := range scanCases {
+		for _, d := range referenceDecoders {
+			checkScan(t, d.scan, d.ref, []byte(c))
+		}
+	}
+}
+
+// FuzzScanMatchesJSON is the differential fuzz target: whenever the
+// hand-rolled scanner answers, encoding/json must agree exactly.
+func FuzzScanMatchesJSON(f *testing.F) {
+	for _, c := range scanCases {
+		f.Add([]byte(c))
+	}
+	for _, c := range benchEvents {
+		f.Add([]byte(c.event))
+	}
+	for _, d := range referenceDecoders {
+		for _, tr := range seedTranscripts(f, d.backend) {
+			sr := NewStreamReader(bytes.NewReader(tr), FormatAuto, Limits{}, nil)
+			for {
+				ev, _, err := sr.Next()
+				if err != nil {
+					break
+				}
+				f.Add(bytes.Clone(ev.Data))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, d := range referenceDecoders {
+			checkScan(t, d.scan, d.ref, data)
+		}
+	})
+}
+
+// TestScanAnswersSteadyState pins that the usual events take the fast
+// path (a fallback would be correct but would allocate).
+func TestScanAnswersSteadyState(t *testing.T) {
+	for _, c := range benchEvents {
+		var scan func([]byte) (Delta, bool)
+		switch c.backend {
+		case "vllm", "truss":
+			scan = scanCompletions
+		case "vllm-chat", "sglang-oai-chat":
+			scan = scanChat
+		case "sglang":
+			scan = scanSGLang
+		case "trt":
+			scan = scanTRT
+		}
+		if _, ok := scan([]byte(c.event)); !ok {
+			t.Errorf("%s: scan(%q) fell back", c.backend, c.event)
+		}
+	}
+}
+
+// TestDecodeZeroAllocs: zero allocations per steady-state event, for each
+// backend's Decode, including escaped text and a usage block.
+func TestDecodeZeroAllocs(t *testing.T) {
+	extra := []struct{ backend, event string }{
+		{"vllm", `{"id":"c","object":"text_completion","choices":[{"index":0,"text":"line\nnext \u00e9","finish_reason":null}],"usage":{"prompt_tokens":5,"completion_tokens":7}}`},
+		{"vllm", `{"id":"c","object":"text_completion","choices":[{"index":0,"text":"","finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":2}}}`},
+		{"vllm-chat", `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`},
+		{"vllm-chat", `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"reasoning_content":"think\t"},"finish_reason":null}]}`},
+		{"sglang", `{"text":"caf\u00e9 \"q\"","meta_info":{"id":"x","finish_reason":"stop","prompt_tokens":4,"completion_tokens":3,"cached_tokens":0,"spec_accept_length":2.25}}`},
+	}
+	all := extra
+	for _, c := range benchEvents {
+		all = append(all, struct{ backend, event string }{c.backend, c.event})
+	}
+	for _, c := range all {
+		b, err := NewBackend(c.backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := SSEEvent{Data: []byte(c.event)}
+		buf := make([]byte, 0, 1024)
+		allocs := testing.AllocsPerRun(100, func() {
+			d, err := b.Decode(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf = d.AppendText(buf[:0])
+		})
+		if allocs != 0 {
+			t.Errorf("%s: Decode(%q) + AppendText allocates %v times, want 0", c.backend, c.event, allocs)
+		}
+	}
+}
+
+// TestStreamZeroAllocsPerEvent: the whole per-event path (reader, Decode,
+// text bookkeeping) allocates nothing per event once the request's
+// buffers have grown: a request of 2n events allocates no more than one
+// of n events, beyond the growth of Result.Events.
+func TestStreamZeroAllocsPerEvent(t *testing.T) {
+	for _, backend := range []string{"vllm", "vllm-chat", "sglang"} {
+		be, _ := NewBackend(backend)
+		p := &Prober{Backend: be, Options: RequestOptions{Stream: true}}
+		run := func(n int) float64 {
+			body := benchStream(backend, n)
+			r := bytes.NewReader(body)
+			events := make([]Event, 0, 2*n+2) // Result.Events, preallocated
+			return testing.AllocsPerRun(20, func() {
+				r.Reset(body)
+				res := Result{Stream: true, Events: events[:0]}
+				if err := p.stream(r, FormatSSE, &res); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		run(512) // warm the pool's buffers
+		small, large := run(256), run(512)
+		if large > small {
+			t.Errorf("%s: %v allocs for 256 events, %v for 512: allocations grow with events", backend, small, large)
+		}
+		if small > 2 {
+			t.Errorf("%s: %v allocs per request, want at most 2 (the generated text string)", backend, small)
+		}
+	}
+}
