@@ -98,17 +98,6 @@ func New(o Options) (*Daemon, error) {
 	if o.BuildProbe == nil {
 		return nil, errors.New("exporter: no probe builder")
 	}
-	// Every log line goes through the running config's redactor: probe
-	// lines carry server error text, which may echo our credentials.
-	var d *Daemon
-	red := func() *redactor {
-		if st := d.state.Load(); st != nil {
-			return st.red
-		}
-		return nil
-	}
-	o.Logger = redactingLogger{next: o.Logger, red: red}
-	o.ProbeLogger = redactingLogger{next: o.ProbeLogger, red: red}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector(namespace))
 	if !o.DisableExporterMetrics {
@@ -117,7 +106,7 @@ func New(o Options) (*Daemon, error) {
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		)
 	}
-	d = &Daemon{
+	d := &Daemon{
 		o:          o,
 		logger:     o.Logger,
 		reg:        reg,

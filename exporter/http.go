@@ -351,5 +351,8 @@ func adhocTarget(cfg *config.Config, raw string, q url.Values) (config.Target, i
 	t.Backend = backend
 	t.Model = q.Get("model")
 	t.Timeout = t.Interval
+	// A redirect would take the probe off the allow-list: an allowed
+	// server could send it anywhere. A 3xx is reported as it is.
+	t.HTTPClientConfig.FollowRedirects = false
 	return t, 0, nil
 }

@@ -125,34 +125,6 @@ func (r *redactor) redact(s string) string {
 	return s
 }
 
-// redactingLogger removes the running config's secrets from every string
-// and error value of a record before passing it on. Probe log lines carry
-// error text from servers, and a server may echo the credentials it got.
-// Other value types pass unchanged, so that level values still filter.
-type redactingLogger struct {
-	next log.Logger
-	red  func() *redactor
-}
-
-func (l redactingLogger) Log(kv ...any) error {
-	r := l.red()
-	if r == nil || len(r.secrets) == 0 {
-		return l.next.Log(kv...)
-	}
-	out := make([]any, len(kv))
-	for i, v := range kv {
-		switch x := v.(type) {
-		case string:
-			out[i] = r.redact(x)
-		case error:
-			out[i] = r.redact(x.Error())
-		default:
-			out[i] = v
-		}
-	}
-	return l.next.Log(out...)
-}
-
 // truncateUTF8 cuts s to at most n bytes without splitting a rune.
 func truncateUTF8(s string, n int) string {
 	if len(s) <= n {
