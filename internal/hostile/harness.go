@@ -41,6 +41,12 @@ func SimFaultModule(f simulator.Fault) string { return "sim-" + string(f) }
 // eight-token prompt; the sim-<fault> modules add the simulator's fault
 // header. extra is appended at the top level (bench:, probe_api:).
 func Config(targets []Target, extra string) string {
+	return ConfigWithTokenizer(targets, extra, "")
+}
+
+// ConfigWithTokenizer is Config with every module's tokenizer set to tok
+// (a path; bench runs need one the simulator's model name cannot give).
+func ConfigWithTokenizer(targets []Target, extra, tok string) string {
 	var b strings.Builder
 	b.WriteString("targets:\n")
 	dur := func(d, def time.Duration) string {
@@ -81,10 +87,14 @@ func Config(targets []Target, extra string) string {
 			}
 		}
 	}
-	b.WriteString("modules:\n  probe:\n    dataset: fixed\n    prompt: \"Say hello to the prober.\"\n    output_len: 8\n")
+	tokLine := ""
+	if tok != "" {
+		tokLine = fmt.Sprintf("    tokenizer: %q\n", tok)
+	}
+	b.WriteString("modules:\n  probe:\n    dataset: fixed\n    prompt: \"Say hello to the prober.\"\n    output_len: 8\n" + tokLine)
 	for _, f := range simulator.Faults {
 		fmt.Fprintf(&b, "  %s:\n    dataset: fixed\n    prompt: \"Say hello to the prober.\"\n    output_len: 8\n"+
-			"    headers:\n      X-Servingprobe-Fault: %q\n", SimFaultModule(f), f)
+			"    headers:\n      X-Servingprobe-Fault: %q\n%s", SimFaultModule(f), f, tokLine)
 	}
 	b.WriteString(extra)
 	return b.String()

@@ -89,6 +89,7 @@ type Server struct {
 	stats map[Fault]*Stats
 	// LastAuthorization is the Authorization header of the latest request.
 	lastAuth string
+	authSeen map[string]bool // distinct Authorization headers, at most 16
 }
 
 // NewServer starts a Server on a loopback port.
@@ -136,6 +137,25 @@ func (s *Server) count(f Fault, r *http.Request) {
 	}
 	st.Requests++
 	s.lastAuth = r.Header.Get("Authorization")
+	if s.lastAuth != "" && len(s.authSeen) < 16 {
+		if s.authSeen == nil {
+			s.authSeen = map[string]bool{}
+		}
+		s.authSeen[s.lastAuth] = true
+	}
+}
+
+// SawAuthorization reports whether any request carried an Authorization
+// header containing sub.
+func (s *Server) SawAuthorization(sub string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for a := range s.authSeen {
+		if strings.Contains(a, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) written(f Fault, n int64) {
