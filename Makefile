@@ -59,3 +59,11 @@ vet:
 
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# bench runs servingprobe's own benchmark (BENCHMARKS.md): capacity, timing
+# fidelity, memory per stream and arrival accuracy, in a few minutes. Pass
+# SELFTEST_FLAGS=--quick for the < 1 minute harness check.
+.PHONY: bench
+bench:
+	go build -o bin/servingprobe-selftest ./cmd/servingprobe
+	./bin/servingprobe-selftest selftest $(SELFTEST_FLAGS)

@@ -70,10 +70,15 @@ var (
 	ErrResponseTooLarge = errors.New("response too large")
 )
 
-// initialBufSize is the first read buffer; it grows only for long lines.
-// Small enough to keep an idle stream cheap, large enough that a coalesced
-// burst of chunks is taken in one read.
-const initialBufSize = 16 << 10
+// initialBufSize is the first read buffer: small, so that an idle open
+// stream is cheap (its reader waits in Read with this buffer). It grows for
+// long lines, and, up to burstBufSize, when a read fills all the free room
+// (a server that coalesces its writes), so that a burst is taken in few
+// reads. A pooled reader keeps its grown buffer.
+const (
+	initialBufSize = 4 << 10
+	burstBufSize   = 64 << 10
+)
 
 // StreamReader splits a response body into events and stamps each one with
 // the time its bytes arrived.
@@ -102,6 +107,7 @@ type StreamReader struct {
 	errAt      time.Time // when the Read that returned EOF or an error returned
 	skipLF     bool      // the previous line ended in CR at the end of the buffer
 	discarding bool      // inside an over-long non-data line we drop
+	filled     bool      // the last read filled all the free room
 
 	// the event being assembled
 	data     []byte
@@ -352,6 +358,11 @@ func (s *StreamReader) fill() error {
 		n := copy(s.buf, s.buf[s.start:s.end])
 		s.start, s.end = 0, n
 	}
+	if s.filled && len(s.buf) < burstBufSize {
+		nb := make([]byte, 2*len(s.buf))
+		copy(nb, s.buf[:s.end])
+		s.buf = nb
+	}
 	if s.end == len(s.buf) {
 		max := s.lim.MaxEventBytes + 64
 		if len(s.buf) >= max {
@@ -364,6 +375,7 @@ func (s *StreamReader) fill() error {
 	for range 100 {
 		n, err := s.r.Read(s.buf[s.end:])
 		t := s.now() // the arrival time: before any parsing
+		s.filled = n == len(s.buf)-s.end
 		if n > 0 {
 			s.lastRead = t
 			s.end += n

@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	register("probe", addProbeCommand(app))
 	register("simulate", addSimulateCommand(app))
 	register("check-config", addCheckConfigCommand(app))
+	register("selftest", addSelftestCommand(app))
 	tokenizeRun := addTokenizeCommand(app)
 	register("tokenize", func(ctx context.Context, env *cliEnv) error {
 		return tokenizeRun(ctx, env.Stdin, env.Stdout, env.Stderr)

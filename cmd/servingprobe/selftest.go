@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/servingprobe/servingprobe/internal/selftest"
+)
+
+// addSelftestCommand registers "selftest": servingprobe's own benchmark of
+// its client (capacity, timing fidelity against the simulator's ground
+// truth, memory per stream, arrival accuracy). The hidden --role and --spec
+// flags run the child processes it starts.
+func addSelftestCommand(app *kingpin.Application) func(context.Context, *cliEnv) error {
+	cmd := app.Command("selftest", "Benchmark servingprobe's own client against the built-in simulator on this machine (client and simulator pinned to separate cores) and print a table. See BENCHMARKS.md.")
+	full := selftest.Full()
+	quick := cmd.Flag("quick", "Run a small subset with short durations (well under a minute), to prove the harness works; not a measurement.").Bool()
+	sections := cmd.Flag("sections", "Comma-separated sections: capacity, fidelity, memory, arrival.").Default(strings.Join(full.Sections, ",")).String()
+	niceness := cmd.Flag("nice", "Niceness of the client and simulator children (nice -n); negative shields them from other load on a shared machine and needs root; 0 leaves it.").Default(strconv.Itoa(full.Nice)).Int()
+	noPin := cmd.Flag("no-pin", "Do not pin the client and the simulator to separate cores with taskset.").Bool()
+	capStreams := cmd.Flag("capacity.streams", "Concurrent streams for the capacity points.").Default(joinInts(full.CapacityStreams)).String()
+	capDur := cmd.Flag("capacity.duration", "Duration of each capacity point.").Default(full.CapacityDuration.String()).Duration()
+	capTokens := cmd.Flag("capacity.output-tokens", "Output tokens per capacity request.").Default(strconv.Itoa(full.CapacityTokens)).Int()
+	fidStreams := cmd.Flag("fidelity.streams", "Concurrent streams for the fidelity points.").Default(joinInts(full.FidelityStreams)).String()
+	fidReqs := cmd.Flag("fidelity.requests", "Measured requests per stream, after a warm-up request.").Default(strconv.Itoa(full.FidelityRequests)).Int()
+	memStreams := cmd.Flag("memory.streams", "Idle open streams for the memory points.").Default(joinInts(full.MemoryStreams)).String()
+	rates := cmd.Flag("arrival.rates", "Poisson request rates (req/s) for the arrival points.").Default("100,1000,5000").String()
+	arrDur := cmd.Flag("arrival.duration", "Duration of each arrival point.").Default(full.ArrivalDuration.String()).Duration()
+	role := cmd.Flag("role", "Internal: run as the server or client child.").Hidden().Enum("", "server", "client")
+	spec := cmd.Flag("spec", "Internal: the child's JSON spec.").Hidden().String()
+
+	return func(ctx context.Context, env *cliEnv) error {
+		switch *role {
+		case "server":
+			var s selftest.ServerSpec
+			if err := json.Unmarshal([]byte(*spec), &s); err != nil {
+				return fmt.Errorf("--spec: %w", err)
+			}
+			return selftest.Serve(ctx, s, env.Stdin, env.Stdout)
+		case "client":
+			var s selftest.ClientSpec
+			if err := json.Unmarshal([]byte(*spec), &s); err != nil {
+				return fmt.Errorf("--spec: %w", err)
+			}
+			return selftest.RunClient(ctx, s, env.Stdout)
+		}
+		o := full
+		if *quick {
+			o = selftest.Quick()
+		} else {
+			var err error
+			o.CapacityDuration, o.CapacityTokens, o.FidelityRequests, o.ArrivalDuration = *capDur, *capTokens, *fidReqs, *arrDur
+			if o.CapacityStreams, err = parseInts(*capStreams); err != nil {
+				return fmt.Errorf("--capacity.streams: %w", err)
+			}
+			if o.FidelityStreams, err = parseInts(*fidStreams); err != nil {
+				return fmt.Errorf("--fidelity.streams: %w", err)
+			}
+			if o.MemoryStreams, err = parseInts(*memStreams); err != nil {
+				return fmt.Errorf("--memory.streams: %w", err)
+			}
+			if o.ArrivalRates, err = parseFloats(*rates); err != nil {
+				return fmt.Errorf("--arrival.rates: %w", err)
+			}
+		}
+		o.Sections = strings.Split(*sections, ",")
+		for _, s := range o.Sections {
+			switch s {
+			case "capacity", "fidelity", "memory", "arrival":
+			default:
+				return fmt.Errorf("--sections: unknown section %q", s)
+			}
+		}
+		o.Pin, o.Nice = !*noPin, *niceness
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.Exe = exe
+		start := time.Now()
+		err = selftest.Run(ctx, o, env.Stdout, env.Stderr)
+		fmt.Fprintf(env.Stdout, "selftest took %s\n", time.Since(start).Round(time.Second))
+		return err
+	}
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parseFloats(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("bad rate %q", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

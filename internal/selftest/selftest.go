@@ -1,0 +1,336 @@
+// Package selftest measures servingprobe's own client against the built-in
+// simulator on one machine: capacity (tokens/s and CPU per token),
+// timing fidelity against the simulator's ground truth, memory per open
+// stream, and arrival-rate accuracy.
+//
+// The harness runs every measurement in child processes of the same
+// binary: a simulator child pinned to one core and a client child pinned to
+// the other (taskset -c 1 and -c 0), so that the client's getrusage is its
+// own and its RSS starts clean. The parent only starts children and prints
+// the table. Nothing here asserts on time: it reports.
+package selftest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// Options choose what to run.
+type Options struct {
+	// Exe is the servingprobe binary re-executed as children.
+	Exe string
+	// Pin runs the client child under taskset -c 0 and the simulator
+	// under taskset -c 1, when taskset exists and there are 2 cores.
+	Pin bool
+	// Nice is the niceness the children run at (nice -n), 0 to leave it:
+	// on a shared machine a negative value keeps other processes' load
+	// from delaying the client's reads (it needs root or CAP_SYS_NICE;
+	// without, nice warns and runs at the inherited niceness).
+	Nice int
+
+	Sections []string // capacity, fidelity, memory, arrival
+
+	CapacityStreams  []int
+	CapacityDuration time.Duration
+	CapacityTokens   int // output tokens per request
+
+	FidelityStreams  []int
+	FidelityRequests int // per stream, after one warm-up request
+	FidelityTokens   int
+	FidelityTTFT     time.Duration
+	FidelityITL      time.Duration
+
+	MemoryStreams []int
+
+	ArrivalRates    []float64
+	ArrivalDuration time.Duration
+	ArrivalTokens   int
+}
+
+// Full is the complete benchmark (a few minutes).
+func Full() Options {
+	return Options{
+		Pin:              true,
+		Nice:             -10,
+		Sections:         []string{"capacity", "fidelity", "memory", "arrival"},
+		CapacityStreams:  []int{1, 64, 512, 2048, 8192},
+		CapacityDuration: 5 * time.Second,
+		CapacityTokens:   512,
+		FidelityStreams:  []int{10, 100, 1000, 4000},
+		FidelityRequests: 2,
+		FidelityTokens:   50,
+		FidelityTTFT:     100 * time.Millisecond,
+		FidelityITL:      10 * time.Millisecond,
+		MemoryStreams:    []int{1000, 4000},
+		ArrivalRates:     []float64{100, 1000, 5000},
+		ArrivalDuration:  5 * time.Second,
+		ArrivalTokens:    4,
+	}
+}
+
+// Quick proves the harness works in well under a minute; its figures are
+// not the benchmark.
+func Quick() Options {
+	o := Full()
+	o.CapacityStreams, o.CapacityDuration = []int{1, 64}, 500*time.Millisecond
+	o.FidelityStreams, o.FidelityRequests = []int{10}, 1
+	o.MemoryStreams = []int{100}
+	o.ArrivalRates, o.ArrivalDuration = []float64{100, 1000}, time.Second
+	return o
+}
+
+// raiseNoFile raises RLIMIT_NOFILE's soft limit to the hard limit: 8,192
+// streams need more than the usual 1,024 descriptors. (Go does this at
+// start-up since 1.19; doing it here keeps the requirement visible.)
+func raiseNoFile() {
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur < l.Max {
+		l.Cur = l.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
+}
+
+type harness struct {
+	o      Options
+	log    io.Writer
+	pinned bool
+	niced  bool
+}
+
+func (h *harness) command(ctx context.Context, core string, args ...string) *exec.Cmd {
+	argv := append([]string{h.o.Exe}, args...)
+	if h.pinned {
+		argv = append([]string{"taskset", "-c", core}, argv...)
+	}
+	if h.o.Nice != 0 && h.niced {
+		argv = append([]string{"nice", "-n", strconv.Itoa(h.o.Nice)}, argv...)
+	}
+	return exec.CommandContext(ctx, argv[0], argv[1:]...)
+}
+
+// server starts a simulator child and returns its base URL and a stop
+// function.
+func (h *harness) server(ctx context.Context, spec ServerSpec) (string, func(), error) {
+	b, _ := json.Marshal(spec)
+	cmd := h.command(ctx, "1", "selftest", "--role=server", "--spec="+string(b))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = h.log
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if err != nil || !ok {
+		stop()
+		return "", nil, fmt.Errorf("simulator child did not start: %q %v", line, err)
+	}
+	return "http://" + addr, stop, nil
+}
+
+// client runs one client child and returns its result.
+func (h *harness) client(ctx context.Context, spec ClientSpec) (ClientResult, error) {
+	b, _ := json.Marshal(spec)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := h.command(ctx, "0", "selftest", "--role=client", "--spec="+string(b))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, h.log
+	if err := cmd.Run(); err != nil {
+		return ClientResult{}, fmt.Errorf("client child: %w", err)
+	}
+	var r ClientResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		return r, fmt.Errorf("client child output %q: %w", out.String(), err)
+	}
+	if r.Err != "" {
+		return r, errors.New(r.Err)
+	}
+	return r, nil
+}
+
+// scenario starts a simulator, runs a client against it, stops the
+// simulator.
+func (h *harness) scenario(ctx context.Context, s ServerSpec, c ClientSpec) (ClientResult, error) {
+	base, stop, err := h.server(ctx, s)
+	if err != nil {
+		return ClientResult{}, err
+	}
+	defer stop()
+	c.BaseURL = base
+	return h.client(ctx, c)
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func us(ns int64) string  { return strconv.FormatFloat(float64(ns)/1e3, 'f', 1, 64) }
+func ms(ns int64) string  { return strconv.FormatFloat(float64(ns)/1e6, 'f', 3, 64) }
+func kib(b int64) string  { return strconv.FormatFloat(float64(b)/1024, 'f', 1, 64) }
+func f0(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+
+// Run runs the selected sections and prints the table to out. Child
+// processes' stderr goes to log.
+func Run(ctx context.Context, o Options, out, log io.Writer) error {
+	raiseNoFile()
+	h := &harness{o: o, log: log}
+	if _, err := exec.LookPath("taskset"); o.Pin && err == nil && runtime.NumCPU() >= 2 {
+		h.pinned = true
+	}
+	if _, err := exec.LookPath("nice"); o.Nice != 0 && err == nil {
+		h.niced = true
+	}
+	pin := "client: taskset -c 0, simulator: taskset -c 1"
+	if !h.pinned {
+		pin = "NOT pinned (no taskset, fewer than 2 CPUs, or --no-pin)"
+	}
+	if h.niced {
+		pin += fmt.Sprintf("; children at nice %d (a nice warning above means it was not allowed)", o.Nice)
+	}
+	fmt.Fprintf(out, "servingprobe selftest  %s  %s, %d CPUs, %s, loadavg %s\n%s\n\n",
+		time.Now().UTC().Format(time.RFC3339), cpuModel(), runtime.NumCPU(), runtime.Version(), loadavg(), pin)
+	var errs []error
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	flush := func() { tw.Flush(); fmt.Fprintln(out) }
+
+	if has(o.Sections, "capacity") {
+		fmt.Fprintf(out, "capacity: 0 ms server ITL, %d output tokens per request, %s per point (openai-completions, stream, include_usage)\n",
+			o.CapacityTokens, o.CapacityDuration)
+		fmt.Fprintln(tw, "mode\tstreams\ttokens/s (wall)\tclient CPU %\tclient CPU µs/token\ttokens per client CPU-s\trequests\tfailed\t")
+		for _, coalesce := range []bool{true, false} {
+			mode := "per-token"
+			if coalesce {
+				mode = "coalesced"
+			}
+			for _, n := range o.CapacityStreams {
+				r, err := h.scenario(ctx, ServerSpec{Coalesce: coalesce},
+					ClientSpec{Scenario: "capacity", Streams: n, Duration: o.CapacityDuration, OutputTokens: o.CapacityTokens})
+				if err != nil {
+					errs = append(errs, fmt.Errorf("capacity %s %d: %w", mode, n, err))
+					fmt.Fprintf(tw, "%s\t%d\terror: %v\t\t\t\t\t\t\n", mode, n, err)
+					continue
+				}
+				tok := float64(r.Tokens)
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.2f\t%s\t%d\t%d\t\n", mode, n, f0(tok/r.Wall.Seconds()),
+					100*r.CPU.Seconds()/r.Wall.Seconds(), r.CPU.Seconds()*1e6/tok, f0(tok/r.CPU.Seconds()), r.Requests, r.Failed)
+			}
+		}
+		flush()
+	}
+
+	if has(o.Sections, "fidelity") {
+		fmt.Fprintf(out, "fidelity: server TTFT %s, ITL %s, per-token flush, %d tokens, %d measured request(s) per stream; error = client-measured minus server-written (ms)\n",
+			o.FidelityTTFT, o.FidelityITL, o.FidelityTokens, o.FidelityRequests)
+		fmt.Fprintln(tw, "streams\tTTFT p50\tTTFT p99\tTTFT max\tITL p50\tITL p99\tITL max\tITL samples\trequests\tfailed\tunmatched\t")
+		for _, n := range o.FidelityStreams {
+			r, err := h.scenario(ctx, ServerSpec{TTFT: o.FidelityTTFT, ITL: o.FidelityITL, TruthSize: 2 * n * (o.FidelityRequests + 1)},
+				ClientSpec{Scenario: "fidelity", Streams: n, Requests: o.FidelityRequests, OutputTokens: o.FidelityTokens})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("fidelity %d: %w", n, err))
+				fmt.Fprintf(tw, "%d\terror: %v\t\t\t\t\t\t\t\t\t\t\n", n, err)
+				continue
+			}
+			t, i := r.TTFTErr, r.ITLErr
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t\n", n, ms(t.get(1)), ms(t.get(2)), ms(t.get(3)),
+				ms(i.get(1)), ms(i.get(2)), ms(i.get(3)), i.N, r.Requests, r.Failed, r.Mismatched)
+		}
+		flush()
+	}
+
+	if has(o.Sections, "memory") {
+		fmt.Fprintln(out, "memory: idle open streams (headers received, server holds the first token for 60 s); per stream = (with streams open - before) / streams")
+		fmt.Fprintln(tw, "streams\topen\tRSS before KiB\tRSS open KiB\tRSS KiB/stream\tGo heap+stack KiB/stream\t")
+		for _, n := range o.MemoryStreams {
+			r, err := h.scenario(ctx, ServerSpec{TTFT: time.Minute},
+				ClientSpec{Scenario: "memory", Streams: n, OutputTokens: 4})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("memory %d: %w", n, err))
+				fmt.Fprintf(tw, "%d\terror: %v\t\t\t\t\t\n", n, err)
+				continue
+			}
+			open := max(r.Open, 1)
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t\n", n, r.Open, kib(r.RSSBefore), kib(r.RSSOpen),
+				kib((r.RSSOpen-r.RSSBefore)/int64(open)), kib((r.HeapOpen-r.HeapBefore)/int64(open)))
+		}
+		flush()
+	}
+
+	if has(o.Sections, "arrival") {
+		fmt.Fprintf(out, "arrival: Poisson (seed 1) for %s, %d output tokens, coalesced 0 ms server, prober.Benchmark + bench.Accumulator with DiscardResults\n",
+			o.ArrivalDuration, o.ArrivalTokens)
+		fmt.Fprintln(tw, "requested req/s\tscheduled req/s\tsent req/s\tsent/scheduled\tlag p50 µs\tlag p99 µs\tlag max µs\trequests\tfailed\theap after GC KiB (half, all)\t")
+		for _, rate := range o.ArrivalRates {
+			r, err := h.scenario(ctx, ServerSpec{Coalesce: true},
+				ClientSpec{Scenario: "arrival", Rate: rate, Duration: o.ArrivalDuration, OutputTokens: o.ArrivalTokens})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("arrival %v: %w", rate, err))
+				fmt.Fprintf(tw, "%s\terror: %v\t\t\t\t\t\t\t\t\t\n", f0(rate), err)
+				continue
+			}
+			heap := make([]string, len(r.HeapAfterGC))
+			for i, v := range r.HeapAfterGC {
+				heap[i] = kib(v)
+			}
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.4f\t%s\t%s\t%s\t%d\t%d\t%s\t\n", f0(rate), r.ScheduledRate, r.SentRate,
+				r.SentRate/r.ScheduledRate, us(r.Lag.get(1)), us(r.Lag.get(2)), us(r.Lag.get(3)), r.Requests, r.Failed, strings.Join(heap, ", "))
+		}
+		flush()
+	}
+	fmt.Fprintf(out, "loadavg at end: %s\n", loadavg())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,74 @@
+package selftest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/servingprobe/servingprobe/simulator"
+)
+
+// ServerSpec configures the simulator child.
+type ServerSpec struct {
+	Coalesce  bool          `json:"coalesce"`
+	TTFT      time.Duration `json:"ttft"`
+	ITL       time.Duration `json:"itl"`
+	TruthSize int           `json:"truth_size"`
+}
+
+// simModel is the model the simulator serves and the client asks for.
+const simModel = "selftest"
+
+func (s ServerSpec) config() simulator.Config {
+	c := simulator.DefaultConfig()
+	c.Model = simModel
+	c.TTFT, c.TTFTJitter, c.PrefillPerToken = s.TTFT, 0, 0
+	c.ITL, c.ITLJitter, c.ITLPerRunningRequest = s.ITL, 0, 0
+	c.MaxRunningRequests = 0
+	c.Coalesce = s.Coalesce
+	c.TruthSize = s.TruthSize
+	return c
+}
+
+// Serve runs the simulator on a loopback port chosen by the kernel, writes
+// "listening <addr>\n" to out, and serves until ctx is done or stdin
+// closes (the parent went away).
+func Serve(ctx context.Context, spec ServerSpec, stdin io.Reader, out io.Writer) error {
+	raiseNoFile()
+	sim, err := simulator.New(spec.config(), log.NewNopLogger())
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if _, err := fmt.Fprintf(out, "listening %s\n", ln.Addr()); err != nil {
+		return err
+	}
+	if stdin != nil {
+		go func() {
+			_, _ = io.Copy(io.Discard, bufio.NewReader(stdin))
+			srv.Close()
+		}()
+	}
+	select {
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+		return srv.Close()
+	}
+}
