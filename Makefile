@@ -65,5 +65,5 @@ staticcheck:
 # SELFTEST_FLAGS=--quick for the < 1 minute harness check.
 .PHONY: bench
 bench:
-	go build -o bin/servingprobe-selftest ./cmd/servingprobe
-	./bin/servingprobe-selftest selftest $(SELFTEST_FLAGS)
+	go build -o .build/servingprobe-selftest ./cmd/servingprobe
+	./.build/servingprobe-selftest selftest $(SELFTEST_FLAGS)
