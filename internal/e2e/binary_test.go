@@ -161,3 +161,13 @@ func do(t *testing.T, method, url, body string) (int, string) {
 	}
 	return resp.StatusCode, string(b)
 }
+
+var shortClient = &http.Client{Timeout: 5 * time.Second}
+
+func newRequest(method, url, body string) (*http.Request, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err == nil && body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, err
+}
