@@ -218,10 +218,28 @@ type Result struct {
 	Series     int
 	Floats     int
 	Histograms int
+	// NaN counts the float samples (among Floats) that are NaN, such as
+	// histogram_quantile over a window without observations. Grafana draws
+	// nothing for them.
+	NaN int
 }
 
 // Empty reports whether the query returned no sample at all.
 func (r Result) Empty() bool { return r.Floats+r.Histograms == 0 }
+
+// HasValues reports whether the query returned at least one sample that a
+// panel can draw: a native histogram or a float that is not NaN.
+func (r Result) HasValues() bool { return r.Floats-r.NaN+r.Histograms > 0 }
+
+// isNaN reports whether raw is a [timestamp, "NaN"] sample pair.
+func isNaN(raw json.RawMessage) bool {
+	var pair [2]any
+	if json.Unmarshal(raw, &pair) != nil {
+		return false
+	}
+	s, _ := pair[1].(string)
+	return s == "NaN"
+}
 
 type apiResponse struct {
 	Status    string `json:"status"`
@@ -266,11 +284,19 @@ func (s *Server) api(ctx context.Context, path string, form url.Values) (Result,
 		res.Series++
 		if len(series.Value) > 0 {
 			res.Floats++
+			if isNaN(series.Value) {
+				res.NaN++
+			}
 		}
 		if len(series.Histogram) > 0 {
 			res.Histograms++
 		}
 		res.Floats += len(series.Values)
+		for _, v := range series.Values {
+			if isNaN(v) {
+				res.NaN++
+			}
+		}
 		res.Histograms += len(series.Histograms)
 	}
 	if r.Data.ResultType == "scalar" && len(r.Data.Result) == 0 {
