@@ -28,34 +28,37 @@ var goldenUIDs = map[string]string{
 	"client-vs-server.json": "servingprobe-client-vs-server",
 }
 
-// contractMetrics is the exporter's metric contract. TODO(lead): derive it
-// from the exporter's golden exposition once that exists.
-var contractMetrics = map[string]string{
-	"servingprobe_time_to_first_token_seconds":                       "histogram",
-	"servingprobe_inter_token_latency_seconds":                       "histogram",
-	"servingprobe_time_per_output_token_seconds":                     "histogram",
-	"servingprobe_e2e_request_latency_seconds":                       "histogram",
-	"servingprobe_client_queue_seconds":                              "histogram",
-	"servingprobe_scheduler_lag_seconds":                             "histogram",
-	"servingprobe_requests_total":                                    "counter",
-	"servingprobe_prompt_tokens_total":                               "counter",
-	"servingprobe_generation_tokens_total":                           "counter",
-	"servingprobe_probes_skipped_total":                              "counter",
-	"servingprobe_bench_runs_total":                                  "counter",
-	"servingprobe_probe_success":                                     "gauge",
-	"servingprobe_last_success_timestamp_seconds":                    "gauge",
-	"servingprobe_last_probe_timestamp_seconds":                      "gauge",
-	"servingprobe_target_info":                                       "gauge",
-	"servingprobe_build_info":                                        "gauge",
-	"servingprobe_config_last_reload_successful":                     "gauge",
-	"servingprobe_config_last_reload_success_timestamp_seconds":      "gauge",
-	"servingprobe_bench_running":                                     "gauge",
-	"servingprobe_bench_last_start_timestamp_seconds":                "gauge",
-	"servingprobe_bench_last_end_timestamp_seconds":                  "gauge",
-	"servingprobe_bench_last_request_throughput_requests_per_second": "gauge",
-	"servingprobe_bench_last_output_throughput_tokens_per_second":    "gauge",
-	"servingprobe_bench_last_completed_requests":                     "gauge",
-	"servingprobe_bench_last_failed_requests":                        "gauge",
+// goldenExposition is the exporter's golden exposition: every metric family
+// of the contract except build_info, which the version collector adds.
+const goldenExposition = "../exporter/testdata/metrics.golden.prom"
+
+// contractMetrics returns the exporter's metric contract, name to type:
+// the families of the golden exposition (from its "# TYPE" lines) and
+// servingprobe_build_info. Recorded series are checked against rules.yaml.
+func contractMetrics(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(goldenExposition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{"servingprobe_build_info": "gauge"}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			f := strings.Fields(rest)
+			if len(f) != 2 {
+				t.Fatalf("%s: malformed line %q", goldenExposition, line)
+			}
+			out[f[0]] = f[1]
+		}
+	}
+	// A sanity floor: an empty or truncated golden file must not pass
+	// every name by accident of parsing nothing.
+	for _, name := range []string{"servingprobe_time_to_first_token_seconds", "servingprobe_requests_total", "servingprobe_bench_running"} {
+		if out[name] == "" {
+			t.Fatalf("%s lacks %s; is it the exporter's exposition?", goldenExposition, name)
+		}
+	}
+	return out
 }
 
 // serverMetrics are the inference servers' own histograms that the optional
@@ -309,6 +312,7 @@ func loadRules(t *testing.T, name string) []ruleYAML {
 }
 
 func TestMetricNamesExist(t *testing.T) {
+	contract := contractMetrics(t)
 	records := map[string]bool{}
 	for _, r := range loadRules(t, "rules.yaml") {
 		records[r.Record] = true
@@ -323,12 +327,12 @@ func TestMetricNamesExist(t *testing.T) {
 			case strings.HasPrefix(name, "servingprobe_"):
 				base := name
 				for _, suf := range []string{"_bucket", "_count", "_sum"} {
-					if b, ok := strings.CutSuffix(name, suf); ok && contractMetrics[b] == "histogram" {
+					if b, ok := strings.CutSuffix(name, suf); ok && contract[b] == "histogram" {
 						base = b
 					}
 				}
-				if _, ok := contractMetrics[base]; !ok {
-					t.Errorf("%s: %s is not in the metric contract", where, name)
+				if _, ok := contract[base]; !ok {
+					t.Errorf("%s: %s is not in the metric contract (%s)", where, name, goldenExposition)
 				}
 			case strings.HasPrefix(name, "target:"):
 				if !records[name] {
