@@ -196,7 +196,10 @@ func benchAnnotations(enableMarkers bool) []Annotation {
 	return []Annotation{
 		{
 			Datasource: promDS, Enable: true, IconColor: "rgba(163, 82, 204, 0.5)", Name: "Bench windows",
-			Expr: fmt.Sprintf("max by (target) (%s > %s)", ts("start"), ts("end")),
+			// bench_running, not "start > end": during a target's first
+			// run the end gauge does not exist yet, so that comparison
+			// matched nothing and the first window was never shaded.
+			Expr: fmt.Sprintf("max by (target) (servingprobe_bench_running{%s} > 0)", selTarget),
 			Step: "10s", TagKeys: "target", TitleFormat: "Bench running on {{target}}",
 		},
 		{
