@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,8 +132,22 @@ func rss() int64 {
 }
 
 // RunClient runs one scenario and writes its ClientResult as JSON to out.
+//
+// With SERVINGPROBE_SELFTEST_CPUPROFILE set, the client writes a CPU
+// profile of the scenario to that path (for BENCHMARKS.md's pprof tops).
 func RunClient(ctx context.Context, spec ClientSpec, out io.Writer) error {
 	raiseNoFile()
+	if path := os.Getenv("SERVINGPROBE_SELFTEST_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var res ClientResult
 	var err error
 	switch spec.Scenario {
