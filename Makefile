@@ -35,6 +35,7 @@ $(LLMD_SIM): tools/go.mod tools/go.sum
 # The README's test command; .ci/run calls exactly this.
 test: deps lint $(LLMD_SIM)
 	SERVINGPROBE_LLMD_SIM=$(LLMD_SIM) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) run ./cmd/servingprobe selftest --quick
 	./scripts/check-deploy.sh
 	./scripts/check-image.sh
 
