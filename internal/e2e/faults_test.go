@@ -100,8 +100,10 @@ var faultMatrix = []faultRow{
 
 const (
 	healthyInterval = 200 * time.Millisecond
-	faultInterval   = time.Second
-	faultTimeout    = 600 * time.Millisecond
+	// The faulty targets' timeout leaves room for a TLS handshake and a
+	// 1 MiB read under -race on a loaded machine.
+	faultInterval = 2 * time.Second
+	faultTimeout  = 1500 * time.Millisecond
 	// The window over which the healthy target's probes are counted.
 	window = 6 * time.Second
 	// heapBound bounds the live heap's growth over the run: 39 faulty
@@ -223,10 +225,12 @@ func TestFaultMatrix(t *testing.T) {
 		if got := after.outcomes["healthy"][prober.OutcomeSuccess] - before.outcomes["healthy"][prober.OutcomeSuccess]; got != n {
 			t.Errorf("healthy target: %d of %d probes succeeded, want all", got, n)
 		}
-		// Lag: every tick of the healthy loop started within 50 ms of
-		// its plan (the histogram's buckets up to 0.05 s).
-		if late := final.lagOver("healthy", 0.05); late > 0 {
-			t.Errorf("healthy target: %d probes started more than 50 ms late (lag histogram %v)", late, final.lag["healthy"])
+		// Lag stays in the lowest buckets: at most 1 tick in 20 starts
+		// more than 50 ms late, none more than 250 ms (written tolerances:
+		// loopback, a shared 2-core machine, -race).
+		if h := final.lag["healthy"]; final.lagOver("healthy", 0.05)*20 > h.GetSampleCount() || final.lagOver("healthy", 0.25) > 0 {
+			t.Errorf("healthy target: %d of %d ticks over 50 ms late, %d over 250 ms (lag histogram %v)",
+				final.lagOver("healthy", 0.05), h.GetSampleCount(), final.lagOver("healthy", 0.25), h)
 		}
 		if s := final.skipped["healthy"]; s > 0 {
 			t.Errorf("healthy target: %v probes skipped", s)

@@ -53,7 +53,8 @@ func ConfigWithTokenizer(targets []Target, extra, tok string) string {
 		if d <= 0 {
 			d = def
 		}
-		return d.String()
+		// Prometheus durations take no fractions ("1.5s"): milliseconds.
+		return fmt.Sprintf("%dms", d.Milliseconds())
 	}
 	for _, t := range targets {
 		backend, model, module := t.Backend, t.Model, t.Module
