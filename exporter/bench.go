@@ -289,8 +289,12 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 	run.mu.Lock()
 	view := run.view
 	run.mu.Unlock()
-	view.Status, view.Ended, view.Error = status, &et, truncateUTF8(b.d.state.Load().red.redact(msg), 2000)
-	view.Summary, view.Record = out.Summary, out.Record
+	red := b.d.state.Load().red
+	view.Status, view.Ended, view.Error = status, &et, truncateUTF8(red.redact(msg), 2000)
+	// The summary carries the target's /server_info answer verbatim; a
+	// server that echoes request headers there would hand our credentials
+	// to the results file and the API.
+	view.Summary, view.Record = red.redactJSON(out.Summary), red.redactJSON(out.Record)
 	snap := run.progress.Snapshot()
 	view.Progress = &snap
 	// Written before it is shown: a run the API reports as ended is on disk.
@@ -468,6 +472,14 @@ func (b *Benches) load(dir string) error {
 	}
 	for _, e := range entries {
 		name := e.Name()
+		// A write killed before its rename leaves its temp file; it never
+		// became a result, so it is removed rather than left to pile up.
+		if strings.HasPrefix(name, ".bench-") && strings.HasSuffix(name, ".tmp") && e.Type().IsRegular() {
+			if err := os.Remove(filepath.Join(dir, name)); err == nil {
+				level.Info(b.logger).Log("msg", "Removed an interrupted bench result write", "file", name)
+			}
+			continue
+		}
 		id, ok := strings.CutPrefix(name, "bench-")
 		if !ok || !e.Type().IsRegular() {
 			continue

@@ -3,6 +3,7 @@ package exporter
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"net/url"
 	"os"
 	"slices"
@@ -123,6 +124,33 @@ func (r *redactor) redact(s string) string {
 		}
 	}
 	return s
+}
+
+// redactJSON redacts secrets inside a JSON document that came from a
+// server (a bench run's server_info): in their raw spelling and in their
+// JSON-escaped one. If the result no longer parses, it becomes null rather
+// than a broken document.
+func (r *redactor) redactJSON(b json.RawMessage) json.RawMessage {
+	if r == nil || len(b) == 0 {
+		return b
+	}
+	s := string(b)
+	changed := false
+	for _, sec := range r.secrets {
+		q, _ := json.Marshal(sec)
+		for _, form := range []string{sec, string(q[1 : len(q)-1])} {
+			if strings.Contains(s, form) {
+				s, changed = strings.ReplaceAll(s, form, "<secret>"), true
+			}
+		}
+	}
+	if !changed {
+		return b
+	}
+	if !json.Valid([]byte(s)) {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(s)
 }
 
 // truncateUTF8 cuts s to at most n bytes without splitting a rune.

@@ -1,0 +1,48 @@
+package exporter
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-kit/log"
+)
+
+func TestRedactJSON(t *testing.T) {
+	r := &redactor{secrets: []string{`sk-a/b"c`, "hunter22"}}
+	for _, tc := range []struct{ in, want string }{
+		{`{"echo":{"authorization":"Bearer hunter22"}}`, `{"echo":{"authorization":"Bearer <secret>"}}`},
+		// The escaped spelling of a secret with a quote in it.
+		{`{"k":"sk-a/b\"c"}`, `{"k":"<secret>"}`},
+		{`{"clean":1}`, `{"clean":1}`},
+		{``, ``},
+	} {
+		got := string(r.redactJSON(json.RawMessage(tc.in)))
+		if got != tc.want {
+			t.Errorf("redactJSON(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestLoadRemovesInterruptedWrites(t *testing.T) {
+	dir := t.TempDir()
+	id := "0123456789abcdef01234567"
+	if err := writeResult(dir, BenchView{ID: id, Target: "t", Status: BenchSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, ".bench-"+id+"-123.tmp")
+	if err := os.WriteFile(tmp, []byte(`{"id":"half`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := &Benches{logger: log.NewNopLogger(), runs: map[string]*benchRun{}, o: BenchOptions{MaxListed: 10}}
+	if err := b.load(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("interrupted write %s still there (stat: %v)", tmp, err)
+	}
+	if _, ok := b.runs[id]; !ok || len(b.runs) != 1 {
+		t.Errorf("runs after load = %v, want just %s", b.runs, id)
+	}
+}
