@@ -18,7 +18,7 @@ func TestITLExemplarOnSlowestGap(t *testing.T) {
 	r := prober.Result{
 		RequestID: "req-7", Target: "t", Module: "mod", Model: "m", Backend: "vllm",
 		Scheduled: t0, Sent: t0, FirstToken: at(100), End: at(200),
-		Events: []prober.Event{{At: at(100), Tokens: 1}, {At: at(110), Tokens: 1}, {At: at(160), Tokens: 1}, {At: at(170), Tokens: 1}},
+		Events:       []prober.Event{{At: at(100), Tokens: 1}, {At: at(110), Tokens: 1}, {At: at(160), Tokens: 1}, {At: at(170), Tokens: 1}},
 		OutputTokens: 4, Outcome: prober.OutcomeSuccess,
 	}
 	m.Observer(ModeProbe).Observe(r)
