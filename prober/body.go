@@ -57,10 +57,6 @@ func (o object) merge(extra map[string]any) object {
 	return o
 }
 
-func (o object) has(k string) bool {
-	return slices.ContainsFunc(o, func(f field) bool { return f.k == k })
-}
-
 // MarshalJSON writes the fields in order.
 func (o object) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer

@@ -26,9 +26,6 @@ type ClientOptions struct {
 	UserAgent string
 }
 
-// defaultIdlePerHost is prometheus/common's idle pool per host.
-const defaultIdlePerHost = 1000
-
 // NewClient builds the HTTP client for a target from its http_client_config
 // (auth, TLS, proxy, headers) with config.NewClientFromConfig, then tunes
 // the transport for measurement: keep-alives on, no transparent

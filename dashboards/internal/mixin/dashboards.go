@@ -23,12 +23,10 @@ const (
 
 // builder lays panels out left to right on the 24-column grid.
 type builder struct {
-	d        *Dashboard
-	x, y, h  int
-	nextID   int
-	ds       *DS
-	thresh   float64
-	latencyQ []string
+	d       *Dashboard
+	x, y, h int
+	nextID  int
+	ds      *DS
 }
 
 func newDashboard(uid, title, description string, vars []Variable) *builder {
