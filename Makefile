@@ -35,6 +35,9 @@ $(LLMD_SIM): tools/go.mod tools/go.sum
 # The README's test command; .ci/run calls exactly this.
 test: deps lint $(LLMD_SIM)
 	SERVINGPROBE_LLMD_SIM=$(LLMD_SIM) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m ./...
+	# Allocation counts mean nothing under -race (sync.Pool drops items), so the
+	# zero-allocation tests run once more without it.
+	$(GO) test -count=1 -run 'Alloc' ./prober ./simulator
 	$(GO) run ./cmd/servingprobe selftest --quick
 	./scripts/check-deploy.sh
 	./scripts/check-image.sh
