@@ -5,38 +5,16 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/llmtest"
 )
 
-// llmdSim returns the path of llm-d-inference-sim v0.10.2: from
-// $SERVINGPROBE_LLMD_SIM, or built from the tools module (2-4 minutes the
-// first time; the Go build cache makes later builds fast).
-func llmdSim(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("SERVINGPROBE_LLMD_SIM"); p != "" {
-		return p
-	}
-	_, file, _, _ := runtime.Caller(0)
-	tools := filepath.Join(filepath.Dir(file), "..", "tools")
-	if testing.Short() {
-		t.Skip("-short: not building llm-d-inference-sim (set SERVINGPROBE_LLMD_SIM to run this test)")
-	}
-	bin := filepath.Join(t.TempDir(), "llm-d-inference-sim")
-	cmd := exec.Command("go", "build", "-C", tools, "-o", bin, "github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build llm-d-inference-sim: %v\n%s", err, out)
-	}
-	return bin
-}
+func llmdSim(t *testing.T) string { return llmtest.LLMDSim(t) }
 
 func freePort(t *testing.T) int {
 	t.Helper()

@@ -3,35 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/servingprobe/servingprobe/internal/llmtest"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 )
 
-// llmdSim returns llm-d-inference-sim v0.10.2 as the prober's test finds
-// it: $SERVINGPROBE_LLMD_SIM, or built from the tools module (2-4 minutes
-// the first time; the Go build cache makes later builds fast).
-func llmdSim(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("SERVINGPROBE_LLMD_SIM"); p != "" {
-		return p
-	}
-	if testing.Short() {
-		t.Skip("-short: not building llm-d-inference-sim (set SERVINGPROBE_LLMD_SIM to run this test)")
-	}
-	bin := filepath.Join(t.TempDir(), "llm-d-inference-sim")
-	cmd := exec.Command("go", "build", "-C", filepath.Join("..", "..", "tools"), "-o", bin, "github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build llm-d-inference-sim: %v\n%s", err, out)
-	}
-	return bin
-}
+func llmdSim(t *testing.T) string { return llmtest.LLMDSim(t) }
 
 // TestBenchEndToEndLLMD runs the same bench as TestBenchEndToEndSimulator
 // against a third-party vLLM simulator.
