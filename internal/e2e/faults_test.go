@@ -128,10 +128,11 @@ func startServers(t *testing.T) *servers {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.Close)
-	closed, err := hostile.ClosedURL()
+	closed, release, err := hostile.ClosedURL()
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(release)
 	return &servers{sim: sim, hostile: hs, tls: tlsSrv, garbage: g, closed: closed}
 }
 

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -495,18 +496,28 @@ func (g *TLSGarbage) Close() {
 	g.wg.Wait()
 }
 
-// ClosedURL returns an http URL of a loopback port where nothing listens:
-// connections are refused.
-func ClosedURL() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// ClosedURL returns an http URL of a loopback port where nothing listens,
+// and a func that frees the port. Until then the port stays bound (a socket
+// bound but never listening), so no other server, in this process or on the
+// machine, can take it and answer: every connection is refused. A port
+// that was merely listened on and closed can be reused by the next server
+// started, which then answers (seen: a 404 for "connection refused").
+func ClosedURL() (url string, release func(), err error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		return "", err
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		return "", nil, err
 	}
-	return "http://" + addr, nil
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		return "", nil, err
+	}
+	port := sa.(*syscall.SockaddrInet4).Port
+	return fmt.Sprintf("http://127.0.0.1:%d", port), func() { syscall.Close(fd) }, nil
 }
 
 // DNSFailURL is a URL whose host cannot resolve, on any machine and without

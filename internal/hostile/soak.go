@@ -120,10 +120,11 @@ func Soak(ctx context.Context, o SoakOptions) (SoakReport, error) {
 		defer stopSim()
 		hs := NewServer()
 		defer hs.Close()
-		closed, err := ClosedURL()
+		closed, release, err := ClosedURL()
 		if err != nil {
 			return err
 		}
+		defer release()
 
 		timeout := o.Interval * 8 / 10
 		nFaulty := o.Targets / 3
