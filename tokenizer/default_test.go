@@ -29,3 +29,13 @@ func TestDefaultIsQwen3(t *testing.T) {
 		t.Error("Default() loaded twice; want one shared instance")
 	}
 }
+
+func TestResolveDefaultName(t *testing.T) {
+	got, err := Resolve(t.Context(), DefaultName, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def, _ := Default(); got != def {
+		t.Errorf("Resolve(%q) is not the embedded tokenizer", DefaultName)
+	}
+}

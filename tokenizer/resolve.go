@@ -12,6 +12,7 @@ import (
 )
 
 // Resolve turns a --tokenizer value into a tokenizer. spec is, in order:
+//   - DefaultName ("embedded:qwen3"): the tokenizer built into the binary;
 //   - an existing file or directory: loaded with Load;
 //   - a hub model id, optionally with a revision ("Qwen/Qwen3-0.6B",
 //     "gpt2@main"): tokenizer.json and, if the repo has one,
@@ -23,6 +24,9 @@ import (
 func Resolve(ctx context.Context, spec string, h *hub.Client) (*Tokenizer, error) {
 	if spec == "" {
 		return nil, errors.New("tokenizer: empty spec")
+	}
+	if spec == DefaultName {
+		return Default()
 	}
 	if _, err := os.Stat(spec); err == nil {
 		return Load(spec)

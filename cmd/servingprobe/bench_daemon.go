@@ -10,6 +10,7 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/tokenizer"
 )
 
 // daemonBenchRunner runs the daemon's bench windows with the same code as
@@ -72,6 +73,10 @@ func daemonSpec(b exporter.BenchSpec) (benchrun.Spec, error) {
 		return s, errors.New("module tokenizer \"server\" is not supported for bench runs: the datasets need a local tokenizer (a path or hub id)")
 	}
 	s.Tokenizer = m.Tokenizer
+	if s.Tokenizer == "" {
+		// As for the module's probes: no tokenizer means the embedded one.
+		s.Tokenizer = tokenizer.DefaultName
+	}
 	s.Dataset = b.Dataset
 	o := &s.DatasetOptions
 	o.DatasetPath = m.DatasetPath
