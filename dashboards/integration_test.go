@@ -152,21 +152,7 @@ func TestSLIRulesAgainstPrometheus(t *testing.T) {
 				// A few more scrapes, so the ratios settle.
 				time.Sleep(4 * time.Second)
 
-				// Prove the mode: 2.42 keeps only one form of each histogram.
-				classic, err := prom.Query(ctx, `servingprobe_time_to_first_token_seconds_bucket`, time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				nativeRes, err := prom.Query(ctx, `servingprobe_time_to_first_token_seconds`, time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if native && (!classic.Empty() || nativeRes.Histograms == 0) {
-					t.Fatalf("native mode: %d classic bucket series, %d native histograms; want 0 and >0", classic.Series, nativeRes.Histograms)
-				}
-				if !native && (classic.Empty() || !nativeRes.Empty()) {
-					t.Fatalf("classic mode: %d classic bucket series, %d native samples; want >0 and 0", classic.Series, nativeRes.Histograms+nativeRes.Floats)
-				}
+				prom.CheckHistogramMode(ctx, t, "servingprobe_time_to_first_token_seconds", native)
 
 				// 1 in 10 successful probes at 3s (> 2s): 2 of the 18
 				// successes in 20 ticks, 0.111; 1 in 19 finished probes

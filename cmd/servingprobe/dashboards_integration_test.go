@@ -138,7 +138,7 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 			prom := proms[modeName(native)]
 			t.Run(modeName(native), func(t *testing.T) {
 				t.Parallel()
-				checkHistogramMode(ctx, t, prom, native)
+				prom.CheckHistogramMode(ctx, t, "servingprobe_time_to_first_token_seconds", native)
 				checks := prom.CheckQueries(ctx, queries, promtest.Vars("10s", "1m"), start, end, time.Second)
 				var empty []string
 				withData := 0
@@ -384,27 +384,6 @@ func waitBench(ctx context.Context, t *testing.T, base, id string) benchView {
 			t.Fatalf("bench %s still %s: %v", id, v.Status, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
-	}
-}
-
-// checkHistogramMode proves which form of the histograms Prometheus
-// ingested: 2.42 keeps only the native form when native histograms are on,
-// and only the classic buckets when they are off.
-func checkHistogramMode(ctx context.Context, t *testing.T, prom *promtest.Server, native bool) {
-	t.Helper()
-	classic, err := prom.Query(ctx, `servingprobe_time_to_first_token_seconds_bucket`, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nat, err := prom.Query(ctx, `servingprobe_time_to_first_token_seconds`, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if native && (!classic.Empty() || nat.Histograms == 0) {
-		t.Fatalf("native mode: %d classic bucket series, %d native histograms; want 0 and >0", classic.Series, nat.Histograms)
-	}
-	if !native && (classic.Empty() || !nat.Empty()) {
-		t.Fatalf("classic mode: %d classic bucket series, %d native samples; want >0 and 0", classic.Series, nat.Histograms+nat.Floats)
 	}
 }
 

@@ -381,3 +381,25 @@ func (s *Server) WaitFor(ctx context.Context, expr string) error {
 func unix(t time.Time) string {
 	return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64)
 }
+
+// CheckHistogramMode fails t unless Prometheus ingested exactly one form of
+// the histogram metric: 2.42 keeps only the native form when native
+// histograms are on, and only the classic buckets when they are off. It
+// proves that a test really ran in the mode it claims.
+func (s *Server) CheckHistogramMode(ctx context.Context, t testing.TB, metric string, native bool) {
+	t.Helper()
+	classic, err := s.Query(ctx, metric+"_bucket", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nat, err := s.Query(ctx, metric, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if native && (!classic.Empty() || nat.Histograms == 0) {
+		t.Fatalf("native mode: %d classic bucket series, %d native histograms of %s; want 0 and >0", classic.Series, nat.Histograms, metric)
+	}
+	if !native && (classic.Empty() || !nat.Empty()) {
+		t.Fatalf("classic mode: %d classic bucket series, %d native samples of %s; want >0 and 0", classic.Series, nat.Histograms+nat.Floats, metric)
+	}
+}
