@@ -220,21 +220,26 @@ func TestFaultMatrix(t *testing.T) {
 	t.Run("healthy_target_on_time", func(t *testing.T) {
 		n := after.probes("healthy") - before.probes("healthy")
 		want := int(window / healthyInterval)
-		if n < want-1 {
-			t.Errorf("healthy target: %d probes in %s, want at least %d of %d", n, window, want-1, want)
+		// One stall of the whole process (CI runs other test packages at
+		// once, under -race, on 2 cores) costs one tick and can make the
+		// probe in flight overlap the next one: allow two missing.
+		if n < want-2 {
+			t.Errorf("healthy target: %d probes in %s, want at least %d of %d", n, window, want-2, want)
 		}
 		if got := after.outcomes["healthy"][prober.OutcomeSuccess] - before.outcomes["healthy"][prober.OutcomeSuccess]; got != n {
 			t.Errorf("healthy target: %d of %d probes succeeded, want all", got, n)
 		}
-		// Lag stays in the lowest buckets: at most 1 tick in 20 starts
-		// more than 50 ms late, none more than 250 ms (written tolerances:
-		// loopback, a shared 2-core machine, -race).
-		if h := final.lag["healthy"]; final.lagOver("healthy", 0.05)*20 > h.GetSampleCount() || final.lagOver("healthy", 0.25) > 0 {
-			t.Errorf("healthy target: %d of %d ticks over 50 ms late, %d over 250 ms (lag histogram %v)",
-				final.lagOver("healthy", 0.05), h.GetSampleCount(), final.lagOver("healthy", 0.25), h)
+		// What a daemon held up by its faulty targets looks like: ticks
+		// late by up to a faulty probe's timeout (1.5 s), again and again.
+		// So: at most 1 tick in 20 more than 50 ms late, none as late as
+		// 1 s, and at most one skip. A single stall of a few hundred ms
+		// from the machine (seen once in CI: 250-500 ms, one skip) passes.
+		if h := final.lag["healthy"]; final.lagOver("healthy", 0.05)*20 > h.GetSampleCount() || final.lagOver("healthy", 1) > 0 {
+			t.Errorf("healthy target: %d of %d ticks over 50 ms late, %d over 1 s (lag histogram %v)",
+				final.lagOver("healthy", 0.05), h.GetSampleCount(), final.lagOver("healthy", 1), h)
 		}
-		if s := final.skipped["healthy"]; s > 0 {
-			t.Errorf("healthy target: %v probes skipped", s)
+		if s := final.skipped["healthy"]; s > 1 {
+			t.Errorf("healthy target: %v probes skipped, want at most 1", s)
 		}
 	})
 	t.Run("heap_bounded", func(t *testing.T) {
