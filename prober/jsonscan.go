@@ -2,6 +2,8 @@ package prober
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -43,20 +45,30 @@ type scanner struct {
 	depth int
 }
 
+// ws skips whitespace. Compact JSON has none, so the inlined check of one
+// byte is the usual path.
 func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return
 	}
+	s.wsSlow()
+}
+
+//go:noinline (keeps ws inlinable)
+func (s *scanner) wsSlow() {
+	i, b := s.i, s.b
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	s.i = i
 }
 
 // peek returns the next non-space byte, or 0 at the end.
 func (s *scanner) peek() byte {
-	s.ws()
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return s.b[s.i]
+	}
+	s.wsSlow()
 	if s.i >= len(s.b) {
 		return 0
 	}
@@ -82,14 +94,68 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// str reads a string at s.i. body is what lies between the quotes; plain
-// means body is already the decoded value (no escapes, valid UTF-8).
-func (s *scanner) str() (body []byte, plain, ok bool) {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, false, false
+// strKind is what str found.
+type strKind uint8
+
+const (
+	strBad   strKind = iota // not a valid string
+	strASCII                // no escapes, ASCII only: the body is the value
+	strUTF8                 // no escapes, valid UTF-8: the body is the value
+	strRaw                  // escapes or invalid UTF-8: decode with appendUnquoted
+)
+
+// plain reports whether the body is already the decoded value.
+func (k strKind) plain() bool { return k == strASCII || k == strUTF8 }
+
+// swar constants: one byte repeated over a word.
+const (
+	swar01 = 0x0101010101010101
+	swar20 = 0x2020202020202020
+	swar80 = 0x8080808080808080
+	swarQ  = 0x2222222222222222 // '"'
+	swarBS = 0x5c5c5c5c5c5c5c5c // '\\'
+)
+
+// str reads a string at s.i; body is what lies between the quotes.
+//
+// Most strings are short ASCII without escapes, so eight bytes at a time
+// are checked for '"', '\\', control and non-ASCII bytes at once, with the
+// usual SWAR tests for a zero byte and a byte below n. Their false
+// positives lie only above a true one (borrows move up), so the lowest
+// flagged byte is exactly the first special one. A string that stops at
+// anything but its closing quote goes to strSlow.
+func (s *scanner) str() (body []byte, kind strKind) {
+	b, i := s.b, s.i
+	if i >= len(b) || b[i] != '"' {
+		return nil, strBad
 	}
-	start := s.i + 1
-	i, b := start, s.b
+	i++
+	start := i
+	for {
+		if i+8 > len(b) {
+			for i < len(b) && strPlain[b[i]] {
+				i++
+			}
+			break
+		}
+		v := binary.LittleEndian.Uint64(b[i:])
+		q, bs := v^swarQ, v^swarBS
+		if m := ((v-swar20)&^v | (q-swar01)&^q | (bs-swar01)&^bs | v) & swar80; m != 0 {
+			i += bits.TrailingZeros64(m) >> 3
+			break
+		}
+		i += 8
+	}
+	if i < len(b) && b[i] == '"' {
+		s.i = i + 1
+		return b[start:i], strASCII
+	}
+	return s.strSlow(start, i)
+}
+
+// strSlow finishes a string with escapes or non-ASCII bytes from i.
+func (s *scanner) strSlow(start, i int) (body []byte, kind strKind) {
+	b := s.b
 	esc, high := false, false
 	for i < len(b) {
 		c := b[i]
@@ -101,31 +167,39 @@ func (s *scanner) str() (body []byte, plain, ok bool) {
 		case c == '"':
 			body = b[start:i]
 			s.i = i + 1
-			return body, !esc && (!high || utf8.Valid(body)), true
+			switch {
+			case esc:
+				return body, strRaw
+			case !high:
+				return body, strASCII
+			case utf8.Valid(body):
+				return body, strUTF8
+			}
+			return body, strRaw
 		case c == '\\':
 			esc = true
 			if i+1 >= len(b) {
-				return nil, false, false
+				return nil, strBad
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-					return nil, false, false
+					return nil, strBad
 				}
 				i += 6
 			default:
-				return nil, false, false
+				return nil, strBad
 			}
 		case c < 0x20:
-			return nil, false, false
+			return nil, strBad
 		default: // non-ASCII; validated by utf8.Valid at the end
 			high = true
 			i++
 		}
 	}
-	return nil, false, false
+	return nil, strBad
 }
 
 // num reads a JSON number at s.i and returns its bytes; isInt means no
@@ -197,8 +271,8 @@ func (s *scanner) null() bool {
 func (s *scanner) skip() bool {
 	switch s.peek() {
 	case '"':
-		_, _, ok := s.str()
-		return ok
+		_, k := s.str()
+		return k != strBad
 	case '{':
 		if !s.enter() {
 			return false
@@ -274,14 +348,9 @@ func (s *scanner) key(first bool) (key []byte, end, ok bool) {
 		s.i++
 		s.ws()
 	}
-	k, plain, ok := s.str()
-	if !ok || !plain {
+	k, kind := s.str()
+	if kind != strASCII {
 		return nil, false, false
-	}
-	for _, c := range k {
-		if c >= utf8.RuneSelf {
-			return nil, false, false
-		}
 	}
 	if s.peek() != ':' {
 		return nil, false, false
@@ -310,6 +379,10 @@ func (s *scanner) elem(first bool) (end, ok bool) {
 
 // folds reports whether key matches one of names only case-insensitively,
 // which encoding/json would accept as that field.
+//
+// The keys servers send on every event and we ignore (id, model, index,
+// logprobs...) are matched exactly before any folds call: key refuses
+// non-ASCII, and two different lower-case ASCII names never fold together.
 func folds(key []byte, names ...string) bool {
 	for _, n := range names {
 		if len(n) == len(key) && bytes.EqualFold(key, []byte(n)) {
@@ -385,11 +458,11 @@ func (s *scanner) textField(body *[]byte, plain *bool, set *bool) bool {
 	if s.peek() != '"' {
 		return false
 	}
-	b, p, ok := s.str()
-	if !ok {
+	b, k := s.str()
+	if k == strBad {
 		return false
 	}
-	*body, *plain, *set = b, p, true
+	*body, *plain, *set = b, k.plain(), true
 	return true
 }
 
@@ -401,8 +474,8 @@ func (s *scanner) finishField(dst *string) bool {
 	if s.peek() != '"' {
 		return false
 	}
-	b, plain, ok := s.str()
-	if !ok || !plain {
+	b, k := s.str()
+	if !k.plain() {
 		return false
 	}
 	*dst = internFinish(b)
@@ -447,8 +520,8 @@ func (s *scanner) errorFields(key []byte, m *seen) (handled, ok bool) {
 		if s.peek() != '"' {
 			return true, false
 		}
-		b, plain, ok := s.str()
-		return true, ok && plain && string(b) != "error"
+		b, k := s.str()
+		return true, k.plain() && string(b) != "error"
 	case "message":
 		if !m.once(15) {
 			return true, false
@@ -459,8 +532,8 @@ func (s *scanner) errorFields(key []byte, m *seen) (handled, ok bool) {
 		if s.peek() != '"' {
 			return true, false
 		}
-		_, _, ok := s.str()
-		return true, ok
+		_, k := s.str()
+		return true, k != strBad
 	}
 	return false, !folds(key, "error", "object", "message")
 }
@@ -490,6 +563,8 @@ func (s *scanner) usageField(u *Usage) bool {
 			ok = m.once(1) && s.intField(&out.CompletionTokens)
 		case "prompt_tokens_details":
 			ok = m.once(2) && s.detailsField(&out.CachedTokens)
+		case "total_tokens", "completion_tokens_details":
+			ok = s.skip()
 		default:
 			ok = !folds(k, "prompt_tokens", "completion_tokens", "prompt_tokens_details") && s.skip()
 		}
@@ -588,6 +663,8 @@ func scanCompletions(data []byte) (Delta, bool) {
 			})
 		case "usage":
 			ok = m.once(1) && s.usageField(&d.Usage)
+		case "id", "created", "model", "system_fingerprint":
+			ok = s.skip()
 		default:
 			var handled bool
 			if handled, ok = s.errorFields(k, &m); !handled && ok {
@@ -654,6 +731,8 @@ func (s *scanner) completionChoice(text *textPart, fr *string) bool {
 			ok = m.once(0) && s.textField(&text.body, &text.plain, &text.set)
 		case "finish_reason":
 			ok = m.once(1) && s.finishField(fr)
+		case "index", "logprobs", "stop_reason", "matched_stop":
+			ok = s.skip()
 		default:
 			ok = !folds(k, "text", "finish_reason") && s.skip()
 		}
@@ -699,6 +778,8 @@ func scanChat(data []byte) (Delta, bool) {
 			})
 		case "usage":
 			ok = m.once(1) && s.usageField(&d.Usage)
+		case "id", "created", "model", "system_fingerprint":
+			ok = s.skip()
 		default:
 			var handled bool
 			if handled, ok = s.errorFields(k, &m); !handled && ok {
@@ -740,6 +821,8 @@ func (s *scanner) chatChoice(parts *[6]textPart, fr *string) bool {
 			ok = m.once(1) && s.chatDelta((*[3]textPart)(parts[3:6]))
 		case "finish_reason":
 			ok = m.once(2) && s.finishField(fr)
+		case "index", "logprobs", "stop_reason", "matched_stop":
+			ok = s.skip()
 		default:
 			ok = !folds(k, "delta", "message", "finish_reason") && s.skip()
 		}
@@ -778,6 +861,8 @@ func (s *scanner) chatDelta(p *[3]textPart) bool {
 			ok = m.once(2) && s.textField(&p[2].body, &p[2].plain, &p[2].set)
 		case "tool_calls":
 			ok = m.once(3) && s.emptyArray()
+		case "role":
+			ok = s.skip()
 		default:
 			ok = !folds(k, "reasoning_content", "reasoning", "content", "tool_calls") && s.skip()
 		}
@@ -876,6 +961,8 @@ func (s *scanner) metaInfo(d *Delta) bool {
 			ok = m.once(3) && s.intField(&u.CachedTokens)
 		case "spec_accept_length":
 			ok = m.once(4) && s.floatField(&d.SpecAcceptLength)
+		case "id", "weight_version", "e2e_latency":
+			ok = s.skip()
 		default:
 			ok = !folds(k, "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "spec_accept_length") && s.skip()
 		}
@@ -909,6 +996,8 @@ func scanTRT(data []byte) (Delta, bool) {
 		switch string(k) {
 		case "text_output":
 			ok = m.once(0) && s.textField(&text.body, &text.plain, &text.set)
+		case "model_name", "model_version", "sequence_end", "sequence_id", "sequence_start":
+			ok = s.skip()
 		default:
 			var handled bool
 			if handled, ok = s.errorFields(k, &m); !handled && ok {
