@@ -361,6 +361,10 @@ func TestBenchAPIBasicAuth(t *testing.T) {
 	if code, _ := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a"}`); code != http.StatusUnauthorized {
 		t.Errorf("unauthenticated POST = %d, want 401", code)
 	}
+	// Profiles reveal internals and cost CPU: the same auth guards them.
+	if code, _ := e.do(t, http.MethodGet, "/debug/pprof/", ""); code != http.StatusUnauthorized {
+		t.Errorf("unauthenticated GET /debug/pprof/ = %d, want 401", code)
+	}
 	req, _ := http.NewRequest(http.MethodPost, e.url+"/api/v1/benches", strings.NewReader(`{"target":"a","num_prompts":1}`))
 	req.SetBasicAuth("bench", "wrong")
 	if resp, err := e.client.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {

@@ -303,6 +303,12 @@ func TestSecretsRedacted(t *testing.T) {
 	if code != 200 || !strings.Contains(debug, "servingprobe_probe_success 1") || !strings.Contains(debug, "Logs for the probe") {
 		t.Errorf("/probe?debug=true = %d %q", code, debug)
 	}
+	if code, body := f.get("/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Errorf("/debug/pprof/ = %d %.80q", code, body)
+	}
+	if code, _ := f.get("/debug/pprof/cmdline"); code == 200 {
+		t.Errorf("/debug/pprof/cmdline is served; the command line is not exposed")
+	}
 	waitFor(t, "a history entry", func() bool { return len(f.d.History().List()) > 2 })
 	for _, path := range []string{"/config", "/probe?target=sim&debug=true", "/probe?target=down&debug=true", "/api/v1/results", "/", "/metrics"} {
 		if _, body := f.get(path); strings.Contains(body, plantedToken) {

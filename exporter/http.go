@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"strconv"
 	"strings"
@@ -74,6 +75,13 @@ func (d *Daemon) routes() {
 	d.mux.HandleFunc("GET /config", d.handleConfig)
 	d.mux.HandleFunc("GET /probe", d.handleProbe)
 	d.mux.HandleFunc("GET /api/v1/results", d.handleResults)
+	// Profiles, as Prometheus serves them, so the daemon's own cost can be
+	// examined in production; behind the same web config as every route.
+	// No cmdline: flags are nobody's business but the operator's.
+	d.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	d.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	d.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	d.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }
 
 type promLogger struct{ l log.Logger }
