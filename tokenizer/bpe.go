@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"fmt"
-	"hash/maphash"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -11,25 +10,17 @@ import (
 // bpe is HF's BPE model. Words arrive as raw text; with byteLevel each byte
 // is first mapped to its GPT-2 alphabet symbol.
 type bpe struct {
-	vocab        map[string]int
-	idToToken    []string
-	merges       map[uint64]merge // (left id, right id) -> merge
+	vocab        *vocabTable
+	merges       *mergeTable
 	byteLevel    bool
-	byteIDs      [256]int // byte-level: id of each byte's symbol, -1 if absent
+	byteIDs      [256]int32 // byte-level: id of each byte's symbol, -1 if absent
 	byteFallback bool
-	byteTokenIDs [256]int // <0xNN> ids for byte fallback, -1 if absent
-	unk          int      // -1 without unk_token
+	byteTokenIDs [256]int32 // <0xNN> ids for byte fallback, -1 if absent
+	unk          int32      // -1 without unk_token
 	fuseUnk      bool
 	ignoreMerges bool
 	cache        *wordCache
 }
-
-type merge struct {
-	rank  int32
-	newID int32
-}
-
-func pairKey(a, b int) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 func newBPE(m *modelJSON, byteLevel bool) (*bpe, error) {
 	if m.Type != "" && m.Type != "BPE" {
@@ -57,49 +48,24 @@ func newBPE(m *modelJSON, byteLevel bool) (*bpe, error) {
 		ignoreMerges: m.IgnoreMerges,
 		cache:        newWordCache(),
 	}
-	maxID := -1
-	for _, id := range vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("vocab: negative id %d", id)
-		}
-		maxID = max(maxID, id)
-	}
-	b.idToToken = make([]string, maxID+1)
-	for tok, id := range vocab {
-		b.idToToken[id] = tok
-	}
 	if m.UnkToken != nil {
-		id, ok := vocab[*m.UnkToken]
+		id, ok := vocab.id(*m.UnkToken)
 		if !ok {
 			return nil, fmt.Errorf("unk_token %q not in vocab", *m.UnkToken)
 		}
-		b.unk = id
+		b.unk = int32(id)
 	}
 	for i := range 256 {
 		b.byteIDs[i], b.byteTokenIDs[i] = -1, -1
-		if id, ok := vocab[string(byteToRune[i])]; ok {
-			b.byteIDs[i] = id
+		if id, ok := vocab.id(string(byteToRune[i])); ok {
+			b.byteIDs[i] = int32(id)
 		}
-		if id, ok := vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
-			b.byteTokenIDs[i] = id
+		if id, ok := vocab.id(fmt.Sprintf("<0x%02X>", i)); ok {
+			b.byteTokenIDs[i] = int32(id)
 		}
 	}
-	merges, err := parseMerges(m.Merges)
-	if err != nil {
+	if b.merges, err = parseMerges(m.Merges, vocab); err != nil {
 		return nil, err
-	}
-	b.merges = make(map[uint64]merge, len(merges))
-	for rank, p := range merges {
-		l, okL := vocab[p[0]]
-		r, okR := vocab[p[1]]
-		n, okN := vocab[p[0]+p[1]]
-		if !okL || !okR || !okN {
-			return nil, fmt.Errorf("merges[%d] %q %q: token not in vocab", rank, p[0], p[1])
-		}
-		k := pairKey(l, r)
-		if _, dup := b.merges[k]; !dup { // HF keeps the first (lowest) rank
-			b.merges[k] = merge{rank: int32(rank), newID: int32(n)}
-		}
 	}
 	return b, nil
 }
@@ -109,8 +75,8 @@ func (b *bpe) encodeWord(dst []int, w string) []int {
 	if w == "" {
 		return dst
 	}
-	if ids, ok := b.cache.get(w); ok {
-		return append(dst, ids...)
+	if out, ok := b.cache.get(dst, w); ok {
+		return out
 	}
 	start := len(dst)
 	dst = b.merge(dst, w)
@@ -120,14 +86,15 @@ func (b *bpe) encodeWord(dst []int, w string) []int {
 
 // symbol is one node of the doubly linked list the merge loop works on.
 type symbol struct {
-	id         int
-	prev, next int
+	id         int32
+	prev, next int32
 	dead       bool
 }
 
 func (b *bpe) initialSymbols(syms []symbol, w string) []symbol {
-	add := func(id int) {
-		syms = append(syms, symbol{id: id, prev: len(syms) - 1, next: len(syms) + 1})
+	add := func(id int32) {
+		n := int32(len(syms))
+		syms = append(syms, symbol{id: id, prev: n - 1, next: n + 1})
 	}
 	if b.byteLevel {
 		for i := 0; i < len(w); i++ {
@@ -144,8 +111,8 @@ func (b *bpe) initialSymbols(syms []symbol, w string) []symbol {
 		_, n := utf8.DecodeRuneInString(w[i:])
 		ch := w[i : i+n]
 		i += n
-		if id, ok := b.vocab[ch]; ok {
-			add(id)
+		if id, ok := b.vocab.id(ch); ok {
+			add(int32(id))
 			lastUnk = false
 			continue
 		}
@@ -244,7 +211,7 @@ func (b *bpe) merge(dst []int, w string) []int {
 			}
 			key = sc.sb.String()
 		}
-		if id, ok := b.vocab[key]; ok {
+		if id, ok := b.vocab.id(key); ok {
 			return append(dst, id)
 		}
 	}
@@ -254,8 +221,8 @@ func (b *bpe) merge(dst []int, w string) []int {
 	}
 	h := sc.heap[:0]
 	for i := 0; i+1 < len(syms); i++ {
-		if m, ok := b.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
-			h.push(mergeCand{rank: m.rank, pos: int32(i), newID: m.newID})
+		if rank, id, ok := b.merges.get(syms[i].id, syms[i+1].id); ok {
+			h.push(mergeCand{rank: rank, pos: int32(i), newID: id})
 		}
 	}
 	for len(h) > 0 {
@@ -265,81 +232,29 @@ func (b *bpe) merge(dst []int, w string) []int {
 			continue
 		}
 		right := &syms[s.next]
-		if m, ok := b.merges[pairKey(s.id, right.id)]; !ok || m.newID != c.newID {
+		if _, id, ok := b.merges.get(s.id, right.id); !ok || id != c.newID {
 			continue // stale: a neighbour changed since this was pushed
 		}
-		s.id = int(c.newID)
+		s.id = c.newID
 		right.dead = true
 		s.next = right.next
 		if s.next >= 0 {
-			syms[s.next].prev = int(c.pos)
+			syms[s.next].prev = c.pos
 		}
 		if s.prev >= 0 {
-			if m, ok := b.merges[pairKey(syms[s.prev].id, s.id)]; ok {
-				h.push(mergeCand{rank: m.rank, pos: int32(s.prev), newID: m.newID})
+			if rank, id, ok := b.merges.get(syms[s.prev].id, s.id); ok {
+				h.push(mergeCand{rank: rank, pos: s.prev, newID: id})
 			}
 		}
 		if s.next >= 0 {
-			if m, ok := b.merges[pairKey(s.id, syms[s.next].id)]; ok {
-				h.push(mergeCand{rank: m.rank, pos: c.pos, newID: m.newID})
+			if rank, id, ok := b.merges.get(s.id, syms[s.next].id); ok {
+				h.push(mergeCand{rank: rank, pos: c.pos, newID: id})
 			}
 		}
 	}
-	for i := 0; i >= 0 && i < len(syms); i = syms[i].next {
-		dst = append(dst, syms[i].id)
+	for i := int32(0); i >= 0 && int(i) < len(syms); i = syms[i].next {
+		dst = append(dst, int(syms[i].id))
 	}
 	sc.syms, sc.heap = syms, h
 	return dst
-}
-
-// wordCache memoises BPE results per word. It is sharded to keep lock
-// contention low under concurrent encoders, and bounded: a full shard is
-// dropped and refilled, which keeps recent words without an LRU's overhead.
-type wordCache struct {
-	seed   maphash.Seed
-	shards [cacheShards]cacheShard
-}
-
-const (
-	cacheShards      = 32
-	cacheShardMax    = 4096 // words per shard; ~130k words in all
-	cacheMaxWordSize = 256  // bytes; HF caches words up to 256 too
-)
-
-type cacheShard struct {
-	mu sync.RWMutex
-	m  map[string][]int
-}
-
-func newWordCache() *wordCache {
-	return &wordCache{seed: maphash.MakeSeed()}
-}
-
-func (c *wordCache) shard(w string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, w)%cacheShards]
-}
-
-func (c *wordCache) get(w string) ([]int, bool) {
-	if len(w) > cacheMaxWordSize {
-		return nil, false
-	}
-	s := c.shard(w)
-	s.mu.RLock()
-	ids, ok := s.m[w]
-	s.mu.RUnlock()
-	return ids, ok
-}
-
-func (c *wordCache) put(w string, ids []int) {
-	if len(w) > cacheMaxWordSize {
-		return
-	}
-	s := c.shard(w)
-	cp := append([]int(nil), ids...)
-	s.mu.Lock()
-	if s.m == nil || len(s.m) >= cacheShardMax {
-		s.m = make(map[string][]int, 256)
-	}
-	s.m[strings.Clone(w)] = cp
-	s.mu.Unlock()
 }

@@ -1,11 +1,8 @@
 package tokenizer
 
 import (
-	"bytes"
-	"compress/gzip"
 	"embed"
 	"fmt"
-	"io"
 	"sync"
 )
 
@@ -19,16 +16,16 @@ var defaultFS embed.FS
 // DefaultName names the embedded tokenizer where a tokenizer spec is shown.
 const DefaultName = "embedded:qwen3"
 
-var loadDefault = sync.OnceValues(func() (*Tokenizer, error) {
-	gz, err := defaultFS.ReadFile("testdata/qwen3/tokenizer.json.gz")
+var loadDefault = sync.OnceValues(loadEmbedded)
+
+// loadEmbedded loads the embedded tokenizer afresh; tests measure it.
+func loadEmbedded() (*Tokenizer, error) {
+	f, err := defaultFS.Open("testdata/qwen3/tokenizer.json.gz")
 	if err != nil {
 		return nil, err
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(zr)
+	defer f.Close()
+	data, err := gunzip(f) // Open, not ReadFile, which would copy the 2 MB
 	if err != nil {
 		return nil, err
 	}
@@ -41,8 +38,9 @@ var loadDefault = sync.OnceValues(func() (*Tokenizer, error) {
 		return nil, fmt.Errorf("load embedded tokenizer: %w", err)
 	}
 	return t, nil
-})
+}
 
-// Default returns the embedded tokenizer, loading it on first use (about a
-// quarter of a second of CPU). The result is shared and safe for concurrent use.
+// Default returns the embedded tokenizer, loading it on first use (about 0.2 s
+// of CPU; it then keeps about 5 MB of heap). The result is shared and safe for
+// concurrent use.
 func Default() (*Tokenizer, error) { return loadDefault() }

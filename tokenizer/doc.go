@@ -18,7 +18,10 @@
 // fuzz test keeps equal to regexp2.
 //
 // A Tokenizer is immutable after loading and safe for concurrent use; BPE
-// results are cached per word in a bounded, sharded cache.
+// results are cached per word in a bounded, sharded cache. The vocabulary and
+// merges live in flat, pointer-free tables (about 5 MB for Qwen3's 151k
+// tokens) rather than Go maps, which kept four times as much for the GC to
+// scan; TestEmbeddedRetainedHeap holds the figure.
 //
 // Other sources of tokens: Resolve turns a --tokenizer value (path or hub
 // id) into a Tokenizer via package tokenizer/hub; Server uses a running

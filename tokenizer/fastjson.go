@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,42 +52,52 @@ func (s *jscan) peek() byte {
 }
 
 func (s *jscan) str() (string, error) {
+	var buf []byte
+	v, err := s.rawStr(&buf)
+	return string(v), err
+}
+
+// rawStr reads a string without allocating: an unescaped string (nearly
+// every token) is returned as a slice of the input, an escaped one is
+// decoded into *buf, which the caller reuses.
+func (s *jscan) rawStr(buf *[]byte) ([]byte, error) {
 	if err := s.expect('"'); err != nil {
-		return "", err
+		return nil, err
 	}
 	start := s.i
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		if c == '"' {
-			v := string(s.b[start:s.i])
 			s.i++
-			return v, nil
+			return s.b[start : s.i-1], nil
 		}
 		if c == '\\' {
-			return s.strEscaped(start)
+			*buf = append((*buf)[:0], s.b[start:s.i]...)
+			v, err := s.strEscaped(*buf)
+			*buf = v
+			return v, err
 		}
 		if c < 0x20 {
-			return "", errFallback
+			return nil, errFallback
 		}
 		s.i++
 	}
-	return "", errFallback
+	return nil, errFallback
 }
 
-func (s *jscan) strEscaped(start int) (string, error) {
-	buf := append([]byte(nil), s.b[start:s.i]...)
+func (s *jscan) strEscaped(buf []byte) ([]byte, error) {
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		switch {
 		case c == '"':
 			s.i++
 			if !utf8.Valid(buf) {
-				return "", errFallback
+				return nil, errFallback
 			}
-			return string(buf), nil
+			return buf, nil
 		case c == '\\':
 			if s.i+1 >= len(s.b) {
-				return "", errFallback
+				return nil, errFallback
 			}
 			e := s.b[s.i+1]
 			s.i += 2
@@ -106,30 +117,30 @@ func (s *jscan) strEscaped(start int) (string, error) {
 			case 'u':
 				r, ok := s.hex4()
 				if !ok {
-					return "", errFallback
+					return nil, errFallback
 				}
 				if utf16.IsSurrogate(r) {
 					r2 := rune(-1)
 					if s.i+1 < len(s.b) && s.b[s.i] == '\\' && s.b[s.i+1] == 'u' {
 						s.i += 2
 						if r2, ok = s.hex4(); !ok {
-							return "", errFallback
+							return nil, errFallback
 						}
 					}
 					r = utf16.DecodeRune(r, r2)
 				}
 				buf = utf8.AppendRune(buf, r)
 			default:
-				return "", errFallback
+				return nil, errFallback
 			}
 		case c < 0x20:
-			return "", errFallback
+			return nil, errFallback
 		default:
 			buf = append(buf, c)
 			s.i++
 		}
 	}
-	return "", errFallback
+	return nil, errFallback
 }
 
 func (s *jscan) hex4() (rune, bool) {
@@ -160,102 +171,98 @@ func (s *jscan) integer() (int, error) {
 	return v, nil
 }
 
-// scanVocab reads {"token": id, ...}.
-func scanVocab(raw []byte) (map[string]int, error) {
+// scanVocab reads {"token": id, ...} into b.
+func scanVocab(raw []byte, b *vocabBuilder) error {
 	s := &jscan{b: raw}
 	if err := s.expect('{'); err != nil {
-		return nil, err
+		return err
 	}
-	m := make(map[string]int, len(raw)/16)
 	if s.peek() == '}' {
-		return m, nil
+		return nil
 	}
+	var buf []byte
 	for {
-		k, err := s.str()
+		k, err := s.rawStr(&buf)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := s.expect(':'); err != nil {
-			return nil, err
+			return err
 		}
 		v, err := s.integer()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		m[k] = v
+		if err := b.add(k, v); err != nil {
+			return err
+		}
 		switch s.peek() {
 		case ',':
 			s.i++
 		case '}':
 			s.i++
-			return m, nil
+			return nil
 		default:
-			return nil, errFallback
+			return errFallback
 		}
 	}
 }
 
-// scanMerges reads ["a b", ...] or [["a","b"], ...].
-func scanMerges(raw []byte) ([][2]string, error) {
+// scanMerges reads ["a b", ...] or [["a","b"], ...], calling add for each
+// pair; a and b are only valid during the call.
+func scanMerges(raw []byte, add func(rank int, a, b []byte) error) error {
 	s := &jscan{b: raw}
 	if err := s.expect('['); err != nil {
-		return nil, err
+		return err
 	}
-	out := make([][2]string, 0, len(raw)/12)
 	if s.peek() == ']' {
-		return out, nil
+		return nil
 	}
+	var bufA, bufB []byte
 	for n := 0; ; n++ {
-		var p [2]string
+		var a, b []byte
 		switch s.peek() {
 		case '"':
-			v, err := s.str()
+			v, err := s.rawStr(&bufA)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			a, b, ok := cutSpace(v)
-			if !ok {
-				return nil, fmt.Errorf("merges[%d] %q: no space separator", n, v)
+			i := bytes.IndexByte(v, ' ')
+			if i < 0 {
+				return fmt.Errorf("merges[%d] %q: no space separator", n, v)
 			}
-			p = [2]string{a, b}
+			a, b = v[:i], v[i+1:]
 		case '[':
 			s.i++
 			var err error
-			if p[0], err = s.str(); err != nil {
-				return nil, err
+			if a, err = s.rawStr(&bufA); err != nil {
+				return err
 			}
 			if err := s.expect(','); err != nil {
-				return nil, err
+				return err
 			}
-			if p[1], err = s.str(); err != nil {
-				return nil, err
+			if b, err = s.rawStr(&bufB); err != nil {
+				return err
 			}
 			if err := s.expect(']'); err != nil {
-				return nil, err
+				return err
 			}
 		default:
-			return nil, errFallback
+			return errFallback
 		}
-		out = append(out, p)
+		if err := add(n, a, b); err != nil {
+			return err
+		}
 		switch s.peek() {
 		case ',':
 			s.i++
 		case ']':
 			s.i++
-			return out, nil
+			return nil
 		default:
-			return nil, errFallback
+			return errFallback
 		}
 	}
-}
-
-func cutSpace(v string) (string, string, bool) {
-	for i := 0; i < len(v); i++ {
-		if v[i] == ' ' {
-			return v[:i], v[i+1:], true
-		}
-	}
-	return "", "", false
 }
 
 // skip moves past one JSON value without decoding it.

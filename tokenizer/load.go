@@ -3,10 +3,12 @@ package tokenizer
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,23 +57,51 @@ func Load(path string) (*Tokenizer, error) {
 }
 
 func readMaybeGzip(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if !strings.HasSuffix(path, ".gz") && !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
-		return data, nil
+	defer f.Close()
+	var magic [2]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	if !strings.HasSuffix(path, ".gz") && !bytes.HasPrefix(magic[:n], []byte{0x1f, 0x8b}) {
+		return os.ReadFile(path) // sized from the file; io.ReadAll would regrow
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
+	data, err := gunzip(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return out, nil
+	return data, nil
 }
+
+// gunzip decompresses f into one buffer sized from the gzip trailer, which
+// holds the uncompressed length (mod 2^32, of the last member; it is only a
+// hint). io.ReadAll would regrow its buffer to 11 MB for Qwen3 and leave
+// about as much again as garbage, which raises the process's peak RSS.
+func gunzip(f fs.File) ([]byte, error) {
+	hint := 0
+	if ra, ok := f.(io.ReaderAt); ok {
+		if fi, err := f.Stat(); err == nil && fi.Size() >= 18 {
+			var tail [4]byte
+			if _, err := ra.ReadAt(tail[:], fi.Size()-4); err == nil {
+				hint = int(min(binary.LittleEndian.Uint32(tail[:]), maxGzipHint))
+			}
+		}
+	}
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, hint+bytes.MinRead))
+	if _, err := buf.ReadFrom(zr); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// maxGzipHint caps what a trailer can make gunzip allocate up front; the
+// largest tokenizer.json files are about 35 MB.
+const maxGzipHint = 256 << 20
 
 // The tokenizer.json schema, as written by HF tokenizers. Only the fields we
 // act on are declared; components are decoded lazily by type.
@@ -123,48 +153,97 @@ type patternJSON struct {
 	Regex  *string `json:"Regex"`
 }
 
-// parseMerges accepts both forms HF writes: ["a b", ...] (older files,
-// Llama 3) and [["a","b"], ...] (tokenizers >= 0.20, Qwen3).
-func parseMerges(raw json.RawMessage) ([][2]string, error) {
+// parseVocab builds the vocabulary table.
+func parseVocab(raw json.RawMessage) (*vocabTable, error) {
+	var b vocabBuilder
 	if isNull(raw) {
-		return nil, nil
+		return b.build(), nil
 	}
-	if pairs, err := scanMerges(raw); !errors.Is(err, errFallback) {
-		return pairs, err
-	}
-	var pairs [][2]string
-	if err := json.Unmarshal(raw, &pairs); err == nil {
-		return pairs, nil
-	}
-	var strs []string
-	if err := json.Unmarshal(raw, &strs); err != nil {
-		return nil, fmt.Errorf("merges: want [\"a b\"] or [[\"a\",\"b\"]]: %w", err)
-	}
-	pairs = make([][2]string, len(strs))
-	for i, s := range strs {
-		// A merge string splits at its first space; tokens never contain a
-		// raw space in byte-level or Metaspace vocabularies.
-		a, b, ok := strings.Cut(s, " ")
-		if !ok {
-			return nil, fmt.Errorf("merges[%d] %q: no space separator", i, s)
+	// Sized to avoid regrowing: Qwen3's tokens average 9 bytes, with their
+	// JSON entries 24.
+	b.keys = make([]byte, 0, len(raw)/2)
+	b.ents = make([]vocabEnt, 0, len(raw)/20)
+	if err := scanVocab(raw, &b); !errors.Is(err, errFallback) {
+		if err != nil {
+			return nil, err
 		}
-		pairs[i] = [2]string{a, b}
-	}
-	return pairs, nil
-}
-
-func parseVocab(raw json.RawMessage) (map[string]int, error) {
-	if isNull(raw) {
-		return map[string]int{}, nil
-	}
-	if v, err := scanVocab(raw); !errors.Is(err, errFallback) {
-		return v, err
+		return b.build(), nil
 	}
 	var v map[string]int
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, fmt.Errorf("vocab: %w", err)
 	}
-	return v, nil
+	b = vocabBuilder{}
+	for tok, id := range v {
+		if err := b.add([]byte(tok), id); err != nil {
+			return nil, err
+		}
+	}
+	return b.build(), nil
+}
+
+// parseMerges builds the merge table. It accepts both forms HF writes:
+// ["a b", ...] (older files, Llama 3) and [["a","b"], ...] (tokenizers >=
+// 0.20, Qwen3).
+func parseMerges(raw json.RawMessage, vocab *vocabTable) (*mergeTable, error) {
+	maxID := len(vocab.offs) - 2
+	if isNull(raw) {
+		return buildMerges(nil, nil, maxID), nil
+	}
+	// Files usually hold about one merge per token; sizing for that avoids
+	// regrowing and lets buildMerges index pairs by merged id in place.
+	pairs := make([]uint64, 0, vocab.n)
+	newIDs := make([]int32, 0, vocab.n)
+	var cat []byte
+	add := func(rank int, a, b []byte) error {
+		l, okL := vocab.idBytes(a)
+		r, okR := vocab.idBytes(b)
+		cat = append(append(cat[:0], a...), b...)
+		n, okN := vocab.idBytes(cat)
+		if !okL || !okR || !okN {
+			return fmt.Errorf("merges[%d] %q %q: token not in vocab", rank, a, b)
+		}
+		pairs = append(pairs, pairKey(int32(l), int32(r)))
+		newIDs = append(newIDs, int32(n))
+		return nil
+	}
+	err := scanMerges(raw, add)
+	if errors.Is(err, errFallback) {
+		pairs, newIDs = pairs[:0], newIDs[:0]
+		err = fallbackMerges(raw, add)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return buildMerges(pairs, newIDs, maxID), nil
+}
+
+func fallbackMerges(raw json.RawMessage, add func(rank int, a, b []byte) error) error {
+	var pairs [][2]string
+	if err := json.Unmarshal(raw, &pairs); err == nil {
+		for i, p := range pairs {
+			if err := add(i, []byte(p[0]), []byte(p[1])); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var strs []string
+	if err := json.Unmarshal(raw, &strs); err != nil {
+		return fmt.Errorf("merges: want [\"a b\"] or [[\"a\",\"b\"]]: %w", err)
+	}
+	for i, s := range strs {
+		// A merge string splits at its first space; tokens never contain a
+		// raw space in byte-level or Metaspace vocabularies.
+		a, b, ok := strings.Cut(s, " ")
+		if !ok {
+			return fmt.Errorf("merges[%d] %q: no space separator", i, s)
+		}
+		if err := add(i, []byte(a), []byte(b)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parseFile decodes tokenizer.json. The big members (model.vocab,

@@ -196,10 +196,11 @@ func (t *Tokenizer) Decode(ids []int, skipSpecialTokens bool) (string, error) {
 			}
 			continue
 		}
-		if id < 0 || id >= len(t.model.idToToken) || t.model.idToToken[id] == "" {
+		tok, ok := t.model.vocab.token(id)
+		if !ok {
 			return "", fmt.Errorf("decode: token id %d out of vocabulary", id)
 		}
-		toks = append(toks, t.model.idToToken[id])
+		toks = append(toks, tok)
 	}
 	var s string
 	if t.decode != nil {
@@ -228,14 +229,14 @@ func (t *Tokenizer) NumSpecialTokensToAdd() int { return t.post.count() }
 // VocabSize is the size of the model's vocabulary without added tokens,
 // as transformers' tokenizer.vocab_size (bench_serving samples random ids
 // below it).
-func (t *Tokenizer) VocabSize() int { return len(t.model.vocab) }
+func (t *Tokenizer) VocabSize() int { return t.model.vocab.n }
 
 // Len is the number of distinct tokens including added ones, as
 // transformers' len(tokenizer).
 func (t *Tokenizer) Len() int {
-	n := len(t.model.vocab)
+	n := t.model.vocab.n
 	for _, a := range t.added {
-		if _, inVocab := t.model.vocab[a.Content]; !inVocab {
+		if _, inVocab := t.model.vocab.id(a.Content); !inVocab {
 			n++
 		}
 	}
@@ -247,8 +248,7 @@ func (t *Tokenizer) TokenToID(tok string) (int, bool) {
 	if a, ok := t.addedByStr[tok]; ok {
 		return a.ID, true
 	}
-	id, ok := t.model.vocab[tok]
-	return id, ok
+	return t.model.vocab.id(tok)
 }
 
 // IDToToken returns the token of an id, as stored in the vocabulary (for
@@ -257,18 +257,13 @@ func (t *Tokenizer) IDToToken(id int) (string, bool) {
 	if a, ok := t.addedByID[id]; ok {
 		return a.Content, true
 	}
-	if id < 0 || id >= len(t.model.idToToken) || t.model.idToToken[id] == "" {
-		return "", false
-	}
-	return t.model.idToToken[id], true
+	return t.model.vocab.token(id)
 }
 
 // Vocab returns a copy of the model vocabulary plus added tokens.
 func (t *Tokenizer) Vocab() map[string]int {
-	v := make(map[string]int, len(t.model.vocab)+len(t.added))
-	for k, id := range t.model.vocab {
-		v[k] = id
-	}
+	v := make(map[string]int, t.model.vocab.n+len(t.added))
+	t.model.vocab.all(func(tok string, id int) { v[tok] = id })
 	for _, a := range t.added {
 		v[a.Content] = a.ID
 	}
