@@ -93,6 +93,13 @@ type Backend interface {
 	Decode(ev SSEEvent) (Delta, error)
 }
 
+// memoDecoder is implemented by backends whose decoding can use a
+// stream's scanMemo: decodeMemo answers exactly as Decode does, faster on
+// a steady stream. m is per stream (and so per Backend).
+type memoDecoder interface {
+	decodeMemo(ev SSEEvent, m *scanMemo) (Delta, error)
+}
+
 // eofEnder is implemented by backends whose streams have no terminal marker
 // (TensorRT-LLM's generate_stream): a clean EOF ends them successfully.
 type eofEnder interface{ eofEndsStream() bool }

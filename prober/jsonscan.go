@@ -451,18 +451,19 @@ func (s *scanner) floatField(dst *float64) bool {
 
 // textField reads a *string text field: null leaves it, a string sets it
 // (raw body; plain tells whether it needs unescaping).
-func (s *scanner) textField(body *[]byte, plain *bool, set *bool) bool {
+func (s *scanner) textField(t *textPart) bool {
 	if s.null() {
 		return true
 	}
 	if s.peek() != '"' {
 		return false
 	}
+	start := s.i + 1
 	b, k := s.str()
 	if k == strBad {
 		return false
 	}
-	*body, *plain, *set = b, k.plain(), true
+	*t = textPart{body: b, start: start, plain: k.plain(), set: true}
 	return true
 }
 
@@ -611,6 +612,7 @@ func (s *scanner) detailsField(cached *int) bool {
 // textPart is one piece of event text, raw.
 type textPart struct {
 	body  []byte
+	start int // where body starts in the event
 	plain bool
 	set   bool
 }
@@ -631,6 +633,13 @@ func setText(d *Delta, parts ...textPart) bool {
 
 // scanCompletions decodes an OpenAI completions chunk (completions, truss).
 func scanCompletions(data []byte) (Delta, bool) {
+	d, _, ok := scanCompletionsText(data)
+	return d, ok
+}
+
+// scanCompletionsText is scanCompletions, also returning the text part of
+// the first choice for scanMemo.
+func scanCompletionsText(data []byte) (Delta, textPart, bool) {
 	s := scanner{b: data}
 	var (
 		d    Delta
@@ -638,12 +647,12 @@ func scanCompletions(data []byte) (Delta, bool) {
 		m    seen
 	)
 	if s.peek() != '{' || !s.enter() {
-		return Delta{}, false
+		return Delta{}, textPart{}, false
 	}
 	for first := true; ; first = false {
 		k, end, ok := s.key(first)
 		if !ok {
-			return Delta{}, false
+			return Delta{}, textPart{}, false
 		}
 		if end {
 			break
@@ -672,14 +681,14 @@ func scanCompletions(data []byte) (Delta, bool) {
 			}
 		}
 		if !ok {
-			return Delta{}, false
+			return Delta{}, textPart{}, false
 		}
 	}
 	s.depth--
 	if !s.end() || !setText(&d, text) {
-		return Delta{}, false
+		return Delta{}, textPart{}, false
 	}
-	return d, true
+	return d, text, true
 }
 
 // choices walks a choices array (null leaves it empty), calling each for
@@ -728,7 +737,7 @@ func (s *scanner) completionChoice(text *textPart, fr *string) bool {
 		switch string(k) {
 		case "text":
 			// A string field: null leaves it empty.
-			ok = m.once(0) && s.textField(&text.body, &text.plain, &text.set)
+			ok = m.once(0) && s.textField(text)
 		case "finish_reason":
 			ok = m.once(1) && s.finishField(fr)
 		case "index", "logprobs", "stop_reason", "matched_stop":
@@ -746,6 +755,14 @@ func (s *scanner) completionChoice(text *textPart, fr *string) bool {
 
 // scanChat decodes an OpenAI chat chunk.
 func scanChat(data []byte) (Delta, bool) {
+	d, _, ok := scanChatText(data)
+	return d, ok
+}
+
+// scanChatText is scanChat, also returning for scanMemo the text part of
+// the first choice that is set when every other part is empty (the Delta's
+// text then depends on that part alone); otherwise an unset part.
+func scanChatText(data []byte) (Delta, textPart, bool) {
 	s := scanner{b: data}
 	var (
 		d     Delta
@@ -753,12 +770,12 @@ func scanChat(data []byte) (Delta, bool) {
 		m     seen
 	)
 	if s.peek() != '{' || !s.enter() {
-		return Delta{}, false
+		return Delta{}, textPart{}, false
 	}
 	for first := true; ; first = false {
 		k, end, ok := s.key(first)
 		if !ok {
-			return Delta{}, false
+			return Delta{}, textPart{}, false
 		}
 		if end {
 			break
@@ -787,14 +804,23 @@ func scanChat(data []byte) (Delta, bool) {
 			}
 		}
 		if !ok {
-			return Delta{}, false
+			return Delta{}, textPart{}, false
 		}
 	}
 	s.depth--
 	if !s.end() || !setText(&d, parts[:]...) {
-		return Delta{}, false
+		return Delta{}, textPart{}, false
 	}
-	return d, true
+	var memo textPart
+	for _, p := range parts {
+		switch {
+		case len(p.body) > 0:
+			return d, p, true // setText saw no other non-empty part
+		case p.set:
+			memo = p
+		}
+	}
+	return d, memo, true
 }
 
 // chatChoice reads {"delta": {...}, "message": {...}, "finish_reason": ...}.
@@ -854,11 +880,11 @@ func (s *scanner) chatDelta(p *[3]textPart) bool {
 		}
 		switch string(k) {
 		case "reasoning_content":
-			ok = m.once(0) && s.textField(&p[0].body, &p[0].plain, &p[0].set)
+			ok = m.once(0) && s.textField(&p[0])
 		case "reasoning":
-			ok = m.once(1) && s.textField(&p[1].body, &p[1].plain, &p[1].set)
+			ok = m.once(1) && s.textField(&p[1])
 		case "content":
-			ok = m.once(2) && s.textField(&p[2].body, &p[2].plain, &p[2].set)
+			ok = m.once(2) && s.textField(&p[2])
 		case "tool_calls":
 			ok = m.once(3) && s.emptyArray()
 		case "role":
@@ -911,7 +937,7 @@ func scanSGLang(data []byte) (Delta, bool) {
 		}
 		switch string(k) {
 		case "text":
-			ok = m.once(0) && s.textField(&text.body, &text.plain, &text.set)
+			ok = m.once(0) && s.textField(&text)
 		case "meta_info":
 			ok = m.once(1) && s.metaInfo(&d)
 		default:
@@ -977,25 +1003,31 @@ func (s *scanner) metaInfo(d *Delta) bool {
 
 // scanTRT decodes a generate_stream event.
 func scanTRT(data []byte) (Delta, bool) {
+	d, _, ok := scanTRTText(data)
+	return d, ok
+}
+
+// scanTRTText is scanTRT, also returning text_output for scanMemo.
+func scanTRTText(data []byte) (Delta, textPart, bool) {
 	s := scanner{b: data}
 	var (
 		text textPart
 		m    seen
 	)
 	if s.peek() != '{' || !s.enter() {
-		return Delta{}, false
+		return Delta{}, textPart{}, false
 	}
 	for first := true; ; first = false {
 		k, end, ok := s.key(first)
 		if !ok {
-			return Delta{}, false
+			return Delta{}, textPart{}, false
 		}
 		if end {
 			break
 		}
 		switch string(k) {
 		case "text_output":
-			ok = m.once(0) && s.textField(&text.body, &text.plain, &text.set)
+			ok = m.once(0) && s.textField(&text)
 		case "model_name", "model_version", "sequence_end", "sequence_id", "sequence_start":
 			ok = s.skip()
 		default:
@@ -1005,17 +1037,81 @@ func scanTRT(data []byte) (Delta, bool) {
 			}
 		}
 		if !ok {
-			return Delta{}, false
+			return Delta{}, textPart{}, false
 		}
 	}
 	s.depth--
 	if !s.end() {
-		return Delta{}, false
+		return Delta{}, textPart{}, false
 	}
 	if !text.set {
-		return Delta{}, true
+		return Delta{}, text, true
 	}
-	return Delta{Text: text.body, TextRaw: !text.plain, Tokens: 1}, true
+	return Delta{Text: text.body, TextRaw: !text.plain, Tokens: 1}, text, true
+}
+
+// scanMemo makes a stream's steady state cheap. Each event of a request
+// usually repeats the previous one byte for byte but for its text: same
+// id, created and model, index 0, null finish_reason, null usage. The memo
+// keeps the last event the scanner answered, split around its text string,
+// and that event's Delta without the text.
+//
+// Subtleness ahead: the scanner reads left to right, and what it does at a
+// byte depends only on the bytes before it; what it does after a string
+// depends on the string only through the text part it returns, and the
+// Delta's text is that part alone (the scan*Text functions return a part
+// only then). So an event that is the remembered prefix, then a valid
+// string ending exactly where the remembered suffix starts, then that
+// suffix, is answered with the remembered Delta and the new text: what the
+// scanner would answer, found by comparing bytes (memequal) instead of
+// scanning them. FuzzScanMemo checks this against the scanner and
+// encoding/json. A memo is per stream and per decoder.
+type scanMemo struct {
+	prefix []byte // the event up to its text's opening quote, included
+	suffix []byte // the event after its text's closing quote
+	delta  Delta  // the event's Delta, without its text
+	ok     bool
+}
+
+// decode answers for data exactly as scan does; m may be nil.
+func (m *scanMemo) decode(data []byte, scan func([]byte) (Delta, textPart, bool)) (Delta, bool) {
+	if m == nil {
+		d, _, ok := scan(data)
+		return d, ok
+	}
+	if m.ok {
+		if d, ok := m.hit(data); ok {
+			return d, true
+		}
+	}
+	d, t, ok := scan(data)
+	if ok && t.set {
+		end := t.start + len(t.body) + 1 // after the closing quote
+		m.prefix = append(m.prefix[:0], data[:t.start]...)
+		m.suffix = append(m.suffix[:0], data[end:]...)
+		m.delta, m.ok = d, true
+		m.delta.Text, m.delta.TextRaw = nil, false
+	}
+	return d, ok
+}
+
+// hit answers for data from the memo, if data is its prefix, a string and
+// its suffix.
+func (m *scanMemo) hit(data []byte) (Delta, bool) {
+	p, q := len(m.prefix), len(data)-len(m.suffix)
+	if q <= p || !bytes.Equal(data[:p], m.prefix) || !bytes.Equal(data[q:], m.suffix) {
+		return Delta{}, false
+	}
+	s := scanner{b: data[:q], i: p - 1} // on the opening quote
+	body, kind := s.str()
+	if kind == strBad || s.i != q {
+		return Delta{}, false
+	}
+	d := m.delta
+	if len(body) > 0 {
+		d.Text, d.TextRaw = body, !kind.plain()
+	}
+	return d, true
 }
 
 // appendUnquoted appends the decoded value of a JSON string body (already

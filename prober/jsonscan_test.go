@@ -263,3 +263,130 @@ func TestStrSWAR(t *testing.T) {
 		}
 	}
 }
+
+// memoScanners are the scanners a scanMemo is used with.
+var memoScanners = []struct {
+	backend string
+	scan    func([]byte) (Delta, textPart, bool)
+	ref     func([]byte) (Delta, error)
+}{
+	{"vllm", scanCompletionsText, decodeCompletionsJSON},
+	{"vllm-chat", scanChatText, decodeChatJSON},
+	{"trt", scanTRTText, decodeTRTJSON},
+}
+
+// checkMemo primes a memo with prev, then fails when its answer for data
+// differs from the scanner's in any way, or from encoding/json's.
+func checkMemo(t *testing.T, scan func([]byte) (Delta, textPart, bool), ref func([]byte) (Delta, error), prev, data []byte) (hit bool) {
+	t.Helper()
+	var m scanMemo
+	m.decode(prev, scan)
+	hit = m.ok
+	if hit {
+		_, hit = m.hit(data)
+	}
+	got, ok := m.decode(data, scan)
+	want, _, wok := scan(data)
+	if ok != wok || ok && (!bytes.Equal(got.Text, want.Text) || got.TextRaw != want.TextRaw || normal(got) != normal(want)) {
+		t.Fatalf("after %q, memo answers %q with %+v (%v), the scanner with %+v (%v)", prev, data, got, ok, want, wok)
+	}
+	checkScan(t, func([]byte) (Delta, bool) { return got, ok }, ref, data)
+	return hit
+}
+
+// FuzzScanMemo is the differential fuzz target of scanMemo: after any
+// event, its answer for the next one is the scanner's (and so
+// encoding/json's). Besides the given pair, it tries the first event with
+// its text string replaced by arbitrary bytes, which is what makes the
+// memo answer.
+func FuzzScanMemo(f *testing.F) {
+	for _, c := range benchEvents {
+		f.Add([]byte(c.event), []byte(strings.Replace(c.event, " token", "x\"y", 1)), []byte(" tok\\\"en"))
+	}
+	for _, c := range memoChatCases {
+		f.Add([]byte(c.prev), []byte(c.next), []byte("y"))
+	}
+	for _, d := range memoScanners {
+		for _, tr := range seedTranscripts(f, d.backend) {
+			sr := NewStreamReader(bytes.NewReader(tr), FormatAuto, Limits{}, nil)
+			var prev []byte
+			for {
+				ev, _, err := sr.Next()
+				if err != nil {
+					break
+				}
+				if prev != nil {
+					f.Add(prev, bytes.Clone(ev.Data), []byte(`a\u00e9\`))
+				}
+				prev = bytes.Clone(ev.Data)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, prev, data, text []byte) {
+		for _, d := range memoScanners {
+			checkMemo(t, d.scan, d.ref, prev, data)
+			var m scanMemo
+			if m.decode(prev, d.scan); m.ok {
+				spliced := append(append(append([]byte(nil), m.prefix...), text...), m.suffix...)
+				checkMemo(t, d.scan, d.ref, prev, spliced)
+			}
+		}
+	})
+}
+
+// memoChatCases are chat events with several text parts: the memo may
+// stand on a part only when every other part is empty.
+var memoChatCases = []struct {
+	prev, next string
+	hit        bool
+}{
+	{`{"choices":[{"delta":{"reasoning_content":"","content":"x"}}]}`, `{"choices":[{"delta":{"reasoning_content":"","content":"yz"}}]}`, true},
+	{`{"choices":[{"delta":{"reasoning_content":"","content":"x"}}]}`, `{"choices":[{"delta":{"reasoning_content":"y","content":"x"}}]}`, false},
+	{`{"choices":[{"delta":{"reasoning_content":"x","content":""}}]}`, `{"choices":[{"delta":{"reasoning_content":"x","content":"y"}}]}`, false},
+	{`{"choices":[{"delta":{"reasoning_content":"","content":""}}]}`, `{"choices":[{"delta":{"reasoning_content":"","content":"y"}}]}`, true},
+	{`{"choices":[{"delta":{"reasoning_content":"","content":""}}]}`, `{"choices":[{"delta":{"reasoning_content":"y","content":""}}]}`, false},
+	{`{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}`, `{"choices":[{"delta":{"content":"c"}},{"delta":{"content":"b"}}]}`, true},
+	{`{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}`, `{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"c"}}]}`, false},
+	{`{"choices":[{"message":{"content":"whole"}}]}`, `{"choices":[{"message":{"content":"other"}}]}`, true},
+}
+
+// TestScanMemo pins that the memo answers the steady-state events of a
+// stream (and, through checkMemo, that it answers them right), and not an
+// event whose bytes around the text differ.
+func TestScanMemo(t *testing.T) {
+	for _, c := range benchEvents {
+		var scan func([]byte) (Delta, textPart, bool)
+		var ref func([]byte) (Delta, error)
+		for _, d := range memoScanners {
+			if d.backend == c.backend {
+				scan, ref = d.scan, d.ref
+			}
+		}
+		if scan == nil {
+			continue
+		}
+		for _, text := range []string{"", "x", `a\"b`, `\u00e9\n`, "\xe2\x82\xac", `\ud83d\ude00`} {
+			next := strings.Replace(c.event, " token", text, 1)
+			if !checkMemo(t, scan, ref, []byte(c.event), []byte(next)) {
+				t.Errorf("%s: memo missed %q after %q", c.backend, next, c.event)
+			}
+		}
+		for _, next := range []string{
+			strings.Replace(c.event, `"finish_reason":null`, `"finish_reason":"stop"`, 1),
+			strings.Replace(c.event, " token", `x"`, 1),
+			strings.Replace(c.event, " token", `x\`, 1),
+			strings.Replace(c.event, " token", "\x01", 1),
+			strings.Replace(c.event, "{", "{ ", 1),
+			c.event + "x",
+		} {
+			if next != c.event && checkMemo(t, scan, ref, []byte(c.event), []byte(next)) {
+				t.Errorf("%s: memo answered %q after %q", c.backend, next, c.event)
+			}
+		}
+	}
+	for _, c := range memoChatCases {
+		if hit := checkMemo(t, scanChatText, decodeChatJSON, []byte(c.prev), []byte(c.next)); hit != c.hit {
+			t.Errorf("after %q, memo hit for %q = %v, want %v", c.prev, c.next, hit, c.hit)
+		}
+	}
+}

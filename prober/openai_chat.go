@@ -125,11 +125,13 @@ type chatChunk struct {
 // Decode counts reasoning, tool-call arguments and content as output, as
 // the newest bench_serving does: TTFT is the first generated token, not the
 // first answer token.
-func (openAIChat) Decode(ev SSEEvent) (Delta, error) {
+func (b openAIChat) Decode(ev SSEEvent) (Delta, error) { return b.decodeMemo(ev, nil) }
+
+func (openAIChat) decodeMemo(ev SSEEvent, m *scanMemo) (Delta, error) {
 	if isDone(ev.Data) {
 		return Delta{Done: true}, nil
 	}
-	if d, ok := scanChat(ev.Data); ok {
+	if d, ok := m.decode(ev.Data, scanChatText); ok {
 		return d, nil
 	}
 	return decodeChatJSON(ev.Data)

@@ -55,15 +55,19 @@ type completionsChunk struct {
 	Usage *usageJSON `json:"usage"`
 }
 
-func (openAICompletions) Decode(ev SSEEvent) (Delta, error) { return decodeCompletions(ev) }
+func (openAICompletions) Decode(ev SSEEvent) (Delta, error) { return decodeCompletions(ev, nil) }
+
+func (openAICompletions) decodeMemo(ev SSEEvent, m *scanMemo) (Delta, error) {
+	return decodeCompletions(ev, m)
+}
 
 // decodeCompletions takes the allocation-free scanner's answer when it has
-// one, and encoding/json's otherwise (see jsonscan.go).
-func decodeCompletions(ev SSEEvent) (Delta, error) {
+// one, and encoding/json's otherwise (see jsonscan.go); m may be nil.
+func decodeCompletions(ev SSEEvent, m *scanMemo) (Delta, error) {
 	if isDone(ev.Data) {
 		return Delta{Done: true}, nil
 	}
-	if d, ok := scanCompletions(ev.Data); ok {
+	if d, ok := m.decode(ev.Data, scanCompletionsText); ok {
 		return d, nil
 	}
 	return decodeCompletionsJSON(ev.Data)

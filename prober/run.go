@@ -64,6 +64,7 @@ type streamState struct {
 	sr   StreamReader
 	text []byte // the generated text so far (or sglang's latest full text)
 	raw  []byte // scratch for unescaping a cumulative text
+	memo scanMemo
 }
 
 var streamPool = sync.Pool{New: func() any { return new(streamState) }}
@@ -190,12 +191,14 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 	st := streamPool.Get().(*streamState)
 	sr := &st.sr
 	sr.Reset(body, format, p.Limits, nil)
+	st.memo.ok = false // the memo is per stream and per decoder
 	text := st.text[:0]
 	defer func() {
 		res.KeepAlives, res.BytesRead = sr.Comments(), sr.BytesRead()
 		sr.Reset(nil, FormatAuto, Limits{}, nil) // drop references
 		st.text = text[:0]
-		if cap(sr.buf) <= maxPooledBuf && cap(st.text) <= maxPooledBuf && cap(st.raw) <= maxPooledBuf {
+		if cap(sr.buf) <= maxPooledBuf && cap(st.text) <= maxPooledBuf && cap(st.raw) <= maxPooledBuf &&
+			cap(st.memo.prefix)+cap(st.memo.suffix) <= maxPooledBuf {
 			streamPool.Put(st)
 		}
 	}()
@@ -209,6 +212,7 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 		protocolOne bool
 	)
 	_, eofEnds := p.Backend.(eofEnder)
+	memo, _ := p.Backend.(memoDecoder)
 	err := func() error {
 		for i := 0; ; i++ {
 			ev, at, err := sr.Next()
@@ -223,7 +227,12 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 				res.End = at
 				return fmt.Errorf("read stream: %w", err)
 			}
-			d, err := p.Backend.Decode(ev)
+			var d Delta
+			if memo != nil {
+				d, err = memo.decodeMemo(ev, &st.memo)
+			} else {
+				d, err = p.Backend.Decode(ev)
+			}
 			if err != nil {
 				res.End = at
 				return &DecodeError{Event: i, Err: err}

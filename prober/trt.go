@@ -41,11 +41,13 @@ type trtChunk struct {
 
 // Decode appends text_output as bench_serving does and counts one token
 // per event, the generate_stream contract.
-func (trtGenerateStream) Decode(ev SSEEvent) (Delta, error) {
+func (b trtGenerateStream) Decode(ev SSEEvent) (Delta, error) { return b.decodeMemo(ev, nil) }
+
+func (trtGenerateStream) decodeMemo(ev SSEEvent, m *scanMemo) (Delta, error) {
 	if isDone(ev.Data) {
 		return Delta{Done: true}, nil
 	}
-	if d, ok := scanTRT(ev.Data); ok {
+	if d, ok := m.decode(ev.Data, scanTRTText); ok {
 		return d, nil
 	}
 	return decodeTRTJSON(ev.Data)

@@ -16,4 +16,6 @@ func (truss) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, err
 	return newJSONRequest(o, pathTruss, completionsBody(o, p), p)
 }
 
-func (truss) Decode(ev SSEEvent) (Delta, error) { return decodeCompletions(ev) }
+func (truss) Decode(ev SSEEvent) (Delta, error) { return decodeCompletions(ev, nil) }
+
+func (truss) decodeMemo(ev SSEEvent, m *scanMemo) (Delta, error) { return decodeCompletions(ev, m) }
