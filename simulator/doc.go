@@ -55,12 +55,21 @@
 // # Ground truth
 //
 // For each request the server records, on its monotonic clock, when the
-// request arrived, when it was admitted, and when each event was written (the
-// moment the Write+Flush that carried it returned; in coalesced mode, the
-// flush of the buffer that held it). Records are keyed by the X-Request-Id
-// request header (generated when absent, echoed in the response), kept in a
-// ring of TruthSize entries, and served by Server.Truth, Server.WaitTruth and
-// GET /debug/truth/{id}. A record is published when its handler returns.
+// request arrived (its handler started), when it was admitted, and when each
+// event was written (the moment the Write+Flush that carried it returned; in
+// coalesced mode, the flush of the buffer that held it). Served through
+// StampListener with ConnContext (HTTP/1.x), it also records the kernel's
+// receive time of the request (Truth.Received, Linux), when the server read
+// it (Truth.Read), and when the write system call carrying each event began
+// (Chunk.Wrote). TTFT then counts from the kernel's receipt: the time a
+// request waits to be read and for net/http to run its handler is the
+// server's, not the client's; and a write's start, unlike its return, is
+// not delayed by the writer's wait for a CPU after the call.
+//
+// Records are keyed by the X-Request-Id request header (generated when
+// absent, echoed in the response), kept in a ring of TruthSize entries, and
+// served by Server.Truth, Server.WaitTruth and GET /debug/truth/{id}. A
+// record is published when its handler returns.
 //
 // # Faults
 //

@@ -35,7 +35,7 @@ func (s *Server) writeError(w http.ResponseWriter, ep Endpoint, rec *record, e *
 	_ = http.NewResponseController(w).Flush()
 	if rec != nil {
 		rec.add(ChunkBody, 0, len(body))
-		rec.flushed(time.Now())
+		rec.flushed(time.Now(), time.Time{})
 	}
 }
 

@@ -150,13 +150,15 @@ type parseFunc func(body []byte, r *http.Request) (genRequest, *apiError)
 func (s *Server) generation(ep Endpoint, parse parseFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
+		conn := requestConn(r)
+		read, received := receivedAt(conn)
 		seq := s.seq.Add(1)
 		id := r.Header.Get(RequestIDHeader)
 		if id == "" {
 			id = s.newID(seq)
 		}
 		w.Header().Set(RequestIDHeader, id)
-		rec := s.truth.begin(id, ep, arrived)
+		rec := s.truth.begin(id, ep, received, read, arrived)
 		defer func() {
 			if rec != nil {
 				rec.finish = rec.since(time.Now())
@@ -184,7 +186,7 @@ func (s *Server) generation(ep Endpoint, parse parseFunc) http.HandlerFunc {
 			rec.fault = fault
 			rec.promptTokens = req.promptTokens
 		}
-		outcome := s.run(r.Context(), w, ep, &req, fault, rng, rec, id, arrived)
+		outcome := s.run(r.Context(), w, ep, &req, fault, rng, rec, conn, id, arrived)
 		level.Debug(s.logger).Log("msg", "Simulated request", "endpoint", ep, "request_id", id, "fault", fault,
 			"prompt_tokens", req.promptTokens, "max_tokens", req.maxTokens, "stream", req.stream,
 			"outcome", outcome, "duration_seconds", time.Since(arrived).Seconds())
@@ -192,7 +194,7 @@ func (s *Server) generation(ep Endpoint, parse parseFunc) http.HandlerFunc {
 }
 
 // run serves one admitted-or-queued generation and reports how it ended.
-func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, req *genRequest, fault Fault, rng *rand.Rand, rec *record, id string, arrived time.Time) string {
+func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, req *genRequest, fault Fault, rng *rand.Rand, rec *record, conn *stampConn, id string, arrived time.Time) string {
 	switch fault {
 	case Fault500, Fault503, Fault429:
 		status, _ := strconv.Atoi(string(fault))
@@ -207,7 +209,7 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 		}
 	}
 
-	sw := newStreamWriter(w, s.cfg.Coalesce && req.stream, s.cfg.CoalesceBytes, rec)
+	sw := newStreamWriter(w, s.cfg.Coalesce && req.stream, s.cfg.CoalesceBytes, rec, conn)
 	flushHeaders := func() bool {
 		if sw.flush() != nil {
 			return false
@@ -442,7 +444,7 @@ func reset(w http.ResponseWriter) {
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
-	if tc, ok := conn.(*net.TCPConn); ok {
+	if tc, ok := unwrapConn(conn).(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
 	}
 	_ = conn.Close()

@@ -58,7 +58,11 @@ type Chunk struct {
 	// At is when the Write+Flush carrying the chunk returned. In coalesced
 	// mode chunks that shared a buffer share its flush time. It carries a
 	// monotonic reading, comparable with the client's clock in-process.
-	At     time.Time
+	At time.Time
+	// Wrote is when the last write system call of that flush began, on a
+	// StampListener connection; zero otherwise. The bytes reach the peer
+	// within the call, while At may also hold the wait for a CPU after it.
+	Wrote  time.Time
 	Kind   ChunkKind
 	Tokens int
 	Bytes  int
@@ -69,7 +73,17 @@ type Truth struct {
 	RequestID string
 	Endpoint  Endpoint
 	Fault     Fault
-	// Arrived is when the handler started.
+	// Received is the kernel's receive timestamp of the bytes that
+	// completed the request's headers (see StampListener; Linux). It has
+	// no monotonic reading. Zero when unknown.
+	Received time.Time
+	// Read is when the read that returned those bytes returned; zero when
+	// the connection was not stamped. Read − Received is the server's wait
+	// to read them.
+	Read time.Time
+	// Arrived is when the handler started; Arrived − Read is the server's
+	// parse and scheduling lag. The chunks' offsets in the JSON are from
+	// Arrived.
 	Arrived time.Time
 	// Admitted is when the request got a running slot; zero if never.
 	Admitted time.Time
@@ -84,11 +98,24 @@ type Truth struct {
 	Chunks           []Chunk
 }
 
-// TTFT is the time from arrival to the first chunk carrying tokens.
+// Start is the truthful start of the server's TTFT: Received when known,
+// else Read, else Arrived. A request that waited to be read, or for its
+// handler, was waiting at the server.
+func (t *Truth) Start() time.Time {
+	switch {
+	case !t.Received.IsZero():
+		return t.Received
+	case !t.Read.IsZero():
+		return t.Read
+	}
+	return t.Arrived
+}
+
+// TTFT is the time from Start to the first chunk carrying tokens.
 func (t *Truth) TTFT() (time.Duration, bool) {
 	for _, c := range t.Chunks {
 		if c.Tokens > 0 {
-			return c.At.Sub(t.Arrived), true
+			return c.At.Sub(t.Start()), true
 		}
 	}
 	return 0, false
@@ -115,6 +142,8 @@ type truthJSON struct {
 	RequestID        string      `json:"request_id"`
 	Endpoint         Endpoint    `json:"endpoint"`
 	Fault            Fault       `json:"fault,omitempty"`
+	ReceivedUnixNano int64       `json:"received_unix_nano,omitempty"`
+	ReadUnixNano     int64       `json:"read_unix_nano,omitempty"`
 	ArrivedUnixNano  int64       `json:"arrived_unix_nano"`
 	AdmittedUnixNano int64       `json:"admitted_unix_nano,omitempty"`
 	HeadersUnixNano  int64       `json:"headers_flushed_unix_nano,omitempty"`
@@ -130,8 +159,10 @@ type chunkJSON struct {
 	// arrival wall time plus that offset.
 	OffsetNanos int64 `json:"offset_nanos"`
 	UnixNano    int64 `json:"unix_nano"`
-	Tokens      int   `json:"tokens"`
-	Bytes       int   `json:"bytes"`
+	// WriteUnixNano is Wrote on the same clock as UnixNano.
+	WriteUnixNano int64 `json:"write_unix_nano,omitempty"`
+	Tokens        int   `json:"tokens"`
+	Bytes         int   `json:"bytes"`
 }
 
 // MarshalJSON writes wall-clock Unix nanoseconds derived from the arrival
@@ -146,13 +177,14 @@ func (t Truth) MarshalJSON() ([]byte, error) {
 	}
 	j := truthJSON{
 		RequestID: t.RequestID, Endpoint: t.Endpoint, Fault: t.Fault,
+		ReceivedUnixNano: unix(t.Received), ReadUnixNano: unix(t.Read),
 		ArrivedUnixNano: t.Arrived.UnixNano(), AdmittedUnixNano: unix(t.Admitted),
 		HeadersUnixNano: unix(t.HeadersFlushed), FinishedUnixNano: unix(t.Finished),
 		PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens,
 		Chunks: make([]chunkJSON, len(t.Chunks)),
 	}
 	for i, c := range t.Chunks {
-		j.Chunks[i] = chunkJSON{Kind: c.Kind, OffsetNanos: int64(c.At.Sub(t.Arrived)), UnixNano: unix(c.At), Tokens: c.Tokens, Bytes: c.Bytes}
+		j.Chunks[i] = chunkJSON{Kind: c.Kind, OffsetNanos: int64(c.At.Sub(t.Arrived)), UnixNano: unix(c.At), WriteUnixNano: unix(c.Wrote), Tokens: c.Tokens, Bytes: c.Bytes}
 	}
 	return json.Marshal(j)
 }
@@ -163,7 +195,7 @@ type record struct {
 	id                         string
 	endpoint                   Endpoint
 	fault                      Fault
-	arrived                    time.Time
+	received, read, arrived    time.Time
 	admitted, headers, finish  int64 // nanoseconds after arrived; -1 unset
 	promptTokens, outputTokens int
 	chunks                     []rawChunk
@@ -171,7 +203,8 @@ type record struct {
 }
 
 type rawChunk struct {
-	off    int64
+	off    int64 // flush returned, after arrived; -1 not yet
+	woff   int64 // write began, after arrived; -1 unknown
 	bytes  int32
 	tokens int32
 	kind   ChunkKind
@@ -183,17 +216,21 @@ func (r *record) add(kind ChunkKind, tokens, bytes int) {
 	if r == nil {
 		return
 	}
-	r.chunks = append(r.chunks, rawChunk{off: -1, bytes: int32(bytes), tokens: int32(tokens), kind: kind})
+	r.chunks = append(r.chunks, rawChunk{off: -1, woff: -1, bytes: int32(bytes), tokens: int32(tokens), kind: kind})
 }
 
-// flushed stamps every chunk added since the last flush.
-func (r *record) flushed(now time.Time) {
+// flushed stamps every chunk added since the last flush with the flush's
+// return and, if known, the start of its write.
+func (r *record) flushed(now, wrote time.Time) {
 	if r == nil {
 		return
 	}
-	off := r.since(now)
+	off, woff := r.since(now), int64(-1)
+	if !wrote.IsZero() {
+		woff = r.since(wrote)
+	}
 	for i := r.pending; i < len(r.chunks); i++ {
-		r.chunks[i].off = off
+		r.chunks[i].off, r.chunks[i].woff = off, woff
 	}
 	r.pending = len(r.chunks)
 }
@@ -207,7 +244,7 @@ func (r *record) truth() Truth {
 	}
 	t := Truth{
 		RequestID: r.id, Endpoint: r.endpoint, Fault: r.fault,
-		Arrived: r.arrived, Admitted: at(r.admitted), HeadersFlushed: at(r.headers), Finished: at(r.finish),
+		Received: r.received, Read: r.read, Arrived: r.arrived, Admitted: at(r.admitted), HeadersFlushed: at(r.headers), Finished: at(r.finish),
 		PromptTokens: r.promptTokens, CompletionTokens: r.outputTokens,
 		Chunks: make([]Chunk, 0, len(r.chunks)),
 	}
@@ -215,7 +252,7 @@ func (r *record) truth() Truth {
 		if c.off < 0 {
 			continue // buffered but never sent
 		}
-		t.Chunks = append(t.Chunks, Chunk{At: at(c.off), Kind: c.kind, Tokens: int(c.tokens), Bytes: int(c.bytes)})
+		t.Chunks = append(t.Chunks, Chunk{At: at(c.off), Wrote: at(c.woff), Kind: c.kind, Tokens: int(c.tokens), Bytes: int(c.bytes)})
 	}
 	return t
 }
@@ -240,11 +277,11 @@ func newTruthStore(size int) *truthStore {
 	}
 }
 
-func (s *truthStore) begin(id string, ep Endpoint, arrived time.Time) *record {
+func (s *truthStore) begin(id string, ep Endpoint, received, read, arrived time.Time) *record {
 	if s == nil {
 		return nil
 	}
-	return &record{id: id, endpoint: ep, arrived: arrived, admitted: -1, headers: -1, finish: -1}
+	return &record{id: id, endpoint: ep, received: received, read: read, arrived: arrived, admitted: -1, headers: -1, finish: -1}
 }
 
 func (s *truthStore) publish(r *record) {

@@ -17,16 +17,17 @@ type streamWriter struct {
 	coalesce  bool
 	limit     int
 	rec       *record
-	lastFlush time.Time // when the last flush returned; set only with rec
+	conn      *stampConn // nil: no write stamps
+	lastFlush time.Time  // when the last flush returned; set only with rec
 	err       error
 }
 
-func newStreamWriter(w http.ResponseWriter, coalesce bool, limit int, rec *record) *streamWriter {
+func newStreamWriter(w http.ResponseWriter, coalesce bool, limit int, rec *record, conn *stampConn) *streamWriter {
 	size := 512
 	if coalesce {
 		size = limit + 4096
 	}
-	return &streamWriter{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, size), coalesce: coalesce, limit: limit, rec: rec}
+	return &streamWriter{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, size), coalesce: coalesce, limit: limit, rec: rec, conn: conn}
 }
 
 // commit closes the event appended since the previous commit.
@@ -44,6 +45,10 @@ func (s *streamWriter) flush() error {
 	if s.err != nil {
 		return s.err
 	}
+	var writes uint64
+	if s.rec != nil && s.conn != nil {
+		_, writes = s.conn.lastWrite()
+	}
 	if len(s.buf) > 0 {
 		if _, err := s.w.Write(s.buf); err != nil {
 			s.err = err
@@ -56,7 +61,15 @@ func (s *streamWriter) flush() error {
 	}
 	if s.rec != nil {
 		s.lastFlush = time.Now()
-		s.rec.flushed(s.lastFlush)
+		var wrote time.Time
+		if s.conn != nil {
+			// net/http writes to the connection inside Flush, from this
+			// goroutine; no new write means nothing went out.
+			if start, n := s.conn.lastWrite(); n != writes {
+				wrote = start
+			}
+		}
+		s.rec.flushed(s.lastFlush, wrote)
 	}
 	s.buf = s.buf[:0]
 	s.start = 0

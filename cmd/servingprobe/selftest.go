@@ -29,7 +29,9 @@ func addSelftestCommand(app *kingpin.Application) func(context.Context, *cliEnv)
 	capDur := cmd.Flag("capacity.duration", "Duration of each capacity point.").Default(full.CapacityDuration.String()).Duration()
 	capTokens := cmd.Flag("capacity.output-tokens", "Output tokens per capacity request.").Default(strconv.Itoa(full.CapacityTokens)).Int()
 	fidStreams := cmd.Flag("fidelity.streams", "Concurrent streams for the fidelity points.").Default(joinInts(full.FidelityStreams)).String()
-	fidReqs := cmd.Flag("fidelity.requests", "Measured requests per stream, after a warm-up request.").Default(strconv.Itoa(full.FidelityRequests)).Int()
+	fidReqs := cmd.Flag("fidelity.requests", "Least measured requests per stream, after a warm-up request; raised to reach --fidelity.min-samples TTFT samples per point.").Default(strconv.Itoa(full.FidelityRequests)).Int()
+	fidSamples := cmd.Flag("fidelity.min-samples", "TTFT samples to reach at each fidelity point (bounded to ~15 s of requests per point); 0 leaves --fidelity.requests as is.").Default(strconv.Itoa(full.FidelityMinSamples)).Int()
+	fidStart := cmd.Flag("fidelity.start", "How the fidelity streams start: staggered (spread over one request duration, a steady load) or burst (all at the same instant).").Default(full.FidelityStart).Enum(selftest.StartStaggered, selftest.StartBurst)
 	memStreams := cmd.Flag("memory.streams", "Idle open streams for the memory points.").Default(joinInts(full.MemoryStreams)).String()
 	rates := cmd.Flag("arrival.rates", "Poisson request rates (req/s) for the arrival points.").Default("100,1000,5000").String()
 	arrDur := cmd.Flag("arrival.duration", "Duration of each arrival point.").Default(full.ArrivalDuration.String()).Duration()
@@ -57,6 +59,7 @@ func addSelftestCommand(app *kingpin.Application) func(context.Context, *cliEnv)
 		} else {
 			var err error
 			o.CapacityDuration, o.CapacityTokens, o.FidelityRequests, o.ArrivalDuration = *capDur, *capTokens, *fidReqs, *arrDur
+			o.FidelityMinSamples = *fidSamples
 			if o.CapacityStreams, err = parseInts(*capStreams); err != nil {
 				return fmt.Errorf("--capacity.streams: %w", err)
 			}
@@ -70,6 +73,7 @@ func addSelftestCommand(app *kingpin.Application) func(context.Context, *cliEnv)
 				return fmt.Errorf("--arrival.rates: %w", err)
 			}
 		}
+		o.FidelityStart = *fidStart
 		o.Sections = strings.Split(*sections, ",")
 		for _, s := range o.Sections {
 			switch s {

@@ -32,8 +32,12 @@ type ClientSpec struct {
 	Streams      int           `json:"streams"`
 	Duration     time.Duration `json:"duration"`
 	OutputTokens int           `json:"output_tokens"`
-	Requests     int           `json:"requests"` // fidelity: per stream
+	Requests     int           `json:"requests"` // fidelity: measured, per stream
 	Rate         float64       `json:"rate"`     // arrival
+	// Start is the fidelity start mode, StartStaggered (also when empty)
+	// or StartBurst; StaggerOver is one request's duration.
+	Start       string        `json:"start,omitempty"`
+	StaggerOver time.Duration `json:"stagger_over,omitempty"`
 }
 
 // ClientResult is what a client child reports, one JSON object.
@@ -48,10 +52,30 @@ type ClientResult struct {
 	Requests int           `json:"requests,omitempty"`
 	Failed   int           `json:"failed,omitempty"`
 
-	// fidelity: errors in nanoseconds
-	TTFTErr    Dist `json:"ttft_err"`
-	ITLErr     Dist `json:"itl_err"`
-	Mismatched int  `json:"mismatched,omitempty"`
+	// fidelity: errors and their parts in nanoseconds (see fidelity.go)
+	TTFTErr       Dist `json:"ttft_err"`
+	ITLErr        Dist `json:"itl_err"`
+	OldTTFTErr    Dist `json:"old_ttft_err"`
+	OldITLErr     Dist `json:"old_itl_err"`
+	ReqPath       Dist `json:"req_path"`
+	Send          Dist `json:"send"`
+	ReadLag       Dist `json:"read_lag"`
+	HandlerLag    Dist `json:"handler_lag"`
+	FirstDelivery Dist `json:"first_delivery"`
+	Delivery      Dist `json:"delivery"`
+	StampLag      Dist `json:"stamp_lag"`
+	NewConns      int  `json:"new_conns,omitempty"`
+	// LoadWall is the fidelity load's duration; ClientCPU and ServerCPU
+	// are the CPU time each process used during it (ServerCPU 0 when the
+	// server did not say).
+	LoadWall  time.Duration `json:"load_wall,omitempty"`
+	ClientCPU time.Duration `json:"client_cpu,omitempty"`
+	ServerCPU time.Duration `json:"server_cpu,omitempty"`
+	// GCs and GCPauseMax are the client's collections during the load
+	// and the longest stop-the-world pause among them.
+	GCs        int           `json:"gcs,omitempty"`
+	GCPauseMax time.Duration `json:"gc_pause_max,omitempty"`
+	Mismatched int           `json:"mismatched,omitempty"`
 
 	// memory
 	RSSBefore  int64 `json:"rss_before,omitempty"`
@@ -217,105 +241,6 @@ func capacity(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	wg.Wait()
 	wall, cpu := time.Since(start), cpuTime()-cpu0
 	return ClientResult{Wall: wall, CPU: cpu, Tokens: tokens.Load(), Requests: int(reqs.Load()), Failed: int(failed.Load())}, nil
-}
-
-// truthJSON is the part of the simulator's /debug/truth/{id} we read.
-type truthJSON struct {
-	Chunks []struct {
-		Kind        string `json:"kind"`
-		OffsetNanos int64  `json:"offset_nanos"`
-		Tokens      int    `json:"tokens"`
-	} `json:"chunks"`
-}
-
-// fidelity runs spec.Requests requests on each of spec.Streams streams,
-// then fetches the server's ground truth of each and compares: TTFT and
-// every inter-chunk gap, client-measured minus server-written.
-func fidelity(ctx context.Context, spec ClientSpec) (ClientResult, error) {
-	p, err := newProber(spec.BaseURL, spec.Streams)
-	if err != nil {
-		return ClientResult{}, err
-	}
-	warm(ctx, p, spec.Streams)
-	type rec struct {
-		id string
-		r  prober.Result
-	}
-	recs := make([]rec, spec.Streams*spec.Requests)
-	var wg sync.WaitGroup
-	for s := range spec.Streams {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range spec.Requests {
-				i := s*spec.Requests + k
-				id := "st-" + strconv.Itoa(i)
-				pp := *p
-				pp.Options.Headers = map[string]string{"X-Request-Id": id}
-				recs[i] = rec{id, pp.Run(ctx, prompt(spec.OutputTokens), time.Time{})}
-			}
-		}()
-	}
-	wg.Wait()
-
-	// Fetch the truth after the load, so that fetching does not perturb it.
-	var (
-		mu         sync.Mutex
-		ttft, itl  []int64
-		mismatched int
-		failed     int
-		sem        = make(chan struct{}, 8)
-	)
-	for _, rc := range recs {
-		if rc.r.Outcome != prober.OutcomeSuccess {
-			failed++
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			t, err := fetchTruth(ctx, p.Client, spec.BaseURL, rc.id)
-			var at []int64
-			if err == nil {
-				for _, c := range t.Chunks {
-					if c.Tokens > 0 {
-						at = append(at, c.OffsetNanos)
-					}
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			ev := rc.r.Events
-			if err != nil || len(at) != len(ev) || len(at) == 0 {
-				mismatched++
-				return
-			}
-			ttft = append(ttft, int64(rc.r.FirstToken.Sub(rc.r.Sent))-at[0])
-			for i := 1; i < len(ev); i++ {
-				itl = append(itl, int64(ev[i].At.Sub(ev[i-1].At))-(at[i]-at[i-1]))
-			}
-		}()
-	}
-	wg.Wait()
-	return ClientResult{Requests: len(recs), Failed: failed, Mismatched: mismatched, TTFTErr: dist(ttft), ITLErr: dist(itl)}, nil
-}
-
-func fetchTruth(ctx context.Context, c *http.Client, base, id string) (truthJSON, error) {
-	var t truthJSON
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/truth/"+id+"?wait=5s", nil)
-	if err != nil {
-		return t, err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return t, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return t, fmt.Errorf("truth %s: %s", id, resp.Status)
-	}
-	return t, json.NewDecoder(resp.Body).Decode(&t)
 }
 
 // countingTransport counts responses whose headers arrived.

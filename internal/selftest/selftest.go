@@ -47,11 +47,18 @@ type Options struct {
 	CapacityDuration time.Duration
 	CapacityTokens   int // output tokens per request
 
-	FidelityStreams  []int
-	FidelityRequests int // per stream, after one warm-up request
-	FidelityTokens   int
-	FidelityTTFT     time.Duration
-	FidelityITL      time.Duration
+	FidelityStreams []int
+	// FidelityRequests is the least number of measured requests per
+	// stream, after one warm-up request; it is raised to reach
+	// FidelityMinSamples TTFT samples per point, within fidelityBudget.
+	FidelityRequests   int
+	FidelityMinSamples int
+	FidelityTokens     int
+	FidelityTTFT       time.Duration
+	FidelityITL        time.Duration
+	// FidelityStart is StartStaggered (steady arrivals) or StartBurst
+	// (every stream at once).
+	FidelityStart string
 
 	MemoryStreams []int
 
@@ -63,22 +70,34 @@ type Options struct {
 // Full is the complete benchmark (a few minutes).
 func Full() Options {
 	return Options{
-		Pin:              true,
-		Nice:             -10,
-		Sections:         []string{"capacity", "fidelity", "memory", "arrival"},
-		CapacityStreams:  []int{1, 64, 512, 2048, 8192},
-		CapacityDuration: 5 * time.Second,
-		CapacityTokens:   512,
-		FidelityStreams:  []int{10, 100, 1000, 4000},
-		FidelityRequests: 2,
-		FidelityTokens:   50,
-		FidelityTTFT:     100 * time.Millisecond,
-		FidelityITL:      10 * time.Millisecond,
-		MemoryStreams:    []int{1000, 4000},
-		ArrivalRates:     []float64{100, 1000, 5000},
-		ArrivalDuration:  5 * time.Second,
-		ArrivalTokens:    4,
+		Pin:                true,
+		Nice:               -10,
+		Sections:           []string{"capacity", "fidelity", "memory", "arrival"},
+		CapacityStreams:    []int{1, 64, 512, 2048, 8192},
+		CapacityDuration:   5 * time.Second,
+		CapacityTokens:     512,
+		FidelityStreams:    []int{10, 100, 1000, 4000},
+		FidelityRequests:   2,
+		FidelityMinSamples: 200,
+		FidelityTokens:     50,
+		FidelityTTFT:       100 * time.Millisecond,
+		FidelityITL:        10 * time.Millisecond,
+		FidelityStart:      StartStaggered,
+		MemoryStreams:      []int{1000, 4000},
+		ArrivalRates:       []float64{100, 1000, 5000},
+		ArrivalDuration:    5 * time.Second,
+		ArrivalTokens:      4,
 	}
+}
+
+// fidelityBudget bounds the measured requests of one fidelity point, so
+// that raising the sample count at few streams keeps the section short.
+const fidelityBudget = 15 * time.Second
+
+// requestDuration is one fidelity request from the server's side: its TTFT
+// and the decode steps after the first token.
+func (o Options) requestDuration() time.Duration {
+	return o.FidelityTTFT + time.Duration(max(o.FidelityTokens-1, 0))*o.FidelityITL
 }
 
 // Quick proves the harness works in well under a minute; its figures are
@@ -86,7 +105,7 @@ func Full() Options {
 func Quick() Options {
 	o := Full()
 	o.CapacityStreams, o.CapacityDuration = []int{1, 64}, 500*time.Millisecond
-	o.FidelityStreams, o.FidelityRequests = []int{10}, 1
+	o.FidelityStreams, o.FidelityRequests, o.FidelityMinSamples = []int{10}, 1, 0
 	o.MemoryStreams = []int{100}
 	o.ArrivalRates, o.ArrivalDuration = []float64{100, 1000}, time.Second
 	return o
@@ -224,6 +243,21 @@ func ms(ns int64) string  { return strconv.FormatFloat(float64(ns)/1e6, 'f', 3, 
 func kib(b int64) string  { return strconv.FormatFloat(float64(b)/1024, 'f', 1, 64) }
 func f0(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
 
+func pct(part, whole time.Duration) string {
+	if part <= 0 || whole <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(100*part.Seconds()/whole.Seconds(), 'f', 0, 64)
+}
+
+// spread is p50/p99/max in milliseconds.
+func spread(d Dist) string {
+	if d.N == 0 {
+		return "-"
+	}
+	return ms(d.get(1)) + "/" + ms(d.get(2)) + "/" + ms(d.get(3))
+}
+
 // Run runs the selected sections and prints the table to out. Child
 // processes' stderr goes to log.
 func Run(ctx context.Context, o Options, out, log io.Writer) error {
@@ -274,20 +308,54 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 	}
 
 	if has(o.Sections, "fidelity") {
-		fmt.Fprintf(out, "fidelity: server TTFT %s, ITL %s, per-token flush, %d tokens, %d measured request(s) per stream; error = client-measured minus server-written (ms)\n",
-			o.FidelityTTFT, o.FidelityITL, o.FidelityTokens, o.FidelityRequests)
-		fmt.Fprintln(tw, "streams\tTTFT p50\tTTFT p99\tTTFT max\tITL p50\tITL p99\tITL max\tITL samples\trequests\tfailed\tunmatched\t")
+		start := "staggered (stream i starts at a seeded uniform point of its 1/N slot of one request duration, " + o.requestDuration().String() +
+			", runs one unmeasured lead-in request, and keeps sending unmeasured requests until every stream has finished its measured ones)"
+		if o.FidelityStart == StartBurst {
+			start = "burst (every stream starts at the same instant; no lead-in)"
+		}
+		fmt.Fprintf(out, "fidelity: server TTFT %s, ITL %s, per-token flush, %d tokens, start %s;\n"+
+			"  measured requests per stream: at least %d and enough for %d TTFT samples per point (at most %s of requests);\n"+
+			"  error = client-measured minus the simulator's truth (ms): its TTFT from the kernel's receipt of the request, each chunk when the\n"+
+			"  write call carrying it began. old: against the truth before stamped connections (TTFT from the handler start, chunks when the\n"+
+			"  flush returned)\n",
+			o.FidelityTTFT, o.FidelityITL, o.FidelityTokens, start, o.FidelityRequests, o.FidelityMinSamples, fidelityBudget)
+		fmt.Fprintln(tw, "streams\tTTFT p50\tTTFT p99\tTTFT max\tITL p50\tITL p99\tITL max\tITL samples\trequests\tfailed\tunmatched\told TTFT p99\told ITL p99\t")
+		var parts []string
 		for _, n := range o.FidelityStreams {
-			r, err := h.scenario(ctx, ServerSpec{TTFT: o.FidelityTTFT, ITL: o.FidelityITL, TruthSize: 2 * n * (o.FidelityRequests + 1)},
-				ClientSpec{Scenario: "fidelity", Streams: n, Requests: o.FidelityRequests, OutputTokens: o.FidelityTokens})
+			reqs := measuredRequests(o.FidelityRequests, o.FidelityMinSamples, n, o.requestDuration(), fidelityBudget)
+			// The ring holds the warm-up, lead-in, measured and tail
+			// requests of every stream, with room to spare.
+			r, err := h.scenario(ctx, ServerSpec{TTFT: o.FidelityTTFT, ITL: o.FidelityITL, TruthSize: n * (reqs + 5)},
+				ClientSpec{Scenario: "fidelity", Streams: n, Requests: reqs, OutputTokens: o.FidelityTokens,
+					Start: o.FidelityStart, StaggerOver: o.requestDuration()})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("fidelity %d: %w", n, err))
-				fmt.Fprintf(tw, "%d\terror: %v\t\t\t\t\t\t\t\t\t\t\n", n, err)
+				fmt.Fprintf(tw, "%d\terror: %v\t\t\t\t\t\t\t\t\t\t\t\t\n", n, err)
+				parts = append(parts, fmt.Sprintf("%d\terror\t\t\t\t\t\t\t\t\t\t\t\t\n", n))
 				continue
 			}
 			t, i := r.TTFTErr, r.ITLErr
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t\n", n, ms(t.get(1)), ms(t.get(2)), ms(t.get(3)),
-				ms(i.get(1)), ms(i.get(2)), ms(i.get(3)), i.N, r.Requests, r.Failed, r.Mismatched)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", n, ms(t.get(1)), ms(t.get(2)), ms(t.get(3)),
+				ms(i.get(1)), ms(i.get(2)), ms(i.get(3)), i.N, r.Requests, r.Failed, r.Mismatched, ms(r.OldTTFTErr.get(2)), ms(r.OldITLErr.get(2)))
+			parts = append(parts, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t\n", n,
+				spread(r.ReqPath), spread(r.Send), spread(r.ReadLag), spread(r.HandlerLag), spread(r.FirstDelivery),
+				ms(r.Delivery.get(0))+"/"+spread(r.Delivery), spread(r.StampLag), r.NewConns,
+				pct(r.ClientCPU, r.LoadWall), pct(r.ServerCPU, r.LoadWall), r.GCs, ms(int64(r.GCPauseMax))))
+		}
+		flush()
+		fmt.Fprintln(out, "fidelity decomposition (ms, p50/p99/max, on the wall clock both processes share):\n"+
+			"  request path = the kernel's receipt of the request at the simulator - client Sent; client send = WroteRequest - Sent, its\n"+
+			"    client part. TTFT error = request path + 1st delivery.\n"+
+			"  delivery = client stamp of a token event - the start of the simulator's write of its chunk (min/p50/p99/max over every\n"+
+			"    token chunk): the client's receive lag. ITL error = difference of consecutive deliveries.\n"+
+			"  The simulator's own lags, outside the error: sim read lag = its read of the request - the kernel's receipt; sim handler\n"+
+			"    lag = its handler start - its read; sim stamp lag = its flush's return - its write's start (per token chunk).\n"+
+			"  new conns: measured requests that did not reuse a warm connection. CPU %: each process's CPU time over the load, from the\n"+
+			"    first stream's start to the last request's end (a pinned process near 100 % is saturated; its lags are queueing).\n"+
+			"  client GCs and the longest GC stop-the-world pause (ms) during the load.")
+		fmt.Fprintln(tw, "streams\trequest path\tclient send\tsim read lag\tsim handler lag\t1st delivery\tdelivery\tsim stamp lag\tnew conns\tclient CPU %\tsim CPU %\tclient GCs\tGC pause max\t")
+		for _, line := range parts {
+			fmt.Fprint(tw, line)
 		}
 		flush()
 	}

@@ -29,12 +29,10 @@ func TestScenariosInProcess(t *testing.T) {
 					t.Errorf("capacity: %d requests, %d failed, %d tokens", r.Requests, r.Failed, r.Tokens)
 				}
 			}},
-		{ServerSpec{TTFT: 5 * time.Millisecond, ITL: time.Millisecond, TruthSize: 64}, ClientSpec{Scenario: "fidelity", Streams: 3, Requests: 2, OutputTokens: 5},
-			func(t *testing.T, r ClientResult) {
-				if r.Requests != 6 || r.Failed != 0 || r.Mismatched != 0 || r.TTFTErr.N != 6 || r.ITLErr.N != 6*4 {
-					t.Errorf("fidelity: %+v", r)
-				}
-			}},
+		{ServerSpec{TTFT: 5 * time.Millisecond, ITL: time.Millisecond, TruthSize: 64},
+			ClientSpec{Scenario: "fidelity", Streams: 3, Requests: 2, OutputTokens: 5, StaggerOver: 9 * time.Millisecond}, checkFidelity},
+		{ServerSpec{TTFT: 5 * time.Millisecond, ITL: time.Millisecond, TruthSize: 64},
+			ClientSpec{Scenario: "fidelity", Streams: 3, Requests: 2, OutputTokens: 5, Start: StartBurst}, checkFidelity},
 		{ServerSpec{TTFT: time.Minute}, ClientSpec{Scenario: "memory", Streams: 5, OutputTokens: 4},
 			func(t *testing.T, r ClientResult) {
 				if r.Open != 5 || r.RSSOpen == 0 {
@@ -48,7 +46,7 @@ func TestScenariosInProcess(t *testing.T) {
 				}
 			}},
 	} {
-		t.Run(c.client.Scenario, func(t *testing.T) {
+		t.Run(c.client.Scenario+c.client.Start, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			stdinR, stdinW := io.Pipe()
@@ -77,5 +75,21 @@ func TestScenariosInProcess(t *testing.T) {
 				t.Errorf("Serve: %v", err)
 			}
 		})
+	}
+}
+
+// checkFidelity: every measured request is matched to its truth, and the
+// selftest server's stamped connections fill the decomposition (a read and
+// a write stamp for each request and token chunk) and report its CPU.
+func checkFidelity(t *testing.T, r ClientResult) {
+	t.Helper()
+	if r.Requests != 6 || r.Failed != 0 || r.Mismatched != 0 || r.TTFTErr.N != 6 || r.ITLErr.N != 6*4 || r.OldITLErr.N != 6*4 {
+		t.Errorf("fidelity: %+v", r)
+	}
+	if r.ReqPath.N != 6 || r.Send.N != 6 || r.HandlerLag.N != 6 || r.FirstDelivery.N != 6 || r.Delivery.N != 6*5 || r.StampLag.N != 6*5 {
+		t.Errorf("fidelity decomposition: %+v", r)
+	}
+	if r.LoadWall <= 0 || r.ClientCPU <= 0 || r.ServerCPU <= 0 {
+		t.Errorf("fidelity load %v, client CPU %v, server CPU %v; want all > 0", r.LoadWall, r.ClientCPU, r.ServerCPU)
 	}
 }

@@ -50,9 +50,19 @@ func Serve(ctx context.Context, spec ServerSpec, stdin io.Reader, out io.Writer)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Stamped connections give the truth the kernel's receipt of each
+	// request and the start of each chunk's write, so that the
+	// simulator's own backlog is not counted as client error.
+	mux := http.NewServeMux()
+	mux.Handle("/", sim.Handler())
+	// The client reads the simulator's CPU time around its load: a core
+	// at 100 % explains a delay without any fault of the client's.
+	mux.HandleFunc("GET /selftest/cpu", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, int64(cpuTime()))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnContext: simulator.ConnContext}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(simulator.StampListener(ln)) }()
 	if _, err := fmt.Fprintf(out, "listening %s\n", ln.Addr()); err != nil {
 		return err
 	}
