@@ -93,7 +93,7 @@ func BenchmarkStream(b *testing.B) {
 			cpu := cpuTime()
 			for b.Loop() {
 				r.Reset(body)
-				res := Result{Stream: true}
+				res := Result{Stream: true, RequestedOutputTokens: n} // as Run sets it
 				if err := p.stream(r, FormatSSE, &res); err != nil {
 					b.Fatal(err)
 				}

@@ -390,3 +390,23 @@ func TestScanMemo(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamPresizedEvents: Result.Events is sized from the requested
+// output length, and stays nil when the stream carried no output.
+func TestStreamPresizedEvents(t *testing.T) {
+	be, _ := NewBackend("vllm")
+	p := &Prober{Backend: be, Options: RequestOptions{Stream: true}}
+	res := Result{Stream: true, RequestedOutputTokens: 300}
+	if err := p.stream(bytes.NewReader(benchStream("vllm", 256)), FormatSSE, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Events) != 256 || cap(res.Events) != 300 {
+		t.Errorf("Events: len %d cap %d, want 256 and 300", len(res.Events), cap(res.Events))
+	}
+	res = Result{Stream: true, RequestedOutputTokens: 300}
+	usageOnly := `data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":0}}` + "\n\ndata: [DONE]\n\n"
+	_ = p.stream(strings.NewReader(usageOnly), FormatSSE, &res)
+	if res.Events != nil {
+		t.Errorf("Events = %v (cap %d) for a stream without output, want nil", res.Events, cap(res.Events))
+	}
+}

@@ -72,6 +72,10 @@ var streamPool = sync.Pool{New: func() any { return new(streamState) }}
 // maxPooledBuf is the largest buffer put back in the pool.
 const maxPooledBuf = 1 << 20
 
+// maxPresizedEvents caps the Result.Events capacity taken from the
+// requested output length (40 KiB).
+const maxPresizedEvents = 1024
+
 // Run sends one request for prompt and returns its Result. scheduled is when
 // the caller wanted it sent (zero if not paced). Run never returns an error:
 // a failed request is a Result with an Outcome and Err. It matches the
@@ -213,6 +217,13 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 	)
 	_, eofEnds := p.Backend.(eofEnder)
 	memo, _ := p.Backend.(memoDecoder)
+	presized := res.Events == nil && res.Stream && res.RequestedOutputTokens > 0
+	if presized {
+		// One event per token is the usual stream: size for it once rather
+		// than growing through ten copies, capped so that a large
+		// max_tokens with a short answer does not pin much memory.
+		res.Events = make([]Event, 0, min(res.RequestedOutputTokens, maxPresizedEvents))
+	}
 	err := func() error {
 		for i := 0; ; i++ {
 			ev, at, err := sr.Next()
@@ -301,6 +312,9 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 			res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: len(text)})
 		}
 	}()
+	if presized && len(res.Events) == 0 {
+		res.Events = nil // as if never sized: "events" stays omitted
+	}
 	res.GeneratedText = string(text)
 	switch {
 	case perEventCT && final.Source != "":
