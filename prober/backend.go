@@ -97,7 +97,7 @@ type Backend interface {
 // stream's scanMemo: decodeMemo answers exactly as Decode does, faster on
 // a steady stream. m is per stream (and so per Backend).
 type memoDecoder interface {
-	decodeMemo(ev SSEEvent, m *scanMemo) (Delta, error)
+	decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) error
 }
 
 // eofEnder is implemented by backends whose streams have no terminal marker

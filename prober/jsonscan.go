@@ -1073,45 +1073,45 @@ type scanMemo struct {
 	ok     bool
 }
 
-// decode answers for data exactly as scan does; m may be nil.
-func (m *scanMemo) decode(data []byte, scan func([]byte) (Delta, textPart, bool)) (Delta, bool) {
-	if m == nil {
-		d, _, ok := scan(data)
-		return d, ok
+// decode answers for data exactly as scan does, into *d (untouched when
+// the answer is no); m may be nil. The Delta goes through a pointer
+// because it is large and this is the per-token path.
+func (m *scanMemo) decode(data []byte, scan func([]byte) (Delta, textPart, bool), d *Delta) bool {
+	if m != nil && m.ok && m.hit(data, d) {
+		return true
 	}
-	if m.ok {
-		if d, ok := m.hit(data); ok {
-			return d, true
-		}
+	dd, t, ok := scan(data)
+	if !ok {
+		return false
 	}
-	d, t, ok := scan(data)
-	if ok && t.set {
+	*d = dd
+	if m != nil && t.set {
 		end := t.start + len(t.body) + 1 // after the closing quote
 		m.prefix = append(m.prefix[:0], data[:t.start]...)
 		m.suffix = append(m.suffix[:0], data[end:]...)
-		m.delta, m.ok = d, true
+		m.delta, m.ok = dd, true
 		m.delta.Text, m.delta.TextRaw = nil, false
 	}
-	return d, ok
+	return true
 }
 
-// hit answers for data from the memo, if data is its prefix, a string and
-// its suffix.
-func (m *scanMemo) hit(data []byte) (Delta, bool) {
+// hit answers for data from the memo into *d, if data is its prefix, a
+// string and its suffix.
+func (m *scanMemo) hit(data []byte, d *Delta) bool {
 	p, q := len(m.prefix), len(data)-len(m.suffix)
 	if q <= p || !bytes.Equal(data[:p], m.prefix) || !bytes.Equal(data[q:], m.suffix) {
-		return Delta{}, false
+		return false
 	}
 	s := scanner{b: data[:q], i: p - 1} // on the opening quote
 	body, kind := s.str()
 	if kind == strBad || s.i != q {
-		return Delta{}, false
+		return false
 	}
-	d := m.delta
+	*d = m.delta
 	if len(body) > 0 {
 		d.Text, d.TextRaw = body, !kind.plain()
 	}
-	return d, true
+	return true
 }
 
 // appendUnquoted appends the decoded value of a JSON string body (already

@@ -280,12 +280,14 @@ var memoScanners = []struct {
 func checkMemo(t *testing.T, scan func([]byte) (Delta, textPart, bool), ref func([]byte) (Delta, error), prev, data []byte) (hit bool) {
 	t.Helper()
 	var m scanMemo
-	m.decode(prev, scan)
+	var got Delta
+	m.decode(prev, scan, &got)
 	hit = m.ok
 	if hit {
-		_, hit = m.hit(data)
+		hit = m.hit(data, &Delta{})
 	}
-	got, ok := m.decode(data, scan)
+	got = Delta{}
+	ok := m.decode(data, scan, &got)
 	want, _, wok := scan(data)
 	if ok != wok || ok && (!bytes.Equal(got.Text, want.Text) || got.TextRaw != want.TextRaw || normal(got) != normal(want)) {
 		t.Fatalf("after %q, memo answers %q with %+v (%v), the scanner with %+v (%v)", prev, data, got, ok, want, wok)
@@ -326,7 +328,7 @@ func FuzzScanMemo(f *testing.F) {
 		for _, d := range memoScanners {
 			checkMemo(t, d.scan, d.ref, prev, data)
 			var m scanMemo
-			if m.decode(prev, d.scan); m.ok {
+			if m.decode(prev, d.scan, &Delta{}); m.ok {
 				spliced := append(append(append([]byte(nil), m.prefix...), text...), m.suffix...)
 				checkMemo(t, d.scan, d.ref, prev, spliced)
 			}

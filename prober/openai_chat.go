@@ -125,16 +125,20 @@ type chatChunk struct {
 // Decode counts reasoning, tool-call arguments and content as output, as
 // the newest bench_serving does: TTFT is the first generated token, not the
 // first answer token.
-func (b openAIChat) Decode(ev SSEEvent) (Delta, error) { return b.decodeMemo(ev, nil) }
+func (b openAIChat) Decode(ev SSEEvent) (Delta, error) {
+	var d Delta
+	err := b.decodeMemo(ev, nil, &d)
+	return d, err
+}
 
-func (openAIChat) decodeMemo(ev SSEEvent, m *scanMemo) (Delta, error) {
-	if isDone(ev.Data) {
-		return Delta{Done: true}, nil
+func (openAIChat) decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) (err error) {
+	switch {
+	case isDone(ev.Data):
+		*d = Delta{Done: true}
+	case !m.decode(ev.Data, scanChatText, d):
+		*d, err = decodeChatJSON(ev.Data)
 	}
-	if d, ok := m.decode(ev.Data, scanChatText); ok {
-		return d, nil
-	}
-	return decodeChatJSON(ev.Data)
+	return err
 }
 
 // decodeChatJSON is the reference decoder.

@@ -55,22 +55,26 @@ type completionsChunk struct {
 	Usage *usageJSON `json:"usage"`
 }
 
-func (openAICompletions) Decode(ev SSEEvent) (Delta, error) { return decodeCompletions(ev, nil) }
+func (openAICompletions) Decode(ev SSEEvent) (Delta, error) {
+	var d Delta
+	err := decodeCompletions(ev, nil, &d)
+	return d, err
+}
 
-func (openAICompletions) decodeMemo(ev SSEEvent, m *scanMemo) (Delta, error) {
-	return decodeCompletions(ev, m)
+func (openAICompletions) decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) error {
+	return decodeCompletions(ev, m, d)
 }
 
 // decodeCompletions takes the allocation-free scanner's answer when it has
 // one, and encoding/json's otherwise (see jsonscan.go); m may be nil.
-func decodeCompletions(ev SSEEvent, m *scanMemo) (Delta, error) {
-	if isDone(ev.Data) {
-		return Delta{Done: true}, nil
+func decodeCompletions(ev SSEEvent, m *scanMemo, d *Delta) (err error) {
+	switch {
+	case isDone(ev.Data):
+		*d = Delta{Done: true}
+	case !m.decode(ev.Data, scanCompletionsText, d):
+		*d, err = decodeCompletionsJSON(ev.Data)
 	}
-	if d, ok := m.decode(ev.Data, scanCompletionsText); ok {
-		return d, nil
-	}
-	return decodeCompletionsJSON(ev.Data)
+	return err
 }
 
 // decodeCompletionsJSON is the reference decoder.

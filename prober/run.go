@@ -61,10 +61,11 @@ const maxErrorBody = 512
 // the text buffers. It is pooled, so that a steady state of requests
 // allocates neither read buffers nor text buffers.
 type streamState struct {
-	sr   StreamReader
-	text []byte // the generated text so far (or sglang's latest full text)
-	raw  []byte // scratch for unescaping a cumulative text
-	memo scanMemo
+	sr    StreamReader
+	text  []byte // the generated text so far (or sglang's latest full text)
+	raw   []byte // scratch for unescaping a cumulative text
+	memo  scanMemo
+	delta Delta // the event being handled (in the pooled state, so that decodeMemo's pointer does not allocate)
 }
 
 var streamPool = sync.Pool{New: func() any { return new(streamState) }}
@@ -200,6 +201,7 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 	defer func() {
 		res.KeepAlives, res.BytesRead = sr.Comments(), sr.BytesRead()
 		sr.Reset(nil, FormatAuto, Limits{}, nil) // drop references
+		st.delta = Delta{}
 		st.text = text[:0]
 		if cap(sr.buf) <= maxPooledBuf && cap(st.text) <= maxPooledBuf && cap(st.raw) <= maxPooledBuf &&
 			cap(st.memo.prefix)+cap(st.memo.suffix) <= maxPooledBuf {
@@ -238,11 +240,12 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 				res.End = at
 				return fmt.Errorf("read stream: %w", err)
 			}
-			var d Delta
+			d := &st.delta
 			if memo != nil {
-				d, err = memo.decodeMemo(ev, &st.memo)
+				*d = Delta{}
+				err = memo.decodeMemo(ev, &st.memo, d)
 			} else {
-				d, err = p.Backend.Decode(ev)
+				*d, err = p.Backend.Decode(ev)
 			}
 			if err != nil {
 				res.End = at

@@ -41,16 +41,20 @@ type trtChunk struct {
 
 // Decode appends text_output as bench_serving does and counts one token
 // per event, the generate_stream contract.
-func (b trtGenerateStream) Decode(ev SSEEvent) (Delta, error) { return b.decodeMemo(ev, nil) }
+func (b trtGenerateStream) Decode(ev SSEEvent) (Delta, error) {
+	var d Delta
+	err := b.decodeMemo(ev, nil, &d)
+	return d, err
+}
 
-func (trtGenerateStream) decodeMemo(ev SSEEvent, m *scanMemo) (Delta, error) {
-	if isDone(ev.Data) {
-		return Delta{Done: true}, nil
+func (trtGenerateStream) decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) (err error) {
+	switch {
+	case isDone(ev.Data):
+		*d = Delta{Done: true}
+	case !m.decode(ev.Data, scanTRTText, d):
+		*d, err = decodeTRTJSON(ev.Data)
 	}
-	if d, ok := m.decode(ev.Data, scanTRTText); ok {
-		return d, nil
-	}
-	return decodeTRTJSON(ev.Data)
+	return err
 }
 
 // decodeTRTJSON is the reference decoder.

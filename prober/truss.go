@@ -16,6 +16,10 @@ func (truss) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, err
 	return newJSONRequest(o, pathTruss, completionsBody(o, p), p)
 }
 
-func (truss) Decode(ev SSEEvent) (Delta, error) { return decodeCompletions(ev, nil) }
+func (truss) Decode(ev SSEEvent) (Delta, error) {
+	var d Delta
+	err := decodeCompletions(ev, nil, &d)
+	return d, err
+}
 
-func (truss) decodeMemo(ev SSEEvent, m *scanMemo) (Delta, error) { return decodeCompletions(ev, m) }
+func (truss) decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) error { return decodeCompletions(ev, m, d) }
