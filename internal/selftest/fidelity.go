@@ -180,6 +180,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
+// fidelityLoadLimit bounds a fidelity point's load; requests still running
+// then are canceled and count as failed.
+const fidelityLoadLimit = 4 * time.Minute
+
 // fidelity runs spec.Requests measured requests on each of spec.Streams
 // streams, then fetches the server's ground truth of each and compares
 // (see sample).
@@ -212,24 +216,29 @@ func fidelity(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	cpu0, start := cpuTime(), time.Now()
+	// A simulator far past its capacity (or a starved machine) can make
+	// requests take minutes: end the load in time to report what finished
+	// rather than be killed by the parent (client's 5-minute limit).
+	loadCtx, cancel := context.WithTimeout(ctx, fidelityLoadLimit)
+	defer cancel()
 	for s := range spec.Streams {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if staggered {
-				sleepCtx(ctx, time.Until(start.Add(offsets[s])))
-				p.Run(ctx, prompt(spec.OutputTokens), time.Time{})
+				sleepCtx(loadCtx, time.Until(start.Add(offsets[s])))
+				p.Run(loadCtx, prompt(spec.OutputTokens), time.Time{})
 			}
 			for k := range spec.Requests {
 				i := s*spec.Requests + k
 				pp := *p
 				pp.Options.Headers = map[string]string{"X-Request-Id": id(i)}
-				recs[i] = pp.Run(ctx, prompt(spec.OutputTokens), time.Time{})
+				recs[i] = pp.Run(loadCtx, prompt(spec.OutputTokens), time.Time{})
 			}
 			if staggered {
 				measuring.Add(-1)
-				for measuring.Load() > 0 && ctx.Err() == nil {
-					p.Run(ctx, prompt(spec.OutputTokens), time.Time{})
+				for measuring.Load() > 0 && loadCtx.Err() == nil {
+					p.Run(loadCtx, prompt(spec.OutputTokens), time.Time{})
 				}
 			}
 		}()
