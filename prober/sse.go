@@ -106,11 +106,15 @@ type StreamReader struct {
 	lastRead   time.Time // when the most recent Read with data returned
 	errAt      time.Time // when the Read that returned EOF or an error returned
 	skipLF     bool      // the previous line ended in CR at the end of the buffer
+	noCR       int       // buf[start:noCR] holds no CR (scanned once, not per line)
 	discarding bool      // inside an over-long non-data line we drop
 	filled     bool      // the last read filled all the free room
 
-	// the event being assembled
+	// the event being assembled. data aliases buf while aliased (one data
+	// line, not yet moved by fill), else it is in dataBuf's array.
 	data     []byte
+	dataBuf  []byte
+	aliased  bool
 	hasData  bool
 	dataAt   time.Time
 	event    string
@@ -132,11 +136,11 @@ func (s *StreamReader) Reset(r io.Reader, format StreamFormat, lim Limits, now f
 	if now == nil {
 		now = time.Now
 	}
-	buf, data := s.buf, s.data[:0]
+	buf, dataBuf := s.buf, s.dataBuf[:0]
 	if buf == nil {
 		buf = make([]byte, initialBufSize)
 	}
-	*s = StreamReader{r: r, now: now, format: format, lim: lim.withDefaults(), buf: buf, data: data}
+	*s = StreamReader{r: r, now: now, format: format, lim: lim.withDefaults(), buf: buf, dataBuf: dataBuf}
 }
 
 // Comments counts SSE comment lines seen (keep-alives).
@@ -151,7 +155,7 @@ func (s *StreamReader) BytesRead() int64 { return s.total }
 // time they happened.
 func (s *StreamReader) Next() (SSEEvent, time.Time, error) {
 	if s.consumed {
-		s.data, s.hasData, s.event, s.consumed = s.data[:0], false, "", false
+		s.data, s.aliased, s.hasData, s.event, s.consumed = s.dataBuf[:0], false, false, "", false
 	}
 	for {
 		if s.format == FormatAuto && !s.sniff() {
@@ -261,12 +265,24 @@ func (s *StreamReader) line() ([]byte, bool, error) {
 	}
 	b := s.buf[s.start:s.end]
 	lf := bytes.IndexByte(b, '\n')
-	search := b
-	if lf >= 0 {
-		search = b[:lf]
+	limit := lf
+	if lf < 0 {
+		limit = len(b)
+	}
+	// A CR before limit ends the line there. Streams rarely have one, so
+	// the buffered bytes are searched once, not once per line.
+	cr := s.noCR - s.start // b[:cr] holds no CR
+	if cr < limit {
+		from := max(cr, 0)
+		if c := bytes.IndexByte(b[from:], '\r'); c >= 0 {
+			cr = from + c
+		} else {
+			cr = len(b)
+		}
+		s.noCR = s.start + cr
 	}
 	i, n := lf, 1
-	if cr := bytes.IndexByte(search, '\r'); cr >= 0 {
+	if cr < limit {
 		i = cr
 		switch {
 		case cr+1 < len(b) && b[cr+1] == '\n':
@@ -306,7 +322,7 @@ func (s *StreamReader) handleLine(line []byte) (SSEEvent, bool, error) {
 		if len(line) == 0 {
 			return SSEEvent{}, false, nil
 		}
-		s.data = append(s.data[:0], line...)
+		s.data, s.aliased = line, true // handed out before any fill
 		s.dataAt = s.lastRead
 		s.consumed = true
 		return SSEEvent{Data: s.data}, true, nil
@@ -324,21 +340,28 @@ func (s *StreamReader) handleLine(line []byte) (SSEEvent, bool, error) {
 		return SSEEvent{}, false, nil
 	}
 	name, value := line, []byte(nil)
-	if c := bytes.IndexByte(line, ':'); c >= 0 {
+	if len(line) >= 5 && string(line[:5]) == "data:" { // nearly every line
+		name, value = line[:4], line[5:]
+	} else if c := bytes.IndexByte(line, ':'); c >= 0 {
 		name, value = line[:c], line[c+1:]
-		if len(value) > 0 && value[0] == ' ' {
-			value = value[1:]
-		}
+	}
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
 	}
 	switch {
 	case bytes.Equal(name, dataField):
 		if len(s.data)+1+len(value) > s.lim.MaxEventBytes {
 			return SSEEvent{}, false, fmt.Errorf("%w: an event exceeds %d bytes", ErrEventTooLarge, s.lim.MaxEventBytes)
 		}
-		if s.hasData {
-			s.data = append(s.data, '\n')
+		if !s.hasData {
+			// The read buffer's bytes, not a copy: fill copies them
+			// before it moves them.
+			s.data, s.aliased = value, true
+		} else {
+			s.own()
+			s.data = append(append(s.data, '\n'), value...)
+			s.dataBuf = s.data[:0]
 		}
-		s.data = append(s.data, value...)
 		s.hasData = true
 		s.dataAt = s.lastRead
 	case string(name) == "event":
@@ -348,14 +371,25 @@ func (s *StreamReader) handleLine(line []byte) (SSEEvent, bool, error) {
 	return SSEEvent{}, false, nil
 }
 
+// own copies an event's data out of the read buffer.
+func (s *StreamReader) own() {
+	if s.aliased {
+		s.data = append(s.dataBuf[:0], s.data...)
+		s.dataBuf = s.data[:0]
+		s.aliased = false
+	}
+}
+
 // fill reads once into the buffer, growing it only when a single line does
 // not fit.
 func (s *StreamReader) fill() error {
 	if s.readErr != nil {
 		return s.readErr
 	}
+	s.own()
 	if s.start > 0 {
 		n := copy(s.buf, s.buf[s.start:s.end])
+		s.noCR = max(s.noCR-s.start, 0)
 		s.start, s.end = 0, n
 	}
 	if s.filled && len(s.buf) < burstBufSize {
