@@ -100,6 +100,14 @@ type memoDecoder interface {
 	decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) error
 }
 
+// Asserted, because a mismatch would only drop the memo silently.
+var (
+	_ memoDecoder = openAICompletions{}
+	_ memoDecoder = openAIChat{}
+	_ memoDecoder = trtGenerateStream{}
+	_ memoDecoder = truss{}
+)
+
 // eofEnder is implemented by backends whose streams have no terminal marker
 // (TensorRT-LLM's generate_stream): a clean EOF ends them successfully.
 type eofEnder interface{ eofEndsStream() bool }
