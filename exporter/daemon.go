@@ -267,13 +267,12 @@ func (d *Daemon) prepare(cfg *config.Config, old *state) (*state, error) {
 // history, unless the probe was cancelled because its loop stopped.
 func (d *Daemon) withHistory(pf prober.ProbeFunc) prober.ProbeFunc {
 	return func(ctx context.Context, logger log.Logger) prober.Result {
-		buf := &logBuffer{}
-		capture := log.With(log.NewLogfmtLogger(buf), "ts", log.DefaultTimestampUTC)
-		r := pf(ctx, teeLogger{capture: capture, out: logger})
+		logs := &probeLog{}
+		r := pf(ctx, teeLogger{capture: logs, out: logger})
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return r
 		}
-		d.history.Add(entryOf(r, sanitizeModel(r.Model), ModeProbe, buf.String(), d.state.Load().red))
+		d.history.Add(entryOf(r, sanitizeModel(r.Model), ModeProbe, logs, d.state.Load().red))
 		return r
 	}
 }

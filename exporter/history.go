@@ -34,8 +34,12 @@ type HistoryEntry struct {
 	FinishReason string `json:"finish_reason,omitempty"`
 	// Text is the start of the generated text.
 	Text string `json:"text,omitempty"`
-	// Log holds the probe's own log lines, at every level.
+	// Log holds the probe's own log lines, at every level; List formats
+	// them from logs, redacted with red.
 	Log string `json:"log,omitempty"`
+
+	logs *probeLog
+	red  *redactor
 }
 
 // History keeps the last N results and, separately, the last N failures,
@@ -102,11 +106,11 @@ func (h *History) List() []HistoryEntry {
 	out := make([]HistoryEntry, 0, len(recent)+len(failures))
 	for _, e := range recent {
 		seen[e.ID] = true
-		out = append(out, e)
+		out = append(out, e.formatted())
 	}
 	for _, e := range failures {
 		if !seen[e.ID] {
-			out = append(out, e)
+			out = append(out, e.formatted())
 		}
 	}
 	slices.SortFunc(out, func(a, b HistoryEntry) int {
@@ -121,11 +125,18 @@ func (h *History) List() []HistoryEntry {
 	return out
 }
 
+func (e HistoryEntry) formatted() HistoryEntry {
+	if e.logs != nil {
+		e.Log = e.red.redact(e.logs.String())
+	}
+	return e
+}
+
 // maxHistoryText bounds the generated text kept per entry.
 const maxHistoryText = 512
 
 // entryOf builds a HistoryEntry from a result; red redacts free text.
-func entryOf(r prober.Result, model string, mode Mode, logs string, red *redactor) HistoryEntry {
+func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *redactor) HistoryEntry {
 	sm := samplesOf(r)
 	opt := func(v float64) *float64 {
 		if v < 0 {
@@ -145,6 +156,7 @@ func entryOf(r prober.Result, model string, mode Mode, logs string, red *redacto
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TokenSource: string(r.OutputTokensSource),
 		FinishReason: truncateUTF8(r.FinishReason, 64),
 		Text:         red.redact(truncateUTF8(r.GeneratedText, maxHistoryText)),
-		Log:          red.redact(logs),
+		logs:         logs,
+		red:          red,
 	}
 }

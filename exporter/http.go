@@ -251,9 +251,8 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 
 	reg := prometheus.NewRegistry()
 	pm := newProbeMetrics(reg)
-	buf := &logBuffer{}
-	capture := log.With(log.NewLogfmtLogger(buf), "ts", log.DefaultTimestampUTC)
-	logger := teeLogger{capture: capture, out: log.With(d.o.ProbeLogger, "target", t.Name, "module", moduleName, "via", "/probe")}
+	buf := &probeLog{}
+	logger := teeLogger{capture: buf, out: log.With(d.o.ProbeLogger, "target", t.Name, "module", moduleName, "via", "/probe")}
 
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	start := time.Now()
@@ -264,7 +263,7 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 		res.Target = t.Name
 	}
 	setProbeMetrics(pm, res)
-	d.history.Add(entryOf(res, sanitizeModel(res.Model), ModeProbe, buf.String(), st.red))
+	d.history.Add(entryOf(res, sanitizeModel(res.Model), ModeProbe, buf, st.red))
 
 	if q.Get("debug") == "true" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

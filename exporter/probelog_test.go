@@ -1,0 +1,62 @@
+package exporter
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/go-kit/log/level"
+)
+
+func TestProbeLogFormatsLater(t *testing.T) {
+	var l probeLog
+	buf := []byte("before")
+	_ = level.Debug(&l).Log("msg", "Probe result", "outcome", "success", "ttft_seconds", 0.25, "err", errors.New("x y"), "raw", buf)
+	copy(buf, "AFTER!") // a mutable value must show as it was when logged
+	_ = l.Log("msg", "second")
+	got := l.String()
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines, want 2:\n%s", len(lines), got)
+	}
+	want := regexp.MustCompile(`^ts=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z level=debug msg="Probe result" outcome=success ttft_seconds=0.25 err="x y" raw=before$`)
+	if !want.MatchString(lines[0]) {
+		t.Errorf("line 1 = %q, want it to match %s", lines[0], want)
+	}
+	if !strings.HasSuffix(lines[1], " msg=second") || !strings.HasPrefix(lines[1], "ts=") {
+		t.Errorf("line 2 = %q", lines[1])
+	}
+}
+
+func TestProbeLogBounded(t *testing.T) {
+	var l probeLog
+	for range maxProbeLogRecords + 10 {
+		_ = l.Log("msg", "line")
+	}
+	got := l.String()
+	if n := strings.Count(got, "msg=line"); n != maxProbeLogRecords {
+		t.Errorf("%d lines kept, want %d", n, maxProbeLogRecords)
+	}
+	if !strings.HasSuffix(got, "[log truncated]\n") {
+		t.Errorf("no truncation marker: %q", got[len(got)-40:])
+	}
+
+	var big probeLog
+	_ = big.Log("msg", strings.Repeat("x", 2*maxProbeLogBytes))
+	if got := big.String(); len(got) > maxProbeLogBytes+len("\n[log truncated]\n") || !strings.HasSuffix(got, "[log truncated]\n") {
+		t.Errorf("a %d-byte record gave %d bytes", 2*maxProbeLogBytes, len(got))
+	}
+}
+
+func TestHistoryFormatsLogRedacted(t *testing.T) {
+	h := NewHistory(4)
+	var l probeLog
+	_ = l.Log("msg", "echoed", "body", "Bearer hunter2hunter2")
+	red := &redactor{secrets: []string{"hunter2hunter2"}}
+	h.Add(HistoryEntry{Success: true, logs: &l, red: red})
+	got := h.List()
+	if len(got) != 1 || !strings.Contains(got[0].Log, "msg=echoed") || strings.Contains(got[0].Log, "hunter2hunter2") {
+		t.Errorf("Log = %q, want the line with the secret redacted", got[0].Log)
+	}
+}
