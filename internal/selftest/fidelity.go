@@ -180,6 +180,18 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
+// tailRequests bounds the unmeasured requests a staggered stream sends
+// after its measured ones while others are still measuring. Unbounded, a
+// saturated simulator's slow stragglers kept the others sending until the
+// truth ring had evicted every measured request; bounded, the ring size is
+// known (warm-up, lead-in, measured and tail requests per stream).
+const tailRequests = 2
+
+// fidelityTruthSize is the simulator's truth ring for n streams of reqs
+// measured requests: every stream's warm-up, lead-in, measured and tail
+// requests, with one to spare, so that none is evicted before it is read.
+func fidelityTruthSize(n, reqs int) int { return n * (1 + 1 + reqs + tailRequests + 1) }
+
 // fidelityLoadLimit bounds a fidelity point's load; requests still running
 // then are canceled and count as failed.
 const fidelityLoadLimit = 4 * time.Minute
@@ -190,9 +202,9 @@ const fidelityLoadLimit = 4 * time.Minute
 //
 // Staggered (the default), stream i starts at staggerOffsets' point of one
 // request duration, runs one unmeasured lead-in request, then its measured
-// ones, then unmeasured requests until every stream has finished its
-// measured ones: every measured request runs with all streams in flight,
-// and the server's N timers are spread over its ITL period. Burst, every
+// ones, then up to tailRequests unmeasured requests while other streams
+// are still measuring: the measured requests run with all streams in
+// flight, and the server's N timers are spread over its ITL period. Burst, every
 // stream starts at once and runs only measured requests.
 func fidelity(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	p, err := newProber(spec.BaseURL, spec.Streams)
@@ -237,7 +249,10 @@ func fidelity(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 			}
 			if staggered {
 				measuring.Add(-1)
-				for measuring.Load() > 0 && loadCtx.Err() == nil {
+				for range tailRequests {
+					if measuring.Load() == 0 || loadCtx.Err() != nil {
+						break
+					}
 					p.Run(loadCtx, prompt(spec.OutputTokens), time.Time{})
 				}
 			}
@@ -340,7 +355,9 @@ func serverCPU(ctx context.Context, c *http.Client, base string) (time.Duration,
 
 func fetchTruth(ctx context.Context, c *http.Client, base, id string) (truthJSON, error) {
 	var t truthJSON
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/truth/"+id+"?wait=5s", nil)
+	// Every request has ended, so its handler is returning: wait briefly
+	// for its record, not for one evicted from the ring.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/truth/"+id+"?wait=1s", nil)
 	if err != nil {
 		return t, err
 	}

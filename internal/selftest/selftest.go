@@ -309,7 +309,7 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 
 	if has(o.Sections, "fidelity") {
 		start := "staggered (stream i starts at a seeded uniform point of its 1/N slot of one request duration, " + o.requestDuration().String() +
-			", runs one unmeasured lead-in request, and keeps sending unmeasured requests until every stream has finished its measured ones)"
+			", runs one unmeasured lead-in request before its measured ones and up to " + strconv.Itoa(tailRequests) + " unmeasured ones after, while other streams are measuring)"
 		if o.FidelityStart == StartBurst {
 			start = "burst (every stream starts at the same instant; no lead-in)"
 		}
@@ -323,9 +323,7 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 		var parts []string
 		for _, n := range o.FidelityStreams {
 			reqs := measuredRequests(o.FidelityRequests, o.FidelityMinSamples, n, o.requestDuration(), fidelityBudget)
-			// The ring holds the warm-up, lead-in, measured and tail
-			// requests of every stream, with room to spare.
-			r, err := h.scenario(ctx, ServerSpec{TTFT: o.FidelityTTFT, ITL: o.FidelityITL, TruthSize: n * (reqs + 5)},
+			r, err := h.scenario(ctx, ServerSpec{TTFT: o.FidelityTTFT, ITL: o.FidelityITL, TruthSize: fidelityTruthSize(n, reqs)},
 				ClientSpec{Scenario: "fidelity", Streams: n, Requests: reqs, OutputTokens: o.FidelityTokens,
 					Start: o.FidelityStart, StaggerOver: o.requestDuration()})
 			if err != nil {

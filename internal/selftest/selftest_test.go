@@ -29,9 +29,9 @@ func TestScenariosInProcess(t *testing.T) {
 					t.Errorf("capacity: %d requests, %d failed, %d tokens", r.Requests, r.Failed, r.Tokens)
 				}
 			}},
-		{ServerSpec{TTFT: 5 * time.Millisecond, ITL: time.Millisecond, TruthSize: 64},
+		{ServerSpec{TTFT: 5 * time.Millisecond, ITL: time.Millisecond, TruthSize: fidelityTruthSize(3, 2)},
 			ClientSpec{Scenario: "fidelity", Streams: 3, Requests: 2, OutputTokens: 5, StaggerOver: 9 * time.Millisecond}, checkFidelity},
-		{ServerSpec{TTFT: 5 * time.Millisecond, ITL: time.Millisecond, TruthSize: 64},
+		{ServerSpec{TTFT: 5 * time.Millisecond, ITL: time.Millisecond, TruthSize: fidelityTruthSize(3, 2)},
 			ClientSpec{Scenario: "fidelity", Streams: 3, Requests: 2, OutputTokens: 5, Start: StartBurst}, checkFidelity},
 		{ServerSpec{TTFT: time.Minute}, ClientSpec{Scenario: "memory", Streams: 5, OutputTokens: 4},
 			func(t *testing.T, r ClientResult) {
