@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -58,8 +59,28 @@ func addServeCommand(app *kingpin.Application) func(ctx context.Context, env *cl
 	return func(ctx context.Context, env *cliEnv) error { return runServe(ctx, env, f) }
 }
 
+// daemonGOGC is the GC target of serve when GOGC is not set. The daemon's
+// live heap is about 10 MB (half of it the embedded tokenizer) and it
+// allocates tens of KB per second, so Go's default of 100 (the heap grows to
+// twice the live heap between cycles) is what decides its RSS: about 42 MiB
+// at the top of a cycle with 50 targets, against 36 MiB at 50. The price is a
+// GC cycle every minute instead of every two, each a few ms.
+const daemonGOGC = 50
+
+// daemonGCPercent says which GC percent serve should set: daemonGOGC,
+// unless the operator chose one with GOGC.
+func daemonGCPercent(lookupEnv func(string) (string, bool)) (int, bool) {
+	if _, set := lookupEnv("GOGC"); set {
+		return 0, false
+	}
+	return daemonGOGC, true
+}
+
 func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	logger := env.Logger
+	if pct, ok := daemonGCPercent(os.LookupEnv); ok {
+		debug.SetGCPercent(pct)
+	}
 	configFile := f.configFile
 	if f.demo {
 		path, stop, err := startDemo(logger)

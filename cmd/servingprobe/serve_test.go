@@ -146,3 +146,17 @@ func TestServeDemoPromtool(t *testing.T) {
 		t.Errorf("/-/ready = %d", code)
 	}
 }
+
+func TestDaemonGCPercent(t *testing.T) {
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	if pct, ok := daemonGCPercent(env(nil)); !ok || pct != daemonGOGC || pct >= 100 {
+		t.Errorf("GOGC unset: got %d, %v; want %d (below Go's 100), true", pct, ok, daemonGOGC)
+	}
+	for _, v := range []string{"100", "off", ""} {
+		if pct, ok := daemonGCPercent(env(map[string]string{"GOGC": v})); ok {
+			t.Errorf("GOGC=%q: serve would override it with %d", v, pct)
+		}
+	}
+}
