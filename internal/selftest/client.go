@@ -67,8 +67,9 @@ type ClientResult struct {
 	NewConns      int  `json:"new_conns,omitempty"`
 	// LoadWall is the fidelity load's duration; ClientCPU and ServerCPU
 	// are the CPU time each process used during it (ServerCPU 0 when the
-	// server did not say).
+	// server did not say), Events the token events the client received.
 	LoadWall  time.Duration `json:"load_wall,omitempty"`
+	Events    int64         `json:"events,omitempty"`
 	ClientCPU time.Duration `json:"client_cpu,omitempty"`
 	ServerCPU time.Duration `json:"server_cpu,omitempty"`
 	// GCs and GCPauseMax are the client's collections during the load

@@ -222,6 +222,7 @@ func fidelity(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	var (
 		wg        sync.WaitGroup
 		measuring atomic.Int64
+		events    atomic.Int64 // token events received during the load
 	)
 	measuring.Store(int64(spec.Streams))
 	srv0, _ := serverCPU(ctx, p.Client, spec.BaseURL)
@@ -237,15 +238,20 @@ func fidelity(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			unmeasured := func() {
+				r := p.Run(loadCtx, prompt(spec.OutputTokens), time.Time{})
+				events.Add(int64(len(r.Events)))
+			}
 			if staggered {
 				sleepCtx(loadCtx, time.Until(start.Add(offsets[s])))
-				p.Run(loadCtx, prompt(spec.OutputTokens), time.Time{})
+				unmeasured()
 			}
 			for k := range spec.Requests {
 				i := s*spec.Requests + k
 				pp := *p
 				pp.Options.Headers = map[string]string{"X-Request-Id": id(i)}
 				recs[i] = pp.Run(loadCtx, prompt(spec.OutputTokens), time.Time{})
+				events.Add(int64(len(recs[i].Events)))
 			}
 			if staggered {
 				measuring.Add(-1)
@@ -253,13 +259,13 @@ func fidelity(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 					if measuring.Load() == 0 || loadCtx.Err() != nil {
 						break
 					}
-					p.Run(loadCtx, prompt(spec.OutputTokens), time.Time{})
+					unmeasured()
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	res := ClientResult{LoadWall: time.Since(start), ClientCPU: cpuTime() - cpu0}
+	res := ClientResult{LoadWall: time.Since(start), ClientCPU: cpuTime() - cpu0, Events: events.Load()}
 	runtime.ReadMemStats(&ms1)
 	res.GCs, res.GCPauseMax = gcPauses(&ms0, &ms1)
 	if srv1, err := serverCPU(ctx, p.Client, spec.BaseURL); err == nil && srv0 > 0 {

@@ -250,6 +250,14 @@ func pct(part, whole time.Duration) string {
 	return strconv.FormatFloat(100*part.Seconds()/whole.Seconds(), 'f', 0, 64)
 }
 
+// perEvent is cpu per event in microseconds.
+func perEvent(cpu time.Duration, events int64) string {
+	if cpu <= 0 || events <= 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(cpu.Microseconds())/float64(events), 'f', 1, 64)
+}
+
 // spread is p50/p99/max in milliseconds.
 func spread(d Dist) string {
 	if d.N == 0 {
@@ -329,16 +337,17 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 			if err != nil {
 				errs = append(errs, fmt.Errorf("fidelity %d: %w", n, err))
 				fmt.Fprintf(tw, "%d\terror: %v\t\t\t\t\t\t\t\t\t\t\t\t\n", n, err)
-				parts = append(parts, fmt.Sprintf("%d\terror\t\t\t\t\t\t\t\t\t\t\t\t\n", n))
+				parts = append(parts, fmt.Sprintf("%d\terror\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", n))
 				continue
 			}
 			t, i := r.TTFTErr, r.ITLErr
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", n, ms(t.get(1)), ms(t.get(2)), ms(t.get(3)),
 				ms(i.get(1)), ms(i.get(2)), ms(i.get(3)), i.N, r.Requests, r.Failed, r.Mismatched, ms(r.OldTTFTErr.get(2)), ms(r.OldITLErr.get(2)))
-			parts = append(parts, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t\n", n,
+			parts = append(parts, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t\n", n,
 				spread(r.ReqPath), spread(r.Send), spread(r.ReadLag), spread(r.HandlerLag), spread(r.FirstDelivery),
 				ms(r.Delivery.get(0))+"/"+spread(r.Delivery), spread(r.StampLag), r.NewConns,
-				pct(r.ClientCPU, r.LoadWall), pct(r.ServerCPU, r.LoadWall), r.GCs, ms(int64(r.GCPauseMax))))
+				pct(r.ClientCPU, r.LoadWall), pct(r.ServerCPU, r.LoadWall), perEvent(r.ClientCPU, r.Events), perEvent(r.ServerCPU, r.Events),
+				r.GCs, ms(int64(r.GCPauseMax))))
 		}
 		flush()
 		fmt.Fprintln(out, "fidelity decomposition (ms, p50/p99/max, on the wall clock both processes share):\n"+
@@ -349,9 +358,10 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 			"  The simulator's own lags, outside the error: sim read lag = its read of the request - the kernel's receipt; sim handler\n"+
 			"    lag = its handler start - its read; sim stamp lag = its flush's return - its write's start (per token chunk).\n"+
 			"  new conns: measured requests that did not reuse a warm connection. CPU %: each process's CPU time over the load, from the\n"+
-			"    first stream's start to the last request's end (a pinned process near 100 % is saturated; its lags are queueing).\n"+
+			"    first stream's start to the last request's end (a pinned process near 100 % is saturated; its lags are queueing);\n"+
+			"    µs/event: that CPU time per token event the client received in the load (each a write and a read at this ITL).\n"+
 			"  client GCs and the longest GC stop-the-world pause (ms) during the load.")
-		fmt.Fprintln(tw, "streams\trequest path\tclient send\tsim read lag\tsim handler lag\t1st delivery\tdelivery\tsim stamp lag\tnew conns\tclient CPU %\tsim CPU %\tclient GCs\tGC pause max\t")
+		fmt.Fprintln(tw, "streams\trequest path\tclient send\tsim read lag\tsim handler lag\t1st delivery\tdelivery\tsim stamp lag\tnew conns\tclient CPU %\tsim CPU %\tclient µs/event\tsim µs/event\tclient GCs\tGC pause max\t")
 		for _, line := range parts {
 			fmt.Fprint(tw, line)
 		}

@@ -92,4 +92,8 @@ func checkFidelity(t *testing.T, r ClientResult) {
 	if r.LoadWall <= 0 || r.ClientCPU <= 0 || r.ServerCPU <= 0 {
 		t.Errorf("fidelity load %v, client CPU %v, server CPU %v; want all > 0", r.LoadWall, r.ClientCPU, r.ServerCPU)
 	}
+	// The measured requests' events at least; lead-in and tail add theirs.
+	if r.Events < 6*5 || r.Events%5 != 0 {
+		t.Errorf("fidelity load events = %d, want a multiple of 5 and at least 30", r.Events)
+	}
 }
