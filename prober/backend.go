@@ -9,7 +9,9 @@ import (
 )
 
 // SSEEvent is one event from the stream reader. Data is only valid until the
-// next event is read; decoders must not keep it (copy what they return).
+// reader's next call, whatever that call returns (an error or EOF too: Data
+// may point into the read buffer); decoders must not keep it (copy what they
+// return).
 type SSEEvent struct {
 	Event string // the event: field, if any
 	Data  []byte // data: lines joined with "\n" (or one NDJSON line, or a whole JSON body)
@@ -28,7 +30,7 @@ type Usage struct {
 
 // Delta is what one event means. Decode fills it; it never reads a clock.
 //
-// Text is only valid until the next event is read: on the fast path it
+// Text is only valid until the reader's next call: on the fast path it
 // aliases SSEEvent.Data, so that decoding allocates nothing.
 type Delta struct {
 	// Text is the generated text this event carries (reasoning and tool-call
