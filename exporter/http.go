@@ -76,8 +76,10 @@ func (d *Daemon) routes() {
 	d.mux.HandleFunc("GET /probe", d.handleProbe)
 	d.mux.HandleFunc("GET /api/v1/results", d.handleResults)
 	// Profiles, as Prometheus serves them, so the daemon's own cost can be
-	// examined in production; behind the same web config as every route.
-	// No cmdline: flags are nobody's business but the operator's.
+	// examined in production. Like every route they are open unless
+	// --web.config.file sets basic auth. No cmdline: flags are nobody's
+	// business but the operator's. (Importing net/http/pprof also fills
+	// http.DefaultServeMux; nothing here serves that mux.)
 	d.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	d.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	d.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)

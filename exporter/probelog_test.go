@@ -60,3 +60,26 @@ func TestHistoryFormatsLogRedacted(t *testing.T) {
 		t.Errorf("Log = %q, want the line with the secret redacted", got[0].Log)
 	}
 }
+
+// A server-supplied value (finish reason, model id) can be megabytes: the
+// capture keeps a bounded copy, not the value.
+func TestProbeLogBoundsRetainedBytes(t *testing.T) {
+	var l probeLog
+	for i := range 20 {
+		_ = l.Log("msg", "Probe result", "finish_reason", strings.Repeat(string(rune('a'+i)), 4<<20))
+	}
+	kept := 0
+	for _, r := range l.recs {
+		for _, v := range r.kv {
+			if s, ok := v.(string); ok {
+				kept += len(s)
+			}
+		}
+	}
+	if kept > 2*maxProbeLogBytes+64 {
+		t.Errorf("capture keeps %d bytes of strings, want at most about %d", kept, 2*maxProbeLogBytes)
+	}
+	if got := l.String(); len(got) > maxProbeLogBytes+len("\n[log truncated]\n") || !strings.HasSuffix(got, "[log truncated]\n") {
+		t.Errorf("String() = %d bytes, want the bounded log with the marker", len(got))
+	}
+}

@@ -175,6 +175,7 @@ func truncateUTF8(s string, n int) string {
 type probeLog struct {
 	mu   sync.Mutex
 	recs []logRecord
+	size int // estimated formatted bytes of recs
 	cut  bool
 }
 
@@ -190,25 +191,38 @@ const (
 )
 
 // Log implements log.Logger. Values of other than plain immutable types are
-// rendered now, so that formatting later shows them as they were.
+// rendered now, so that formatting later shows them as they were. Strings
+// are cut to maxProbeLogBytes and copied, and records stop once their text
+// passes that size: a server-supplied value (a finish reason, a model id)
+// must not keep megabytes alive in the history.
 func (l *probeLog) Log(kv ...any) error {
 	ts := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.recs) >= maxProbeLogRecords {
+	if len(l.recs) >= maxProbeLogRecords || l.size > maxProbeLogBytes {
 		l.cut = true
 		return nil
 	}
 	c := make([]any, len(kv))
 	for i, v := range kv {
+		var str string
 		switch v := v.(type) {
-		case nil, string, bool, int, int64, int32, uint64, uint32, float64, float32, time.Time, time.Duration:
+		case nil, bool, int, int64, int32, uint64, uint32, float64, float32, time.Time, time.Duration:
 			c[i] = v
+			l.size += 24
+			continue
+		case string:
+			str = v
 		case []byte:
-			c[i] = string(v) // as logfmt writes bytes
+			str = string(v) // as logfmt writes bytes
 		default:
-			c[i] = fmt.Sprint(v)
+			str = fmt.Sprint(v)
 		}
+		if len(str) > maxProbeLogBytes {
+			str, l.cut = truncateUTF8(str, maxProbeLogBytes), true // a copy: it appends "…"
+		}
+		c[i] = str
+		l.size += len(str) + 4
 	}
 	l.recs = append(l.recs, logRecord{ts, c})
 	return nil

@@ -145,8 +145,10 @@ func requestConn(r *http.Request) *stampConn {
 // the kernel's receive time of its bytes (zero when unknown). It must be
 // called when the handler starts: net/http has read the headers and nothing
 // else reads the connection before the handler touches the body. (A small
-// body arrives with its headers; a pipelined request shares its
-// predecessor's read, and that is when its bytes did arrive.)
+// body arrives with its headers.) HTTP pipelining is not supported by these
+// stamps: net/http's background read during a handler can take in a later
+// request's bytes, and the request after the running one would then get
+// that read's times. Go's client, which the harness uses, never pipelines.
 func receivedAt(sc *stampConn) (read, kernel time.Time) {
 	if sc == nil {
 		return time.Time{}, time.Time{}

@@ -79,7 +79,7 @@ func daemonGCPercent(lookupEnv func(string) (string, bool)) (int, bool) {
 func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	logger := env.Logger
 	if pct, ok := daemonGCPercent(os.LookupEnv); ok {
-		debug.SetGCPercent(pct)
+		defer debug.SetGCPercent(debug.SetGCPercent(pct)) // restored for in-process callers (tests)
 	}
 	configFile := f.configFile
 	if f.demo {
