@@ -22,6 +22,12 @@ import (
 // it can read the clock. With many streams on one core both are
 // milliseconds, and a truth taken from the handler start and after the
 // flush would charge the server's own scheduling to the client.
+//
+// Limits: Linux enables receive timestamps host-wide asynchronously, so the
+// first connection of a process may have none (Received is then zero and
+// Start falls back to Read); a Write that blocks on a full send buffer is
+// stamped when it began, before the peer could read all of it; HTTP
+// pipelining is not supported (see receivedAt).
 func StampListener(ln net.Listener) net.Listener { return stampListener{ln} }
 
 // ConnContext is an http.Server ConnContext that hands a StampListener
