@@ -23,11 +23,11 @@ func main() {
 	interval := flag.Duration("interval", 15*time.Second, "time between a loop's requests")
 	url := flag.String("url", "http://127.0.0.1:18931/v1/chat/completions", "chat completions URL")
 	model := flag.String("model", "servingprobe-sim", "model name")
-	tokens := flag.Int("tokens", 32, "max_tokens per request")
+	tokens := flag.Int("tokens", 32, "max_tokens per request (ignore_eos, as the daemon's probes, so every request streams this many)")
 	flag.Parse()
 
 	body := []byte(`{"model":` + strconv.Quote(*model) + `,"messages":[{"role":"user","content":"Say hello."}],` +
-		`"max_tokens":` + strconv.Itoa(*tokens) + `,"stream":true,"stream_options":{"include_usage":true}}`)
+		`"max_tokens":` + strconv.Itoa(*tokens) + `,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true}`)
 	for i := range *n {
 		go func() {
 			c := &http.Client{Timeout: *interval}
