@@ -55,34 +55,15 @@ func (v *vocabTable) token(id int) (string, bool) {
 func (v *vocabTable) tagMask() uint32 { return ^uint32(0) << v.valBits }
 
 // id returns the id of tok.
-func (v *vocabTable) id(tok string) (int, bool) {
-	h := maphash.String(v.seed, tok)
-	tag, mask := uint32(h)&v.tagMask(), uint32(1)<<v.valBits-1
-	for i := slotIndex(h, len(v.slots)); ; {
-		s := v.slots[i]
-		if s == 0 {
-			break
-		}
-		if s&^mask == tag {
-			id := s&mask - 1
-			if v.arena[v.offs[id]:v.offs[id+1]] == tok {
-				return int(id), true
-			}
-		}
-		if i++; i == len(v.slots) {
-			i = 0
-		}
-	}
-	if v.extra != nil {
-		id, ok := v.extra[tok]
-		return int(id), ok
-	}
-	return 0, false
-}
+func (v *vocabTable) id(tok string) (int, bool) { return lookup(v, tok, maphash.String(v.seed, tok)) }
 
 // idBytes is id for a token held in a byte slice, without converting it.
 func (v *vocabTable) idBytes(tok []byte) (int, bool) {
-	h := maphash.Bytes(v.seed, tok)
+	return lookup(v, tok, maphash.Bytes(v.seed, tok))
+}
+
+// lookup finds tok, whose hash is h, for id and idBytes.
+func lookup[T string | []byte](v *vocabTable, tok T, h uint64) (int, bool) {
 	tag, mask := uint32(h)&v.tagMask(), uint32(1)<<v.valBits-1
 	for i := slotIndex(h, len(v.slots)); ; {
 		s := v.slots[i]
