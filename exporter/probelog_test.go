@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/go-kit/log/level"
 )
@@ -81,5 +82,18 @@ func TestProbeLogBoundsRetainedBytes(t *testing.T) {
 	}
 	if got := l.String(); len(got) > maxProbeLogBytes+len("\n[log truncated]\n") || !strings.HasSuffix(got, "[log truncated]\n") {
 		t.Errorf("String() = %d bytes, want the bounded log with the marker", len(got))
+	}
+}
+
+// A short value sliced from a large response must not keep the response
+// alive through the history: the capture holds its own copy.
+func TestProbeLogCopiesStrings(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	short := big[:16]
+	var l probeLog
+	_ = l.Log("model", short)
+	got, _ := l.recs[0].kv[1].(string)
+	if got != short || unsafe.StringData(got) == unsafe.StringData(big) {
+		t.Errorf("captured %q sharing the original's memory: %v", got, unsafe.StringData(got) == unsafe.StringData(big))
 	}
 }

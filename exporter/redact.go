@@ -219,7 +219,9 @@ func (l *probeLog) Log(kv ...any) error {
 			str = fmt.Sprint(v)
 		}
 		if len(str) > maxProbeLogBytes {
-			str, l.cut = truncateUTF8(str, maxProbeLogBytes), true // a copy: it appends "…"
+			str, l.cut = truncateUTF8(str, maxProbeLogBytes), true // a new string
+		} else if _, ok := v.(string); ok {
+			str = strings.Clone(str) // it may be a slice of a large server response
 		}
 		c[i] = str
 		l.size += len(str) + 4
