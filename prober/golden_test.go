@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -64,19 +65,29 @@ type goldenEvent struct {
 	TextEnd int    `json:"text_end"`
 }
 
-func durs(ds []time.Duration) []string {
+// gaps renders ITL gaps as "gap/tokens", so a golden file shows how each
+// gap was shared.
+func gaps(r *Result, perChunk bool) []string {
 	out := []string{}
-	for _, d := range ds {
-		out = append(out, d.String())
+	for g := range r.ITLGaps(perChunk) {
+		out = append(out, fmt.Sprintf("%v/%d", g.Gap, g.Tokens))
 	}
 	return out
 }
 
+func durString(d time.Duration) string {
+	if !Defined(d) {
+		return "-"
+	}
+	return d.String()
+}
+
 func toGolden(r Result) goldenResult {
+	sm := r.Samples()
 	g := goldenResult{
 		Outcome: r.Outcome, Err: r.Err, HTTPStatus: r.HTTPStatus, FinishReason: r.FinishReason,
-		TTFT: r.TTFT().String(), E2E: r.E2E().String(), TPOT: r.TPOT().String(),
-		ChunkITLs: durs(r.ChunkITLs()), ITLs: durs(r.ITLs()), Events: []goldenEvent{},
+		TTFT: durString(sm.TTFT), E2E: durString(sm.E2E), TPOT: durString(sm.TPOT),
+		ChunkITLs: gaps(&r, true), ITLs: gaps(&r, false), Events: []goldenEvent{},
 		EventTokensSource: r.EventTokensSource,
 		InputTokens:       r.InputTokens, InputTokensSource: r.InputTokensSource,
 		OutputTokens: r.OutputTokens, OutputTokensSource: r.OutputTokensSource,

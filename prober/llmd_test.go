@@ -86,18 +86,18 @@ func TestLLMDInferenceSim(t *testing.T) {
 			if r.InputTokens <= 0 || r.InputTokensSource != TokenSourceUsage {
 				t.Errorf("InputTokens = %d from %s, want > 0 from usage", r.InputTokens, r.InputTokensSource)
 			}
-			if ttft := r.TTFT(); ttft < ttftMin || ttft > ttftMax {
+			if ttft := r.Samples().TTFT; ttft < ttftMin || ttft > ttftMax {
 				t.Errorf("TTFT = %v, want within [%v, %v]", ttft, ttftMin, ttftMax)
 			}
 			if len(r.Events) < 2 || r.GeneratedText == "" {
 				t.Errorf("got %d events and %q, want a streamed text", len(r.Events), r.GeneratedText)
 			}
 			// 11 gaps of ~20 ms: TPOT near 20 ms.
-			if tpot := r.TPOT(); tpot < 15*time.Millisecond || tpot > 80*time.Millisecond {
+			if tpot := r.Samples().TPOT; tpot < 15*time.Millisecond || tpot > 80*time.Millisecond {
 				t.Errorf("TPOT = %v, want within [15ms, 80ms]", tpot)
 			}
 			t.Logf("%s: TTFT %v TPOT %v E2E %v events %d tokens %d/%d finish %q",
-				backend, r.TTFT(), r.TPOT(), r.E2E(), len(r.Events), r.InputTokens, r.OutputTokens, r.FinishReason)
+				backend, r.Samples().TTFT, r.Samples().TPOT, r.Samples().E2E, len(r.Events), r.InputTokens, r.OutputTokens, r.FinishReason)
 		})
 	}
 }

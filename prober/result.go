@@ -1,8 +1,6 @@
 package prober
 
-import (
-	"time"
-)
+import "time"
 
 // Outcome classifies how a request ended. It is a closed enum: it is used as
 // a Prometheus label value, so nothing a server sends may become one.
@@ -42,6 +40,9 @@ const (
 	TokenSourceRequested TokenSource = "requested" // the requested length (no count available)
 	TokenSourceEvents    TokenSource = "events"    // one per token-bearing event (last resort)
 	TokenSourceProtocol  TokenSource = "protocol"  // the protocol defines one token per event (trt)
+	// TokenSourceSpread is for per-event counts only: the output count
+	// spread over the events by their text (see docs/metrics.md).
+	TokenSourceSpread TokenSource = "spread"
 )
 
 // Event is one stream event that carried output: its arrival time, stamped
@@ -52,8 +53,8 @@ type Event struct {
 	// is 0 for an event whose text arrived without a new token count (an
 	// sglang chunk whose completion_tokens did not move); ITLs skips it.
 	Tokens int `json:"tokens,omitzero"`
-	// TextEnd is len(GeneratedText) after this event, so the bench can
-	// re-split a chunk's gap by retokenizing its text (sglang#12064).
+	// TextEnd is len(GeneratedText) after this event, so that a total
+	// count can be spread over the events by their text.
 	TextEnd int `json:"text_end,omitzero"`
 }
 
@@ -109,8 +110,10 @@ type Result struct {
 	// usage-only and keep-alive events are not in it.
 	Events []Event `json:"events,omitzero"`
 	// EventTokensSource says where Events[i].Tokens came from: meta_info or
-	// usage (cumulative counts on every chunk), protocol (trt), tokenizer
-	// (each chunk's text retokenized) or events (1 per event, unknown).
+	// usage (cumulative counts on every chunk), protocol (trt), events (one
+	// per event, which matched the output count), or spread (the output
+	// count shared out over the events by their text). The counts always
+	// add up to OutputTokens when that is known.
 	EventTokensSource TokenSource `json:"event_tokens_source,omitzero"`
 
 	InputTokens        int         `json:"input_tokens,omitzero"`
@@ -135,86 +138,4 @@ type Result struct {
 	BytesRead  int64 `json:"bytes_read,omitzero"`
 
 	Trace Trace `json:"trace,omitzero"`
-}
-
-// TTFT is FirstToken − Sent: time to the first event with text or tokens.
-// It is 0 when no token arrived.
-func (r *Result) TTFT() time.Duration {
-	if r.FirstToken.IsZero() || r.Sent.IsZero() {
-		return 0
-	}
-	return r.FirstToken.Sub(r.Sent)
-}
-
-// E2E is End − Sent, where End is [DONE], EOF or the failure.
-func (r *Result) E2E() time.Duration {
-	if r.End.IsZero() || r.Sent.IsZero() {
-		return 0
-	}
-	return r.End.Sub(r.Sent)
-}
-
-// QueueTime is Sent − Scheduled: how long the request waited on the client
-// (for a concurrency slot) after the pacer released it.
-func (r *Result) QueueTime() time.Duration {
-	if r.Scheduled.IsZero() || r.Sent.IsZero() {
-		return 0
-	}
-	return r.Sent.Sub(r.Scheduled)
-}
-
-// TPOT is (End − FirstToken) / (OutputTokens − 1), defined only for at
-// least 2 output tokens (else 0).
-func (r *Result) TPOT() time.Duration {
-	if r.OutputTokens < 2 || r.FirstToken.IsZero() || r.End.IsZero() {
-		return 0
-	}
-	return r.End.Sub(r.FirstToken) / time.Duration(r.OutputTokens-1)
-}
-
-// ChunkITLs are the gaps between consecutive output events, one per event
-// after the first, whatever each carried: bench_serving's ITL on OpenAI
-// backends.
-func (r *Result) ChunkITLs() []time.Duration {
-	if len(r.Events) < 2 {
-		return nil
-	}
-	out := make([]time.Duration, 0, len(r.Events)-1)
-	for i := 1; i < len(r.Events); i++ {
-		out = append(out, r.Events[i].At.Sub(r.Events[i-1].At))
-	}
-	return out
-}
-
-// ITLs are per-token inter-token latencies: an event carrying n tokens
-// splits its gap since the previous counted event into n equal entries
-// (the remainder nanoseconds go to the first ones, so they sum to the gap).
-// Tokens of the first event get no entry; events with 0 tokens are skipped
-// without moving the reference time, as bench_serving does on /generate.
-// With EventTokensSource "events" this equals ChunkITLs.
-func (r *Result) ITLs() []time.Duration { return r.AppendITLs(nil) }
-
-// AppendITLs appends ITLs to dst, for aggregation without allocation.
-func (r *Result) AppendITLs(dst []time.Duration) []time.Duration {
-	if len(r.Events) < 2 {
-		return dst
-	}
-	prev := r.Events[0].At
-	for _, e := range r.Events[1:] {
-		if e.Tokens <= 0 {
-			continue
-		}
-		gap := e.At.Sub(prev)
-		n := time.Duration(e.Tokens)
-		q, rem := gap/n, gap%n
-		for k := time.Duration(0); k < n; k++ {
-			d := q
-			if k < rem {
-				d++
-			}
-			dst = append(dst, d)
-		}
-		prev = e.At
-	}
-	return dst
 }

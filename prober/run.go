@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -328,7 +329,9 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 		res.EventTokensSource = TokenSourceEvents
 	}
 	if final.Source != "" {
-		res.InputTokens, res.InputTokensSource = final.PromptTokens, final.Source
+		if final.PromptTokens > 0 { // a zeroed usage block is no count
+			res.InputTokens, res.InputTokensSource = final.PromptTokens, final.Source
+		}
 		if final.CompletionTokens > 0 || len(res.Events) == 0 {
 			res.OutputTokens, res.OutputTokensSource = final.CompletionTokens, final.Source
 		}
@@ -340,50 +343,30 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 	return err
 }
 
-// countTokens fills the counts the server did not report: output from our
-// tokenizer, else one per event when streaming, else the requested length;
-// input from our tokenizer, else the dataset row.
+// countTokens fills the counts the server did not state and makes the
+// per-event counts add up to the output count (see reconcileEvents). The
+// output count is, best first: the server's (usage, meta_info), the
+// protocol's (a TensorRT-LLM response per token, or its output arrays),
+// our tokenizer on the whole generated text, one per event when streaming,
+// else the requested length. The input count is the server's, else our
+// tokenizer on the prompt, else the dataset row's.
 func (p *Prober) countTokens(prompt datasets.Prompt, res *Result) {
 	if res.Outcome != OutcomeSuccess && res.Outcome != OutcomeEmptyOutput && len(res.Events) == 0 {
 		return
 	}
 	if res.OutputTokensSource == "" {
 		switch n, ok := p.count(res.GeneratedText); {
+		case res.EventTokensSource == TokenSourceProtocol:
+			res.OutputTokens, res.OutputTokensSource = eventTokens(res.Events), TokenSourceProtocol
 		case ok:
 			res.OutputTokens, res.OutputTokensSource = n, TokenSourceTokenizer
 		case res.Stream && len(res.Events) > 0:
-			res.OutputTokens = 0
-			for _, e := range res.Events {
-				res.OutputTokens += e.Tokens
-			}
-			res.OutputTokensSource = TokenSourceEvents
-			if res.EventTokensSource == TokenSourceProtocol {
-				res.OutputTokensSource = TokenSourceProtocol
-			}
+			res.OutputTokens, res.OutputTokensSource = eventTokens(res.Events), TokenSourceEvents
 		case res.GeneratedText != "":
 			res.OutputTokens, res.OutputTokensSource = res.RequestedOutputTokens, TokenSourceRequested
 		}
 	}
-	// Without per-event counts, retokenize each chunk so that a chunk of
-	// several tokens (speculative decoding) splits its gap.
-	if res.EventTokensSource == TokenSourceEvents && p.Counter != nil && res.Stream {
-		start, ok := 0, true
-		counts := make([]int, len(res.Events))
-		for i, e := range res.Events {
-			n, err := p.Counter.Count(res.GeneratedText[start:e.TextEnd])
-			if err != nil {
-				ok = false
-				break
-			}
-			counts[i], start = max(n, 1), e.TextEnd
-		}
-		if ok {
-			for i := range res.Events {
-				res.Events[i].Tokens = counts[i]
-			}
-			res.EventTokensSource = TokenSourceTokenizer
-		}
-	}
+	p.reconcileEvents(res)
 	if res.InputTokensSource == "" {
 		if n, ok := p.count(promptText(prompt)); ok {
 			res.InputTokens, res.InputTokensSource = n, TokenSourceTokenizer
@@ -391,6 +374,98 @@ func (p *Prober) countTokens(prompt datasets.Prompt, res *Result) {
 			res.InputTokens, res.InputTokensSource = prompt.PromptLen, TokenSourceDataset
 		}
 	}
+}
+
+func eventTokens(ev []Event) int {
+	n := 0
+	for _, e := range ev {
+		n += e.Tokens
+	}
+	return n
+}
+
+// reconcileEvents makes the per-event token counts add up to the output
+// count. They already do when the server counted every event (cumulative
+// usage or meta_info), when the protocol did (trt), or when the events are
+// as many as the tokens. Otherwise the total is spread over the events in
+// proportion to each chunk's weight: its text retokenized on its own when
+// there is a tokenizer, else its length in bytes (at least 1 either way).
+// A chunk's own token count is only a weight, never its count: a token's
+// text can split into two ids alone ("tok " is two ids to Qwen3), which
+// would double every per-token ITL.
+//
+// When the total is at least the number of events each event first gets
+// one token (it arrived, so it held one) and only the rest is shared, by
+// weight beyond 1; else the total is shared by weight and some events get
+// none. Shares are whole tokens by largest remainder, ties to the earlier
+// event, so the counts add up exactly.
+func (p *Prober) reconcileEvents(res *Result) {
+	total := res.OutputTokens
+	if len(res.Events) == 0 || total <= 0 || eventTokens(res.Events) == total {
+		return
+	}
+	w := make([]int, len(res.Events))
+	start := 0
+	for i, e := range res.Events {
+		end := min(max(e.TextEnd, start), len(res.GeneratedText))
+		chunk := res.GeneratedText[start:end]
+		w[i] = len(chunk)
+		if n, ok := p.count(chunk); ok {
+			w[i] = n
+		}
+		w[i] = max(w[i], 1)
+		start = end
+	}
+	base := 0
+	if total >= len(w) {
+		base = 1
+		excess := 0
+		for i := range w {
+			excess += w[i] - 1
+		}
+		if excess > 0 {
+			for i := range w {
+				w[i]--
+			}
+		} // else every weight is 1: share equally
+	}
+	shares := apportion(total-base*len(w), w)
+	for i := range res.Events {
+		res.Events[i].Tokens = base + shares[i]
+	}
+	res.EventTokensSource = TokenSourceSpread
+}
+
+// apportion splits n into whole shares proportional to the weights (not
+// all zero) by the largest remainder method; ties go to the earlier index.
+func apportion(n int, w []int) []int {
+	sum := 0
+	for _, x := range w {
+		sum += x
+	}
+	out := make([]int, len(w))
+	if sum == 0 {
+		for i := range w {
+			w[i] = 1
+		}
+		sum = len(w)
+	}
+	rem := make([]int, len(w))
+	given := 0
+	for i, x := range w {
+		out[i] = n * x / sum
+		rem[i] = n * x % sum
+		given += out[i]
+	}
+	order := make([]int, len(w))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return rem[b] - rem[a] })
+	for _, i := range order[:n-given] {
+		out[i]++
+	}
+	return out
 }
 
 func (p *Prober) count(text string) (int, bool) {

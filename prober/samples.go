@@ -1,0 +1,125 @@
+package prober
+
+import (
+	"iter"
+	"time"
+)
+
+// Samples are the measurements of one Result. Result.Samples and
+// Result.ITLGaps are the only timing arithmetic in servingprobe:
+// `servingprobe probe`, the bench table and JSONL, the daemon's histograms,
+// its history and landing page, and the log lines all take their numbers
+// from them, so that no two surfaces can disagree about one request. The
+// rules are in docs/metrics.md; TestSamples states each of them.
+//
+// A duration that is not defined for the request is -1.
+type Samples struct {
+	// Queue is Sent − Scheduled: how long the request waited on the client
+	// after the pacer released it. -1 when the request was not paced.
+	Queue time.Duration
+	// TTFT is FirstToken − Sent. -1 when no output arrived.
+	TTFT time.Duration
+	// E2E is End − Sent. -1 when the request was never sent.
+	E2E time.Duration
+	// TPOT is (End − FirstToken) / (OutputTokens − 1). -1 below 2 tokens.
+	TPOT time.Duration
+
+	InputTokens        int
+	InputTokensSource  TokenSource
+	OutputTokens       int
+	OutputTokensSource TokenSource
+	// EventTokensSource says where the per-event counts behind the
+	// per-token ITL came from (see Result.EventTokensSource).
+	EventTokensSource TokenSource
+	// FirstTokens is how many tokens the first output event carried: they
+	// arrive at TTFT and get no ITL entry.
+	FirstTokens int
+}
+
+// Defined reports whether d is a defined sample (not -1).
+func Defined(d time.Duration) bool { return d >= 0 }
+
+// Samples derives the measurements of r.
+func (r *Result) Samples() Samples {
+	s := Samples{
+		Queue: -1, TTFT: -1, E2E: -1, TPOT: -1,
+		InputTokens: max(r.InputTokens, 0), InputTokensSource: r.InputTokensSource,
+		OutputTokens: max(r.OutputTokens, 0), OutputTokensSource: r.OutputTokensSource,
+		EventTokensSource: r.EventTokensSource,
+	}
+	if len(r.Events) > 0 {
+		s.FirstTokens = max(r.Events[0].Tokens, 0)
+	}
+	if r.Sent.IsZero() {
+		return s
+	}
+	if !r.Scheduled.IsZero() {
+		s.Queue = max(r.Sent.Sub(r.Scheduled), 0)
+	}
+	if !r.FirstToken.IsZero() {
+		s.TTFT = max(r.FirstToken.Sub(r.Sent), 0)
+	}
+	if !r.End.IsZero() {
+		s.E2E = max(r.End.Sub(r.Sent), 0)
+		if !r.FirstToken.IsZero() && s.OutputTokens >= 2 {
+			s.TPOT = max(r.End.Sub(r.FirstToken), 0) / time.Duration(s.OutputTokens-1)
+		}
+	}
+	return s
+}
+
+// ITLGap is one inter-token gap: the time between an output event and the
+// previous counted one, shared by the Tokens tokens the later event
+// carried. A per-token ITL sample is Gap/Tokens, Tokens times over.
+type ITLGap struct {
+	Gap    time.Duration
+	Tokens int
+}
+
+// PerToken is the gap each of the event's tokens took, in seconds.
+func (g ITLGap) PerToken() float64 { return g.Gap.Seconds() / float64(g.Tokens) }
+
+// ITLGaps yields the inter-token gaps of r.
+//
+// Per token (perChunk false), the default everywhere: every event after the
+// first that carries n ≥ 1 tokens is one gap since the previous event that
+// carried tokens, shared by its n tokens. An event with 0 tokens (text that
+// arrived before the server's count moved, as sglang's /generate sends) is
+// skipped and does not move the reference time, as bench_serving does on
+// /generate. The tokens of the first event get no entry: they are TTFT.
+//
+// Per chunk (perChunk true, bench's --compat chunk-itl): every event after
+// the first is one sample of its gap since the previous event, whatever it
+// carried, as bench_serving measures its OpenAI backends.
+func (r *Result) ITLGaps(perChunk bool) iter.Seq[ITLGap] {
+	return func(yield func(ITLGap) bool) {
+		if len(r.Events) < 2 {
+			return
+		}
+		prev := r.Events[0].At
+		for _, e := range r.Events[1:] {
+			n := e.Tokens
+			if perChunk {
+				n = 1
+			} else if n <= 0 {
+				continue
+			}
+			if !yield(ITLGap{Gap: max(e.At.Sub(prev), 0), Tokens: n}) {
+				return
+			}
+			prev = e.At
+		}
+	}
+}
+
+// AppendITLs appends r's inter-token latencies in seconds to dst, each gap
+// expanded into its per-token samples (see ITLGaps).
+func (r *Result) AppendITLs(dst []float64, perChunk bool) []float64 {
+	for g := range r.ITLGaps(perChunk) {
+		v := g.PerToken()
+		for range g.Tokens {
+			dst = append(dst, v)
+		}
+	}
+	return dst
+}
