@@ -17,6 +17,7 @@ const (
 	CompatRandomLengths      = "random-lengths"
 	CompatAllFailedError     = "all-failed-error"
 	CompatEmptySuccess       = "empty-success"
+	CompatDatasetInputTokens = "dataset-input-tokens"
 )
 
 // CompatOption describes one compat switch, for --help and the README.
@@ -37,6 +38,7 @@ var CompatOptions = []CompatOption{
 	{CompatRandomLengths, "random datasets record the target length without re-measuring the decoded prompt", "datasets"},
 	{CompatAllFailedError, "fail the run, writing no summary, when no request succeeded (sglang crashes)", "bench"},
 	{CompatEmptySuccess, "count an HTTP 200 response that produced no output as a success with TTFT 0, as sglang does, instead of an empty_output failure", "bench"},
+	{CompatDatasetInputTokens, "total_input_tokens and the input throughputs sum the dataset rows' prompt lengths, as sglang does, instead of the server's prompt token counts that input_lens reports", "bench"},
 }
 
 // Compat is a set of compat switches. The zero value is servingprobe's
@@ -50,6 +52,7 @@ type Compat struct {
 	RandomLengths      bool `json:"random_lengths,omitempty"`
 	AllFailedError     bool `json:"all_failed_error,omitempty"`
 	EmptySuccess       bool `json:"empty_success,omitempty"`
+	DatasetInputTokens bool `json:"dataset_input_tokens,omitempty"`
 }
 
 func (c *Compat) field(name string) *bool {
@@ -70,6 +73,8 @@ func (c *Compat) field(name string) *bool {
 		return &c.AllFailedError
 	case CompatEmptySuccess:
 		return &c.EmptySuccess
+	case CompatDatasetInputTokens:
+		return &c.DatasetInputTokens
 	}
 	return nil
 }

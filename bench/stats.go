@@ -17,10 +17,11 @@ type Stats struct {
 	Max    float64 `json:"max"`
 }
 
-// computeStats computes Stats of values in seconds, reported in ms, with
+// ComputeStats computes Stats of values in seconds, reported in ms, with
 // NumPy's definitions. An empty list gives zeros, as bench_serving's
-// `np.mean(ttfts or 0)`. values is not modified.
-func computeStats(values []float64) Stats {
+// `np.mean(ttfts or 0)`. values is not modified. It is the one place
+// servingprobe computes percentiles of a sample list.
+func ComputeStats(values []float64) Stats {
 	if len(values) == 0 {
 		return Stats{}
 	}

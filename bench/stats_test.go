@@ -76,16 +76,16 @@ func TestComputeStats(t *testing.T) {
 	t.Parallel()
 	// Seconds in, milliseconds out, the list left in its order.
 	in := []float64{0.004, 0.001, 0.003, 0.002}
-	got := computeStats(in)
+	got := ComputeStats(in)
 	want := Stats{Mean: 2.5, Median: 2.5, Std: 1.118033988749895, P90: 3.7, P95: 3.8499999999999996, P99: 3.9699999999999998, Max: 4}
 	opt := cmp.Comparer(func(a, b float64) bool { return a == b || (a-b < 1e-12 && b-a < 1e-12) })
 	if diff := cmp.Diff(want, got, opt); diff != "" {
-		t.Errorf("computeStats(%v) (-want +got):\n%s", in, diff)
+		t.Errorf("ComputeStats(%v) (-want +got):\n%s", in, diff)
 	}
 	if in[0] != 0.004 {
 		t.Errorf("computeStats sorted its input: %v", in)
 	}
-	if got := computeStats(nil); got != (Stats{}) {
-		t.Errorf("computeStats(nil) = %+v, want zeros", got)
+	if got := ComputeStats(nil); got != (Stats{}) {
+		t.Errorf("ComputeStats(nil) = %+v, want zeros", got)
 	}
 }

@@ -236,6 +236,9 @@ func NewAccumulator(p Params) *Accumulator {
 // it was built from. Each index must be added once.
 func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 	rec := reqRec{idx: i, tpot: math.NaN()}
+	// Every timing comes from prober's one derivation; the bench only
+	// converts to seconds.
+	sm := r.Samples()
 	if !r.Sent.IsZero() {
 		if a.origin.IsZero() {
 			a.origin = r.Sent
@@ -243,42 +246,49 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		rec.start = r.Sent.Sub(a.origin).Seconds()
 		a.minSent, a.maxSent = minTime(a.minSent, r.Sent, a.nSent), maxTime(a.maxSent, r.Sent, a.nSent)
 		a.nSent++
-		if !r.Scheduled.IsZero() {
+		if prober.Defined(sm.Queue) {
 			rec.queued = true
-			rec.queue = r.Sent.Sub(r.Scheduled).Seconds()
+			rec.queue = sm.Queue.Seconds()
 		}
 	}
 	if !r.Scheduled.IsZero() {
 		a.minSched, a.maxSched = minTime(a.minSched, r.Scheduled, a.nSched), maxTime(a.maxSched, r.Scheduled, a.nSched)
 		a.nSched++
 	}
-	if !r.FirstToken.IsZero() && !r.Sent.IsZero() {
-		rec.ttft = r.FirstToken.Sub(r.Sent).Seconds()
+	// An undefined TTFT stays 0, as bench_serving keeps it for a success
+	// that never produced text.
+	if prober.Defined(sm.TTFT) {
+		rec.ttft = sm.TTFT.Seconds()
 	}
 	rec.itlOff = len(a.itl)
-	a.itl = appendITLs(a.itl, r.Events, a.perToken)
+	a.itl = r.AppendITLs(a.itl, !a.perToken)
 	rec.itlLen = len(a.itl) - rec.itlOff
 
+	in := inputTokens(&sm, row)
 	outLen := 0
 	// sglang counts any 200 stream read without an exception as a success,
 	// even one with no text; its TTFT then stays 0.
 	emptyOK := a.p.Compat.EmptySuccess && r.Outcome == prober.OutcomeEmptyOutput
 	if r.Outcome == prober.OutcomeSuccess || emptyOK {
 		rec.ok = true
-		outLen = r.OutputTokens
-		rec.e2e = r.End.Sub(r.Sent).Seconds()
-		if outLen > 1 {
-			rec.tpot = (rec.e2e - rec.ttft) / float64(outLen-1)
+		outLen = sm.OutputTokens
+		rec.e2e = max(sm.E2E, 0).Seconds()
+		if sm.TPOTSeconds >= 0 {
+			rec.tpot = sm.TPOTSeconds
 		}
 		rec.firstTok = 1
-		if a.perToken && len(r.Events) > 0 {
-			rec.firstTok = max(r.Events[0].Tokens, 1)
+		if a.perToken {
+			rec.firstTok = max(sm.FirstTokens, 1)
 		}
 		a.completed++
-		a.totalIn += row.PromptLen
+		total := in
+		if a.p.Compat.DatasetInputTokens {
+			total = row.PromptLen
+		}
+		a.totalIn += total
 		text, vision := row.TextPromptLen, row.VisionPromptLen
 		if text == 0 && vision == 0 {
-			text = row.PromptLen // text-only rows leave the split unset
+			text = total // text-only rows leave the split unset
 		}
 		a.totalInText += text
 		a.totalInVision += vision
@@ -301,10 +311,6 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 			d.ITLs = append(d.ITLs, nil)
 			d.GeneratedTexts = append(d.GeneratedTexts, "")
 			d.Errors = append(d.Errors, "")
-		}
-		in := row.PromptLen
-		if (r.InputTokensSource == prober.TokenSourceUsage || r.InputTokensSource == prober.TokenSourceMetaInfo) && r.InputTokens > 0 {
-			in = r.InputTokens
 		}
 		d.InputLens[i] = in
 		d.OutputLens[i] = outLen
@@ -335,21 +341,18 @@ func maxTime(cur, t time.Time, n int) time.Time {
 	return cur
 }
 
-// appendITLs appends the inter-token latencies of one request's events.
-func appendITLs(dst []float64, ev []prober.Event, perToken bool) []float64 {
-	for k := 1; k < len(ev); k++ {
-		gap := ev[k].At.Sub(ev[k-1].At).Seconds()
-		n := max(ev[k].Tokens, 1)
-		if !perToken || n == 1 {
-			dst = append(dst, gap)
-			continue
-		}
-		g := gap / float64(n)
-		for range n {
-			dst = append(dst, g)
+// inputTokens is a request's prompt length: the server's count where it
+// stated one (it includes the chat template, which the dataset's does
+// not), else the dataset row's. input_lens and, by default,
+// total_input_tokens both use it, so that they add up.
+func inputTokens(sm *prober.Samples, row datasets.Prompt) int {
+	switch sm.InputTokensSource {
+	case prober.TokenSourceUsage, prober.TokenSourceMetaInfo:
+		if sm.InputTokens > 0 {
+			return sm.InputTokens
 		}
 	}
-	return dst
+	return row.PromptLen
 }
 
 // Summarize computes the summary of results, where results[i] was built
@@ -431,18 +434,18 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		OutputThroughputRetokenized:  per(float64(a.totalRetok)),
 		TotalThroughput:              per(float64(a.totalIn + a.totalOut)),
 		TotalThroughputRetokenized:   per(float64(a.totalIn + a.totalRetok)),
-		E2ELatency:                   computeStats(e2es),
-		TTFT:                         computeStats(ttfts),
-		TPOT:                         computeStats(tpots),
-		ITL:                          computeStats(itls),
+		E2ELatency:                   ComputeStats(e2es),
+		TTFT:                         ComputeStats(ttfts),
+		TPOT:                         ComputeStats(tpots),
+		ITL:                          ComputeStats(itls),
 		Concurrency:                  per(pairwiseSum(e2es)),
 
 		Requests:             len(recs),
 		Failed:               len(recs) - a.completed,
 		ScheduledRequestRate: spanRate(a.nSched, a.minSched, a.maxSched),
 		ActualRequestRate:    spanRate(a.nSent, a.minSent, a.maxSent),
-		ClientQueue:          computeStats(queues),
-		E2EIncludingQueue:    computeStats(e2eQ),
+		ClientQueue:          ComputeStats(queues),
+		E2EIncludingQueue:    ComputeStats(e2eQ),
 		Compat:               p.Compat,
 	}
 	if len(a.outcomes) > 0 {

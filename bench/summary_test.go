@@ -118,7 +118,7 @@ func TestSummaryFigures(t *testing.T) {
 		{"per-token ITL", nil, func(t *testing.T, s Summary) {
 			// 20 x5 (the 3-token chunk split), 50, 525 x2, 20 x3.
 			itl := []float64{.02, .02, .02, .02, .02, .05, .525, .525, .02, .02, .02}
-			if diff := cmp.Diff(computeStats(itl), s.ITL, approx); diff != "" {
+			if diff := cmp.Diff(ComputeStats(itl), s.ITL, approx); diff != "" {
 				t.Errorf("ITL (-want +got):\n%s", diff)
 			}
 			if s.MaxOutputTokensPerS != 11 {
@@ -127,7 +127,7 @@ func TestSummaryFigures(t *testing.T) {
 		}},
 		{"chunk ITL in compat", func(p *Params) { p.Compat.ChunkITL = true }, func(t *testing.T, s Summary) {
 			itl := []float64{.02, .02, .06, .05, 1.05, .02, .02, .02}
-			if diff := cmp.Diff(computeStats(itl), s.ITL, approx); diff != "" {
+			if diff := cmp.Diff(ComputeStats(itl), s.ITL, approx); diff != "" {
 				t.Errorf("ITL (-want +got):\n%s", diff)
 			}
 			if s.MaxOutputTokensPerS != 7 {
@@ -152,11 +152,11 @@ func TestSummaryFigures(t *testing.T) {
 		}},
 		{"client queue and rates", nil, func(t *testing.T, s Summary) {
 			// Queue 0, 30, 0, 100, 10, 1050 ms over all six requests.
-			if diff := cmp.Diff(computeStats([]float64{0, .03, 0, .1, .01, 1.05}), s.ClientQueue, approx); diff != "" {
+			if diff := cmp.Diff(ComputeStats([]float64{0, .03, 0, .1, .01, 1.05}), s.ClientQueue, approx); diff != "" {
 				t.Errorf("ClientQueue (-want +got):\n%s", diff)
 			}
 			// Successes: E2E+queue 210, 1450, 170, 1170 ms.
-			if diff := cmp.Diff(computeStats([]float64{.21, 1.45, .17, 1.17}), s.E2EIncludingQueue, approx); diff != "" {
+			if diff := cmp.Diff(ComputeStats([]float64{.21, 1.45, .17, 1.17}), s.E2EIncludingQueue, approx); diff != "" {
 				t.Errorf("E2EIncludingQueue (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff([]float64{20, 5 / 1.3}, []float64{float64(s.ScheduledRequestRate), float64(s.ActualRequestRate)}, approx); diff != "" {

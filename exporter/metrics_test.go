@@ -56,7 +56,7 @@ func TestSamplesOf(t *testing.T) {
 			name: "success",
 			r:    successResult("a", "m", "x"),
 			want: samples{
-				queue: ms(1), ttft: ms(100), e2e: ms(185), tpot: ms(85) / 4,
+				queue: ms(1), ttft: ms(100), e2e: ms(185), tpot: (ms(185) - ms(100)) / 4,
 				itl: []itlSample{{ms(20), 1}, {ms(20), 2}, {ms(20), 1}},
 			},
 		},
@@ -72,11 +72,11 @@ func TestSamplesOf(t *testing.T) {
 			want: samples{queue: -1, ttft: 1, e2e: 2, tpot: -1},
 		},
 		{
-			name: "zero-token events count as one; huge claims are capped",
+			name: "zero-token events are skipped without moving the reference; huge claims are capped",
 			r: prober.Result{Sent: t0, FirstToken: t0, End: t0.Add(time.Second),
-				Events: []prober.Event{{At: t0}, {At: t0.Add(time.Second)}, {At: t0.Add(2 * time.Second), Tokens: 1 << 30}}},
+				Events: []prober.Event{{At: t0, Tokens: 1}, {At: t0.Add(time.Second)}, {At: t0.Add(2 * time.Second), Tokens: 1 << 30}}},
 			want: samples{queue: -1, ttft: 0, e2e: 1, tpot: -1,
-				itl: []itlSample{{1, 1}, {1.0 / (1 << 30), maxITLSamplesPerEvent}}},
+				itl: []itlSample{{2.0 / (1 << 30), maxITLSamplesPerEvent}}},
 		},
 		{
 			name: "clock going backwards clamps at zero",

@@ -159,30 +159,22 @@ type itlSample struct {
 // cost one histogram observation per claimed token.
 const maxITLSamplesPerEvent = 1024
 
-// samplesOf computes the timings of r, following the definitions in the
-// metric help strings. It is pure.
+// samplesOf converts r's samples (prober.Result.Samples and ITLGaps, the
+// one place timing is derived) to seconds, -1 where undefined. It is pure.
 func samplesOf(r prober.Result) samples {
-	s := samples{queue: -1, ttft: -1, e2e: -1, tpot: -1}
-	sec := func(d time.Duration) float64 { return max(d, 0).Seconds() }
-	if !r.Sent.IsZero() && !r.Scheduled.IsZero() {
-		s.queue = sec(r.Sent.Sub(r.Scheduled))
-	}
-	if r.Sent.IsZero() {
-		return s
-	}
-	if !r.FirstToken.IsZero() {
-		s.ttft = sec(r.FirstToken.Sub(r.Sent))
-	}
-	if !r.End.IsZero() {
-		s.e2e = sec(r.End.Sub(r.Sent))
-		if !r.FirstToken.IsZero() && r.OutputTokens >= 2 {
-			s.tpot = sec(r.End.Sub(r.FirstToken)) / float64(r.OutputTokens-1)
+	sm := r.Samples()
+	sec := func(d time.Duration) float64 {
+		if !prober.Defined(d) {
+			return -1
 		}
+		return d.Seconds()
 	}
-	for i := 1; i < len(r.Events); i++ {
-		n := max(r.Events[i].Tokens, 1)
-		gap := sec(r.Events[i].At.Sub(r.Events[i-1].At))
-		s.itl = append(s.itl, itlSample{perToken: gap / float64(n), n: min(n, maxITLSamplesPerEvent)})
+	s := samples{queue: sec(sm.Queue), ttft: sec(sm.TTFT), e2e: sec(sm.E2E), tpot: sm.TPOTSeconds}
+	if sm.E2E < 0 {
+		return s // never sent: no ITL either
+	}
+	for g := range r.ITLGaps(false) {
+		s.itl = append(s.itl, itlSample{perToken: g.PerToken(), n: min(g.Tokens, maxITLSamplesPerEvent)})
 	}
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -75,6 +76,14 @@ func gaps(r *Result, perChunk bool) []string {
 	return out
 }
 
+// secondsDuration rounds seconds to a Duration; -1 stays undefined.
+func secondsDuration(s float64) time.Duration {
+	if s < 0 {
+		return -1
+	}
+	return time.Duration(math.Round(s * 1e9))
+}
+
 func durString(d time.Duration) string {
 	if !Defined(d) {
 		return "-"
@@ -86,7 +95,7 @@ func toGolden(r Result) goldenResult {
 	sm := r.Samples()
 	g := goldenResult{
 		Outcome: r.Outcome, Err: r.Err, HTTPStatus: r.HTTPStatus, FinishReason: r.FinishReason,
-		TTFT: durString(sm.TTFT), E2E: durString(sm.E2E), TPOT: durString(sm.TPOT),
+		TTFT: durString(sm.TTFT), E2E: durString(sm.E2E), TPOT: durString(secondsDuration(sm.TPOTSeconds)),
 		ChunkITLs: gaps(&r, true), ITLs: gaps(&r, false), Events: []goldenEvent{},
 		EventTokensSource: r.EventTokensSource,
 		InputTokens:       r.InputTokens, InputTokensSource: r.InputTokensSource,

@@ -93,11 +93,11 @@ func TestLLMDInferenceSim(t *testing.T) {
 				t.Errorf("got %d events and %q, want a streamed text", len(r.Events), r.GeneratedText)
 			}
 			// 11 gaps of ~20 ms: TPOT near 20 ms.
-			if tpot := r.Samples().TPOT; tpot < 15*time.Millisecond || tpot > 80*time.Millisecond {
+			if tpot := secondsDuration(r.Samples().TPOTSeconds); tpot < 15*time.Millisecond || tpot > 80*time.Millisecond {
 				t.Errorf("TPOT = %v, want within [15ms, 80ms]", tpot)
 			}
 			t.Logf("%s: TTFT %v TPOT %v E2E %v events %d tokens %d/%d finish %q",
-				backend, r.Samples().TTFT, r.Samples().TPOT, r.Samples().E2E, len(r.Events), r.InputTokens, r.OutputTokens, r.FinishReason)
+				backend, r.Samples().TTFT, r.Samples().TPOTSeconds, r.Samples().E2E, len(r.Events), r.InputTokens, r.OutputTokens, r.FinishReason)
 		})
 	}
 }

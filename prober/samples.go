@@ -21,8 +21,11 @@ type Samples struct {
 	TTFT time.Duration
 	// E2E is End − Sent. -1 when the request was never sent.
 	E2E time.Duration
-	// TPOT is (End − FirstToken) / (OutputTokens − 1). -1 below 2 tokens.
-	TPOT time.Duration
+	// TPOTSeconds is (End − FirstToken) / (OutputTokens − 1) in seconds,
+	// -1 below 2 tokens. It is a ratio, kept as a float so that it is not
+	// rounded to the nanosecond: the bench prints it to 15 digits, as
+	// bench_serving does.
+	TPOTSeconds float64
 
 	InputTokens        int
 	InputTokensSource  TokenSource
@@ -42,7 +45,7 @@ func Defined(d time.Duration) bool { return d >= 0 }
 // Samples derives the measurements of r.
 func (r *Result) Samples() Samples {
 	s := Samples{
-		Queue: -1, TTFT: -1, E2E: -1, TPOT: -1,
+		Queue: -1, TTFT: -1, E2E: -1, TPOTSeconds: -1,
 		InputTokens: max(r.InputTokens, 0), InputTokensSource: r.InputTokensSource,
 		OutputTokens: max(r.OutputTokens, 0), OutputTokensSource: r.OutputTokensSource,
 		EventTokensSource: r.EventTokensSource,
@@ -62,7 +65,9 @@ func (r *Result) Samples() Samples {
 	if !r.End.IsZero() {
 		s.E2E = max(r.End.Sub(r.Sent), 0)
 		if !r.FirstToken.IsZero() && s.OutputTokens >= 2 {
-			s.TPOT = max(r.End.Sub(r.FirstToken), 0) / time.Duration(s.OutputTokens-1)
+			// (E2E − TTFT) in float seconds, not End − FirstToken: the
+			// same operations as bench_serving, so the last digit agrees.
+			s.TPOTSeconds = max(s.E2E.Seconds()-s.TTFT.Seconds(), 0) / float64(s.OutputTokens-1)
 		}
 	}
 	return s

@@ -110,7 +110,7 @@ func TestTiming(t *testing.T) {
 			}},
 			counter: charCounter{},
 			want: want{
-				Outcome: OutcomeSuccess, TTFT: 100 * ms, E2E: 120 * ms, TPOT: 20 * ms / 7,
+				Outcome: OutcomeSuccess, TTFT: 100 * ms, E2E: 120 * ms, TPOT: 2857143, // 20 ms / 7, rounded
 				ChunkITLs:    []time.Duration{10 * ms, 10 * ms},
 				ITLs:         []time.Duration{2500 * time.Microsecond, 2500 * time.Microsecond, 2500 * time.Microsecond, 2500 * time.Microsecond, 5 * ms, 5 * ms},
 				OutputTokens: 8, EventTokensSource: TokenSourceSpread,
@@ -261,7 +261,7 @@ func TestTiming(t *testing.T) {
 				r := p.Run(ctx, datasets.Prompt{Text: "x", OutputLen: 8}, scheduled)
 				sm := r.Samples()
 				got := want{
-					Outcome: r.Outcome, TTFT: sm.TTFT, E2E: sm.E2E, TPOT: sm.TPOT,
+					Outcome: r.Outcome, TTFT: sm.TTFT, E2E: sm.E2E, TPOT: secondsDuration(sm.TPOTSeconds),
 					ChunkITLs: itlDurations(&r, true), ITLs: itlDurations(&r, false), OutputTokens: r.OutputTokens,
 					EventTokensSource: r.EventTokensSource, Queue: sm.Queue,
 				}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -255,7 +256,8 @@ func benchE2E(t *testing.T, baseURL string, extra ...string) {
 		"--dataset-name", "random", "--tokenizer", "../../tokenizer/testdata/qwen3",
 		"--random-input-len", "64", "--random-output-len", "16", "--random-range-ratio", "0.5",
 		"--num-prompts", "200", "--request-rate", "50", "--max-concurrency", "16",
-		"--output-file", out, "--disable-tqdm", "--ready-check-timeout-sec", "10"}, extra...)
+		"--output-file", out, "--disable-tqdm", "--ready-check-timeout-sec", "10", "--output-details"}, extra...)
+	datasetInput := slices.Contains(extra, "--compat=dataset-input-tokens")
 	code, stdout, stderr := runCLI(t, args...)
 	if code != 0 {
 		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -281,8 +283,9 @@ func benchE2E(t *testing.T, baseURL string, extra ...string) {
 	if n := intAfter("Total generated tokens:"); n != wantOut {
 		t.Errorf("Total generated tokens: %d, want the dataset's %d", n, wantOut)
 	}
-	if n := intAfter("Total input tokens:"); n != wantIn {
-		t.Errorf("Total input tokens: %d, want the dataset's %d", n, wantIn)
+	totalIn := intAfter("Total input tokens:")
+	if datasetInput && totalIn != wantIn {
+		t.Errorf("Total input tokens: %d, want the dataset's %d under --compat dataset-input-tokens", totalIn, wantIn)
 	}
 	if n := intAfter("Peak concurrent requests:"); n > 16 {
 		t.Errorf("Peak concurrent requests: %d, above --max-concurrency 16", n)
@@ -295,10 +298,22 @@ func benchE2E(t *testing.T, baseURL string, extra ...string) {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatalf("JSONL does not parse: %v\n%s", err, b)
 	}
-	for k, want := range map[string]float64{"completed": 200, "total_output_tokens": float64(wantOut), "total_input_tokens": float64(wantIn), "request_rate": 50, "max_concurrency": 16} {
+	for k, want := range map[string]float64{"completed": 200, "total_output_tokens": float64(wantOut), "total_input_tokens": float64(totalIn), "request_rate": 50, "max_concurrency": 16} {
 		if rec[k] != want {
 			t.Errorf("JSONL %s = %v, want %v", k, rec[k], want)
 		}
+	}
+	// By default the total is the server's prompt counts, so the
+	// per-request input_lens add up to it.
+	lens, _ := rec["input_lens"].([]any)
+	sum := 0.0
+	for _, v := range lens {
+		sum += v.(float64)
+	}
+	if len(lens) != 200 {
+		t.Errorf("JSONL input_lens has %d entries, want 200", len(lens))
+	} else if !datasetInput && sum != float64(totalIn) {
+		t.Errorf("JSONL input_lens sum to %v, total_input_tokens is %d: they must agree", sum, totalIn)
 	}
 	// 200 requests at 50/s: the last is scheduled at about 4 s.
 	if d, _ := rec["duration"].(float64); d < 3 || d > 30 {
@@ -309,7 +324,9 @@ func benchE2E(t *testing.T, baseURL string, extra ...string) {
 func TestBenchEndToEndSimulator(t *testing.T) {
 	cfg := simulator.DefaultConfig()
 	cfg.TTFT, cfg.ITL = 20*time.Millisecond, 2*time.Millisecond
-	benchE2E(t, startSimulator(t, cfg))
+	url := startSimulator(t, cfg)
+	benchE2E(t, url)
+	benchE2E(t, url, "--compat=dataset-input-tokens")
 }
 
 // TestBenchJSONLInfinity checks the default JSONL's bare Infinity (as

@@ -15,6 +15,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/model"
 
+	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/prober"
@@ -176,53 +177,53 @@ func resolveProbe(a *probeArgs) (config.Target, prober.RequestOptions, datasets.
 	return t, opts, prompt, nil
 }
 
-// probeJSON is the --json view: the Result plus its derived durations, in
-// seconds.
+// probeJSON is a Result with its samples (prober.Result.Samples) in
+// seconds; a sample that is not defined for the request is null.
 type probeJSON struct {
 	prober.Result
-	TTFTSeconds    float64   `json:"ttft_seconds"`
-	TPOTSeconds    float64   `json:"tpot_seconds"`
-	E2ESeconds     float64   `json:"e2e_seconds"`
-	ITLSeconds     []float64 `json:"itl_seconds"`
-	ChunkITLSecond []float64 `json:"chunk_itl_seconds"`
+	TTFTSeconds      *float64  `json:"ttft_seconds"`
+	TPOTSeconds      *float64  `json:"tpot_seconds"`
+	E2ESeconds       *float64  `json:"e2e_seconds"`
+	ITLSeconds       []float64 `json:"itl_seconds"`
+	ChunkITLSeconds  []float64 `json:"chunk_itl_seconds"`
+	EventTokensTotal int       `json:"event_tokens_total"`
 }
 
-func probeSeconds(ds []time.Duration) []float64 {
-	out := make([]float64, len(ds))
-	for i, d := range ds {
-		out[i] = d.Seconds()
+func optSeconds(d time.Duration) *float64 {
+	if !prober.Defined(d) {
+		return nil
 	}
-	return out
+	v := d.Seconds()
+	return &v
 }
 
 func writeProbeJSON(w io.Writer, r prober.Result) error {
+	sm := r.Samples()
+	out := probeJSON{
+		Result: r, TTFTSeconds: optSeconds(sm.TTFT), E2ESeconds: optSeconds(sm.E2E),
+		ITLSeconds: r.AppendITLs([]float64{}, false), ChunkITLSeconds: r.AppendITLs([]float64{}, true),
+	}
+	if sm.TPOTSeconds >= 0 {
+		out.TPOTSeconds = &sm.TPOTSeconds
+	}
+	for _, e := range r.Events {
+		out.EventTokensTotal += e.Tokens
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(probeJSON{
-		Result: r, TTFTSeconds: r.TTFT().Seconds(), TPOTSeconds: r.TPOT().Seconds(), E2ESeconds: r.E2E().Seconds(),
-		ITLSeconds: probeSeconds(r.ITLs()), ChunkITLSecond: probeSeconds(r.ChunkITLs()),
-	})
+	return enc.Encode(out)
 }
 
-// quantile is NumPy's linear (type 7) percentile of sorted ds.
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	pos := q * float64(len(sorted)-1)
-	lo := int(pos)
-	if lo+1 >= len(sorted) {
-		return sorted[len(sorted)-1]
-	}
-	frac := pos - float64(lo)
-	return sorted[lo] + time.Duration(frac*float64(sorted[lo+1]-sorted[lo]))
-}
-
+// probeMS prints a sample in ms, or "–" where it is not defined.
 func probeMS(d time.Duration) string {
+	if !prober.Defined(d) {
+		return "–"
+	}
 	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 }
 
 func writeProbeSummary(w io.Writer, r prober.Result) {
+	sm := r.Samples()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	row("Target", "%s (%s, model %s)", r.Target, r.Backend, r.Model)
@@ -230,17 +231,25 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 	if r.Err != "" {
 		row("Error", "%s", r.Err)
 	}
-	row("TTFT", "%s", probeMS(r.TTFT()))
-	row("TPOT", "%s", probeMS(r.TPOT()))
-	itl := r.ITLs()
-	slices.Sort(itl)
-	row("ITL per token", "p50 %s  p99 %s  max %s  (%d, tokens from %s)", probeMS(quantile(itl, .5)), probeMS(quantile(itl, .99)), probeMS(quantile(itl, 1)), len(itl), r.EventTokensSource)
-	citl := r.ChunkITLs()
-	slices.Sort(citl)
-	row("ITL per chunk", "p50 %s  p99 %s  max %s  (%d)", probeMS(quantile(citl, .5)), probeMS(quantile(citl, .99)), probeMS(quantile(citl, 1)), len(citl))
-	row("E2E", "%s", probeMS(r.E2E()))
-	row("Tokens in", "%d (%s)", r.InputTokens, orNone(string(r.InputTokensSource)))
-	row("Tokens out", "%d (%s), requested %d", r.OutputTokens, orNone(string(r.OutputTokensSource)), r.RequestedOutputTokens)
+	row("TTFT", "%s", probeMS(sm.TTFT))
+	tpot := "–"
+	if sm.TPOTSeconds >= 0 {
+		tpot = fmt.Sprintf("%.2f ms", sm.TPOTSeconds*1000)
+	}
+	row("TPOT", "%s", tpot)
+	itls := func(perChunk bool) string {
+		v := r.AppendITLs(nil, perChunk)
+		if len(v) == 0 {
+			return "–"
+		}
+		st := bench.ComputeStats(v)
+		return fmt.Sprintf("p50 %.2f ms  p99 %.2f ms  max %.2f ms  (%d)", st.Median, st.P99, st.Max, len(v))
+	}
+	row("ITL per token", "%s, tokens per event from %s", itls(false), orNone(string(sm.EventTokensSource)))
+	row("ITL per chunk", "%s", itls(true))
+	row("E2E", "%s", probeMS(sm.E2E))
+	row("Tokens in", "%d (%s)", sm.InputTokens, orNone(string(sm.InputTokensSource)))
+	row("Tokens out", "%d (%s), requested %d", sm.OutputTokens, orNone(string(sm.OutputTokensSource)), r.RequestedOutputTokens)
 	row("Finish reason", "%s", orNone(r.FinishReason))
 	conn := "new connection"
 	if r.Trace.ConnReused {

@@ -54,8 +54,8 @@ func TestProbeEverySimulatedBackend(t *testing.T) {
 			if r.OutputTokens != maxTokens {
 				t.Errorf("output tokens = %d (%s), want %d", r.OutputTokens, r.OutputTokensSource, maxTokens)
 			}
-			if r.TTFT() <= 0 || r.E2E() < r.TTFT() {
-				t.Errorf("TTFT %v, E2E %v: want 0 < TTFT <= E2E", r.TTFT(), r.E2E())
+			if r.Samples().TTFT <= 0 || r.Samples().E2E < r.Samples().TTFT {
+				t.Errorf("TTFT %v, E2E %v: want 0 < TTFT <= E2E", r.Samples().TTFT, r.Samples().E2E)
 			}
 			if len(r.Events) == 0 {
 				t.Error("no output events recorded")

@@ -46,8 +46,8 @@ func TestRunProbe(t *testing.T) {
 	}
 	// Real sockets: only loose bounds. The first token is scripted 20 ms
 	// after the headers.
-	if res.TTFT() < 20*time.Millisecond || res.E2E() < res.TTFT() {
-		t.Errorf("TTFT %v, E2E %v: want TTFT >= 20ms and E2E >= TTFT", res.TTFT(), res.E2E())
+	if res.Samples().TTFT < 20*time.Millisecond || res.Samples().E2E < res.Samples().TTFT {
+		t.Errorf("TTFT %v, E2E %v: want TTFT >= 20ms and E2E >= TTFT", res.Samples().TTFT, res.Samples().E2E)
 	}
 	reqs := srv.Requests()
 	if len(reqs) != 2 {
