@@ -160,7 +160,16 @@ func TestGoldenTranscripts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got := toGolden(replay(t, backend, transcript, meta))
+			r := replay(t, backend, transcript, meta)
+			switch r.OutputTokensSource {
+			case TokenSourceUsage, TokenSourceMetaInfo, TokenSourceProtocol:
+				// Where the server states the output count, the per-event
+				// counts behind the per-token ITL add up to it.
+				if n := eventTokens(r.Events); len(r.Events) > 0 && n != r.OutputTokens {
+					t.Errorf("%s: events carry %d tokens, the server counted %d (%s)", f, n, r.OutputTokens, r.OutputTokensSource)
+				}
+			}
+			got := toGolden(r)
 			goldenPath := strings.TrimSuffix(f, ".sse") + ".golden.json"
 			if *updateGolden {
 				b, _ := json.MarshalIndent(got, "", "  ")
