@@ -34,12 +34,12 @@ const (
 	simFault500   = 0.2
 )
 
-// Predictions from that model, for the uniform jitter: the q-quantile of
-// base+U(-J,J) is base + J*(2q-1). Our own overhead on loopback (tens of
-// microseconds) is far below the tolerances. The latencies are long on
-// purpose: on a busy shared machine, goroutine scheduling adds up to a few
-// milliseconds to the tail (and two chunks can land in one read), which
-// must stay small against a decode step.
+// What the model guarantees: the q-quantile of base+U(-J,J) is
+// base + J*(2q-1), and no latency can be below it, since a loaded machine
+// only ever adds latency. How much it adds to a 1% tail depends on what
+// else runs on the machine, so the test asserts no upper band on latency:
+// it checks that the two Prometheus forms agree with each other, that
+// each is no faster than the model allows, and the success ratio.
 var (
 	wantTTFTp50    = simTTFT.Seconds()
 	wantTTFTp99    = (simTTFT + time.Duration(0.98*float64(simTTFTJitter))).Seconds()
@@ -50,21 +50,16 @@ var (
 // Tolerances.
 //   - Classic form: histogram_quantile interpolates linearly inside the
 //     bucket holding the quantile, so the estimate is only known to lie in
-//     the classic bucket that holds the true value. The test accepts that
-//     bucket, widened by one neighbour on each side for sampling noise near
-//     an edge.
-//   - Native form: schema 3 buckets are 9% wide; the test accepts ±12%.
+//     the classic bucket that holds the true value. The native estimate
+//     must lie in the classic estimate's bucket, widened by one neighbour
+//     on each side (sampling near an edge, and the two Prometheus servers
+//     scrape at slightly different moments).
+//   - Native form: schema 3 buckets are 9% wide; a lower bound gets 12%.
 //   - Success ratio: about 120 requests in the window, binomial standard
 //     deviation sqrt(0.16/120) ≈ 0.037; the test accepts ±0.13 (3.5 sd).
-//   - Tail quantiles: a loaded machine can only add latency, never remove
-//     it. With other CI jobs on both cores, the simulator's and our
-//     goroutines wait for a CPU now and then; a 1% tail is made of exactly
-//     those samples. Measured up to +9 ms on ITL p99 at a load average of
-//     10 on 2 cores, so the upper bound of a p99 gets 15 ms more.
 const (
 	nativeRelTolerance = 0.12
 	ratioTolerance     = 0.13
-	tailLoadAllowance  = 15 * time.Millisecond
 )
 
 // classicBounds returns the accepted range for a classic estimate of v.
@@ -95,7 +90,7 @@ func TestPrometheusIntegration(t *testing.T) {
 	}
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
-		t.Skip("prometheus not installed (apt-get install prometheus)")
+		t.Fatalf("prometheus: %v (make test installs it: scripts/install-deps.sh)", err)
 	}
 
 	cfg := simulator.DefaultConfig()
@@ -203,39 +198,50 @@ func TestPrometheusIntegration(t *testing.T) {
 	checks := []struct {
 		name    string
 		expr    string
-		want    float64
+		min     float64 // the model's floor for this quantile
 		buckets []float64
-		tail    bool
 	}{
-		{"TTFT p50", quantile(0.5, "servingprobe_time_to_first_token_seconds"), wantTTFTp50, latencyBuckets, false},
-		{"TTFT p99", quantile(0.99, "servingprobe_time_to_first_token_seconds"), wantTTFTp99, latencyBuckets, true},
-		{"ITL p99", quantile(0.99, "servingprobe_inter_token_latency_seconds"), wantITLp99, tokenBuckets, true},
-		{"success ratio", `sum(rate(servingprobe_requests_total{outcome="success"}[20s])) / sum(rate(servingprobe_requests_total[20s]))`, wantSuccessRat, nil, false},
+		{"TTFT p50", quantile(0.5, "servingprobe_time_to_first_token_seconds"), wantTTFTp50, latencyBuckets},
+		{"TTFT p99", quantile(0.99, "servingprobe_time_to_first_token_seconds"), wantTTFTp99, latencyBuckets},
+		{"ITL p99", quantile(0.99, "servingprobe_inter_token_latency_seconds"), wantITLp99, tokenBuckets},
 	}
-	for _, p := range proms {
-		for _, c := range checks {
-			got, err := q(p, c.expr)
+	for _, c := range checks {
+		got := map[string]float64{}
+		for _, p := range proms {
+			v, err := q(p, c.expr)
 			if err != nil {
 				t.Errorf("%s Prometheus, %s: %v", p.name, c.name, err)
 				continue
 			}
-			var lo, hi float64
-			switch {
-			case c.buckets == nil:
-				lo, hi = c.want-ratioTolerance, c.want+ratioTolerance
-			case p.name == "classic":
-				lo, hi = classicBounds(c.buckets, c.want)
-			default:
-				lo, hi = c.want*(1-nativeRelTolerance), c.want*(1+nativeRelTolerance)
+			got[p.name] = v
+			floor := c.min * (1 - nativeRelTolerance)
+			if p.name == "classic" {
+				floor, _ = classicBounds(c.buckets, c.min)
 			}
-			if c.tail {
-				hi += tailLoadAllowance.Seconds()
+			if v < floor {
+				t.Errorf("%s Prometheus, %s = %.4f, below the model's floor %.4f (accepted from %.4f)", p.name, c.name, v, c.min, floor)
 			}
-			if got < lo || got > hi {
-				t.Errorf("%s Prometheus, %s = %.4f, want %.4f (accepted [%.4f, %.4f])", p.name, c.name, got, c.want, lo, hi)
-			} else {
-				t.Logf("%s Prometheus, %s = %.4f (model %.4f, accepted [%.4f, %.4f])", p.name, c.name, got, c.want, lo, hi)
-			}
+		}
+		classic, ok1 := got["classic"]
+		native, ok2 := got["native"]
+		if !ok1 || !ok2 {
+			continue
+		}
+		lo, hi := classicBounds(c.buckets, classic)
+		if native < lo || native > hi {
+			t.Errorf("%s: native %.4f and classic %.4f disagree (native accepted in [%.4f, %.4f], the classic estimate's bucket and its neighbours)",
+				c.name, native, classic, lo, hi)
+		} else {
+			t.Logf("%s: native %.4f, classic %.4f (model floor %.4f)", c.name, native, classic, c.min)
+		}
+	}
+	for _, p := range proms {
+		expr := `sum(rate(servingprobe_requests_total{outcome="success"}[20s])) / sum(rate(servingprobe_requests_total[20s]))`
+		got, err := q(p, expr)
+		if err != nil {
+			t.Errorf("%s Prometheus, success ratio: %v", p.name, err)
+		} else if lo, hi := wantSuccessRat-ratioTolerance, wantSuccessRat+ratioTolerance; got < lo || got > hi {
+			t.Errorf("%s Prometheus, success ratio = %.4f, want %.4f (accepted [%.4f, %.4f])", p.name, got, wantSuccessRat, lo, hi)
 		}
 	}
 }

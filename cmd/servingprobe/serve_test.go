@@ -130,7 +130,7 @@ func TestServeBasicAuth(t *testing.T) {
 func TestServeDemoPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Skip("promtool not installed (apt-get install prometheus)")
+		t.Fatalf("promtool: %v (make test installs it: scripts/install-deps.sh)", err)
 	}
 	addr := freeAddr(t)
 	startServe(t, "serve", "--demo", "--web.listen-address="+addr)
