@@ -100,6 +100,10 @@ func parse(app *kingpin.Application, args []string) (cmd string, code int, err e
 			cmd, code, err = "", int(t), nil
 		}
 	}()
+	args, err = argparseArgs(app, args)
+	if err != nil {
+		return "", -1, err
+	}
 	cmd, err = app.Parse(args)
 	return cmd, -1, err
 }
