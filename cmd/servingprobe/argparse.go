@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -71,7 +72,19 @@ func argparseArgs(app *kingpin.Application, args []string) ([]string, error) {
 			out = append(out, "--"+f.Name)
 			if !f.IsBoolFlag() && i+1 < len(args) {
 				i++
-				out = append(out, args[i])
+				value, hasValue = args[i], true
+				if strings.HasPrefix(value, "-") {
+					// argparse takes a negative number as a value;
+					// kingpin would read it as a flag.
+					out[len(out)-1] += "=" + value
+				} else {
+					out = append(out, value)
+				}
+			}
+		}
+		if hasValue {
+			if err := checkNumber(f, value); err != nil {
+				return nil, err
 			}
 		}
 		if c, ok := f.Value.(interface{ IsCumulative() bool }); ok && c.IsCumulative() {
@@ -95,6 +108,26 @@ func argparseArgs(app *kingpin.Application, args []string) ([]string, error) {
 		}
 	}
 	return kept, nil
+}
+
+// checkNumber refuses a value that does not parse as the flag's number
+// type with argparse's message, which names the flag; kingpin's names only
+// strconv ("strconv.ParseFloat: parsing "abc": invalid syntax").
+func checkNumber(f *kingpin.FlagModel, v string) error {
+	var err error
+	kind := ""
+	switch fmt.Sprintf("%T", f.Value) {
+	case "*kingpin.intValue", "*kingpin.int64Value":
+		kind = "int"
+		_, err = strconv.ParseInt(v, 0, 64)
+	case "*kingpin.float64Value":
+		kind = "float"
+		_, err = strconv.ParseFloat(v, 64)
+	}
+	if err != nil {
+		return fmt.Errorf("argument --%s: invalid %s value: '%s'", f.Name, kind, v)
+	}
+	return nil
 }
 
 // lookupFlag finds the flag a long option names: by its exact name, else

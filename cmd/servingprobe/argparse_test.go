@@ -36,6 +36,31 @@ func TestArgparseArgs(t *testing.T) {
 			wantErr: "ambiguous option: --rand could match --random-input-len, --random-output-len, --random-range-ratio, --random-image-count",
 		},
 		{
+			name:    "a value that is not the flag's number type names the flag, as argparse does",
+			in:      "bench --num-prompts=abc",
+			wantErr: "argument --num-prompts: invalid int value: 'abc'",
+		},
+		{
+			name:    "a float flag",
+			in:      "bench --request-rate abc",
+			wantErr: "argument --request-rate: invalid float value: 'abc'",
+		},
+		{
+			name:    "an abbreviated int flag",
+			in:      "bench --max-conc x",
+			wantErr: "argument --max-concurrency: invalid int value: 'x'",
+		},
+		{
+			name: "a negative number is a value, as in argparse",
+			in:   "bench --random-input-len -3 --logprob-start-len -1",
+			want: "bench --random-input-len=-3 --logprob-start-len=-1",
+		},
+		{
+			name: "inf is a float",
+			in:   "bench --request-rate inf",
+			want: "bench --request-rate inf",
+		},
+		{
 			name: "an exact name wins over the longer names it prefixes",
 			in:   "bench --profile --profile-steps 3",
 			want: "bench --profile --profile-steps 3",
@@ -106,5 +131,32 @@ func TestBenchArgparseCLI(t *testing.T) {
 	}
 	if strings.Contains(stderr, "nosuch") {
 		t.Errorf("the first --backend was used, not the last:\n%s", stderr)
+	}
+}
+
+// TestBenchFlagRanges: values argparse takes but that make no run are
+// refused with the flag and its range, every problem at once.
+func TestBenchFlagRanges(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--random-input-len", "0"}, []string{"--random-input-len 0: must be at least 1"}},
+		{[]string{"--random-input-len", "-3", "--random-output-len", "0"}, []string{"--random-input-len -3: must be at least 1", "--random-output-len 0: must be at least 1"}},
+		{[]string{"--num-prompts", "0"}, []string{"--num-prompts must be at least 1"}},
+		{[]string{"--request-rate", "0"}, []string{"--request-rate must be > 0"}},
+		{[]string{"--random-range-ratio", "1.5"}, []string{"--random-range-ratio 1.5: must be between 0 and 1"}},
+		{[]string{"--dataset-name", "random", "--num-prompts", "1000000000"}, []string{"--num-prompts 1000000000: the prompts would need about"}},
+	} {
+		args := append([]string{"bench", "--base-url", "http://127.0.0.1:1"}, tc.args...)
+		code, _, stderr := runCLI(t, args...)
+		if code == 0 {
+			t.Errorf("%v: exit 0, want a refusal", tc.args)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, stderr)
+			}
+		}
 	}
 }

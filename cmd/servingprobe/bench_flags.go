@@ -14,6 +14,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -361,6 +362,13 @@ func (f *benchFlags) spec(getenv func(string) string) (benchrun.Spec, error) {
 	}
 	o.MooncakeSlowdownFactor, o.MooncakeNumRounds = f.mooncakeSlowdownFactor, f.mooncakeNumRounds
 
+	f.checkRanges(bad)
+	if f.numPrompts >= 1 {
+		if err := datasets.CheckCount(f.datasetName, f.numPrompts, *o); err != nil {
+			bad("%w", err)
+		}
+	}
+
 	s.RequestRate, s.Burstiness = f.requestRate, f.burstiness
 	s.UseTraceTimestamps = f.useTraceTimestamps
 	s.MaxConcurrency = f.maxConcurrency
@@ -464,6 +472,43 @@ func (f *benchFlags) spec(getenv func(string) string) (benchrun.Spec, error) {
 		return s, err
 	}
 	return s, nil
+}
+
+// checkRanges refuses dataset values argparse would take but that make no
+// run (a zero or negative length sent empty prompts). Each message names
+// the flag and the range it allows; the run's own ranges (prompt count,
+// rate, concurrency) are benchrun.Spec.Validate's, shared with the API.
+func (f *benchFlags) checkRanges(bad func(string, ...any)) {
+	atLeast := func(name string, v, lo int) {
+		if v < lo {
+			bad("--%s %d: must be at least %d", name, v, lo)
+		}
+	}
+	atLeast("random-input-len", f.randomInputLen, 1)
+	atLeast("random-output-len", f.randomOutputLen, 1)
+	atLeast("image-count", f.imageCount, 1)
+	atLeast("sharegpt-output-len", f.sharegptOutputLen, 0)
+	atLeast("sharegpt-context-len", f.sharegptContextLen, 0)
+	atLeast("top-logprobs-num", f.topLogprobsNum, 0)
+	atLeast("gsp-num-groups", f.gspNumGroups, 1)
+	atLeast("gsp-prompts-per-group", f.gspPromptsPerGroup, 1)
+	atLeast("gsp-system-prompt-len", f.gspSystemPromptLen, 0)
+	atLeast("gsp-question-len", f.gspQuestionLen, 1)
+	atLeast("gsp-output-len", f.gspOutputLen, 1)
+	atLeast("gsp-num-turns", f.gspNumTurns, 1)
+	atLeast("mooncake-num-rounds", f.mooncakeNumRounds, 1)
+	if r := f.randomRangeRatio; !(r >= 0 && r <= 1) {
+		bad("--random-range-ratio %g: must be between 0 and 1", r)
+	}
+	if r := f.gspRangeRatio; !(r >= 0 && r <= 1) {
+		bad("--gsp-range-ratio %g: must be between 0 and 1", r)
+	}
+	if v := f.mooncakeSlowdownFactor; !(v > 0) || math.IsInf(v, 0) {
+		bad("--mooncake-slowdown-factor %g: must be above 0", v)
+	}
+	if v := f.flushCacheTimeout; v < 0 || math.IsNaN(v) {
+		bad("--flush-cache-timeout %g: must be at least 0", v)
+	}
 }
 
 func seconds(f float64) time.Duration {
