@@ -1,11 +1,19 @@
 package main
 
 import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/servingprobe/servingprobe/simulator"
 )
 
 func TestArgparseArgs(t *testing.T) {
@@ -157,6 +165,47 @@ func TestBenchFlagRanges(t *testing.T) {
 			if !strings.Contains(stderr, w) {
 				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, stderr)
 			}
+		}
+	}
+}
+
+// TestBenchServingUsageLines runs bench_serving's own documented command
+// lines, unchanged but for the simulator's port, a local tokenizer and,
+// for ShareGPT (downloaded from the hub by default), a local file, and
+// scaled down. They must run as they do under Python.
+func TestBenchServingUsageLines(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = time.Millisecond, time.Millisecond
+	u, err := url.Parse(startSimulator(t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := []string{"--port", u.Port(), "--tokenizer", "../../tokenizer/testdata/qwen3", "--disable-tqdm"}
+	for _, tc := range []struct {
+		line string
+		want int
+	}{
+		// The module docstring's first example. The local file has 4
+		// conversations that pass ShareGPT's length filter, and as in
+		// bench_serving a short file gives fewer prompts.
+		{"--backend sglang --num-prompt 10 --dataset-path ../../datasets/testdata/sharegpt.json", 4},
+		// Its random example, 3000 x 1024/1024 scaled down.
+		{"--backend sglang --dataset-name random --num-prompts 30 --random-input 64 --random-output 8 --random-range-ratio 0.5", 30},
+		// A script that appends its own flags to a default command line.
+		{"--backend vllm --dataset-name random --num-prompts 5 --random-input-len 16 --random-output-len 4 --backend sglang --num-prompts 6", 6},
+	} {
+		out := filepath.Join(t.TempDir(), "out.jsonl")
+		args := slices.Concat([]string{"bench"}, strings.Fields(tc.line), local, []string{"--output-file", out})
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Errorf("%s: exit %d\n%s", tc.line, code, stderr)
+			continue
+		}
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^Successful requests:\s+%d\s*$`, tc.want)).MatchString(stdout) {
+			t.Errorf("%s: want %d successful requests:\n%s", tc.line, tc.want, stdout)
+		}
+		if !regexp.MustCompile(`(?m)^Backend:\s+sglang\s*$`).MatchString(stdout) {
+			t.Errorf("%s: want backend sglang (the last --backend):\n%s", tc.line, stdout)
 		}
 	}
 }
