@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,17 +88,29 @@ func TestLoadBad(t *testing.T) {
 		want []string // every line of the error, in order
 	}{
 		{"bad-unknown-field.yml", []string{
-			`config file "testdata/bad-unknown-field.yml": line 6: field intervall not found in type config.plain`,
-			`line 10: field max_tokens not found in type config.plain`,
+			`config file "testdata/bad-unknown-field.yml": line 6: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, timeout, url)`,
+			`line 10: unknown key "max_tokens" in a module (allowed: apply_chat_template, dataset, dataset_path, extra_body, headers, ignore_eos, include_usage, input_len, lora, output_len, prompt, range_ratio, seed, stream, temperature, tokenizer, top_p)`,
+		}},
+		{"bad-typo-hides-url.yml", []string{
+			// The misspelt key does not hide the invalid URL below it.
+			`config file "testdata/bad-typo-hides-url.yml": line 5: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, timeout, url)`,
+			// prometheus/common's own decoder hides the type's name.
+			`line 11: unknown key "usr"`,
+			`targets[1].url: scheme must be http or https, got "ftp"`,
+		}},
+		{"bad-syntax.yml", []string{
+			`config file "testdata/bad-syntax.yml": YAML syntax error near line 3: did not find expected '-' indicator`,
+			`     3 |     url: http://127.0.0.1:8000`,
+			`     4 |    backend: vllm`,
 		}},
 		{"bad-type.yml", []string{
 			// model.Duration's own parser stops the decode, so this one
-			// error comes alone and without a line number.
-			`config file "testdata/bad-type.yml": not a valid duration string: "soon"`,
+			// error comes alone; its line is found by the value.
+			`config file "testdata/bad-type.yml": line 6: not a valid duration string: "soon"`,
 		}},
 		{"bad-int.yml", []string{
-			`config file "testdata/bad-int.yml": line 6: cannot unmarshal !!str ` + "`many`" + ` into int`,
-			`line 9: cannot unmarshal !!str ` + "`many`" + ` into int`,
+			`config file "testdata/bad-int.yml": line 6: "many" must be a whole number`,
+			`line 9: "many" must be a whole number`,
 		}},
 		{"bad-many.yml", []string{
 			`config file "testdata/bad-many.yml": targets[1].name: duplicate target name "a" (also targets[0])`,
@@ -121,7 +134,7 @@ func TestLoadBad(t *testing.T) {
 			`config file "testdata/bad-adhoc.yml": probe_api.adhoc_url_allowlist: must list at least one pattern when allow_adhoc_targets is true`,
 		}},
 		{"bad-regexp.yml", []string{
-			"config file \"testdata/bad-regexp.yml\": invalid regular expression \"http://(unclosed\": error parsing regexp: missing closing ): `^(?:http://(unclosed)$`",
+			"config file \"testdata/bad-regexp.yml\": line 10: invalid regular expression \"http://(unclosed\": error parsing regexp: missing closing ): `^(?:http://(unclosed)$`",
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
@@ -204,5 +217,33 @@ func TestRegexpAnchored(t *testing.T) {
 		if got := re.MatchString(s); got != want {
 			t.Errorf("MatchString(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestExtraBodyIsJSON: a nested extra_body decodes to values encoding/json
+// can write. yaml.v2 gives map[any]any for a nested mapping, which json
+// refused on every request, after check-config had passed the file.
+func TestExtraBodyIsJSON(t *testing.T) {
+	c, err := Parse([]byte(`targets:
+  - name: a
+    url: http://127.0.0.1:11434
+    backend: openai-chat
+    modules: [m]
+modules:
+  m:
+    extra_body:
+      options: {num_predict: 16, stop: ["\n", {deep: [1, {x: true}]}]}
+      1: one
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(c.Modules["m"].ExtraBody)
+	if err != nil {
+		t.Fatalf("json.Marshal(extra_body) = %v", err)
+	}
+	want := `{"1":"one","options":{"num_predict":16,"stop":["\n",{"deep":[1,{"x":true}]}]}}`
+	if string(b) != want {
+		t.Errorf("extra_body as JSON = %s, want %s", b, want)
 	}
 }

@@ -65,8 +65,8 @@ var KnownBackends = []string{
 // UnmarshalYAML applies DefaultTarget before decoding.
 func (t *Target) UnmarshalYAML(unmarshal func(any) error) error {
 	*t = DefaultTarget
-	type plain Target
-	if err := unmarshal((*plain)(t)); err != nil {
+	type target Target // the name yaml's errors show (see yamlPlaces)
+	if err := unmarshal((*target)(t)); err != nil {
 		return err
 	}
 	// HTTPClientConfig's own defaults turn HTTP/2 on whenever the block is
@@ -86,15 +86,21 @@ func (t *Target) UnmarshalYAML(unmarshal func(any) error) error {
 // UnmarshalYAML applies DefaultModule before decoding.
 func (m *Module) UnmarshalYAML(unmarshal func(any) error) error {
 	*m = DefaultModule
-	type plain Module
-	return unmarshal((*plain)(m))
+	type module Module // the name yaml's errors show (see yamlPlaces)
+	if err := unmarshal((*module)(m)); err != nil {
+		return err
+	}
+	if m.ExtraBody != nil {
+		m.ExtraBody = jsonValue(m.ExtraBody).(map[string]any)
+	}
+	return nil
 }
 
 // UnmarshalYAML applies DefaultBench before decoding.
 func (b *Bench) UnmarshalYAML(unmarshal func(any) error) error {
 	*b = DefaultBench
-	type plain Bench
-	return unmarshal((*plain)(b))
+	type bench Bench // the name yaml's errors show (see yamlPlaces)
+	return unmarshal((*bench)(b))
 }
 
 // Regexp is an anchored regular expression that round-trips through YAML.
@@ -149,7 +155,19 @@ func Load(path string) (*Config, error) {
 func Parse(b []byte) (*Config, error) {
 	c := &Config{Bench: DefaultBench}
 	if err := yaml.UnmarshalStrict(b, c); err != nil {
-		return nil, decodeError(err)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, decodeError(err, b) // a syntax error: nothing decoded
+		}
+		// A misspelt key must not hide an invalid URL below it: the file
+		// is decoded again leniently (unknown keys ignored) and validated
+		// too. An entry with a wrongly typed value is left out of that
+		// decode, so its own fields may draw further messages.
+		lenient := &Config{Bench: DefaultBench}
+		if yaml.Unmarshal(b, lenient) == nil {
+			return nil, errors.Join(decodeError(err, b), lenient.Validate())
+		}
+		return nil, decodeError(err, b)
 	}
 	sum := sha256.Sum256(b)
 	c.Checksum = hex.EncodeToString(sum[:])
@@ -157,20 +175,6 @@ func Parse(b []byte) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// decodeError turns yaml's one-error-many-lines into a joined error, one
-// problem per line, so it reads like Validate's output.
-func decodeError(err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		errs := make([]error, len(te.Errors))
-		for i, e := range te.Errors {
-			errs[i] = errors.New(e)
-		}
-		return errors.Join(errs...)
-	}
-	return err
 }
 
 func (c *Config) setDirectory(dir string) {
