@@ -226,7 +226,7 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 	sm := r.Samples()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
-	row("Target", "%s (%s, model %s)", r.Target, r.Backend, r.Model)
+	row("Target", "%s (%s, model %s)", r.Target, r.Backend, orNone(r.Model))
 	row("Outcome", "%s (HTTP %d)", r.Outcome, r.HTTPStatus)
 	if r.Err != "" {
 		row("Error", "%s", r.Err)
