@@ -118,6 +118,11 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	show := !f.disableTqdm && isTerminal(env.Stderr)
 	tick := time.NewTicker(f.remote.pollInterval)
 	defer tick.Stop()
+	tl, ok := env.Stderr.(*termLine)
+	if !ok {
+		tl = &termLine{w: env.Stderr}
+	}
+	var meter rateMeter
 	for view.Ended == nil {
 		select {
 		case <-ctx.Done():
@@ -132,16 +137,12 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 		if err := remoteCall(ctx, c, http.MethodGet, base.String()+"/api/v1/benches/"+view.ID, nil, http.StatusOK, &view); err != nil {
 			return err
 		}
-		if show && view.Progress != nil {
-			elapsed := time.Duration(0)
-			if view.Started != nil {
-				elapsed = time.Since(*view.Started)
-			}
-			fmt.Fprintf(env.Stderr, "\r%s", progressLine(*view.Progress, elapsed))
+		if show && view.Progress != nil && view.Progress.Total > 0 {
+			tl.redraw(progressLine(*view.Progress, meter.add(time.Now(), view.Progress.Done)), false)
 		}
 	}
-	if show {
-		fmt.Fprintln(env.Stderr)
+	if show && view.Progress != nil && view.Progress.Total > 0 {
+		tl.redraw(progressLine(*view.Progress, meter.add(time.Now(), view.Progress.Done)), true)
 	}
 	if view.Status != exporter.BenchSucceeded {
 		return fmt.Errorf("bench run %s %s: %s", view.ID, view.Status, view.Error)

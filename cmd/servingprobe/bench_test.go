@@ -22,7 +22,6 @@ import (
 
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/simulator"
 )
 
@@ -204,16 +203,6 @@ func TestBenchListFlags(t *testing.T) {
 	}
 	if s.NumPrompts != 5 || len(s.Goodput) != 2 || s.Goodput["tpot"] != 10 {
 		t.Errorf("num prompts %d, goodput %v", s.NumPrompts, s.Goodput)
-	}
-}
-
-func TestProgressLine(t *testing.T) {
-	got := progressLine(prober.ProgressSnapshot{Total: 100, Done: 50, Failed: 2}, 10*time.Second)
-	if want := " 50% 50/100 failed 2 | 5.0 req/s | ETA 0:10   "; got != want {
-		t.Errorf("progressLine = %q, want %q", got, want)
-	}
-	if got := progressLine(prober.ProgressSnapshot{Total: 10}, 0); !strings.Contains(got, "ETA ?") {
-		t.Errorf("progressLine with no rate = %q, want ETA ?", got)
 	}
 }
 

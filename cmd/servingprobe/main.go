@@ -66,6 +66,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "servingprobe: %v\n", err)
 		return 2
 	}
+	// Log lines and bench's progress line share stderr through termLine,
+	// so that a log line never lands on the progress line.
+	stderr = &termLine{w: stderr}
 	logger, slogger, err := logCfg.newLoggers(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "servingprobe: %v\n", err)
