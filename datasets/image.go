@@ -138,6 +138,8 @@ type imageEncoder struct {
 	out    bytes.Buffer
 	png    png.Encoder
 	blanks map[[2]int]string // blank images depend only on size
+	noise  *noiseJPEG        // random JPEGs, built on first use
+	frame  []byte
 }
 
 type pngPool struct{ b *png.EncoderBuffer }
@@ -153,8 +155,14 @@ func newImageEncoder(format, content string) (*imageEncoder, error) {
 		return nil, fmt.Errorf("image content must be random or blank, got %q", content)
 	}
 	e := &imageEncoder{format: format, blank: content == "blank", blanks: map[[2]int]string{}}
-	// Random pixels do not compress; the fastest level keeps PNG cheap.
-	e.png = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &pngPool{}}
+	// Random pixels do not compress, so deflate would only cost time (and
+	// NoCompression skips PNG's per-row filter search too). A blank image
+	// is encoded once per size, so it is compressed as well as it can be.
+	level := png.NoCompression
+	if e.blank {
+		level = png.BestCompression
+	}
+	e.png = png.Encoder{CompressionLevel: level, BufferPool: &pngPool{}}
 	return e, nil
 }
 
@@ -164,6 +172,18 @@ func (e *imageEncoder) dataURI(h, w int, r *rand.Rand) (string, error) {
 		if s, ok := e.blanks[[2]int{h, w}]; ok {
 			return s, nil
 		}
+	}
+	if e.format == "jpeg" && !e.blank {
+		if e.noise == nil {
+			// The pool has its own fixed seed, so that building it on
+			// first use does not shift the draws of a seeded dataset.
+			var err error
+			if e.noise, err = newNoiseJPEG(rand.New(rand.NewPCG(0x6e6f697365, 0x6a706567))); err != nil {
+				return "", err
+			}
+		}
+		e.frame = e.noise.appendFrame(e.frame[:0], h, w, r)
+		return dataURI("image/jpeg", e.frame), nil
 	}
 	n := h * w * 4
 	if cap(e.img.Pix) < n {
