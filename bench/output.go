@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -119,6 +120,10 @@ func (s *Summary) WriteTable(w io.Writer) error {
 func (s *Summary) writeExtras(t *tableWriter) {
 	t.line(center(" servingprobe ", '=', 50))
 	t.int("Total requests:", s.Requests)
+	if s.Stopped != "" || s.NotSent > 0 {
+		t.int("Prompts not sent:", s.NotSent)
+		t.row("Stopped early:", strings.ReplaceAll(cmp.Or(s.Stopped, "yes"), "_", " "))
+	}
 	t.int("Failed requests:", s.Failed)
 	for _, o := range prober.Outcomes {
 		if n := s.Outcomes[o]; n > 0 {
@@ -286,6 +291,8 @@ func (s *Summary) appendExtras(r record) record {
 	}
 	sp := record{
 		{"requests", s.Requests},
+		{"not_sent", s.NotSent},
+		{"stopped", s.Stopped},
 		{"failed", s.Failed},
 		{"outcomes", outcomes},
 		{"scheduled_request_rate", float64(s.ScheduledRequestRate)},

@@ -55,7 +55,19 @@ type Params struct {
 	CountTokens func(text string) int
 	// Details keeps the per-request arrays of --output-details.
 	Details bool
+	// Planned is how many prompts the run prepared; those beyond the
+	// requests added were never sent. 0: unknown.
+	Planned int
+	// Stopped says why the run ended early: StoppedMaxDuration,
+	// StoppedInterrupted, or "" when every prompt was sent.
+	Stopped string
 }
+
+// Why a run ended before sending every prompt.
+const (
+	StoppedMaxDuration = "max_duration"
+	StoppedInterrupted = "interrupted"
+)
 
 // Rate is a request rate in req/s that may be infinite. Its JSON form is a
 // number, or the string "inf" (as vLLM writes an infinite rate).
@@ -154,8 +166,11 @@ type Summary struct {
 	MaxConcurrentRequests        int     `json:"max_concurrent_requests"`
 
 	// Requests counts every result, Failed those that did not succeed, by
-	// outcome in Outcomes.
+	// outcome in Outcomes. NotSent counts the prompts never sent, because
+	// the run stopped early for the reason in Stopped.
 	Requests int                    `json:"requests"`
+	NotSent  int                    `json:"not_sent,omitempty"`
+	Stopped  string                 `json:"stopped,omitempty"`
 	Failed   int                    `json:"failed"`
 	Outcomes map[prober.Outcome]int `json:"outcomes,omitempty"`
 	// ScheduledRequestRate is the pacer's realised rate, (n-1) over the span
@@ -441,6 +456,8 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		Concurrency:                  per(pairwiseSum(e2es)),
 
 		Requests:             len(recs),
+		NotSent:              max(p.Planned-len(recs), 0),
+		Stopped:              p.Stopped,
 		Failed:               len(recs) - a.completed,
 		ScheduledRequestRate: spanRate(a.nSched, a.minSched, a.maxSched),
 		ActualRequestRate:    spanRate(a.nSent, a.minSent, a.maxSent),

@@ -492,3 +492,31 @@ func TestEmptyOutputCompat(t *testing.T) {
 		t.Errorf("%s: mean TTFT = %v ms, want 20", CompatEmptySuccess, got)
 	}
 }
+
+// TestStoppedEarly: a run that stopped before sending every prompt says
+// how many were never sent and why, in the table and the record.
+func TestStoppedEarly(t *testing.T) {
+	t.Parallel()
+	results := []prober.Result{
+		req(0, 0, 10, 0, prober.OutcomeCanceled, "", "context canceled"),
+		req(0, 0, 10, 0, prober.OutcomeCanceled, "", "context canceled"),
+	}
+	p := fixtureParams()
+	p.Planned, p.Stopped = 5, StoppedMaxDuration
+	s, err := Summarize(results, make([]datasets.Prompt, 2), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.NotSent != 3 || s.Stopped != StoppedMaxDuration || s.Outcomes[prober.OutcomeCanceled] != 2 {
+		t.Errorf("NotSent %d, Stopped %q, canceled %d; want 3, %q, 2", s.NotSent, s.Stopped, s.Outcomes[prober.OutcomeCanceled], StoppedMaxDuration)
+	}
+	var b strings.Builder
+	if err := s.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Prompts not sent:                        3", "Stopped early:                           max duration"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -65,8 +65,13 @@ type BenchmarkRun struct {
 	// server_info call it adds for sglang backends.
 	Start    time.Time
 	Duration time.Duration
-	// Dispatched counts measured requests handed to Do.
+	// Dispatched counts measured requests handed to Do; the prompts after
+	// them were never sent (the run was stopped or hit MaxDuration).
 	Dispatched int
+	// HitMaxDuration says the run was stopped by MaxDuration. Duration is
+	// then the cap: the requests still in flight were canceled, not
+	// completed, so the measured window ends there.
+	HitMaxDuration bool
 }
 
 // Progress holds counters of a running benchmark. Its methods are safe for
@@ -153,9 +158,11 @@ func Benchmark(ctx context.Context, cfg BenchmarkConfig) (BenchmarkRun, error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if cfg.MaxDuration > 0 {
-		var stopTimer context.CancelFunc
-		runCtx, stopTimer = context.WithTimeoutCause(runCtx, cfg.MaxDuration, errMaxDuration)
-		defer stopTimer()
+		// A cancellation, not a deadline: a request in flight at the cap
+		// did not time out, the run was stopped, and its outcome must say
+		// canceled (a deadline would classify it as a timeout).
+		stopTimer := time.AfterFunc(cfg.MaxDuration, func() { cancel(errMaxDuration) })
+		defer stopTimer.Stop()
 	}
 
 	if !cfg.DiscardResults {
@@ -221,6 +228,10 @@ func Benchmark(ctx context.Context, cfg BenchmarkConfig) (BenchmarkRun, error) {
 	}
 	wg.Wait()
 	run.Duration = time.Since(run.Start)
+	if errors.Is(context.Cause(runCtx), errMaxDuration) {
+		run.HitMaxDuration = true
+		run.Duration = min(run.Duration, cfg.MaxDuration)
+	}
 	if run.Results != nil {
 		run.Results = run.Results[:run.Dispatched]
 	}

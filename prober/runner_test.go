@@ -3,6 +3,7 @@ package prober
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/llmtest"
 )
 
 // fakeServer is a RequestFunc whose requests take OutputLen milliseconds,
@@ -314,4 +316,35 @@ func TestBenchmarkConfigErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMaxDurationCancelsRealRequests: a request the MaxDuration cap cuts
+// is canceled, not a timeout (it did not time out: the run was stopped),
+// the duration is the cap, and the prompts never sent are visible.
+func TestMaxDurationCancelsRealRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hang := llmtest.Script{Chunks: []llmtest.Chunk{{Delay: 10 * time.Millisecond, Data: chatEv("a")}}, Hang: true}
+		p := &Prober{
+			Client:  &http.Client{Transport: &llmtest.Transport{Scripts: []llmtest.Script{hang, hang}}},
+			Backend: openAIChat{},
+			Options: RequestOptions{BaseURL: "http://llm.test", Model: "m", Stream: true},
+		}
+		run, err := Benchmark(t.Context(), BenchmarkConfig{
+			Do: p.Run, Pacer: Constant{Rate: 10}, Prompts: prompts(1, 1, 1, 1, 1), MaxDuration: 150 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !run.HitMaxDuration || run.Duration != 150*time.Millisecond {
+			t.Errorf("HitMaxDuration %v, Duration %v, want true and the 150ms cap", run.HitMaxDuration, run.Duration)
+		}
+		if run.Dispatched != 2 {
+			t.Errorf("Dispatched = %d, want 2 (at 0 and 100ms; 3 prompts never sent)", run.Dispatched)
+		}
+		for _, r := range run.Results {
+			if r.Outcome != OutcomeCanceled {
+				t.Errorf("request cut by the cap: outcome %s (%s), want canceled", r.Outcome, r.Err)
+			}
+		}
+	})
 }
