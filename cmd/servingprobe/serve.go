@@ -162,7 +162,7 @@ loop:
 		return err
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", serveErr)
+		return fmt.Errorf("--web.listen-address=%s: %w", strings.Join(*f.web.WebListenAddresses, ","), serveErr)
 	}
 	return nil
 }

@@ -160,3 +160,21 @@ func TestDaemonGCPercent(t *testing.T) {
 		}
 	}
 }
+
+// TestServePortTaken: a taken port is reported against the flag that
+// chose it, once, not as "serve: serve: listen tcp ...".
+func TestServePortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, _, stderr := runCLI(t, "serve", "--demo", "--web.listen-address="+ln.Addr().String())
+	if code == 0 {
+		t.Fatal("serve exited 0 on a taken port")
+	}
+	want := "servingprobe serve: --web.listen-address=" + ln.Addr().String() + ": listen tcp"
+	if !strings.Contains(stderr, want) || strings.Contains(stderr, "serve: serve:") {
+		t.Errorf("stderr lacks %q (or repeats serve:):\n%s", want, stderr)
+	}
+}
