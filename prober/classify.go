@@ -121,7 +121,9 @@ func classify(err error) Outcome {
 		return OutcomeConnectError
 	case errors.Is(err, ErrEmptyOutput):
 		return OutcomeEmptyOutput
-	case errors.As(err, &de), errors.As(err, &srv), errors.As(err, &fe),
+	case errors.As(err, &srv):
+		return srv.outcome()
+	case errors.As(err, &de), errors.As(err, &fe),
 		errors.Is(err, ErrEventTooLarge), errors.Is(err, ErrResponseTooLarge):
 		return OutcomeParseError
 	case isConnectErr(err):
@@ -130,6 +132,23 @@ func classify(err error) Outcome {
 		// ErrStreamCut, io.ErrUnexpectedEOF, a reset or any other read
 		// error after the headers: the stream was cut.
 		return OutcomeStreamCut
+	}
+}
+
+// outcome is the Outcome of an in-stream failure: a status the server
+// states counts as that status would have (so vLLM's in-stream error with
+// code 500 is http_5xx, as it is when the same failure comes before the
+// headers); a failure without one is server_error.
+func (e *ServerError) outcome() Outcome {
+	switch {
+	case e.Status == 429:
+		return OutcomeHTTP429
+	case e.Status >= 500:
+		return OutcomeHTTP5xx
+	case e.Status >= 400:
+		return OutcomeHTTP4xx
+	default:
+		return OutcomeServerError
 	}
 }
 

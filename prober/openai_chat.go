@@ -138,6 +138,9 @@ func (openAIChat) decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) (err error) {
 	case !m.decode(ev.Data, scanChatText, d):
 		*d, err = decodeChatJSON(ev.Data)
 	}
+	if err == nil {
+		err = finishError(d)
+	}
 	return err
 }
 

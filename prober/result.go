@@ -18,8 +18,12 @@ const (
 	OutcomeTimeout      Outcome = "timeout"
 	OutcomeStreamCut    Outcome = "stream_cut"
 	OutcomeParseError   Outcome = "parse_error"
-	OutcomeEmptyOutput  Outcome = "empty_output"
-	OutcomeCanceled     Outcome = "canceled"
+	// OutcomeServerError is a failure the server reported inside a 200
+	// stream without stating an HTTP status (one it states counts as that
+	// status: http_4xx, http_429 or http_5xx).
+	OutcomeServerError Outcome = "server_error"
+	OutcomeEmptyOutput Outcome = "empty_output"
+	OutcomeCanceled    Outcome = "canceled"
 )
 
 // Outcomes lists every Outcome, in a stable order, so that the exporter can
@@ -27,7 +31,7 @@ const (
 var Outcomes = []Outcome{
 	OutcomeSuccess, OutcomeHTTP4xx, OutcomeHTTP429, OutcomeHTTP5xx,
 	OutcomeConnectError, OutcomeTimeout, OutcomeStreamCut, OutcomeParseError,
-	OutcomeEmptyOutput, OutcomeCanceled,
+	OutcomeServerError, OutcomeEmptyOutput, OutcomeCanceled,
 }
 
 // TokenSource says where a token count came from.

@@ -249,6 +249,9 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 			}
 			if err != nil {
 				res.End = at
+				if _, ok := errors.AsType[*ServerError](err); ok {
+					return fmt.Errorf("event %d: %w", i, err) // the server's word, not a decoding failure
+				}
 				return &DecodeError{Event: i, Err: err}
 			}
 			if d.Done {
