@@ -79,6 +79,13 @@ type RequestOptions struct {
 	// IncludeUsage asks for stream_options.include_usage on OpenAI backends.
 	// It is our default; bench_serving compatibility mode turns it off.
 	IncludeUsage bool
+	// CompatChatLength sends a chat request's length as
+	// max_completion_tokens alone, bench_serving's body. By default chat
+	// sends max_tokens as well: ollama's OpenAI route honours only
+	// max_tokens, and vLLM and sglang read max_completion_tokens first when
+	// both are set, so the second field changes nothing where the first is
+	// understood.
+	CompatChatLength bool
 	// ExtraBody is merged into the body's top level last, replacing keys
 	// that exist (in place) and appending new ones in sorted order.
 	ExtraBody map[string]any

@@ -65,6 +65,7 @@ func TestClassify(t *testing.T) {
 		{"event too large", fmt.Errorf("read stream: %w", ErrEventTooLarge), OutcomeParseError},
 		{"response too large", fmt.Errorf("read stream: %w", ErrResponseTooLarge), OutcomeParseError},
 		{"empty output", ErrEmptyOutput, OutcomeEmptyOutput},
+		{"stream cut past the requested length", ErrOverrun, OutcomeOverrun},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := classify(tc.err); got != tc.want {
@@ -84,8 +85,8 @@ func TestOutcomesClosed(t *testing.T) {
 		}
 		seen[o] = true
 	}
-	if len(seen) != 11 {
-		t.Errorf("len(Outcomes) = %d, want 11", len(seen))
+	if len(seen) != 12 {
+		t.Errorf("len(Outcomes) = %d, want 12", len(seen))
 	}
 }
 

@@ -22,6 +22,10 @@ const (
 	// stream without stating an HTTP status (one it states counts as that
 	// status: http_4xx, http_429 or http_5xx).
 	OutcomeServerError Outcome = "server_error"
+	// OutcomeOverrun is a stream the client cut because it ran well past
+	// the requested length (see OverrunLimit): the server ignored every
+	// length field we sent.
+	OutcomeOverrun     Outcome = "overrun"
 	OutcomeEmptyOutput Outcome = "empty_output"
 	OutcomeCanceled    Outcome = "canceled"
 )
@@ -31,7 +35,7 @@ const (
 var Outcomes = []Outcome{
 	OutcomeSuccess, OutcomeHTTP4xx, OutcomeHTTP429, OutcomeHTTP5xx,
 	OutcomeConnectError, OutcomeTimeout, OutcomeStreamCut, OutcomeParseError,
-	OutcomeServerError, OutcomeEmptyOutput, OutcomeCanceled,
+	OutcomeServerError, OutcomeOverrun, OutcomeEmptyOutput, OutcomeCanceled,
 }
 
 // TokenSource says where a token count came from.

@@ -187,7 +187,13 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		res.End = time.Now()
 		return err
 	}
-	return p.stream(body, FormatFor(resp.Header.Get("Content-Type"), p.Options.Stream), res)
+	err = p.stream(body, FormatFor(resp.Header.Get("Content-Type"), p.Options.Stream), res)
+	if errors.Is(err, ErrOverrun) {
+		// Close at once rather than drain: closing an unfinished body drops
+		// the connection, which is how the server learns to stop.
+		body.Close()
+	}
+	return err
 }
 
 // stream reads events until the end and fills res. It owns all the timing
@@ -216,6 +222,8 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 		finished    bool // a finish reason was seen
 		final       Usage
 		protocolOne bool
+		streamed    int // output tokens so far, as counted into Events
+		limit       = OverrunLimit(res.RequestedOutputTokens)
 	)
 	_, eofEnds := p.Backend.(eofEnder)
 	memo, _ := p.Backend.(memoDecoder)
@@ -316,6 +324,10 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 				res.FirstToken = at
 			}
 			res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: len(text)})
+			if streamed += tokens; limit > 0 && streamed > limit {
+				res.End = at
+				return ErrOverrun
+			}
 		}
 	}()
 	if presized && len(res.Events) == 0 {
