@@ -40,8 +40,9 @@ type Delta struct {
 	Text    []byte
 	TextRaw bool
 	// Tokens is the number of tokens this event carries when the protocol
-	// defines it per event (TensorRT-LLM: one), else 0. Cumulative counts go
-	// in Usage.
+	// defines it per event (TensorRT-LLM: one, or the length of
+	// output_log_probs under speculative decoding), else 0. Cumulative
+	// counts go in Usage.
 	Tokens int
 	// Usage is a cumulative usage block; Usage.Source is empty when the
 	// event has none.
