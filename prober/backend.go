@@ -118,6 +118,11 @@ var (
 	_ memoDecoder = truss{}
 )
 
+// rawStreamer is implemented by backends whose server may answer a stream
+// with an unframed body (FormatRaw) instead of SSE: the body is then the
+// generated text itself, with no decoding.
+type rawStreamer interface{ rawStreams() bool }
+
 // eofEnder is implemented by backends whose streams have no terminal marker
 // (TensorRT-LLM's generate_stream): a clean EOF ends them successfully.
 type eofEnder interface{ eofEndsStream() bool }

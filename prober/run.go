@@ -187,7 +187,12 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		res.End = time.Now()
 		return err
 	}
-	err = p.stream(body, FormatFor(resp.Header.Get("Content-Type"), p.Options.Stream), res)
+	ct := resp.Header.Get("Content-Type")
+	format := FormatFor(ct, p.Options.Stream)
+	if rs, ok := p.Backend.(rawStreamer); ok && rs.rawStreams() && p.Options.Stream && isRawType(ct) {
+		format = FormatRaw
+	}
+	err = p.stream(body, format, res)
 	if errors.Is(err, ErrOverrun) {
 		// Close at once rather than drain: closing an unfinished body drops
 		// the connection, which is how the server learns to stop.
@@ -239,7 +244,7 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 			ev, at, err := sr.Next()
 			if err == io.EOF {
 				res.End = at
-				if finished || eofEnds || format == FormatJSON || !res.Stream {
+				if finished || eofEnds || format == FormatJSON || format == FormatRaw || !res.Stream {
 					return nil
 				}
 				return ErrStreamCut
@@ -249,7 +254,9 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 				return fmt.Errorf("read stream: %w", err)
 			}
 			d := &st.delta
-			if memo != nil {
+			if format == FormatRaw {
+				*d, err = Delta{Text: ev.Data}, nil // the bytes are the text
+			} else if memo != nil {
 				*d = Delta{}
 				err = memo.decodeMemo(ev, &st.memo, d)
 			} else {
