@@ -40,8 +40,9 @@ type Delta struct {
 	Text    []byte
 	TextRaw bool
 	// Tokens is the number of tokens this event carries when the protocol
-	// defines it per event (TensorRT-LLM: one), else 0. Cumulative counts go
-	// in Usage.
+	// defines it per event (TensorRT-LLM: one, or the length of
+	// output_log_probs under speculative decoding), else 0. Cumulative
+	// counts go in Usage.
 	Tokens int
 	// Usage is a cumulative usage block; Usage.Source is empty when the
 	// event has none.
@@ -79,6 +80,13 @@ type RequestOptions struct {
 	// IncludeUsage asks for stream_options.include_usage on OpenAI backends.
 	// It is our default; bench_serving compatibility mode turns it off.
 	IncludeUsage bool
+	// CompatChatLength sends a chat request's length as
+	// max_completion_tokens alone, bench_serving's body. By default chat
+	// sends max_tokens as well: ollama's OpenAI route honours only
+	// max_tokens, and vLLM and sglang read max_completion_tokens first when
+	// both are set, so the second field changes nothing where the first is
+	// understood.
+	CompatChatLength bool
 	// ExtraBody is merged into the body's top level last, replacing keys
 	// that exist (in place) and appending new ones in sorted order.
 	ExtraBody map[string]any
@@ -109,6 +117,11 @@ var (
 	_ memoDecoder = trtGenerateStream{}
 	_ memoDecoder = truss{}
 )
+
+// rawStreamer is implemented by backends whose server may answer a stream
+// with an unframed body (FormatRaw) instead of SSE: the body is then the
+// generated text itself, with no decoding.
+type rawStreamer interface{ rawStreams() bool }
 
 // eofEnder is implemented by backends whose streams have no terminal marker
 // (TensorRT-LLM's generate_stream): a clean EOF ends them successfully.

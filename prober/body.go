@@ -142,41 +142,92 @@ func isDone(data []byte) bool {
 	return string(bytes.TrimSpace(data)) == "[DONE]"
 }
 
-// ServerError is an error object the server sent inside a 200 response.
+// ServerError is a failure the server reported inside a 200 response,
+// after the status line was sent: an error object, or a finish reason by
+// which the server says the generation failed. It is not a malformed
+// stream, so it is not parse_error: the server answered, deliberately.
 type ServerError struct {
 	Message string
+	// Status is the HTTP status the server states for the failure (the
+	// "code" of vLLM's, sglang's and lmdeploy's error objects, sglang's
+	// abort status_code), or 0 when it states none. classify treats a
+	// stated status as if it had been the response's.
+	Status int
 }
 
-func (e *ServerError) Error() string { return "server error in stream: " + e.Message }
+func (e *ServerError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("server error in stream (status %d): %s", e.Status, e.Message)
+	}
+	return "server error in stream: " + e.Message
+}
 
 // errorField decodes the shapes servers use for an in-stream error:
-// {"error":"msg"} (Triton), {"error":{"message":...}} (OpenAI, vLLM, sglang)
-// and vLLM's older top-level {"object":"error","message":...}.
+// {"error":"msg"} (Triton, ollama), {"error":{"message":...,"code":500}}
+// (OpenAI, vLLM, sglang, lmdeploy), vLLM's and sglang's older top-level
+// {"object":"error","message":...,"code":500}, and lmdeploy's proxy
+// {"error":true,"status":500,"message":...}.
 type errorField struct {
 	Error   json.RawMessage `json:"error"`
 	Object  string          `json:"object"`
 	Message string          `json:"message"`
+	Code    json.RawMessage `json:"code"`
+	Status  json.RawMessage `json:"status"`
 }
 
 func (e errorField) err() error {
 	if e.Object == "error" {
-		return &ServerError{Message: truncate(e.Message, maxErrText)}
+		return &ServerError{Message: truncate(e.Message, maxErrText), Status: statedStatus(e.Code)}
 	}
 	raw := bytes.TrimSpace(e.Error)
-	if len(raw) == 0 || string(raw) == "null" {
+	switch string(raw) {
+	case "", "null", "false":
 		return nil
+	case "true":
+		return &ServerError{Message: truncate(e.Message, maxErrText), Status: statedStatus(e.Status)}
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return &ServerError{Message: truncate(s, maxErrText)}
 	}
 	var o struct {
-		Message string `json:"message"`
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
 	}
 	if json.Unmarshal(raw, &o) == nil && o.Message != "" {
-		return &ServerError{Message: truncate(o.Message, maxErrText)}
+		return &ServerError{Message: truncate(o.Message, maxErrText), Status: statedStatus(o.Code)}
 	}
-	return &ServerError{Message: truncate(string(raw), maxErrText)}
+	return &ServerError{Message: truncate(string(raw), maxErrText), Status: statedStatus(o.Code)}
+}
+
+// statedStatus reads an error's code as an HTTP status: an integer from 400
+// to 599. OpenAI's own codes are strings ("context_length_exceeded") and
+// say nothing about the status, so they give 0.
+func statedStatus(raw json.RawMessage) int {
+	var n int
+	if json.Unmarshal(raw, &n) != nil || n < 400 || n > 599 {
+		return 0
+	}
+	return n
+}
+
+// finishError reports a finish reason by which the server says the
+// generation failed: "error" (lmdeploy puts the error message in that
+// chunk's content; vLLM's engine uses it for a failed request) and "abort"
+// (vLLM and lmdeploy: the request was aborted on the server, since a
+// client that aborts reads nothing more). The chunk's text is the message,
+// never output.
+func finishError(d *Delta) error {
+	switch d.FinishReason {
+	case "error", "abort":
+	default:
+		return nil
+	}
+	msg := `finish_reason "` + d.FinishReason + `"`
+	if text := d.TextString(); text != "" {
+		msg += ": " + text
+	}
+	return &ServerError{Message: truncate(msg, maxErrText)}
 }
 
 // maxErrText bounds any server-provided text that reaches Result.Err.

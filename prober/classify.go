@@ -82,7 +82,22 @@ var (
 	ErrStreamCut = errors.New("stream ended before [DONE] or a finish reason")
 	// ErrEmptyOutput: a complete response with no output tokens.
 	ErrEmptyOutput = errors.New("response carried no output")
+	// ErrOverrun: the client cut a stream that ran past OverrunLimit.
+	ErrOverrun = errors.New("stream ran past the requested length; cut by the client")
 )
+
+// OverrunLimit is how many output tokens a request for n may stream before
+// the client cuts it: max(2n, n+32). A server that honours the length
+// stops at n; the margin absorbs servers that count a little differently
+// (a stop token, a reasoning preamble, speculative chunks that overshoot)
+// while bounding what a server that ignores the length can make us, and
+// itself, generate. Without a requested length (n <= 0) there is no limit.
+func OverrunLimit(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return max(2*n, n+32)
+}
 
 // classify maps the error that ended a request to its Outcome. It is the
 // only place an Outcome is chosen. Order matters: a deadline or a parent
@@ -119,9 +134,13 @@ func classify(err error) Outcome {
 		return OutcomeHTTP4xx
 	case errors.As(err, &re):
 		return OutcomeConnectError
+	case errors.Is(err, ErrOverrun):
+		return OutcomeOverrun
 	case errors.Is(err, ErrEmptyOutput):
 		return OutcomeEmptyOutput
-	case errors.As(err, &de), errors.As(err, &srv), errors.As(err, &fe),
+	case errors.As(err, &srv):
+		return srv.outcome()
+	case errors.As(err, &de), errors.As(err, &fe),
 		errors.Is(err, ErrEventTooLarge), errors.Is(err, ErrResponseTooLarge):
 		return OutcomeParseError
 	case isConnectErr(err):
@@ -130,6 +149,23 @@ func classify(err error) Outcome {
 		// ErrStreamCut, io.ErrUnexpectedEOF, a reset or any other read
 		// error after the headers: the stream was cut.
 		return OutcomeStreamCut
+	}
+}
+
+// outcome is the Outcome of an in-stream failure: a status the server
+// states counts as that status would have (so vLLM's in-stream error with
+// code 500 is http_5xx, as it is when the same failure comes before the
+// headers); a failure without one is server_error.
+func (e *ServerError) outcome() Outcome {
+	switch {
+	case e.Status == 429:
+		return OutcomeHTTP429
+	case e.Status >= 500:
+		return OutcomeHTTP5xx
+	case e.Status >= 400:
+		return OutcomeHTTP4xx
+	default:
+		return OutcomeServerError
 	}
 }
 

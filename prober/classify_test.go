@@ -12,6 +12,8 @@ import (
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 type timeoutErr struct{}
@@ -56,10 +58,14 @@ func TestClassify(t *testing.T) {
 		{"partial event at EOF", fmt.Errorf("read stream: %w", io.ErrUnexpectedEOF), OutcomeStreamCut},
 		{"reset mid-stream", fmt.Errorf("read stream: %w", &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}), OutcomeStreamCut},
 		{"malformed JSON", &DecodeError{Event: 3, Err: errors.New("invalid character")}, OutcomeParseError},
-		{"error object in a 200 stream", &DecodeError{Event: 1, Err: &ServerError{Message: "engine dead"}}, OutcomeParseError},
+		{"error in a 200 stream, no status", fmt.Errorf("event 1: %w", &ServerError{Message: "engine dead"}), OutcomeServerError},
+		{"error in a 200 stream, status 503", fmt.Errorf("event 1: %w", &ServerError{Message: "shutting down", Status: 503}), OutcomeHTTP5xx},
+		{"error in a 200 stream, status 400", &ServerError{Message: "too long", Status: 400}, OutcomeHTTP4xx},
+		{"error in a 200 stream, status 429", &ServerError{Message: "busy", Status: 429}, OutcomeHTTP429},
 		{"event too large", fmt.Errorf("read stream: %w", ErrEventTooLarge), OutcomeParseError},
 		{"response too large", fmt.Errorf("read stream: %w", ErrResponseTooLarge), OutcomeParseError},
 		{"empty output", ErrEmptyOutput, OutcomeEmptyOutput},
+		{"stream cut past the requested length", ErrOverrun, OutcomeOverrun},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := classify(tc.err); got != tc.want {
@@ -79,7 +85,39 @@ func TestOutcomesClosed(t *testing.T) {
 		}
 		seen[o] = true
 	}
-	if len(seen) != 10 {
-		t.Errorf("len(Outcomes) = %d, want 10", len(seen))
+	if len(seen) != 12 {
+		t.Errorf("len(Outcomes) = %d, want 12", len(seen))
+	}
+}
+
+// TestInStreamErrorShapes pins how each server's in-stream error object
+// reads: its message, and the HTTP status it states, if any.
+func TestInStreamErrorShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		want       *ServerError
+	}{
+		{"triton and ollama: a string", `{"error":"Executor failed"}`, &ServerError{Message: "Executor failed"}},
+		{"vLLM: an object with a status code", `{"error":{"message":"engine dead","type":"InternalServerError","param":null,"code":500}}`, &ServerError{Message: "engine dead", Status: 500}},
+		{"sglang /generate: an object without a code", `{"error":{"message":"aborted"}}`, &ServerError{Message: "aborted"}},
+		{"OpenAI: a string code says no status", `{"error":{"message":"too long","code":"context_length_exceeded"}}`, &ServerError{Message: "too long"}},
+		{"older vLLM: top level", `{"object":"error","message":"bad","code":400}`, &ServerError{Message: "bad", Status: 400}},
+		{"lmdeploy proxy: error true", `{"error":true,"status":500,"message":"Internal streaming error"}`, &ServerError{Message: "Internal streaming error", Status: 500}},
+		{"a code that is no HTTP status", `{"error":{"message":"x","code":7}}`, &ServerError{Message: "x"}},
+		{"error false is no error", `{"error":false,"choices":[]}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decodeCompletionsJSON([]byte(tc.data))
+			var got *ServerError
+			if err != nil {
+				var ok bool
+				if got, ok = errors.AsType[*ServerError](err); !ok {
+					t.Fatalf("Decode(%q) error = %v, want a *ServerError", tc.data, err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Decode(%q) (-want +got):\n%s", tc.data, diff)
+			}
+		})
 	}
 }

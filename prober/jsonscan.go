@@ -1011,8 +1011,9 @@ func scanTRT(data []byte) (Delta, bool) {
 func scanTRTText(data []byte) (Delta, textPart, bool) {
 	s := scanner{b: data}
 	var (
-		text textPart
-		m    seen
+		text   textPart
+		m      seen
+		tokens int
 	)
 	if s.peek() != '{' || !s.enter() {
 		return Delta{}, textPart{}, false
@@ -1028,12 +1029,14 @@ func scanTRTText(data []byte) (Delta, textPart, bool) {
 		switch string(k) {
 		case "text_output":
 			ok = m.once(0) && s.textField(&text)
+		case "output_log_probs":
+			ok = m.once(1) && s.logProbCount(&tokens)
 		case "model_name", "model_version", "sequence_end", "sequence_id", "sequence_start":
 			ok = s.skip()
 		default:
 			var handled bool
 			if handled, ok = s.errorFields(k, &m); !handled && ok {
-				ok = !folds(k, "text_output") && s.skip()
+				ok = !folds(k, "text_output", "output_log_probs") && s.skip()
 			}
 		}
 		if !ok {
@@ -1047,7 +1050,34 @@ func scanTRTText(data []byte) (Delta, textPart, bool) {
 	if !text.set {
 		return Delta{}, text, true
 	}
-	return Delta{Text: text.body, TextRaw: !text.plain, Tokens: 1}, text, true
+	return Delta{Text: text.body, TextRaw: !text.plain, Tokens: max(tokens, 1)}, text, true
+}
+
+// logProbCount counts the entries of a flat output_log_probs array into n;
+// a scalar or null leaves n alone, and a nested array (one row per beam)
+// falls back.
+func (s *scanner) logProbCount(n *int) bool {
+	if s.peek() != '[' {
+		return s.skip()
+	}
+	if !s.enter() {
+		return false
+	}
+	for first := true; ; first = false {
+		end, ok := s.elem(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		if c := s.peek(); c == '[' || c == '{' || !s.skip() {
+			return false
+		}
+		*n++
+	}
+	s.depth--
+	return true
 }
 
 // scanMemo makes a stream's steady state cheap. Each event of a request

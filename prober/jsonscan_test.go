@@ -412,3 +412,26 @@ func TestStreamPresizedEvents(t *testing.T) {
 		t.Errorf("Events = %v (cap %d) for a stream without output, want nil", res.Events, cap(res.Events))
 	}
 }
+
+// TestScanTRTLogProbCount pins how output_log_probs counts a response's
+// tokens on the fast path and on the reference path alike.
+func TestScanTRTLogProbCount(t *testing.T) {
+	for _, tc := range []struct {
+		data string
+		want int
+	}{
+		{`{"output_log_probs":[0.0,-0.5,-1.25],"text_output":" a b c"}`, 3},
+		{`{"output_log_probs":[],"text_output":" a"}`, 1},
+		{`{"output_log_probs":0.0,"text_output":" a"}`, 1},
+		{`{"output_log_probs":null,"text_output":" a"}`, 1},
+		{`{"output_log_probs":[[0.0,0.0]],"text_output":" a b"}`, 2}, // one row per beam
+		{`{"output_log_probs":[null,0.0],"text_output":" a b"}`, 2},
+		{`{"text_output":" a"}`, 1},
+	} {
+		d, err := trtGenerateStream{}.Decode(SSEEvent{Data: []byte(tc.data)})
+		if err != nil || d.Tokens != tc.want {
+			t.Errorf("Decode(%q) = %d tokens, %v; want %d", tc.data, d.Tokens, err, tc.want)
+		}
+		checkScan(t, scanTRT, decodeTRTJSON, []byte(tc.data))
+	}
+}

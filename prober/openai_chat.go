@@ -69,10 +69,15 @@ func (openAIChat) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request
 		{"model", modelFor(o, p)},
 		{"messages", chatMessages(p)},
 		{"max_completion_tokens", p.OutputLen},
-		{"stream", o.Stream},
-		{"temperature", floatOr(o.Temperature, 0)},
-		{"ignore_eos", o.IgnoreEOS},
 	}
+	if !o.CompatChatLength {
+		body = append(body, field{"max_tokens", p.OutputLen})
+	}
+	body = append(body,
+		field{"stream", o.Stream},
+		field{"temperature", floatOr(o.Temperature, 0)},
+		field{"ignore_eos", o.IgnoreEOS},
+	)
 	if o.TopP != nil {
 		body = append(body, field{"top_p", pyFloat(*o.TopP)})
 	}
@@ -137,6 +142,9 @@ func (openAIChat) decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) (err error) {
 		*d = Delta{Done: true}
 	case !m.decode(ev.Data, scanChatText, d):
 		*d, err = decodeChatJSON(ev.Data)
+	}
+	if err == nil {
+		err = finishError(d)
 	}
 	return err
 }

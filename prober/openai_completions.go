@@ -74,6 +74,9 @@ func decodeCompletions(ev SSEEvent, m *scanMemo, d *Delta) (err error) {
 	case !m.decode(ev.Data, scanCompletionsText, d):
 		*d, err = decodeCompletionsJSON(ev.Data)
 	}
+	if err == nil {
+		err = finishError(d)
+	}
 	return err
 }
 

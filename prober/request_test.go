@@ -21,7 +21,8 @@ func ptr[T any](v T) *T { return &v }
 // bench_serving's bodies (bench_serving.md §1).
 func TestRequestBodies(t *testing.T) {
 	base := RequestOptions{BaseURL: "http://127.0.0.1:30000/", Model: "Qwen/Qwen2.5-0.5B-Instruct", Stream: true, IgnoreEOS: true}
-	compat := base // bench_serving sends no stream_options
+	compat := base // bench_serving sends no stream_options, and chat's length once
+	compat.CompatChatLength = true
 	ours := base
 	ours.IncludeUsage = true
 	prompt := datasets.Prompt{Text: "Hello", OutputLen: 128}

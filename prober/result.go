@@ -16,8 +16,16 @@ const (
 	OutcomeTimeout      Outcome = "timeout"
 	OutcomeStreamCut    Outcome = "stream_cut"
 	OutcomeParseError   Outcome = "parse_error"
-	OutcomeEmptyOutput  Outcome = "empty_output"
-	OutcomeCanceled     Outcome = "canceled"
+	// OutcomeServerError is a failure the server reported inside a 200
+	// stream without stating an HTTP status (one it states counts as that
+	// status: http_4xx, http_429 or http_5xx).
+	OutcomeServerError Outcome = "server_error"
+	// OutcomeOverrun is a stream the client cut because it ran well past
+	// the requested length (see OverrunLimit): the server ignored every
+	// length field we sent.
+	OutcomeOverrun     Outcome = "overrun"
+	OutcomeEmptyOutput Outcome = "empty_output"
+	OutcomeCanceled    Outcome = "canceled"
 )
 
 // Outcomes lists every Outcome, in a stable order, so that the exporter can
@@ -25,7 +33,7 @@ const (
 var Outcomes = []Outcome{
 	OutcomeSuccess, OutcomeHTTP4xx, OutcomeHTTP429, OutcomeHTTP5xx,
 	OutcomeConnectError, OutcomeTimeout, OutcomeStreamCut, OutcomeParseError,
-	OutcomeEmptyOutput, OutcomeCanceled,
+	OutcomeServerError, OutcomeOverrun, OutcomeEmptyOutput, OutcomeCanceled,
 }
 
 // TokenSource says where a token count came from.

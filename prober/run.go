@@ -188,7 +188,18 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		res.End = time.Now()
 		return err
 	}
-	return p.stream(body, FormatFor(resp.Header.Get("Content-Type"), p.Options.Stream), res)
+	ct := resp.Header.Get("Content-Type")
+	format := FormatFor(ct, p.Options.Stream)
+	if rs, ok := p.Backend.(rawStreamer); ok && rs.rawStreams() && p.Options.Stream && isRawType(ct) {
+		format = FormatRaw
+	}
+	err = p.stream(body, format, res)
+	if errors.Is(err, ErrOverrun) {
+		// Close at once rather than drain: closing an unfinished body drops
+		// the connection, which is how the server learns to stop.
+		body.Close()
+	}
+	return err
 }
 
 // stream reads events until the end and fills res. It owns all the timing
@@ -217,6 +228,8 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 		finished    bool // a finish reason was seen
 		final       Usage
 		protocolOne bool
+		streamed    int // output tokens so far, as counted into Events
+		limit       = OverrunLimit(res.RequestedOutputTokens)
 	)
 	_, eofEnds := p.Backend.(eofEnder)
 	memo, _ := p.Backend.(memoDecoder)
@@ -232,7 +245,7 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 			ev, at, err := sr.Next()
 			if err == io.EOF {
 				res.End = at
-				if finished || eofEnds || format == FormatJSON || !res.Stream {
+				if finished || eofEnds || format == FormatJSON || format == FormatRaw || !res.Stream {
 					return nil
 				}
 				return ErrStreamCut
@@ -242,7 +255,9 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 				return fmt.Errorf("read stream: %w", err)
 			}
 			d := &st.delta
-			if memo != nil {
+			if format == FormatRaw {
+				*d, err = Delta{Text: ev.Data}, nil // the bytes are the text
+			} else if memo != nil {
 				*d = Delta{}
 				err = memo.decodeMemo(ev, &st.memo, d)
 			} else {
@@ -250,6 +265,9 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 			}
 			if err != nil {
 				res.End = at
+				if _, ok := errors.AsType[*ServerError](err); ok {
+					return fmt.Errorf("event %d: %w", i, err) // the server's word, not a decoding failure
+				}
 				return &DecodeError{Event: i, Err: err}
 			}
 			if d.Done {
@@ -314,6 +332,10 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 				res.FirstToken = at
 			}
 			res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: len(text)})
+			if streamed += tokens; limit > 0 && streamed > limit {
+				res.End = at
+				return ErrOverrun
+			}
 		}
 	}()
 	if presized && len(res.Events) == 0 {

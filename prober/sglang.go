@@ -64,10 +64,17 @@ func (sglangGenerate) Decode(ev SSEEvent) (Delta, error) {
 	if isDone(ev.Data) {
 		return Delta{Done: true}, nil
 	}
-	if d, ok := scanSGLang(ev.Data); ok {
-		return d, nil
+	d, ok := scanSGLang(ev.Data)
+	if !ok {
+		var err error
+		if d, err = decodeSGLangJSON(ev.Data); err != nil {
+			return Delta{}, err
+		}
 	}
-	return decodeSGLangJSON(ev.Data)
+	if err := finishError(&d); err != nil {
+		return Delta{}, err
+	}
+	return d, nil
 }
 
 // decodeSGLangJSON is the reference decoder.
@@ -90,27 +97,43 @@ func decodeSGLangJSON(data []byte) (Delta, error) {
 			CachedTokens:     m.CachedTokens,
 			Source:           TokenSourceMetaInfo,
 		}
-		d.FinishReason = sglangFinishReason(m.FinishReason)
+		fr, err := sglangFinishReason(m.FinishReason)
+		if err != nil {
+			return Delta{}, err
+		}
+		d.FinishReason = fr
 		d.SpecAcceptLength = m.SpecAcceptLength
 	}
 	return d, nil
 }
 
-// sglangFinishReason reads null, "stop" or {"type":"length",...}.
-func sglangFinishReason(raw json.RawMessage) string {
+// sglangFinishReason reads null, "stop" or {"type":"length",...}. An abort
+// ({"type":"abort","message":...,"status_code":503}) is the server's
+// report that the request failed: sglang streams it as the last chunk,
+// with the status it would have answered had the headers not been sent.
+func sglangFinishReason(raw json.RawMessage) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return ""
+		return "", nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s
+		return s, nil
 	}
 	var o struct {
-		Type string `json:"type"`
+		Type       string          `json:"type"`
+		Message    string          `json:"message"`
+		StatusCode json.RawMessage `json:"status_code"`
 	}
-	if json.Unmarshal(raw, &o) == nil {
-		return o.Type
+	if json.Unmarshal(raw, &o) != nil {
+		return "", nil
 	}
-	return ""
+	if o.Type == "abort" {
+		msg := o.Message
+		if msg == "" {
+			msg = `finish_reason "abort"`
+		}
+		return "", &ServerError{Message: truncate(msg, maxErrText), Status: statedStatus(o.StatusCode)}
+	}
+	return o.Type, nil
 }

@@ -21,7 +21,20 @@ const (
 	FormatNDJSON
 	// FormatJSON is a whole, non-streamed body: one event at EOF.
 	FormatJSON
+	// FormatRaw is an unframed body, the concatenation of the server's
+	// chunks with no terminator (a truss model whose predict returns a
+	// generator): each Read that returns bytes is one event, and EOF ends
+	// the stream. Read boundaries are the only chunk boundaries left, so
+	// they are the events' arrival times.
+	FormatRaw
 )
+
+// isRawType reports the Content-Types of an unframed stream: what truss
+// serves a generator with (application/octet-stream), and text/plain.
+func isRawType(contentType string) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return mt == "application/octet-stream" || mt == "text/plain"
+}
 
 // FormatFor picks the format from a response Content-Type. Unknown types
 // are sniffed, except application/json for a request that did not ask to
@@ -159,6 +172,21 @@ func (s *StreamReader) Next() (SSEEvent, time.Time, error) {
 	}
 	for {
 		if s.format == FormatAuto && !s.sniff() {
+			if err := s.fill(); err != nil {
+				return SSEEvent{}, s.errAt, err
+			}
+			continue
+		}
+		if s.format == FormatRaw {
+			if s.start < s.end {
+				ev := SSEEvent{Data: s.buf[s.start:s.end]}
+				s.start = s.end
+				s.consumed = true
+				return ev, s.lastRead, nil
+			}
+			if s.eof {
+				return SSEEvent{}, s.errAt, io.EOF
+			}
 			if err := s.fill(); err != nil {
 				return SSEEvent{}, s.errAt, err
 			}

@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -36,11 +37,16 @@ func (trtGenerateStream) NewRequest(o RequestOptions, p datasets.Prompt) (*http.
 
 type trtChunk struct {
 	errorField
-	TextOutput *string `json:"text_output"`
+	TextOutput     *string         `json:"text_output"`
+	OutputLogProbs json.RawMessage `json:"output_log_probs"`
 }
 
-// Decode appends text_output as bench_serving does and counts one token
-// per event, the generate_stream contract.
+// Decode appends text_output as bench_serving does. A response holds one
+// token, the generate_stream contract, except under speculative decoding
+// (draft model, Medusa, EAGLE, lookahead), where one step accepts several:
+// output_log_probs then has one entry per token of the response (shape
+// [beam_width, tokens], flattened for one beam), and its length is the
+// count. Without it, or with a scalar, the count is one.
 func (b trtGenerateStream) Decode(ev SSEEvent) (Delta, error) {
 	var d Delta
 	err := b.decodeMemo(ev, nil, &d)
@@ -69,7 +75,22 @@ func decodeTRTJSON(data []byte) (Delta, error) {
 	if c.TextOutput == nil {
 		return Delta{}, nil
 	}
-	return Delta{Text: []byte(*c.TextOutput), Tokens: 1}, nil
+	return Delta{Text: []byte(*c.TextOutput), Tokens: trtTokens(c.OutputLogProbs)}, nil
+}
+
+// trtTokens is the number of tokens output_log_probs accounts for: its
+// length, or the length of its first row when it holds one row per beam;
+// one when it is absent, empty or a scalar.
+func trtTokens(raw json.RawMessage) int {
+	var rows []json.RawMessage
+	if json.Unmarshal(raw, &rows) != nil || len(rows) == 0 {
+		return 1
+	}
+	var beam []json.RawMessage
+	if bytes.HasPrefix(rows[0], []byte("[")) && json.Unmarshal(rows[0], &beam) == nil {
+		return max(len(beam), 1)
+	}
+	return len(rows)
 }
 
 func (trtGenerateStream) eofEndsStream() bool { return true }

@@ -7,7 +7,10 @@ import (
 )
 
 // truss is a Baseten Truss model's predict endpoint (bench_serving §1.5):
-// the completions body and stream, on another path.
+// the completions body and stream, on another path. A model whose predict
+// returns a generator is served raw instead (application/octet-stream, the
+// chunks concatenated, no terminator, no counts: truss_server.py), which
+// the prober reads as FormatRaw.
 type truss struct{}
 
 var _ Backend = truss{}
@@ -23,3 +26,5 @@ func (truss) Decode(ev SSEEvent) (Delta, error) {
 }
 
 func (truss) decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) error { return decodeCompletions(ev, m, d) }
+
+func (truss) rawStreams() bool { return true }

@@ -48,6 +48,12 @@ const (
 	// FaultErrorInStream sends the server's in-stream error object after
 	// half of the tokens, then ends the stream as that server does.
 	FaultErrorInStream Fault = "error-in-stream"
+	// FaultAbortInStream ends the stream after half of the tokens with the
+	// server's own abort: finish_reason "abort" on the OpenAI endpoints
+	// (vLLM), an abort finish reason with status_code 503 on /generate
+	// (sglang), and the error object on generate_stream, where Triton has
+	// no abort of its own.
+	FaultAbortInStream Fault = "abort-in-stream"
 	// FaultNoDone sends every token, the finish and usage chunks, and ends
 	// the response cleanly without "data: [DONE]".
 	FaultNoDone Fault = "no-done"
@@ -61,7 +67,7 @@ var Faults = []Fault{
 	Fault500, Fault503, Fault429,
 	FaultStallBeforeHeaders, FaultStallAfterHeaders, FaultStallMidStream,
 	FaultResetMidStream, FaultMalformedChunk, FaultErrorInStream,
-	FaultNoDone, FaultTruncate,
+	FaultAbortInStream, FaultNoDone, FaultTruncate,
 }
 
 // ParseFault returns the Fault named s.

@@ -15,11 +15,15 @@ type gen struct {
 	promptTokens int
 	n            int  // tokens to produce
 	eos          bool // ends by EOS rather than by length
+	aborted      bool // the server aborted it (FaultAbortInStream)
 	emitted      int
 	rng          *rand.Rand
 }
 
 func (g *gen) finishReason() string {
+	if g.aborted {
+		return "abort"
+	}
 	if g.eos {
 		return "stop"
 	}
@@ -287,6 +291,10 @@ func (e *generateEmitter) appendEvent(b []byte, g *gen, completion int, final bo
 	switch {
 	case !final:
 		b = append(b, "null"...)
+	case g.aborted:
+		// sglang's FINISH_ABORT, streamed as the last chunk with the status
+		// the server would have answered (tokenizer_manager).
+		b = append(b, `{"type":"abort","message":"simulated abort","status_code":503,"err_type":null}`...)
 	case g.eos:
 		b = append(b, `{"type":"stop","matched":`...)
 		b = strconv.AppendInt(b, eosTokenID, 10)

@@ -120,6 +120,20 @@ func TestStreamFaults(t *testing.T) {
 				t.Errorf("err %v, events %q; want Triton's error last", err, events)
 			}
 		}},
+		{FaultAbortInStream, "/v1/completions", `{"prompt":"hi","max_tokens":8,"ignore_eos":true,"stream":true}`, func(t *testing.T, body []byte, err error) {
+			events := sseEvents(t, body)
+			n := len(events)
+			if err != nil || n < 2 || !strings.Contains(events[n-2], `"finish_reason":"abort"`) || events[n-1] != "[DONE]" {
+				t.Errorf("err %v, events %q; want vLLM's abort finish then [DONE]", err, events)
+			}
+		}},
+		{FaultAbortInStream, "/generate", `{"text":"hi","sampling_params":{"max_new_tokens":8,"ignore_eos":true},"stream":true}`, func(t *testing.T, body []byte, err error) {
+			events := sseEvents(t, body)
+			n := len(events)
+			if err != nil || n != 6 || !strings.Contains(events[n-2], `"finish_reason":{"type":"abort","message":"simulated abort","status_code":503`) || events[n-1] != "[DONE]" {
+				t.Errorf("err %v, events %q; want sglang's abort with status 503 then [DONE]", err, events)
+			}
+		}},
 		{FaultNoDone, "/v1/chat/completions", chatStreamBody, func(t *testing.T, body []byte, err error) {
 			events := sseEvents(t, body)
 			last := object(t, events[len(events)-1])

@@ -341,6 +341,22 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, sw *streamWr
 					return "client_gone"
 				}
 				return "fault"
+			case FaultAbortInStream:
+				if final {
+					break // nothing left to abort
+				}
+				if _, ok := em.(*trtEmitter); ok {
+					if em.errorEvent(sw) != nil || sw.flush() != nil {
+						return "client_gone"
+					}
+					return "fault"
+				}
+				g.aborted = true
+				if em.tokens(sw, g, 0, true) != nil ||
+					(includeUsage && em.usage(sw, g) != nil) || em.done(sw) != nil || sw.flush() != nil {
+					return "client_gone"
+				}
+				return "fault"
 			case FaultTruncate:
 				if sw.flush() != nil {
 					return "client_gone"

@@ -83,8 +83,10 @@ var faultMatrix = []faultRow{
 	{name: "sim_truncate", simFault: simulator.FaultTruncate, want: prober.OutcomeStreamCut},
 	{name: "malformed_json_chunk", fault: hostile.MalformedChunk, want: prober.OutcomeParseError},
 	{name: "sim_malformed_chunk", simFault: simulator.FaultMalformedChunk, want: prober.OutcomeParseError},
-	{name: "error_object_in_200_stream", fault: hostile.ErrorInStream, want: prober.OutcomeParseError},
-	{name: "sim_error_in_stream", simFault: simulator.FaultErrorInStream, want: prober.OutcomeParseError},
+	// Both error objects state code 500: the server's own status for the failure.
+	{name: "error_object_in_200_stream", fault: hostile.ErrorInStream, want: prober.OutcomeHTTP5xx},
+	{name: "sim_error_in_stream", simFault: simulator.FaultErrorInStream, want: prober.OutcomeHTTP5xx},
+	{name: "sim_abort_in_stream", simFault: simulator.FaultAbortInStream, want: prober.OutcomeServerError},
 	{name: "huge_50MB_event", fault: hostile.HugeEvent, want: prober.OutcomeParseError, sized: true},
 	{name: "endless_stream_fast", fault: hostile.EndlessFast, want: prober.OutcomeParseError, sized: true},
 	{name: "endless_stream_slow", fault: hostile.EndlessSlow, want: prober.OutcomeTimeout},
