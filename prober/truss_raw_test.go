@@ -66,8 +66,8 @@ func TestTrussRawStream(t *testing.T) {
 			if len(res.Events) != len(tr.Chunks) {
 				t.Errorf("%d events, want one per chunk (%d)", len(res.Events), len(tr.Chunks))
 			}
-			if res.TTFT() != goldenFirst {
-				t.Errorf("TTFT = %v, want %v", res.TTFT(), goldenFirst)
+			if res.Samples().TTFT != goldenFirst {
+				t.Errorf("TTFT = %v, want %v", res.Samples().TTFT, goldenFirst)
 			}
 			if res.OutputTokens != tc.wantTokens || res.OutputTokensSource != tc.wantSource {
 				t.Errorf("output tokens = %d (%s), want %d (%s)", res.OutputTokens, res.OutputTokensSource, tc.wantTokens, tc.wantSource)
