@@ -18,6 +18,7 @@ const (
 	CompatAllFailedError     = "all-failed-error"
 	CompatEmptySuccess       = "empty-success"
 	CompatDatasetInputTokens = "dataset-input-tokens"
+	CompatChatLength         = "chat-length"
 )
 
 // CompatOption describes one compat switch, for --help and the README.
@@ -38,6 +39,7 @@ var CompatOptions = []CompatOption{
 	{CompatRandomLengths, "random datasets record the target length without re-measuring the decoded prompt", "datasets"},
 	{CompatAllFailedError, "fail the run, writing no summary, when no request succeeded (sglang crashes)", "bench"},
 	{CompatEmptySuccess, "count an HTTP 200 response that produced no output as a success with TTFT 0, as sglang does, instead of an empty_output failure", "bench"},
+	{CompatChatLength, "chat requests carry only max_completion_tokens, as sglang's body, not also max_tokens (which servers such as ollama need to stop)", "prober"},
 	{CompatDatasetInputTokens, "total_input_tokens and the input throughputs sum the dataset rows' prompt lengths, as sglang does, instead of the server's prompt token counts that input_lens reports", "bench"},
 }
 
@@ -53,6 +55,7 @@ type Compat struct {
 	AllFailedError     bool `json:"all_failed_error,omitempty"`
 	EmptySuccess       bool `json:"empty_success,omitempty"`
 	DatasetInputTokens bool `json:"dataset_input_tokens,omitempty"`
+	ChatLength         bool `json:"chat_length,omitempty"`
 }
 
 func (c *Compat) field(name string) *bool {
@@ -75,6 +78,8 @@ func (c *Compat) field(name string) *bool {
 		return &c.EmptySuccess
 	case CompatDatasetInputTokens:
 		return &c.DatasetInputTokens
+	case CompatChatLength:
+		return &c.ChatLength
 	}
 	return nil
 }
