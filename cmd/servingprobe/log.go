@@ -49,9 +49,18 @@ func (c *logConfig) newLoggers(w io.Writer) (log.Logger, *slog.Logger, error) {
 		return nil, nil, err
 	}
 	l = level.NewFilter(l, opt)
-	withTS := log.With(l, "ts", log.DefaultTimestampUTC)
+	withTS := tsFirst{l}
 	bridge := slog.New(untimedHandler{slgk.NewGoKitHandler(withTS, slogLevel(c.level))})
 	return log.With(withTS, "caller", log.DefaultCaller), bridge, nil
+}
+
+// tsFirst stamps ts as the first key of every line. log.With would put it
+// after level, since level.Info(l) prefixes level to l's context, while
+// the slog bridge's lines put level after ts: one format has one order.
+type tsFirst struct{ next log.Logger }
+
+func (t tsFirst) Log(kv ...any) error {
+	return t.next.Log(append([]any{"ts", log.DefaultTimestampUTC()}, kv...)...)
 }
 
 // untimedHandler drops slog's own record time: go-kit's ts already says it.

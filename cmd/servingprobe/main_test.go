@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -104,5 +105,26 @@ func TestHelp(t *testing.T) {
 	code, stdout, _ = runCLI(t, "help", "probe")
 	if code != 0 || !strings.Contains(stdout, "--max-tokens") {
 		t.Errorf("help probe: code %d, stdout %q", code, stdout)
+	}
+}
+
+// TestLogKeyOrder: our own lines and the ones libraries log through the
+// slog bridge have one format: ts first, then level.
+func TestLogKeyOrder(t *testing.T) {
+	var b strings.Builder
+	logger, slogger, err := (&logConfig{level: "info", format: "logfmt"}).newLoggers(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	level.Info(logger).Log("msg", "ours")
+	slogger.Info("theirs")
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines:\n%s", len(lines), b.String())
+	}
+	for _, l := range lines {
+		if !regexp.MustCompile(`^ts=\S+ level=info caller=\S+ msg=`).MatchString(l) {
+			t.Errorf("line %q: want ts, level, caller, msg in that order", l)
+		}
 	}
 }
