@@ -88,7 +88,7 @@ var faultMatrix = []faultRow{
 	{name: "sim_error_in_stream", simFault: simulator.FaultErrorInStream, want: prober.OutcomeHTTP5xx},
 	{name: "sim_abort_in_stream", simFault: simulator.FaultAbortInStream, want: prober.OutcomeServerError},
 	{name: "huge_50MB_event", fault: hostile.HugeEvent, want: prober.OutcomeParseError, sized: true},
-	{name: "endless_stream_fast", fault: hostile.EndlessFast, want: prober.OutcomeParseError, sized: true},
+	{name: "endless_stream_fast", fault: hostile.EndlessFast, want: prober.OutcomeOverrun, sized: true},
 	{name: "endless_stream_slow", fault: hostile.EndlessSlow, want: prober.OutcomeTimeout},
 	{name: "gzip_bomb", fault: hostile.GzipBomb, want: prober.OutcomeParseError, sized: true},
 	{name: "gzip_bomb_under_cap", fault: hostile.GzipBombSmall, want: prober.OutcomeParseError},
