@@ -218,6 +218,22 @@ func (d *Daemon) Reload(ctx context.Context) (err error) {
 	return nil
 }
 
+// CheckConfig loads a config file and builds every probe in it with build,
+// exactly as New and Reload do, without sending anything: check-config and
+// serve accept and refuse the same files (a module's tokenizer or dataset
+// file that cannot be loaded fails both).
+func CheckConfig(path string, build ProbeBuilder) (*config.Config, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{o: Options{BuildProbe: build}}
+	if _, err := d.prepare(cfg, nil); err != nil {
+		return nil, fmt.Errorf("config file %q: %w", path, err)
+	}
+	return cfg, nil
+}
+
 // prepare builds the jobs of cfg, reusing the jobs of old whose target and
 // module did not change (same loop, same HTTP client, same version).
 func (d *Daemon) prepare(cfg *config.Config, old *state) (*state, error) {

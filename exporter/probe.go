@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	mrand "math/rand/v2"
@@ -60,11 +61,11 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 		return nil, err
 	}
 	if o.Tokenizer == nil {
-		return nil, fmt.Errorf("module %q: no tokenizer resolver", moduleName)
+		return nil, errors.New("no tokenizer resolver")
 	}
 	tok, err := o.Tokenizer(m.Tokenizer)
 	if err != nil {
-		return nil, fmt.Errorf("module %q: tokenizer: %w", moduleName, err)
+		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	dopts := datasets.DefaultOptions()
 	dopts.DatasetPath = m.DatasetPath
@@ -77,7 +78,7 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 	dopts.SharegptOutputLen = m.OutputLen
 	ds, err := datasets.New(m.Dataset, dopts, tok)
 	if err != nil {
-		return nil, fmt.Errorf("module %q: %w", moduleName, err)
+		return nil, err
 	}
 	n := o.PromptPool
 	if m.Dataset == "fixed" {
@@ -85,10 +86,10 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 	}
 	prompts, err := ds.Generate(n, mrand.New(mrand.NewPCG(uint64(m.Seed), 0)))
 	if err != nil {
-		return nil, fmt.Errorf("module %q: generate prompts: %w", moduleName, err)
+		return nil, fmt.Errorf("generate prompts: %w", err)
 	}
 	if len(prompts) == 0 {
-		return nil, fmt.Errorf("module %q: dataset produced no prompt", moduleName)
+		return nil, errors.New("dataset produced no prompt")
 	}
 	for i := range prompts {
 		if m.LoRA != "" && prompts[i].LoRA == "" {

@@ -6,14 +6,14 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/exporter"
 )
 
 func addCheckConfigCommand(app *kingpin.Application) func(context.Context, *cliEnv) error {
-	cmd := app.Command("check-config", "Validate a configuration file. Exits 0 when it is valid and 1 when it is not, printing every problem.")
+	cmd := app.Command("check-config", "Validate a configuration file as serve loads it (decoding, validation, and building every probe: datasets, tokenizers; nothing is sent). Exits 0 when it is valid and 1 when it is not, printing every problem.")
 	path := cmd.Flag("config.file", "Configuration file to check.").Default("servingprobe.yml").String()
 	return func(_ context.Context, env *cliEnv) error {
-		c, err := config.Load(*path)
+		c, err := exporter.CheckConfig(*path, daemonProbeBuilder())
 		if err != nil {
 			fmt.Fprintln(env.Stderr, err)
 			return &exitError{code: 1}

@@ -104,11 +104,8 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		Logger:                 logger,
 		ProbeLogger:            probeLogger,
 		DisableExporterMetrics: f.disableExporterMetrics,
-		BuildProbe: exporter.NewProbeBuilder(exporter.ProberOptions{
-			Tokenizer: resolveTokenizer,
-			UserAgent: "servingprobe/" + version.Version,
-		}),
-		Seed: rand.Uint64(),
+		BuildProbe:             daemonProbeBuilder(),
+		Seed:                   rand.Uint64(),
 	})
 	if err != nil {
 		return err
@@ -207,6 +204,15 @@ func startDemo(logger log.Logger) (configPath string, stop func(), err error) {
 	}
 	level.Info(logger).Log("msg", "Demo simulator started", "url", url, "config_file", path)
 	return path, stop, nil
+}
+
+// daemonProbeBuilder is how serve builds its probes, and so how
+// check-config checks that it can.
+func daemonProbeBuilder() exporter.ProbeBuilder {
+	return exporter.NewProbeBuilder(exporter.ProberOptions{
+		Tokenizer: resolveTokenizer,
+		UserAgent: "servingprobe/" + version.Version,
+	})
 }
 
 // resolveTokenizer turns a module's tokenizer setting into a tokenizer:

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/servingprobe/servingprobe/exporter"
+)
+
+// TestCheckConfigAgreesWithServe: check-config and serve accept and refuse
+// exactly the same files, over every config in the repository and a few
+// that only building the probes can refuse.
+func TestCheckConfigAgreesWithServe(t *testing.T) {
+	files := []string{"demo.yml", "../../examples/servingprobe.yml", "../../examples/compose/servingprobe.yml", "../../deploy/servingprobe.yml"}
+	more, err := filepath.Glob("../../config/testdata/*.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, more...)
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		// Valid YAML and valid fields, refused only when the probe is built.
+		"tokenizer-server.yml":  "targets:\n  - name: a\n    url: http://127.0.0.1:1\n    backend: vllm\n    modules: [m]\nmodules:\n  m:\n    tokenizer: server\n",
+		"missing-tokenizer.yml": "targets:\n  - name: a\n    url: http://127.0.0.1:1\n    backend: vllm\n    modules: [m]\nmodules:\n  m:\n    tokenizer: ./no/such/dir\n",
+		"missing-dataset.yml":   "targets:\n  - name: a\n    url: http://127.0.0.1:1\n    backend: vllm\n    modules: [m]\nmodules:\n  m:\n    dataset: sharegpt\n    dataset_path: no-such.json\n",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	accepted := 0
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		code, _, stderr := runCLI(t, "check-config", "--config.file="+f)
+		_, serveErr := exporter.New(exporter.Options{ConfigFile: f, BuildProbe: daemonProbeBuilder(), DisableExporterMetrics: true})
+		if (code == 0) != (serveErr == nil) {
+			t.Errorf("%s: check-config exit %d (%s), serve's load error %v: they must agree", f, code, strings.TrimSpace(stderr), serveErr)
+		}
+		if code == 0 {
+			accepted++
+		}
+		if strings.HasPrefix(filepath.Base(f), "bad-") || strings.HasPrefix(f, dir) {
+			if code == 0 {
+				t.Errorf("%s: check-config accepted a file that must be refused", f)
+			}
+		}
+	}
+	if accepted < 4 {
+		t.Errorf("only %d files accepted: the examples and the demo config must be valid", accepted)
+	}
+}
