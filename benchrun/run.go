@@ -140,16 +140,14 @@ func newClient(s Spec, info prober.BackendInfo, env Env) (*http.Client, error) {
 	if env.Target != nil {
 		t = *env.Target
 	}
-	c, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: max(s.MaxConcurrency, 1), UserAgent: "servingprobe-bench"})
+	// Without --max-concurrency every prompt may be in flight at once.
+	conc := s.MaxConcurrency
+	if conc <= 0 {
+		conc = s.NumPrompts
+	}
+	c, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: max(conc, 1), UserAgent: "servingprobe-bench", NewConnection: s.Compat.NewConnection})
 	if err != nil {
 		return nil, err
-	}
-	if s.Compat.NewConnection {
-		tr, ok := c.Transport.(*http.Transport)
-		if !ok {
-			return nil, errors.New("compat new-connection: the target's http_client_config wraps the transport (auth, headers or TLS files), so keep-alives cannot be turned off")
-		}
-		tr.DisableKeepAlives = true
 	}
 	if len(s.Headers) > 0 {
 		h := make(http.Header, len(s.Headers))

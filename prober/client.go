@@ -24,6 +24,10 @@ type ClientOptions struct {
 	H2C bool
 	// UserAgent, if set, replaces Go's.
 	UserAgent string
+	// NewConnection turns keep-alives off: every request dials its own
+	// connection, as bench_serving's per-request aiohttp session does
+	// (--compat new-connection).
+	NewConnection bool
 }
 
 // NewClient builds the HTTP client for a target from its http_client_config
@@ -38,9 +42,13 @@ type ClientOptions struct {
 func NewClient(t *config.Target, o ClientOptions) (*http.Client, error) {
 	cfg := t.HTTPClientConfig
 	opts := []promconfig.HTTPClientOption{promconfig.WithIdleConnTimeout(90 * time.Second)}
-	if o.UserAgent != "" {
-		opts = append(opts, promconfig.WithUserAgent(o.UserAgent))
+	if o.NewConnection {
+		// prometheus/common builds the transport; asking it is the one
+		// way that also holds when auth or headers wrap the transport.
+		opts = append(opts, promconfig.WithKeepAlivesDisabled())
 	}
+	// The user agent is added after tuning: given to prometheus/common it
+	// would wrap the transport, which then could not be tuned.
 	name := t.Name
 	if name == "" {
 		name = "servingprobe"
@@ -61,7 +69,8 @@ func NewClient(t *config.Target, o ClientOptions) (*http.Client, error) {
 	// bare unless auth, headers or file-based TLS wrap it. Tune it when we
 	// can reach it.
 	tr, bare := c.Transport.(*http.Transport)
-	if bare {
+	switch {
+	case bare:
 		if o.Concurrency > tr.MaxIdleConnsPerHost {
 			tr.MaxIdleConnsPerHost = o.Concurrency
 			tr.MaxIdleConns = max(tr.MaxIdleConns, o.Concurrency)
@@ -72,14 +81,16 @@ func NewClient(t *config.Target, o ClientOptions) (*http.Client, error) {
 			p.SetUnencryptedHTTP2(true)
 			tr.Protocols = &p
 		}
-		return c, nil
-	}
-	if o.H2C {
+	case o.H2C:
 		return nil, fmt.Errorf("target %q: h2c cannot be combined with authentication, headers or file-based TLS in http_client_config", t.Name)
+	default:
+		// Wrapped by auth, headers or file-based TLS: the idle pool stays
+		// at prometheus/common's 1000 per host; connections beyond it are
+		// closed when idle and redialled (the redial shows in Result.Trace).
 	}
-	// Wrapped: the idle pool stays at prometheus/common's 1000 per host;
-	// connections beyond it are closed when idle and redialled (and the
-	// redial shows up in Result.Trace).
+	if o.UserAgent != "" {
+		c.Transport = promconfig.NewUserAgentRoundTripper(o.UserAgent, c.Transport)
+	}
 	return c, nil
 }
 

@@ -1,7 +1,11 @@
 package prober
 
 import (
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	promconfig "github.com/prometheus/common/config"
@@ -31,5 +35,67 @@ func TestNewClientTunesTransport(t *testing.T) {
 	auth := &config.Target{Name: "a", HTTPClientConfig: promconfig.HTTPClientConfig{BearerToken: "secret"}}
 	if _, err := NewClient(auth, ClientOptions{H2C: true}); err == nil {
 		t.Error("NewClient(auth, H2C) succeeded, want an error")
+	}
+}
+
+// TestNewConnectionPerRequest: --compat new-connection dials one TCP
+// connection per request, with and without a bearer token and extra
+// headers (which make prometheus/common wrap the transport), and the
+// default reuses one; the user agent and the credentials still arrive.
+func TestNewConnectionPerRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     promconfig.HTTPClientConfig
+		newConn bool
+		want    int64 // connections for 3 requests
+	}{
+		{"plain, new connection", promconfig.DefaultHTTPClientConfig, true, 3},
+		{"bearer token and headers, new connection", promconfig.HTTPClientConfig{
+			BearerToken: "sk-secret", FollowRedirects: true,
+			HTTPHeaders: &promconfig.Headers{Headers: map[string]promconfig.Header{"X-Team": {Values: []string{"llm"}}}},
+		}, true, 3},
+		{"plain, reused", promconfig.DefaultHTTPClientConfig, false, 1},
+		{"bearer token, reused", promconfig.HTTPClientConfig{BearerToken: "sk-secret", FollowRedirects: true}, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var conns atomic.Int64
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.UserAgent() != "servingprobe-test" {
+					http.Error(w, "user agent "+r.UserAgent(), http.StatusBadRequest)
+					return
+				}
+				if tc.cfg.BearerToken != "" && r.Header.Get("Authorization") != "Bearer sk-secret" {
+					http.Error(w, "no token", http.StatusUnauthorized)
+					return
+				}
+				io.WriteString(w, "ok")
+			}))
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.Start()
+			defer srv.Close()
+			c, err := NewClient(&config.Target{Name: "t", HTTPClientConfig: tc.cfg},
+				ClientOptions{Concurrency: 4, UserAgent: "servingprobe-test", NewConnection: tc.newConn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				resp, err := c.Get(srv.URL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("status %d: %s", resp.StatusCode, b)
+				}
+			}
+			if got := conns.Load(); got != tc.want {
+				t.Errorf("%d TCP connections for 3 requests, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -2,15 +2,21 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/servingprobe/servingprobe/simulator"
@@ -206,6 +212,65 @@ func TestBenchServingUsageLines(t *testing.T) {
 		}
 		if !regexp.MustCompile(`(?m)^Backend:\s+sglang\s*$`).MatchString(stdout) {
 			t.Errorf("%s: want backend sglang (the last --backend):\n%s", tc.line, stdout)
+		}
+	}
+}
+
+// TestBenchNewConnectionEndToEnd: --compat new-connection works with a
+// bearer token and headers (it always failed: the user agent made
+// prometheus/common wrap the transport), and opens one TCP connection per
+// request; without it the bench reuses its connections.
+func TestBenchNewConnectionEndToEnd(t *testing.T) {
+	sim, err := simulator.New(func() simulator.Config {
+		c := simulator.DefaultConfig()
+		c.TTFT, c.ITL = time.Millisecond, time.Millisecond
+		return c
+	}(), log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompts = 12
+	for _, tc := range []struct {
+		compat  bool
+		atLeast int64
+		atMost  int64
+	}{
+		{compat: true, atLeast: prompts + 1},   // every measured request and the warmup, at least
+		{compat: false, atLeast: 1, atMost: 4}, // the pool, sized by --max-concurrency 2, plus a spare
+	} {
+		var conns atomic.Int64
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer sk-test" || r.Header.Get("X-Team") != "llm" {
+				http.Error(w, "missing credentials or header", http.StatusUnauthorized)
+				return
+			}
+			sim.Handler().ServeHTTP(w, r)
+		}))
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		srv.Start()
+		args := []string{"bench", "--backend", "vllm", "--base-url", srv.URL, "--dataset-name", "random",
+			"--random-input-len", "8", "--random-output-len", "4", "--num-prompts", strconv.Itoa(prompts),
+			"--max-concurrency", "2", "--tokenizer", "../../tokenizer/testdata/qwen3", "--disable-tqdm",
+			"--header", "Authorization=Bearer sk-test", "--header", "X-Team=llm",
+			"--output-file", filepath.Join(t.TempDir(), "out.jsonl")}
+		if tc.compat {
+			args = append(args, "--compat", "new-connection")
+		}
+		code, stdout, stderr := runCLI(t, args...)
+		srv.Close()
+		if code != 0 {
+			t.Fatalf("compat %v: exit %d\n%s\n%s", tc.compat, code, stdout, stderr)
+		}
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^Successful requests:\s+%d\s*$`, prompts)).MatchString(stdout) {
+			t.Errorf("compat %v: want %d successes:\n%s", tc.compat, prompts, stdout)
+		}
+		got := conns.Load()
+		if got < tc.atLeast || (tc.atMost > 0 && got > tc.atMost) {
+			t.Errorf("compat new-connection %v: %d TCP connections, want %d..%d", tc.compat, got, tc.atLeast, tc.atMost)
 		}
 	}
 }
