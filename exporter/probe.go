@@ -96,29 +96,11 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 			prompts[i].LoRA = m.LoRA
 		}
 	}
-	boolOr := func(p *bool, d bool) bool {
-		if p == nil {
-			return d
-		}
-		return *p
-	}
 	base := prober.Prober{
 		Client:  client,
 		Backend: info.New(),
 		Name:    t.Backend,
-		Options: prober.RequestOptions{
-			BaseURL: t.URL,
-			Model:   t.Model,
-			Stream:  boolOr(m.Stream, true),
-			// Probes ask for a fixed length so that successive probes cost
-			// the same and their latencies compare.
-			IgnoreEOS:    boolOr(m.IgnoreEOS, true),
-			Temperature:  m.Temperature,
-			TopP:         m.TopP,
-			IncludeUsage: boolOr(m.IncludeUsage, true),
-			ExtraBody:    m.ExtraBody,
-			Headers:      m.Headers,
-		},
+		Options: prober.ModuleOptions(t, m),
 		Limits:  prober.Limits{MaxEventBytes: t.MaxEventBytes, MaxResponseBytes: t.MaxResponseBytes},
 		Counter: prober.TokenizerCounter{Tokenizer: tok},
 		Target:  t.Name,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -13,11 +14,12 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/config"
-	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -32,6 +34,8 @@ type probeArgs struct {
 	Timeout                     time.Duration
 
 	ConfigFile, Target, Module string
+	// set records the flags the user gave, which override the module.
+	set map[string]*bool
 
 	// APIKey is sent as a Bearer token (from OPENAI_API_KEY), except to
 	// backends that bench_serving sends no auth to (trt).
@@ -40,15 +44,20 @@ type probeArgs struct {
 
 func addProbeCommand(app *kingpin.Application) func(ctx context.Context, env *cliEnv) error {
 	cmd := app.Command("probe", "Send one request to an LLM server and print its timings (curl for LLM latency).")
-	a := &probeArgs{Headers: map[string]string{}}
+	a := &probeArgs{Headers: map[string]string{}, set: map[string]*bool{}}
+	track := func(fc *kingpin.FlagClause) *kingpin.FlagClause {
+		b := new(bool)
+		a.set[fc.Model().Name] = b
+		return fc.IsSetByUser(b)
+	}
 	cmd.Flag("url", "Base URL of the server, e.g. http://127.0.0.1:8000.").StringVar(&a.URL)
 	cmd.Flag("backend", "Wire protocol, as bench_serving's --backend: "+strings.Join(prober.BackendNames(), ", ")+".").Default("openai-chat").StringVar(&a.Backend)
 	cmd.Flag("model", "Model to send; empty asks GET /v1/models.").StringVar(&a.Model)
-	cmd.Flag("prompt", "Prompt text.").Default("Write one sentence about the sky.").StringVar(&a.Prompt)
-	cmd.Flag("max-tokens", "Output tokens to request.").Default("64").IntVar(&a.MaxTokens)
-	cmd.Flag("stream", "Stream the response.").Default("true").BoolVar(&a.Stream)
-	cmd.Flag("ignore-eos", "Ask the server to ignore EOS, so exactly --max-tokens come back.").Default("true").BoolVar(&a.IgnoreEOS)
-	cmd.Flag("include-usage", "Ask OpenAI servers for stream_options.include_usage.").Default("true").BoolVar(&a.IncludeUsage)
+	track(cmd.Flag("prompt", "Prompt text.").Default("Write one sentence about the sky.")).StringVar(&a.Prompt)
+	track(cmd.Flag("max-tokens", "Output tokens to request.").Default("64")).IntVar(&a.MaxTokens)
+	track(cmd.Flag("stream", "Stream the response.").Default("true")).BoolVar(&a.Stream)
+	track(cmd.Flag("ignore-eos", "Ask the server to ignore EOS, so exactly --max-tokens come back.").Default("true")).BoolVar(&a.IgnoreEOS)
+	track(cmd.Flag("include-usage", "Ask OpenAI servers for stream_options.include_usage.").Default("true")).BoolVar(&a.IncludeUsage)
 	cmd.Flag("header", "Extra request header K=V (repeatable).").StringMapVar(&a.Headers)
 	cmd.Flag("json", "Print the Result as JSON.").BoolVar(&a.JSON)
 	cmd.Flag("timeout", "Request timeout, body included.").Default("60s").DurationVar(&a.Timeout)
@@ -75,106 +84,117 @@ func addProbeCommand(app *kingpin.Application) func(ctx context.Context, env *cl
 	}
 }
 
-// runProbe resolves the target and sends one request. An error means the
+// runProbe sends one request as the daemon's probe of the same target
+// and module would: both paths go through serve's probe builder, so the
+// body, the prompt (the module's dataset), the tokenizer that counts what
+// the server does not, and the client are the daemon's. An error means the
 // probe could not be attempted; a failed request is a Result.
 func runProbe(ctx context.Context, a *probeArgs) (prober.Result, error) {
-	target, opts, prompt, err := resolveProbe(a)
+	t, moduleName, m, err := resolveProbe(a)
 	if err != nil {
 		return prober.Result{}, err
 	}
-	info, err := prober.LookupBackend(target.Backend)
+	info, err := prober.LookupBackend(t.Backend)
 	if err != nil {
 		return prober.Result{}, err
 	}
-	client, err := prober.NewClient(&target, prober.ClientOptions{Concurrency: 1, UserAgent: "servingprobe"})
-	if err != nil {
-		return prober.Result{}, err
-	}
-	timeout := time.Duration(target.Timeout)
-	if timeout <= 0 {
-		timeout = config.DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, t.EffectiveTimeout())
 	defer cancel()
-	if a.APIKey != "" && !info.NoAuth {
-		if _, ok := opts.Headers["Authorization"]; !ok {
-			opts.Headers["Authorization"] = "Bearer " + a.APIKey
-		}
-	}
-	if opts.Model == "" && info.Protocol != prober.ProtocolTRT {
-		m, err := prober.DetectModelWithHeaders(ctx, client, target.URL, opts.Headers)
+	if t.Model == "" && info.Protocol != prober.ProtocolTRT {
+		// Detect on a client of its own, so that the probe's request
+		// opens its own connection and its connect time is measured.
+		c, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: 1, UserAgent: "servingprobe"})
 		if err != nil {
 			return prober.Result{}, err
 		}
-		opts.Model = m
+		t.Model, err = prober.DetectModelWithHeaders(ctx, c, t.URL, m.Headers)
+		c.CloseIdleConnections()
+		if err != nil {
+			return prober.Result{}, err
+		}
 	}
-	p := &prober.Prober{
-		Client: client, Backend: info.New(), Name: info.Name, Options: opts,
-		Limits: prober.Limits{MaxEventBytes: target.MaxEventBytes, MaxResponseBytes: target.MaxResponseBytes},
-		Target: target.Name, Module: a.Module,
+	pf, err := daemonProbeBuilder()(t, moduleName, m)
+	if err != nil {
+		return prober.Result{}, fmt.Errorf("target %q module %q: %w", t.Name, moduleName, err)
 	}
-	return p.Run(ctx, prompt, time.Now()), nil
+	return pf(ctx, log.NewNopLogger()), nil
 }
 
-// resolveProbe turns flags, or a config target and module, into a request.
-func resolveProbe(a *probeArgs) (config.Target, prober.RequestOptions, datasets.Prompt, error) {
-	opts := prober.RequestOptions{
-		Model: a.Model, Stream: a.Stream, IgnoreEOS: a.IgnoreEOS, IncludeUsage: a.IncludeUsage,
-		Headers: map[string]string{},
-	}
-	for k, v := range a.Headers {
-		opts.Headers[k] = v
-	}
-	prompt := datasets.Prompt{Text: a.Prompt, OutputLen: a.MaxTokens}
+// resolveProbe turns flags, or a config target and module, into a target
+// and module. Flags the user gave override the module (--max-tokens used
+// to be silently replaced by its output_len).
+func resolveProbe(a *probeArgs) (config.Target, string, config.Module, error) {
+	var (
+		t          config.Target
+		m          config.Module
+		moduleName string
+	)
 	if a.ConfigFile == "" {
 		if a.URL == "" {
-			return config.Target{}, opts, prompt, errors.New("--url or --config.file is required")
+			return t, "", m, errors.New("--url or --config.file is required")
 		}
-		t := config.Target{Name: "cli", URL: a.URL, Backend: a.Backend, Model: a.Model}
+		u, err := prober.NormalizeBaseURL(a.URL)
+		if err != nil {
+			return t, "", m, fmt.Errorf("--url %w", err)
+		}
+		t = config.DefaultTarget
+		t.Name, t.URL, t.Backend, t.Model = "cli", u, a.Backend, a.Model
 		t.Timeout = model.Duration(a.Timeout)
-		t.HTTPClientConfig.FollowRedirects = true
 		t.HTTPClientConfig.EnableHTTP2 = true
-		opts.BaseURL = a.URL
-		return t, opts, prompt, nil
+		moduleName = "cli"
+		m = config.DefaultModule
+		m.Dataset, m.Prompt, m.OutputLen = "fixed", a.Prompt, a.MaxTokens
+		m.Stream, m.IgnoreEOS, m.IncludeUsage = &a.Stream, &a.IgnoreEOS, &a.IncludeUsage
+	} else {
+		cfg, err := config.Load(a.ConfigFile)
+		if err != nil {
+			return t, "", m, err
+		}
+		i := slices.IndexFunc(cfg.Targets, func(t config.Target) bool { return t.Name == a.Target })
+		if i < 0 {
+			return t, "", m, fmt.Errorf("target %q not in %s", a.Target, a.ConfigFile)
+		}
+		t = cfg.Targets[i]
+		moduleName = a.Module
+		if moduleName == "" && len(t.Modules) > 0 {
+			moduleName = t.Modules[0]
+		}
+		var ok bool
+		if m, ok = cfg.Modules[moduleName]; !ok {
+			return t, "", m, fmt.Errorf("module %q not in %s", moduleName, a.ConfigFile)
+		}
+		given := func(flag string) bool { p := a.set[flag]; return p != nil && *p }
+		if given("max-tokens") {
+			m.OutputLen = a.MaxTokens
+		}
+		if given("prompt") {
+			m.Dataset, m.Prompt = "fixed", a.Prompt
+		}
+		for flag, dst := range map[string]**bool{"stream": &m.Stream, "ignore-eos": &m.IgnoreEOS, "include-usage": &m.IncludeUsage} {
+			if given(flag) {
+				v := map[string]bool{"stream": a.Stream, "ignore-eos": a.IgnoreEOS, "include-usage": a.IncludeUsage}[flag]
+				*dst = &v
+			}
+		}
 	}
-	cfg, err := config.Load(a.ConfigFile)
-	if err != nil {
-		return config.Target{}, opts, prompt, err
+	if len(a.Headers) > 0 {
+		m.Headers = maps.Clone(m.Headers)
+		if m.Headers == nil {
+			m.Headers = map[string]string{}
+		}
+		maps.Copy(m.Headers, a.Headers)
 	}
-	i := slices.IndexFunc(cfg.Targets, func(t config.Target) bool { return t.Name == a.Target })
-	if i < 0 {
-		return config.Target{}, opts, prompt, fmt.Errorf("target %q not in %s", a.Target, a.ConfigFile)
+	// OPENAI_API_KEY, as the target's credentials (so it is redacted as
+	// one), unless the target has its own or the backend takes none.
+	if info, err := prober.LookupBackend(t.Backend); err == nil && a.APIKey != "" && !info.NoAuth {
+		hc := &t.HTTPClientConfig
+		if hc.Authorization == nil && hc.BasicAuth == nil && hc.BearerToken == "" && hc.OAuth2 == nil {
+			if _, ok := m.Headers["Authorization"]; !ok {
+				hc.Authorization = &promconfig.Authorization{Type: "Bearer", Credentials: promconfig.Secret(a.APIKey)}
+			}
+		}
 	}
-	t := cfg.Targets[i]
-	if a.Module == "" && len(t.Modules) > 0 {
-		a.Module = t.Modules[0]
-	}
-	m, ok := cfg.Modules[a.Module]
-	if !ok {
-		return config.Target{}, opts, prompt, fmt.Errorf("module %q not in %s", a.Module, a.ConfigFile)
-	}
-	opts.BaseURL, opts.Model = t.URL, t.Model
-	opts.Temperature, opts.TopP, opts.ExtraBody = m.Temperature, m.TopP, m.ExtraBody
-	if m.IgnoreEOS != nil {
-		opts.IgnoreEOS = *m.IgnoreEOS
-	}
-	if m.Stream != nil {
-		opts.Stream = *m.Stream
-	}
-	if m.IncludeUsage != nil {
-		opts.IncludeUsage = *m.IncludeUsage
-	}
-	for k, v := range m.Headers {
-		opts.Headers[k] = v
-	}
-	if m.Prompt != "" {
-		prompt.Text = m.Prompt
-	}
-	if m.OutputLen > 0 {
-		prompt.OutputLen = m.OutputLen
-	}
-	prompt.LoRA = m.LoRA
-	return t, opts, prompt, nil
+	return t, moduleName, m, nil
 }
 
 // probeJSON is a Result with its samples (prober.Result.Samples) in

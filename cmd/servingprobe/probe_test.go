@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +104,72 @@ func TestProbeCommand(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tc.wantErr, stderr.String())
 			}
 		})
+	}
+}
+
+// TestProbeConfigModule: `probe --config.file --module` sends what the
+// daemon's probe of that module sends: its dataset's prompt (three random
+// modules with different seeds sent the same default prompt before), and a
+// --max-tokens the user gave overrides the module's output_len.
+func TestProbeConfigModule(t *testing.T) {
+	var scripts []llmtest.Script
+	for range 4 {
+		scripts = append(scripts, chatScript())
+	}
+	srv := llmtest.NewServer(scripts...)
+	defer srv.Close()
+	cfg := "targets:\n  - name: t\n    url: " + srv.URL + "\n    backend: vllm-chat\n    model: m\n    modules: [r1, r2, r3]\nmodules:\n" +
+		"  r1: {dataset: random, input_len: 24, output_len: 8, seed: 1}\n" +
+		"  r2: {dataset: random, input_len: 24, output_len: 8, seed: 2}\n" +
+		"  r3: {dataset: random, input_len: 24, output_len: 8, seed: 3, temperature: 0.5}\n"
+	path := filepath.Join(t.TempDir(), "c.yml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	maxTokens := true
+	for _, mod := range []string{"r1", "r2", "r3"} {
+		if _, err := runProbe(t.Context(), &probeArgs{ConfigFile: path, Target: "t", Module: mod, set: map[string]*bool{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := runProbe(t.Context(), &probeArgs{ConfigFile: path, Target: "t", Module: "r1", MaxTokens: 3,
+		set: map[string]*bool{"max-tokens": &maxTokens}}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("server saw %d requests, want 4", len(reqs))
+	}
+	type body struct {
+		Messages []struct{ Content string } `json:"messages"`
+		Max      int                        `json:"max_completion_tokens"`
+		Temp     float64                    `json:"temperature"`
+	}
+	seen := map[string]string{}
+	for i, raw := range reqs {
+		var b body
+		if err := json.Unmarshal(raw, &b); err != nil || len(b.Messages) == 0 {
+			t.Fatalf("request %d: %v %s", i, err, raw)
+		}
+		p := b.Messages[len(b.Messages)-1].Content
+		if strings.Contains(p, "Write one sentence about the sky") {
+			t.Errorf("request %d sent the default prompt, not the module's dataset", i)
+		}
+		wantMax := 8
+		if i == 3 {
+			wantMax = 3
+		}
+		if b.Max != wantMax {
+			t.Errorf("request %d: max_completion_tokens %d, want %d", i, b.Max, wantMax)
+		}
+		if i == 2 && b.Temp != 0.5 {
+			t.Errorf("module r3's temperature: sent %v, want 0.5", b.Temp)
+		}
+		if i < 3 {
+			if other, dup := seen[p]; dup {
+				t.Errorf("modules %s and %d sent the same prompt %q", other, i, p)
+			}
+			seen[p] = strconv.Itoa(i)
+		}
 	}
 }

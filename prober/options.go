@@ -1,0 +1,35 @@
+package prober
+
+import (
+	"maps"
+	"strings"
+
+	"github.com/servingprobe/servingprobe/config"
+)
+
+// ModuleOptions is the one mapping from a configured target and module to
+// what a request sends. Daemon probes, /probe, `servingprobe probe` (with
+// or without a config file) and daemon bench windows all start from it,
+// so that a module's temperature, top_p, include_usage, extra_body and
+// headers mean the same on every path. Streaming, ignore_eos and
+// include_usage default to on: probes ask for a fixed length, counted by
+// the server, so that successive probes cost the same and compare.
+func ModuleOptions(t config.Target, m config.Module) RequestOptions {
+	boolOr := func(p *bool, d bool) bool {
+		if p == nil {
+			return d
+		}
+		return *p
+	}
+	return RequestOptions{
+		BaseURL:      strings.TrimRight(t.URL, "/"),
+		Model:        t.Model,
+		Stream:       boolOr(m.Stream, true),
+		IgnoreEOS:    boolOr(m.IgnoreEOS, true),
+		Temperature:  m.Temperature,
+		TopP:         m.TopP,
+		IncludeUsage: boolOr(m.IncludeUsage, true),
+		ExtraBody:    maps.Clone(m.ExtraBody),
+		Headers:      maps.Clone(m.Headers),
+	}
+}
