@@ -285,21 +285,25 @@ func newPacer(s Spec, prompts []datasets.Prompt) (prober.Pacer, error) {
 // does: temperature and top_p only on native /generate, logprob options
 // before --extra-request-body (which is merged last and wins).
 func requestOptions(s Spec, info prober.BackendInfo, model string) prober.RequestOptions {
-	o := prober.RequestOptions{
-		BaseURL:      s.BaseURL,
-		Model:        model,
-		Stream:       !s.DisableStream,
-		IgnoreEOS:    !s.DisableIgnoreEOS,
-		IncludeUsage: !s.Compat.NoUsage,
+	o := prober.RequestOptions{IncludeUsage: true}
+	if s.Module != nil {
+		o = *s.Module
+		o.Headers = nil // the window's client sends them (Spec.Headers)
 	}
+	o.BaseURL, o.Model = s.BaseURL, model
+	o.Stream, o.IgnoreEOS = !s.DisableStream, !s.DisableIgnoreEOS
+	o.IncludeUsage = o.IncludeUsage && !s.Compat.NoUsage
+	o.CompatChatLength = s.Compat.ChatLength
 	extra := map[string]any{}
 	switch info.Protocol {
 	case prober.ProtocolSGLangGenerate:
-		t := s.Temperature
-		o.Temperature = &t
-		if s.TopP < 1 {
-			p := s.TopP
-			o.TopP = &p
+		if s.Module == nil { // bench_serving's --temperature and --top-p
+			t := s.Temperature
+			o.Temperature = &t
+			if s.TopP < 1 {
+				p := s.TopP
+				o.TopP = &p
+			}
 		}
 		if s.ReturnLogprob {
 			extra["return_logprob"] = true
@@ -321,6 +325,7 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 			extra["logprobs"] = s.TopLogprobsNum
 		}
 	}
+	maps.Copy(extra, o.ExtraBody)
 	maps.Copy(extra, s.ExtraBody)
 	if len(extra) > 0 {
 		o.ExtraBody = extra

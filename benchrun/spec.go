@@ -27,6 +27,11 @@ type Spec struct {
 	// Tokenizer is a path or hub id; empty means GET /model_info, then
 	// Model (newest sglang).
 	Tokenizer string
+	// Module, for a daemon bench window, is what the measured module's
+	// probes send (prober.ModuleOptions): its sampling, include_usage and
+	// extra body apply to the window's requests on every backend. Nil for
+	// the CLI, whose requests follow bench_serving's flags.
+	Module *prober.RequestOptions
 
 	Dataset        string
 	DatasetOptions datasets.Options

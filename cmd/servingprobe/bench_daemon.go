@@ -10,6 +10,7 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/tokenizer"
 )
 
@@ -98,13 +99,9 @@ func daemonSpec(b exporter.BenchSpec) (benchrun.Spec, error) {
 	s.WarmupRequests = b.WarmupRequests
 	s.DisableStream = req.DisableStream || (m.Stream != nil && !*m.Stream)
 	s.DisableIgnoreEOS = req.DisableIgnoreEOS || (m.IgnoreEOS != nil && !*m.IgnoreEOS)
-	if m.Temperature != nil {
-		s.Temperature = *m.Temperature
-	}
-	if m.TopP != nil {
-		s.TopP = *m.TopP
-	}
-	s.ExtraBody = m.ExtraBody
+	// The module's request settings, as its probes send them.
+	mo := prober.ModuleOptions(t, m)
+	s.Module = &mo
 	s.Headers = m.Headers
 	if m.LoRA != "" {
 		s.LoRANames = []string{m.LoRA}

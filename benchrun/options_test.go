@@ -1,0 +1,59 @@
+package benchrun
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// TestRequestOptions: a daemon bench window sends what its module's probes
+// send on every backend (its temperature and include_usage were dropped on
+// OpenAI backends), and the CLI keeps bench_serving's flags.
+func TestRequestOptions(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	no := false
+	mod := prober.ModuleOptions(config.Target{URL: "http://s"}, config.Module{
+		Temperature: f(0.7), TopP: f(0.9), IncludeUsage: &no,
+		ExtraBody: map[string]any{"seed": 3}, Headers: map[string]string{"X-Team": "llm"},
+	})
+	spec := func(edit func(*Spec)) Spec {
+		s := DefaultSpec()
+		s.BaseURL = "http://s"
+		edit(&s)
+		return s
+	}
+	chat, _ := prober.LookupBackend("vllm-chat")
+	gen, _ := prober.LookupBackend("sglang")
+	for _, tc := range []struct {
+		name string
+		s    Spec
+		info prober.BackendInfo
+		want prober.RequestOptions
+	}{
+		{"window on an OpenAI backend: the module's sampling, usage and body",
+			spec(func(s *Spec) { s.Module = &mod }), chat,
+			prober.RequestOptions{BaseURL: "http://s", Model: "m", Stream: true, IgnoreEOS: true, Temperature: f(0.7), TopP: f(0.9),
+				IncludeUsage: false, ExtraBody: map[string]any{"seed": 3}}},
+		{"window on /generate: the module's sampling too",
+			spec(func(s *Spec) { s.Module, s.Temperature, s.TopP = &mod, 0.2, 0.5 }), gen,
+			prober.RequestOptions{BaseURL: "http://s", Model: "m", Stream: true, IgnoreEOS: true, Temperature: f(0.7), TopP: f(0.9),
+				ExtraBody: map[string]any{"seed": 3}}},
+		{"CLI on an OpenAI backend: bench_serving's body, usage asked for",
+			spec(func(s *Spec) { s.Temperature = 0.2 }), chat,
+			prober.RequestOptions{BaseURL: "http://s", Model: "m", Stream: true, IgnoreEOS: true, IncludeUsage: true}},
+		{"CLI on /generate: --temperature and --top-p",
+			spec(func(s *Spec) { s.Temperature, s.TopP, s.Compat = 0.2, 0.5, bench.Compat{NoUsage: true, ChatLength: true} }), gen,
+			prober.RequestOptions{BaseURL: "http://s", Model: "m", Stream: true, IgnoreEOS: true, Temperature: f(0.2), TopP: f(0.5),
+				CompatChatLength: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, requestOptions(tc.s, tc.info, "m")); diff != "" {
+				t.Errorf("requestOptions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
