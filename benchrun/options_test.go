@@ -46,7 +46,9 @@ func TestRequestOptions(t *testing.T) {
 			spec(func(s *Spec) { s.Temperature = 0.2 }), chat,
 			prober.RequestOptions{BaseURL: "http://s", Model: "m", Stream: true, IgnoreEOS: true, IncludeUsage: true}},
 		{"CLI on /generate: --temperature and --top-p",
-			spec(func(s *Spec) { s.Temperature, s.TopP, s.Compat = 0.2, 0.5, bench.Compat{NoUsage: true, ChatLength: true} }), gen,
+			spec(func(s *Spec) {
+				s.Temperature, s.TopP, s.Compat = 0.2, 0.5, bench.Compat{NoUsage: true, ChatLength: true}
+			}), gen,
 			prober.RequestOptions{BaseURL: "http://s", Model: "m", Stream: true, IgnoreEOS: true, Temperature: f(0.2), TopP: f(0.5),
 				CompatChatLength: true}},
 	} {
