@@ -1,7 +1,6 @@
 package config
 
 import (
-	"time"
 
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
@@ -94,8 +93,3 @@ type ProbeAPI struct {
 	AdhocURLAllowlist []Regexp `yaml:"adhoc_url_allowlist,omitempty"`
 }
 
-// Durations used as defaults.
-const (
-	DefaultInterval = 30 * time.Second
-	DefaultTimeout  = 60 * time.Second
-)
