@@ -20,6 +20,7 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/envflag"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/tokenizer"
 	"github.com/servingprobe/servingprobe/tokenizer/hub"
@@ -379,7 +380,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 			return out, fmt.Errorf("warmup: %w", err)
 		}
 	}
-	if s.FlushCache || (p.Info.SGLang && truthy(getenv("SGLANG_IS_IN_CI"))) {
+	if s.FlushCache || (p.Info.SGLang && envflag.Truthy(getenv("SGLANG_IS_IN_CI"))) {
 		if err := flushCache(ctx, p.Client, s.BaseURL, s.Backend, s.FlushCacheTimeout, nil); err != nil {
 			return out, err
 		}
@@ -472,12 +473,4 @@ func summarize(acc *bench.Accumulator, out *Output) error {
 	}
 	out.Summary = sum
 	return nil
-}
-
-func truthy(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true":
-		return true
-	}
-	return false
 }

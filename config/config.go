@@ -1,7 +1,6 @@
 package config
 
 import (
-
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 )
@@ -92,4 +91,3 @@ type ProbeAPI struct {
 	// one (anchored) to be probed.
 	AdhocURLAllowlist []Regexp `yaml:"adhoc_url_allowlist,omitempty"`
 }
-

@@ -15,6 +15,7 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/envflag"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -462,7 +463,7 @@ func (f *benchFlags) spec(getenv func(string) string) (benchrun.Spec, error) {
 		}
 	}
 	s.Details = f.outputDetails
-	if truthy(getenv("SGLANG_USE_MODELSCOPE")) {
+	if envflag.Truthy(getenv("SGLANG_USE_MODELSCOPE")) {
 		bad("SGLANG_USE_MODELSCOPE is set: ModelScope downloads are not supported; pass --tokenizer with a local path")
 	}
 	if len(errs) > 0 {
@@ -519,14 +520,6 @@ func seconds(f float64) time.Duration {
 		return time.Duration(math.MaxInt64)
 	}
 	return time.Duration(f * float64(time.Second))
-}
-
-func truthy(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
-		return true
-	}
-	return false
 }
 
 // parseHeaders reads --header K=V values.

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/servingprobe/servingprobe/internal/envflag"
 )
 
 // RepoType is the kind of hub repository.
@@ -73,16 +75,8 @@ func FromEnv(client *http.Client) *Client {
 			c.Token = strings.TrimSpace(string(b))
 		}
 	}
-	c.Offline = truthy(os.Getenv("HF_HUB_OFFLINE"))
+	c.Offline = envflag.Truthy(os.Getenv("HF_HUB_OFFLINE"))
 	return c
-}
-
-func truthy(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "on", "yes", "true":
-		return true
-	}
-	return false
 }
 
 var (
