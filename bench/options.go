@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 // Metric names of vLLM's --percentile-metrics and --goodput.
@@ -77,7 +79,7 @@ func percentileWord(p float64) string {
 	if p == math.Trunc(p) {
 		return strconv.Itoa(int(p))
 	}
-	return pyFloat(p)
+	return prober.PyFloat(p)
 }
 
 // Goodput maps a metric (ttft, tpot or e2el) to its SLO in milliseconds, as

@@ -49,7 +49,7 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	t.line("")
 	t.line(center(" Serving Benchmark Result ", '=', 50))
 	t.row("Backend:", s.Backend)
-	rate := pyFloat(float64(s.RequestRate))
+	rate := prober.PyFloat(float64(s.RequestRate))
 	if s.UseTraceTimestamps {
 		rate = "trace"
 	}

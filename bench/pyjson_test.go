@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 // Expected strings are Python 3's repr(float), format(f, ".2f") and
@@ -38,8 +40,8 @@ func TestPyFloat(t *testing.T) {
 		{math.Inf(-1), "-inf", "-inf"},
 		{math.NaN(), "nan", "nan"},
 	} {
-		if got := pyFloat(tc.in); got != tc.repr {
-			t.Errorf("pyFloat(%v) = %q, want %q", tc.in, got, tc.repr)
+		if got := prober.PyFloat(tc.in); got != tc.repr {
+			t.Errorf("PyFloat(%v) = %q, want %q", tc.in, got, tc.repr)
 		}
 		if tc.f2 == "" {
 			continue

@@ -268,20 +268,5 @@ func (s *Spec) RateLabel() string {
 	if s.UseTraceTimestamps {
 		return "trace"
 	}
-	return PyFloat(s.RequestRate)
-}
-
-// PyFloat formats like Python's str(float): inf, 50.0, 0.5.
-func PyFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	case f == math.Trunc(f) && math.Abs(f) < 1e16:
-		return strconv.FormatFloat(f, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return prober.PyFloat(s.RequestRate)
 }

@@ -217,7 +217,7 @@ func (b *Benches) handleCreate(w http.ResponseWriter, r *http.Request) {
 	b.d.Metrics().PrepareBench(spec.Target.Name, spec.ModuleName)
 	go b.execute(ctx, run, spec)
 	level.Info(b.logger).Log("msg", "Bench run accepted", "id", id, "target", spec.Target.Name, "module", spec.ModuleName,
-		"num_prompts", spec.NumPrompts, "request_rate", rateString(spec.RequestRate), "max_concurrency", spec.MaxConcurrency)
+		"num_prompts", spec.NumPrompts, "request_rate", prober.PyFloat(spec.RequestRate), "max_concurrency", spec.MaxConcurrency)
 	w.Header().Set("Location", "/api/v1/benches/"+id)
 	writeJSON(w, http.StatusAccepted, run.snapshot())
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 // BenchRequest is the body of POST /api/v1/benches. It mirrors the bench
@@ -243,7 +243,7 @@ func (req BenchRequest) validate(cfg *config.Config) (BenchSpec, *apiError) {
 			return s, badRequest("request_rate: must be > 0 or \"inf\", got %v", v)
 		}
 		if v > lim.MaxRequestRate {
-			return s, overLimit("request_rate: %s exceeds bench.max_request_rate (%v)", rateString(v), lim.MaxRequestRate)
+			return s, overLimit("request_rate: %s exceeds bench.max_request_rate (%v)", prober.PyFloat(v), lim.MaxRequestRate)
 		}
 		s.RequestRate = v
 	}
@@ -299,13 +299,6 @@ func (req BenchRequest) validate(cfg *config.Config) (BenchSpec, *apiError) {
 		return s, badRequest("compat: %v", err)
 	}
 	return s, nil
-}
-
-func rateString(v float64) string {
-	if math.IsInf(v, 1) {
-		return "inf"
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // benchIDRe is what an id looks like; anything else is rejected before it

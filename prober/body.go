@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/servingprobe/servingprobe/datasets"
@@ -78,8 +77,8 @@ func (o object) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// pyFloat marshals like Python's json.dumps for the values we send: an
-// integral value keeps ".0" (0.0, 1.0), as in the spec's example bodies.
+// pyFloat marshals like Python's json.dumps (PyFloat): an integral value
+// keeps ".0" (0.0, 1.0), as in bench_serving's bodies.
 type pyFloat float64
 
 func (f pyFloat) MarshalJSON() ([]byte, error) {
@@ -87,10 +86,7 @@ func (f pyFloat) MarshalJSON() ([]byte, error) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil, fmt.Errorf("unsupported float %v", v)
 	}
-	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
-		return strconv.AppendFloat(nil, v, 'f', 1, 64), nil
-	}
-	return json.Marshal(v)
+	return []byte(PyFloat(v)), nil
 }
 
 func floatOr(p *float64, def float64) pyFloat {

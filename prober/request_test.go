@@ -111,8 +111,10 @@ func TestRequestBodiesMatchSpecExamples(t *testing.T) {
 			`{"text":"…","sampling_params":{"temperature":0.0,"max_new_tokens":256,"ignore_eos":true},"stream":true,"lora_path":null,"return_logprob":false,"logprob_start_len":-1}`},
 		{"vllm", datasets.Prompt{Text: "…", OutputLen: 128},
 			`{"model":"m","prompt":"…","best_of":1,"max_tokens":128,"stream":true,"temperature":0.0,"ignore_eos":true}`},
+		// The spec quotes bench_serving's source literal 0.000001; Python's
+		// json.dumps writes that float as 1e-06 on the wire, and so do we.
 		{"trt", datasets.Prompt{Text: "p", OutputLen: 9},
-			`{"accumulate_tokens":true,"text_input":"p","temperature":0.000001,"top_p":1.0,"max_tokens":9,"stream":true,"min_length":9,"end_id":1048576}`},
+			`{"accumulate_tokens":true,"text_input":"p","temperature":1e-06,"top_p":1.0,"max_tokens":9,"stream":true,"min_length":9,"end_id":1048576}`},
 	} {
 		b, _ := NewBackend(tc.backend)
 		req, err := b.NewRequest(RequestOptions{BaseURL: "http://h", Model: "m", Stream: true, IgnoreEOS: true}, tc.prompt)

@@ -115,7 +115,10 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 		}
 	}
 
-	id := postBench(t, base, `{"target": "sim-vllm-chat", "num_prompts": 40, "request_rate": 20, "max_concurrency": 4}`)
+	// No warmup: one warmup request meets the simulator's 5% of 500s one
+	// run in twenty, and a bench whose every warmup fails stops, as
+	// bench_serving's does. The measured requests count their failures.
+	id := postBench(t, base, `{"target": "sim-vllm-chat", "num_prompts": 40, "request_rate": 20, "max_concurrency": 4, "warmup_requests": 0}`)
 	view := waitBench(ctx, t, base, id)
 	t.Logf("bench %s on sim-vllm-chat: %s, %s to %s", id, view.Status, view.Started.Format(time.TimeOnly), view.Ended.Format(time.TimeOnly))
 	// The end of the window, scraped and evaluated, plus two scrapes more
