@@ -274,16 +274,16 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 		b.d.Metrics().BenchStarted(target, end)
 	}
 
-	status, result := BenchSucceeded, BenchCompleted
+	status := BenchSucceeded
 	var msg string
 	switch cause := context.Cause(ctx); {
 	case err == nil:
 	case cause != nil:
-		status, result, msg = BenchCancel, BenchCanceled, cause.Error()
+		status, msg = BenchCancel, cause.Error()
 	default:
-		status, result, msg = BenchFail, BenchFailed, err.Error()
+		status, msg = BenchFail, err.Error()
 	}
-	b.d.Metrics().BenchFinished(target, end, result, out.Headline)
+	b.d.Metrics().BenchFinished(target, end, status, out.Headline)
 
 	et := end.UTC()
 	run.mu.Lock()

@@ -263,18 +263,9 @@ func (m *Metrics) ObserveSkip(target, module string) {
 	m.skipped.WithLabelValues(target, module).Inc()
 }
 
-// BenchResult is the result label of servingprobe_bench_runs_total.
-type BenchResult string
-
-// The bench run results.
-const (
-	BenchCompleted BenchResult = "completed"
-	BenchFailed    BenchResult = "failed"
-	BenchCanceled  BenchResult = "canceled"
-)
-
-// BenchResults lists every BenchResult, for pre-creating series.
-var BenchResults = []BenchResult{BenchCompleted, BenchFailed, BenchCanceled}
+// BenchResults are the final BenchStatus values: the result label of
+// servingprobe_bench_runs_total, listed for pre-creating series.
+var BenchResults = []BenchStatus{BenchSucceeded, BenchFail, BenchCancel}
 
 // BenchHeadline is the summary of a finished bench run that is exported.
 type BenchHeadline struct {
@@ -298,7 +289,7 @@ func (m *Metrics) BenchStarted(target string, start time.Time) {
 // BenchFinished marks the bench run on target as ended at end with result;
 // the headline gauges are set only for a completed run, so that a failed or
 // cancelled run does not overwrite the last real figures.
-func (m *Metrics) BenchFinished(target string, end time.Time, result BenchResult, h BenchHeadline) {
+func (m *Metrics) BenchFinished(target string, end time.Time, result BenchStatus, h BenchHeadline) {
 	m.series.mu.RLock()
 	defer m.series.mu.RUnlock()
 	if _, ok := m.series.targets[target]; !ok {
@@ -307,7 +298,7 @@ func (m *Metrics) BenchFinished(target string, end time.Time, result BenchResult
 	m.benchRunning.WithLabelValues(target).Set(0)
 	m.benchLastEnd.WithLabelValues(target).Set(unixSeconds(end))
 	m.benchRuns.WithLabelValues(target, string(result)).Inc()
-	if result != BenchCompleted {
+	if result != BenchSucceeded {
 		return
 	}
 	m.benchReqThroughput.WithLabelValues(target).Set(h.RequestThroughput)

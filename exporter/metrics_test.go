@@ -119,7 +119,7 @@ func TestGoldenExposition(t *testing.T) {
 	m.ObserveSkip("vllm", "chat")
 	m.ObserveLag("vllm", "chat", 2*time.Millisecond)
 	m.BenchStarted("vllm", t0)
-	m.BenchFinished("vllm", t0.Add(time.Minute), BenchCompleted, BenchHeadline{RequestThroughput: 9.5, OutputThroughput: 1200, Completed: 570, Failed: 3})
+	m.BenchFinished("vllm", t0.Add(time.Minute), BenchSucceeded, BenchHeadline{RequestThroughput: 9.5, OutputThroughput: 1200, Completed: 570, Failed: 3})
 
 	got, err := exposition(reg)
 	if err != nil {
