@@ -53,6 +53,9 @@ type Daemon struct {
 	metrics *Metrics
 	history *History
 	sched   *prober.Scheduler
+	// stateLog logs at info when a target's probes start failing and when
+	// they recover.
+	stateLog *stateLog
 
 	// reloadMu serialises loads and the scheduler updates that follow.
 	reloadMu sync.Mutex
@@ -114,9 +117,10 @@ func New(o Options) (*Daemon, error) {
 		metrics:    NewMetrics(reg),
 		history:    NewHistory(o.HistorySize),
 		probeSlots: make(chan struct{}, o.MaxConcurrentProbes),
+		stateLog:   newStateLog(o.Logger),
 	}
 	d.sched = prober.NewScheduler(prober.SchedulerOptions{
-		Observer:    d.metrics.Observer(ModeProbe),
+		Observers:   []prober.Observer{d.metrics.Observer(ModeProbe), d.stateLog},
 		Loops:       d.metrics,
 		Logger:      o.Logger,
 		ProbeLogger: o.ProbeLogger,
@@ -209,6 +213,10 @@ func (d *Daemon) Reload(ctx context.Context) (err error) {
 	// Series first: from here on, results of removed targets are dropped,
 	// so the loops being stopped below cannot re-create deleted series.
 	d.metrics.SetTargets(targetSeries(cfg))
+	d.stateLog.forget(func(target, module string) bool {
+		_, ok := st.jobs[prober.JobKey{Target: target, Module: module}]
+		return ok
+	})
 	if d.running {
 		if err := d.sched.Update(ctx, jobList(st)); err != nil {
 			return fmt.Errorf("apply config: %w", err)

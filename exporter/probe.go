@@ -140,8 +140,6 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 			detectMu.Unlock()
 		}
 		prompt := prompts[(next.Add(1)-1)%uint64(len(prompts))]
-		level.Debug(logger).Log("msg", "Sending probe", "request_id", id, "backend", t.Backend, "model", p.Options.Model,
-			"prompt_tokens", prompt.PromptLen, "output_tokens_requested", prompt.OutputLen, "stream", p.Options.Stream)
 		r := p.Run(ctx, prompt, time.Time{})
 		r.RequestID = id
 		r.Err = red.redact(r.Err)
@@ -156,21 +154,24 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 	}, nil
 }
 
+// logProbeResult writes the probe's one debug line: what was asked, what
+// came back, and the samples (prober.Result.Samples, as every surface).
 func logProbeResult(logger log.Logger, r prober.Result) {
-	kv := []any{"msg", "Probe result", "outcome", r.Outcome, "http_status", r.HTTPStatus,
-		"input_tokens", r.InputTokens, "output_tokens", r.OutputTokens, "token_source", r.OutputTokensSource,
-		"events", len(r.Events), "finish_reason", r.FinishReason}
-	sec := func(a, b time.Time) float64 {
-		if a.IsZero() || b.IsZero() {
+	sm := r.Samples()
+	sec := func(d time.Duration) float64 {
+		if !prober.Defined(d) {
 			return -1
 		}
-		return b.Sub(a).Seconds()
+		return d.Seconds()
 	}
 	tr := r.Trace
-	kv = append(kv,
-		"connect_seconds", sec(tr.ConnectStart, tr.ConnectDone), "tls_seconds", sec(tr.TLSStart, tr.TLSDone),
-		"conn_reused", tr.ConnReused, "first_byte_seconds", sec(r.Sent, tr.FirstResponseByte),
-		"ttft_seconds", sec(r.Sent, r.FirstToken), "e2e_seconds", sec(r.Sent, r.End))
+	kv := []any{"msg", "Probe result", "request_id", r.RequestID, "backend", r.Backend, "model", r.Model,
+		"outcome", r.Outcome, "http_status", r.HTTPStatus,
+		"input_tokens", sm.InputTokens, "input_token_source", sm.InputTokensSource,
+		"output_tokens", sm.OutputTokens, "output_tokens_requested", r.RequestedOutputTokens, "token_source", sm.OutputTokensSource,
+		"events", len(r.Events), "finish_reason", r.FinishReason,
+		"conn_reused", tr.ConnReused, "connect_seconds", tr.Connect().Seconds(), "tls_seconds", tr.TLS().Seconds(),
+		"ttft_seconds", sec(sm.TTFT), "tpot_seconds", sm.TPOTSeconds, "e2e_seconds", sec(sm.E2E)}
 	if r.Err != "" {
 		kv = append(kv, "err", r.Err)
 	}

@@ -52,8 +52,10 @@ func (j Job) Key() JobKey { return JobKey{j.Target, j.Module} }
 
 // SchedulerOptions configures a Scheduler.
 type SchedulerOptions struct {
-	Observer Observer
-	Loops    LoopObserver
+	// Observers each receive every finished Result, in order (the
+	// daemon's: metrics, then the state-change log).
+	Observers []Observer
+	Loops     LoopObserver
 	// Logger receives lifecycle and per-probe debug lines; ProbeLogger is
 	// handed to each ProbeFunc. Nil means discard.
 	Logger, ProbeLogger log.Logger
@@ -285,19 +287,9 @@ func (s *Scheduler) probeOnce(ctx context.Context, j Job, planned time.Time, log
 	if r.Scheduled.IsZero() {
 		r.Scheduled = planned
 	}
-	kv := []any{"msg", "Probe finished", "outcome", r.Outcome, "model", r.Model, "request_id", r.RequestID}
-	if !r.Sent.IsZero() && !r.End.IsZero() {
-		kv = append(kv, "duration_seconds", r.End.Sub(r.Sent).Seconds())
-	}
-	if !r.FirstToken.IsZero() && !r.Sent.IsZero() {
-		kv = append(kv, "ttft_seconds", r.FirstToken.Sub(r.Sent).Seconds())
-	}
-	kv = append(kv, "output_tokens", r.OutputTokens, "http_status", r.HTTPStatus)
-	if r.Err != "" {
-		kv = append(kv, "err", r.Err)
-	}
-	level.Debug(logger).Log(kv...)
-	if s.o.Observer != nil {
-		s.o.Observer.Observe(r)
+	// The probe logs its own one line (the ProbeFunc knows its request);
+	// the scheduler adds none, so that a probe is one debug line.
+	for _, o := range s.o.Observers {
+		o.Observe(r)
 	}
 }

@@ -147,7 +147,7 @@ func TestSchedulerTimes(t *testing.T) {
 				rec := &recorder{t0: t0}
 				var mu sync.Mutex
 				var starts []time.Duration
-				s := NewScheduler(SchedulerOptions{Observer: rec, Loops: rec, Seed: 7})
+				s := NewScheduler(SchedulerOptions{Observers: []Observer{rec}, Loops: rec, Seed: 7})
 				job := Job{
 					Target: "t", Module: "m", Interval: tc.interval, Timeout: tc.timeout,
 					MaxInFlight: tc.maxInFlight, Version: "1",
@@ -213,7 +213,7 @@ func TestSchedulerTimes(t *testing.T) {
 func TestSchedulerShutdownCancelsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{t0: time.Now()}
-		s := NewScheduler(SchedulerOptions{Observer: rec, Loops: rec})
+		s := NewScheduler(SchedulerOptions{Observers: []Observer{rec}, Loops: rec})
 		canceledAt := make(chan time.Duration, 1)
 		t0 := time.Now()
 		job := Job{Target: "t", Module: "m", Interval: time.Minute, Timeout: time.Hour, Version: "1",
