@@ -65,6 +65,9 @@ type Options struct {
 	ArrivalRates    []float64
 	ArrivalDuration time.Duration
 	ArrivalTokens   int
+
+	TokenCountRequests, TokenCountTokens int
+	TokenCountGap                        time.Duration
 }
 
 // Full is the complete benchmark (a few minutes).
@@ -72,7 +75,7 @@ func Full() Options {
 	return Options{
 		Pin:                true,
 		Nice:               -10,
-		Sections:           []string{"capacity", "fidelity", "memory", "arrival"},
+		Sections:           []string{"capacity", "fidelity", "memory", "arrival", "token-count"},
 		CapacityStreams:    []int{1, 64, 512, 2048, 8192},
 		CapacityDuration:   5 * time.Second,
 		CapacityTokens:     512,
@@ -87,6 +90,9 @@ func Full() Options {
 		ArrivalRates:       []float64{100, 1000, 5000},
 		ArrivalDuration:    5 * time.Second,
 		ArrivalTokens:      4,
+		TokenCountRequests: 10,
+		TokenCountTokens:   64,
+		TokenCountGap:      10 * time.Millisecond,
 	}
 }
 
@@ -108,6 +114,7 @@ func Quick() Options {
 	o.FidelityStreams, o.FidelityRequests, o.FidelityMinSamples = []int{10}, 1, 0
 	o.MemoryStreams = []int{100}
 	o.ArrivalRates, o.ArrivalDuration = []float64{100, 1000}, time.Second
+	o.TokenCountRequests, o.TokenCountTokens = 2, 48
 	return o
 }
 
@@ -404,6 +411,26 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 			}
 			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.4f\t%s\t%s\t%s\t%d\t%d\t%s\t\n", f0(rate), r.ScheduledRate, r.SentRate,
 				r.SentRate/r.ScheduledRate, us(r.Lag.get(1)), us(r.Lag.get(2)), us(r.Lag.get(3)), r.Requests, r.Failed, strings.Join(heap, ", "))
+		}
+		flush()
+	}
+	if has(o.Sections, "token-count") {
+		fmt.Fprintf(out, "token-count: one token per chunk every %s, chunk text \"tok \" (2 ids alone to Qwen3), %d tokens x %d requests,\n"+
+			"  client with a Qwen3 counter as the bench; per-token ITL median against the server's median gap between chunk writes\n",
+			o.TokenCountGap, o.TokenCountTokens, o.TokenCountRequests)
+		fmt.Fprintln(tw, "server usage\tserver ITL ms\tclient ITL p50 ms\terror %\told rule ms\tsamples\tevent tokens\toutput tokens\t")
+		res, err := runTokenCount(ctx, o.TokenCountRequests, o.TokenCountTokens, o.TokenCountGap)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("token-count: %w", err))
+			fmt.Fprintf(tw, "error: %v\t\t\t\t\t\t\t\t\n", err)
+		}
+		for _, r := range res {
+			fmt.Fprintf(tw, "%v\t%s\t%s\t%.2f\t%s\t%d\t%s\t%s\t\n", r.Usage, ms(int64(r.ServerITL)), ms(int64(r.ClientITL)),
+				100*r.Err(), ms(int64(r.OldRuleITL)), r.Samples, r.EventTokensSource, r.OutputTokensSource)
+			if e := r.Err(); e > tokenCountTolerance || e < -tokenCountTolerance {
+				errs = append(errs, fmt.Errorf("token-count (usage %v): median ITL %s, server %s: off by %.1f%%, more than %.0f%%",
+					r.Usage, r.ClientITL, r.ServerITL, 100*e, 100*tokenCountTolerance))
+			}
 		}
 		flush()
 	}
