@@ -290,11 +290,11 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 	view := run.view
 	run.mu.Unlock()
 	red := b.d.state.Load().red
-	view.Status, view.Ended, view.Error = status, &et, truncateUTF8(red.redact(msg), 2000)
+	view.Status, view.Ended, view.Error = status, &et, truncateUTF8(red.Redact(msg), 2000)
 	// The summary carries the target's /server_info answer verbatim; a
 	// server that echoes request headers there would hand our credentials
 	// to the results file and the API.
-	view.Summary, view.Record = red.redactJSON(out.Summary), red.redactJSON(out.Record)
+	view.Summary, view.Record = red.RedactJSON(out.Summary), red.RedactJSON(out.Record)
 	snap := run.progress.Snapshot()
 	view.Progress = &snap
 	// Written before it is shown: a run the API reports as ended is on disk.

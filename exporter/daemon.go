@@ -71,7 +71,7 @@ type Daemon struct {
 // state is one loaded configuration and everything derived from it.
 type state struct {
 	cfg  *config.Config
-	red  *redactor
+	red  *config.Redactor
 	jobs map[prober.JobKey]job
 }
 
@@ -245,7 +245,7 @@ func CheckConfig(path string, build ProbeBuilder) (*config.Config, error) {
 // prepare builds the jobs of cfg, reusing the jobs of old whose target and
 // module did not change (same loop, same HTTP client, same version).
 func (d *Daemon) prepare(cfg *config.Config, old *state) (*state, error) {
-	st := &state{cfg: cfg, red: newRedactor(cfg), jobs: map[prober.JobKey]job{}}
+	st := &state{cfg: cfg, red: config.NewRedactor(cfg), jobs: map[prober.JobKey]job{}}
 	version := strconv.FormatInt(time.Now().UnixNano(), 36)
 	var errs []error
 	for _, t := range cfg.Targets {

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/simulator"
 )
@@ -316,8 +317,8 @@ func TestSecretsRedacted(t *testing.T) {
 		}
 	}
 	// The redactor itself, on text a library might produce.
-	red := newRedactor(f.d.Config())
-	if got := red.redact("Authorization: Bearer " + plantedToken); strings.Contains(got, plantedToken) {
+	red := config.NewRedactor(f.d.Config())
+	if got := red.Redact("Authorization: Bearer " + plantedToken); strings.Contains(got, plantedToken) {
 		t.Errorf("redact() = %q", got)
 	}
 }

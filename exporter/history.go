@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -39,7 +40,7 @@ type HistoryEntry struct {
 	Log string `json:"log,omitempty"`
 
 	logs *probeLog
-	red  *redactor
+	red  *config.Redactor
 }
 
 // History keeps the last N results and, separately, the last N failures,
@@ -127,7 +128,7 @@ func (h *History) List() []HistoryEntry {
 
 func (e HistoryEntry) formatted() HistoryEntry {
 	if e.logs != nil {
-		e.Log = e.red.redact(e.logs.String())
+		e.Log = e.red.Redact(e.logs.String())
 	}
 	return e
 }
@@ -136,7 +137,7 @@ func (e HistoryEntry) formatted() HistoryEntry {
 const maxHistoryText = 512
 
 // entryOf builds a HistoryEntry from a result; red redacts free text.
-func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *redactor) HistoryEntry {
+func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *config.Redactor) HistoryEntry {
 	sm := samplesOf(r)
 	opt := func(v float64) *float64 {
 		if v < 0 {
@@ -151,11 +152,11 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *reda
 	return HistoryEntry{
 		Time: end, Target: r.Target, Module: r.Module, Model: model, Mode: mode,
 		Outcome: string(r.Outcome), Success: r.Outcome == prober.OutcomeSuccess,
-		Error: red.redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID,
+		Error: red.Redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID,
 		TTFTSeconds: opt(sm.ttft), E2ESeconds: opt(sm.e2e), TPOTSeconds: opt(sm.tpot), QueueSeconds: opt(sm.queue),
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TokenSource: string(r.OutputTokensSource),
 		FinishReason: truncateUTF8(r.FinishReason, 64),
-		Text:         red.redact(truncateUTF8(r.GeneratedText, maxHistoryText)),
+		Text:         red.Redact(truncateUTF8(r.GeneratedText, maxHistoryText)),
 		logs:         logs,
 		red:          red,
 	}

@@ -114,7 +114,7 @@ func (d *Daemon) handleConfig(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	// Redacted hides Secret fields; the redactor also catches a secret in
 	// a plain field, such as userinfo in a URL.
-	fmt.Fprint(w, st.red.redact(string(b)))
+	fmt.Fprint(w, st.red.Redact(string(b)))
 }
 
 func (d *Daemon) handleResults(w http.ResponseWriter, r *http.Request) {
@@ -247,7 +247,7 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 	}
 	pf, err := d.o.BuildProbe(t, moduleName, m)
 	if err != nil {
-		http.Error(w, st.red.redact(err.Error()), http.StatusBadRequest)
+		http.Error(w, st.red.Redact(err.Error()), http.StatusBadRequest)
 		return
 	}
 
@@ -279,7 +279,7 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		fmt.Fprintf(&out, "\n\nTarget:\n%s\nModule: %s\n", targetSummary(t), moduleName)
-		_, _ = w.Write([]byte(st.red.redact(out.String())))
+		_, _ = w.Write([]byte(st.red.Redact(out.String())))
 		return
 	}
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)

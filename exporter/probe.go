@@ -109,7 +109,7 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 	// A server may echo the credentials it was sent in an error body or an
 	// in-stream error; the error text goes to logs, the history and
 	// /probe?debug, so it is redacted here, at the source.
-	red := newRedactor(&config.Config{Targets: []config.Target{t}, Modules: map[string]config.Module{moduleName: m}})
+	red := config.NewRedactor(&config.Config{Targets: []config.Target{t}, Modules: map[string]config.Module{moduleName: m}})
 	var (
 		next     atomic.Uint64
 		detectMu sync.Mutex
@@ -130,7 +130,7 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 				if err != nil {
 					// Send anyway: the request's own failure is classified
 					// (connect_error for a server that is down).
-					level.Debug(logger).Log("msg", "Model detection failed", "err", red.redact(err.Error()))
+					level.Debug(logger).Log("msg", "Model detection failed", "err", red.Redact(err.Error()))
 				} else {
 					detected = m
 					level.Debug(logger).Log("msg", "Model detected", "model", m)
@@ -142,7 +142,7 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 		prompt := prompts[(next.Add(1)-1)%uint64(len(prompts))]
 		r := p.Run(ctx, prompt, time.Time{})
 		r.RequestID = id
-		r.Err = red.redact(r.Err)
+		r.Err = red.Redact(r.Err)
 		logProbeResult(logger, r)
 		if t.Model == "" && r.Outcome != prober.OutcomeSuccess {
 			// The server may have restarted with another model.

@@ -8,6 +8,9 @@ import (
 	"unsafe"
 
 	"github.com/go-kit/log/level"
+
+	promconfig "github.com/prometheus/common/config"
+	"github.com/servingprobe/servingprobe/config"
 )
 
 func TestProbeLogFormatsLater(t *testing.T) {
@@ -54,7 +57,7 @@ func TestHistoryFormatsLogRedacted(t *testing.T) {
 	h := NewHistory(4)
 	var l probeLog
 	_ = l.Log("msg", "echoed", "body", "Bearer hunter2hunter2")
-	red := &redactor{secrets: []string{"hunter2hunter2"}}
+	red := config.NewRedactor(&config.Config{Targets: []config.Target{{HTTPClientConfig: promconfig.HTTPClientConfig{BearerToken: "hunter2hunter2"}}}})
 	h.Add(HistoryEntry{Success: true, logs: &l, red: red})
 	got := h.List()
 	if len(got) != 1 || !strings.Contains(got[0].Log, "msg=echoed") || strings.Contains(got[0].Log, "hunter2hunter2") {
