@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
+	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/simulator"
@@ -41,7 +42,7 @@ func (wordTokenizer) NumSpecialTokensToAdd() int         { return 0 }
 func (wordTokenizer) VocabSize() int                     { return 0 }
 
 func testBuilder() ProbeBuilder {
-	return NewProbeBuilder(ProberOptions{Tokenizer: func(string) (datasets.Tokenizer, error) { return wordTokenizer{}, nil }})
+	return benchrun.NewProbeBuilder(benchrun.ProberOptions{Tokenizer: func(string) (datasets.Tokenizer, error) { return wordTokenizer{}, nil }})
 }
 
 // startSim serves the simulator on loopback with fast, fixed latencies.

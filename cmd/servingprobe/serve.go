@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/simulator"
@@ -209,7 +210,7 @@ func startDemo(logger log.Logger) (configPath string, stop func(), err error) {
 // daemonProbeBuilder is how serve builds its probes, and so how
 // check-config checks that it can.
 func daemonProbeBuilder() exporter.ProbeBuilder {
-	return exporter.NewProbeBuilder(exporter.ProberOptions{
+	return benchrun.NewProbeBuilder(benchrun.ProberOptions{
 		Tokenizer: resolveTokenizer,
 		UserAgent: "servingprobe/" + version.Version,
 	})

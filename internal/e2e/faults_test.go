@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/internal/hostile"
 	"github.com/servingprobe/servingprobe/prober"
@@ -196,7 +197,7 @@ func TestFaultMatrix(t *testing.T) {
 	}
 	d, err := exporter.New(exporter.Options{
 		ConfigFile: path, Seed: 7,
-		BuildProbe: exporter.NewProbeBuilder(exporter.ProberOptions{Tokenizer: hostile.WordTokenizerResolver}),
+		BuildProbe: benchrun.NewProbeBuilder(benchrun.ProberOptions{Tokenizer: hostile.WordTokenizerResolver}),
 	})
 	if err != nil {
 		t.Fatal(err)

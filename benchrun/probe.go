@@ -1,4 +1,4 @@
-package exporter
+package benchrun
 
 import (
 	"context"
@@ -20,11 +20,6 @@ import (
 	"github.com/servingprobe/servingprobe/prober"
 )
 
-// ProbeBuilder builds the probe of one (target, module). It is called when
-// a config is loaded, so that a target that cannot be built (an unknown
-// backend, a missing dataset file) fails the load, not every probe.
-type ProbeBuilder func(t config.Target, moduleName string, m config.Module) (prober.ProbeFunc, error)
-
 // ProberOptions configure NewProbeBuilder.
 type ProberOptions struct {
 	// Tokenizer resolves a module's tokenizer setting; "" is the default.
@@ -42,7 +37,13 @@ const requestIDHeader = "X-Request-Id"
 
 // NewProbeBuilder returns the ProbeBuilder of the daemon: each probe sends
 // one prompt of the module's dataset with prober.Prober.Run.
-func NewProbeBuilder(o ProberOptions) ProbeBuilder {
+//
+// Probes and bench runs are built here, from the same configuration, with
+// the same client, request options (prober.ModuleOptions) and datasets.
+// The daemon (exporter.Options.BuildProbe) calls the builder when a config
+// is loaded, so that a target that cannot be built fails the load, not
+// every probe.
+func NewProbeBuilder(o ProberOptions) func(t config.Target, moduleName string, m config.Module) (prober.ProbeFunc, error) {
 	if o.PromptPool <= 0 {
 		o.PromptPool = 16
 	}
