@@ -147,6 +147,12 @@ func New(o Options) (*Daemon, error) {
 	return d, nil
 }
 
+// Logger is the daemon's lifecycle logger.
+func (d *Daemon) Logger() log.Logger { return d.logger }
+
+// Redactor redacts the secrets of the config in force.
+func (d *Daemon) Redactor() *config.Redactor { return d.state.Load().red }
+
 // Registry is the daemon's registry, served at /metrics.
 func (d *Daemon) Registry() *prometheus.Registry { return d.reg }
 

@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
-	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/simulator"
 )
 
@@ -41,8 +41,39 @@ func (wordTokenizer) Decode([]int, bool) (string, error) { return "", errors.New
 func (wordTokenizer) NumSpecialTokensToAdd() int         { return 0 }
 func (wordTokenizer) VocabSize() int                     { return 0 }
 
+// testBuilder builds probes as servingprobe's builder does in what these
+// tests look at (the module's request options, the model detected when
+// none is configured, errors redacted), without importing it:
+// benchrun.NewProbeBuilder lives next to the bench windows, which import
+// this package.
 func testBuilder() ProbeBuilder {
-	return benchrun.NewProbeBuilder(benchrun.ProberOptions{Tokenizer: func(string) (datasets.Tokenizer, error) { return wordTokenizer{}, nil }})
+	return func(t config.Target, name string, m config.Module) (prober.ProbeFunc, error) {
+		info, err := prober.LookupBackend(t.Backend)
+		if err != nil {
+			return nil, err
+		}
+		client, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: max(t.MaxInFlight, 1)})
+		if err != nil {
+			return nil, err
+		}
+		red := config.NewRedactor(&config.Config{Targets: []config.Target{t}, Modules: map[string]config.Module{name: m}})
+		text := m.Prompt
+		if text == "" {
+			text = "hello there"
+		}
+		prompt := datasets.Prompt{Text: text, OutputLen: m.OutputLen}
+		return func(ctx context.Context, _ log.Logger) prober.Result {
+			p := prober.Prober{Client: client, Backend: info.New(), Name: t.Backend, Options: prober.ModuleOptions(t, m),
+				Counter: prober.TokenizerCounter{Tokenizer: wordTokenizer{}}, Target: t.Name, Module: name,
+				Limits: prober.Limits{MaxEventBytes: t.MaxEventBytes, MaxResponseBytes: t.MaxResponseBytes}}
+			if t.Model == "" {
+				p.Options.Model, _ = prober.DetectModel(ctx, client, t.URL)
+			}
+			r := p.Run(ctx, prompt, time.Time{})
+			r.Err = red.Redact(r.Err)
+			return r
+		}, nil
+	}
 }
 
 // startSim serves the simulator on loopback with fast, fixed latencies.

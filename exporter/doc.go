@@ -1,7 +1,10 @@
 // Package exporter turns prober Results into Prometheus metrics and serves
 // the daemon's HTTP surface. It owns every metric definition (metrics.go),
 // the Observer that maps a Result to metrics, the result history, the
-// /probe handler and config reloads. It knows nothing about wire protocols.
+// /probe handler, the state-change log and config reloads. It knows nothing
+// about wire protocols, datasets or benchmarks: probes come built from a
+// ProbeBuilder (benchrun.NewProbeBuilder), and the bench windows
+// (benchrun.EnableBenches) register their routes on the Daemon.
 //
 // # Series
 //

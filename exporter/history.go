@@ -155,8 +155,8 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 		Error: red.Redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID,
 		TTFTSeconds: opt(sm.ttft), E2ESeconds: opt(sm.e2e), TPOTSeconds: opt(sm.tpot), QueueSeconds: opt(sm.queue),
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TokenSource: string(r.OutputTokensSource),
-		FinishReason: truncateUTF8(r.FinishReason, 64),
-		Text:         red.Redact(truncateUTF8(r.GeneratedText, maxHistoryText)),
+		FinishReason: TruncateUTF8(r.FinishReason, 64),
+		Text:         red.Redact(TruncateUTF8(r.GeneratedText, maxHistoryText)),
 		logs:         logs,
 		red:          red,
 	}

@@ -183,7 +183,7 @@ func resultsHTML(entries []HistoryEntry) string {
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d/%d</td><td>%s</td></tr>",
 			e.Time.UTC().Format(time.RFC3339), html.EscapeString(e.Target), html.EscapeString(e.Module),
 			html.EscapeString(e.Model), html.EscapeString(e.Outcome), secs(e.TTFTSeconds), secs(e.E2ESeconds),
-			e.InputTokens, e.OutputTokens, html.EscapeString(truncateUTF8(e.Error, 200)))
+			e.InputTokens, e.OutputTokens, html.EscapeString(TruncateUTF8(e.Error, 200)))
 	}
 	b.WriteString(`</table><p>All kept results: <a href="api/v1/results">api/v1/results</a></p>`)
 	return b.String()

@@ -263,6 +263,19 @@ func (m *Metrics) ObserveSkip(target, module string) {
 	m.skipped.WithLabelValues(target, module).Inc()
 }
 
+// BenchStatus is where a bench run is in its life.
+type BenchStatus string
+
+// Bench run statuses. queued: accepted, preparing (tokenizer, prompts,
+// warmup); running: the measured requests are being sent.
+const (
+	BenchQueued    BenchStatus = "queued"
+	BenchRunning   BenchStatus = "running"
+	BenchSucceeded BenchStatus = "completed"
+	BenchFail      BenchStatus = "failed"
+	BenchCancel    BenchStatus = "canceled"
+)
+
 // BenchResults are the final BenchStatus values: the result label of
 // servingprobe_bench_runs_total, listed for pre-creating series.
 var BenchResults = []BenchStatus{BenchSucceeded, BenchFail, BenchCancel}

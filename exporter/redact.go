@@ -12,8 +12,9 @@ import (
 	"github.com/go-logfmt/logfmt"
 )
 
-// truncateUTF8 cuts s to at most n bytes without splitting a rune.
-func truncateUTF8(s string, n int) string {
+// TruncateUTF8 cuts s to at most n bytes without splitting a rune, marking
+// the cut with an ellipsis.
+func TruncateUTF8(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -75,7 +76,7 @@ func (l *probeLog) Log(kv ...any) error {
 			str = fmt.Sprint(v)
 		}
 		if len(str) > maxProbeLogBytes {
-			str, l.cut = truncateUTF8(str, maxProbeLogBytes), true // a new string
+			str, l.cut = TruncateUTF8(str, maxProbeLogBytes), true // a new string
 		} else if _, ok := v.(string); ok {
 			str = strings.Clone(str) // it may be a slice of a large server response
 		}

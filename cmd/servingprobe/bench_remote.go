@@ -17,6 +17,7 @@ import (
 	promconfig "github.com/prometheus/common/config"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
 )
 
@@ -45,9 +46,9 @@ func addRemoteFlags(cmd *kingpin.CmdClause, r *remoteFlags) {
 // remoteRequest maps the flags that a daemon run honours onto the API
 // body. The server address, tokenizer and dataset files come from the
 // daemon's config; flags that only make sense locally are refused.
-func (f *benchFlags) remoteRequest() (exporter.BenchRequest, error) {
+func (f *benchFlags) remoteRequest() (benchrun.BenchRequest, error) {
 	if f.remote.target == "" {
-		return exporter.BenchRequest{}, fmt.Errorf("--remote needs --remote.target (a target name of the daemon's config)")
+		return benchrun.BenchRequest{}, fmt.Errorf("--remote needs --remote.target (a target name of the daemon's config)")
 	}
 	for name, set := range map[string]bool{
 		"base-url": f.baseURL != "", "port": f.port != 0, "model": f.model != "", "tokenizer": f.tokenizer != "",
@@ -56,10 +57,10 @@ func (f *benchFlags) remoteRequest() (exporter.BenchRequest, error) {
 		"use-trace-timestamps": f.useTraceTimestamps, "ramp-up-strategy": f.rampUpStrategy != "",
 	} {
 		if set {
-			return exporter.BenchRequest{}, fmt.Errorf("--%s cannot be used with --remote: the daemon's config defines the target and its module", name)
+			return benchrun.BenchRequest{}, fmt.Errorf("--%s cannot be used with --remote: the daemon's config defines the target and its module", name)
 		}
 	}
-	req := exporter.BenchRequest{
+	req := benchrun.BenchRequest{
 		Target: f.remote.target, Module: f.remote.module,
 		Burstiness: &f.burstiness, Seed: &f.seed, WarmupRequests: &f.warmupRequests,
 		DisableStream: f.disableStream, DisableIgnoreEOS: f.disableIgnoreEOS,
@@ -71,7 +72,7 @@ func (f *benchFlags) remoteRequest() (exporter.BenchRequest, error) {
 		req.RandomInputLen, req.RandomOutputLen, req.RandomRangeRatio = &f.randomInputLen, &f.randomOutputLen, &f.randomRangeRatio
 	}
 	if !math.IsInf(f.requestRate, 1) {
-		rr := exporter.RequestRate(f.requestRate)
+		rr := benchrun.RequestRate(f.requestRate)
 		req.RequestRate = &rr
 	}
 	if f.maxConcurrency > 0 {
@@ -110,7 +111,7 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 		return err
 	}
 	body, _ := json.Marshal(req)
-	var view exporter.BenchView
+	var view benchrun.BenchView
 	if err := remoteCall(ctx, c, http.MethodPost, base.String()+"/api/v1/benches", body, http.StatusAccepted, &view); err != nil {
 		return err
 	}

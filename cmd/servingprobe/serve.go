@@ -111,7 +111,7 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	benches, err := exporter.EnableBenches(d, exporter.BenchOptions{Run: daemonBenchRunner()})
+	benches, err := benchrun.EnableBenches(d, benchrun.BenchOptions{Run: benchrun.DaemonRunner()})
 	if err != nil {
 		return err
 	}

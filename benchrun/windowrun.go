@@ -1,4 +1,4 @@
-package main
+package benchrun
 
 import (
 	"context"
@@ -8,33 +8,32 @@ import (
 	"strings"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/tokenizer"
 )
 
-// daemonBenchRunner runs the daemon's bench windows with the same code as
-// the CLI: a validated API request becomes a benchrun.Spec on the target's
+// DaemonRunner runs the daemon's bench windows with the same code as
+// the CLI: a validated API request becomes a Spec on the target's
 // client (its http_client_config carries auth and TLS) and module.
-func daemonBenchRunner() exporter.BenchRunFunc {
-	return func(ctx context.Context, job exporter.BenchJob) (exporter.BenchOutput, error) {
+func DaemonRunner() BenchRunFunc {
+	return func(ctx context.Context, job BenchJob) (BenchOutput, error) {
 		s, err := daemonSpec(job.Spec)
 		if err != nil {
-			return exporter.BenchOutput{}, err
+			return BenchOutput{}, err
 		}
 		t := job.Spec.Target
-		env := benchrun.Env{
+		env := Env{
 			Logger: job.Logger, Target: &t, Module: job.Spec.ModuleName,
 			Observer: job.Observer, Progress: job.Progress, OnStart: job.Started,
 		}
-		prep, err := benchrun.Prepare(ctx, s, env)
+		prep, err := Prepare(ctx, s, env)
 		if err != nil {
-			return exporter.BenchOutput{}, err
+			return BenchOutput{}, err
 		}
 		out, runErr := prep.Run(ctx, env)
 		if out == nil || out.Summary.Backend == "" {
-			return exporter.BenchOutput{}, runErr
+			return BenchOutput{}, runErr
 		}
 		res, err := benchOutput(&out.Summary)
 		return res, errors.Join(runErr, err)
@@ -42,16 +41,16 @@ func daemonBenchRunner() exporter.BenchRunFunc {
 }
 
 // benchOutput is the API's form of a summary.
-func benchOutput(sum *bench.Summary) (exporter.BenchOutput, error) {
+func benchOutput(sum *bench.Summary) (BenchOutput, error) {
 	js, err := json.Marshal(sum)
 	if err != nil {
-		return exporter.BenchOutput{}, err
+		return BenchOutput{}, err
 	}
 	rec, err := sum.Record(bench.JSONOptions{Strict: true})
 	if err != nil {
-		return exporter.BenchOutput{}, err
+		return BenchOutput{}, err
 	}
-	return exporter.BenchOutput{
+	return BenchOutput{
 		Summary: js,
 		Record:  json.RawMessage(strings.TrimSpace(string(rec))),
 		Headline: exporter.BenchHeadline{
@@ -64,9 +63,9 @@ func benchOutput(sum *bench.Summary) (exporter.BenchOutput, error) {
 }
 
 // daemonSpec maps a validated API request and its module onto a Spec.
-func daemonSpec(b exporter.BenchSpec) (benchrun.Spec, error) {
+func daemonSpec(b BenchSpec) (Spec, error) {
 	t, m, req := b.Target, b.Module, b.Request
-	s := benchrun.DefaultSpec()
+	s := DefaultSpec()
 	s.Backend = t.Backend
 	s.BaseURL = strings.TrimRight(t.URL, "/")
 	s.Model = t.Model

@@ -1,4 +1,4 @@
-package exporter
+package benchrun
 
 import (
 	"context"
@@ -14,10 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/crypto/bcrypt"
 	"log/slog"
+
+	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/tokenizer"
 )
 
 const benchConfigTmpl = `
@@ -71,12 +74,12 @@ func (f *fakeRunner) run(ctx context.Context, job BenchJob) (BenchOutput, error)
 	return BenchOutput{
 		Summary:  json.RawMessage(fmt.Sprintf(`{"completed":%d}`, job.Spec.NumPrompts)),
 		Record:   json.RawMessage(`{"backend":"vllm","completed":3}`),
-		Headline: BenchHeadline{RequestThroughput: 1.5, Completed: job.Spec.NumPrompts},
+		Headline: exporter.BenchHeadline{RequestThroughput: 1.5, Completed: job.Spec.NumPrompts},
 	}, nil
 }
 
 type benchEnv struct {
-	d       *Daemon
+	d       *exporter.Daemon
 	b       *Benches
 	url     string
 	dir     string
@@ -93,7 +96,7 @@ func startBenchDaemon(t *testing.T, dir, webConfig string) *benchEnv {
 	if err := os.WriteFile(cfgPath, []byte(strings.ReplaceAll(benchConfigTmpl, "RESULTS", dir)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Options{ConfigFile: cfgPath, BuildProbe: testBuilder(), Seed: 1})
+	d, err := exporter.New(exporter.Options{ConfigFile: cfgPath, BuildProbe: NewProbeBuilder(ProberOptions{Tokenizer: func(string) (datasets.Tokenizer, error) { return tokenizer.Default() }}), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +236,7 @@ func TestBenchAPILifecycle(t *testing.T) {
 		t.Fatalf("id %q is not a valid id", id)
 	}
 	e.waitStatus(t, id, "running")
-	if got := testutil.ToFloat64(e.d.metrics.benchRunning.WithLabelValues("a")); got != 1 {
+	if got := metricValue(t, e.d, "benchRunning", "a"); got != 1 {
 		t.Errorf("bench_running{target=a} = %v during the run, want 1", got)
 	}
 	// A second run on the same target: 409. On another target: over
@@ -255,10 +258,10 @@ func TestBenchAPILifecycle(t *testing.T) {
 	if s, _ := got["summary"].(map[string]any); s["completed"] != 3.0 {
 		t.Errorf("summary %v, want completed 3", got["summary"])
 	}
-	if got := testutil.ToFloat64(e.d.metrics.benchRuns.WithLabelValues("a", "completed")); got != 1 {
+	if got := metricValue(t, e.d, "benchRuns", "a", "completed"); got != 1 {
 		t.Errorf("bench_runs_total{a,completed} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(e.d.metrics.benchReqThroughput.WithLabelValues("a")); got != 1.5 {
+	if got := metricValue(t, e.d, "benchReqThroughput", "a"); got != 1.5 {
 		t.Errorf("bench_last_request_throughput = %v, want 1.5", got)
 	}
 	// Finished: DELETE is refused, the target is free again.
@@ -272,7 +275,7 @@ func TestBenchAPILifecycle(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, entries[0].Name()))
 	var v BenchView
-	if err := json.Unmarshal(b, &v); err != nil || v.Status != BenchSucceeded || v.Tag != "t1" || string(v.Record) != `{"backend":"vllm","completed":3}` {
+	if err := json.Unmarshal(b, &v); err != nil || v.Status != exporter.BenchSucceeded || v.Tag != "t1" || string(v.Record) != `{"backend":"vllm","completed":3}` {
 		t.Errorf("results file %s: err %v, view %+v", b, err, v)
 	}
 
@@ -293,7 +296,7 @@ func TestBenchAPILifecycle(t *testing.T) {
 	if !strings.Contains(got["error"].(string), "canceled by DELETE") {
 		t.Errorf("canceled run error %v", got["error"])
 	}
-	if got := testutil.ToFloat64(e.d.metrics.benchRuns.WithLabelValues("a", "canceled")); got != 1 {
+	if got := metricValue(t, e.d, "benchRuns", "a", "canceled"); got != 1 {
 		t.Errorf("bench_runs_total{a,canceled} = %v, want 1", got)
 	}
 
@@ -385,4 +388,49 @@ func TestBenchAPIBasicAuth(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Errorf("authenticated POST = %d, want 202", resp.StatusCode)
 	}
+}
+
+// metricValue reads a bench metric of the daemon's registry by its
+// target (and result) labels.
+func metricValue(t *testing.T, d *exporter.Daemon, field string, labels ...string) float64 {
+	t.Helper()
+	name := map[string]string{
+		"benchRunning":       "servingprobe_bench_running",
+		"benchRuns":          "servingprobe_bench_runs_total",
+		"benchReqThroughput": "servingprobe_bench_last_request_throughput_requests_per_second",
+	}[field]
+	mfs, err := d.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			want := map[string]string{"target": labels[0]}
+			if len(labels) > 1 {
+				want["result"] = labels[1]
+			}
+			got := 0
+			for _, lp := range m.GetLabel() {
+				if v, ok := want[lp.GetName()]; ok {
+					if v != lp.GetValue() {
+						continue metrics
+					}
+					got++
+				}
+			}
+			if got != len(want) {
+				continue
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no %s%v in the registry", name, labels)
+	return 0
 }

@@ -1,4 +1,4 @@
-package exporter
+package benchrun
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -182,7 +183,7 @@ func (req BenchRequest) validate(cfg *config.Config) (BenchSpec, *apiError) {
 	}
 	t, ok := cfg.Target(req.Target)
 	if !ok {
-		return s, badRequest("target: no configured target %q", truncateUTF8(req.Target, 100))
+		return s, badRequest("target: no configured target %q", exporter.TruncateUTF8(req.Target, 100))
 	}
 	s.Target = t
 	s.ModuleName = req.Module
@@ -194,13 +195,13 @@ func (req BenchRequest) validate(cfg *config.Config) (BenchSpec, *apiError) {
 	}
 	m, ok := cfg.Modules[s.ModuleName]
 	if !ok {
-		return s, badRequest("module: no configured module %q", truncateUTF8(s.ModuleName, 100))
+		return s, badRequest("module: no configured module %q", exporter.TruncateUTF8(s.ModuleName, 100))
 	}
 	s.Module = m
 	s.Dataset, s.InputLen, s.OutputLen, s.RangeRatio = m.Dataset, m.InputLen, m.OutputLen, m.RangeRatio
 	if req.DatasetName != "" {
 		if !slices.Contains(benchDatasets, req.DatasetName) {
-			return s, badRequest("dataset_name: %q is not one of %s (datasets that read files come from a module)", truncateUTF8(req.DatasetName, 100), strings.Join(benchDatasets, ", "))
+			return s, badRequest("dataset_name: %q is not one of %s (datasets that read files come from a module)", exporter.TruncateUTF8(req.DatasetName, 100), strings.Join(benchDatasets, ", "))
 		}
 		s.Dataset = req.DatasetName
 	}
@@ -268,7 +269,7 @@ func (req BenchRequest) validate(cfg *config.Config) (BenchSpec, *apiError) {
 	if req.MaxDuration != "" {
 		d, err := model.ParseDuration(req.MaxDuration)
 		if err != nil || d <= 0 {
-			return s, badRequest("max_duration: want a positive duration such as \"5m\", got %q", truncateUTF8(req.MaxDuration, 40))
+			return s, badRequest("max_duration: want a positive duration such as \"5m\", got %q", exporter.TruncateUTF8(req.MaxDuration, 40))
 		}
 		if d > lim.MaxDuration {
 			return s, overLimit("max_duration: %s exceeds bench.max_duration (%s)", d, lim.MaxDuration)

@@ -1,4 +1,4 @@
-package exporter
+package benchrun
 
 import (
 	"bufio"
@@ -19,20 +19,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/prober"
-)
-
-// BenchStatus is where a bench run is in its life.
-type BenchStatus string
-
-// Bench run statuses. queued: accepted, preparing (tokenizer, prompts,
-// warmup); running: the measured requests are being sent.
-const (
-	BenchQueued    BenchStatus = "queued"
-	BenchRunning   BenchStatus = "running"
-	BenchSucceeded BenchStatus = "completed"
-	BenchFail      BenchStatus = "failed"
-	BenchCancel    BenchStatus = "canceled"
 )
 
 // BenchJob is one run handed to the BenchRunFunc.
@@ -55,7 +43,7 @@ type BenchOutput struct {
 	// Record is the bench_serving JSONL record (strict JSON), written to the
 	// results file.
 	Record   json.RawMessage
-	Headline BenchHeadline
+	Headline exporter.BenchHeadline
 }
 
 // BenchRunFunc runs one bench job. It returns when the run ends or ctx is
@@ -75,7 +63,7 @@ type BenchOptions struct {
 
 // Benches runs bench windows for a Daemon and serves /api/v1/benches.
 type Benches struct {
-	d      *Daemon
+	d      *exporter.Daemon
 	o      BenchOptions
 	logger log.Logger
 
@@ -101,7 +89,7 @@ type BenchView struct {
 	Target   string                   `json:"target"`
 	Module   string                   `json:"module"`
 	Tag      string                   `json:"tag,omitempty"`
-	Status   BenchStatus              `json:"status"`
+	Status   exporter.BenchStatus     `json:"status"`
 	Created  time.Time                `json:"created"`
 	Started  *time.Time               `json:"started"`
 	Ended    *time.Time               `json:"ended"`
@@ -115,7 +103,7 @@ type BenchView struct {
 
 // EnableBenches registers the bench API on d's mux and lists the runs
 // already in bench.results_dir. Call it before the handler serves.
-func EnableBenches(d *Daemon, o BenchOptions) (*Benches, error) {
+func EnableBenches(d *exporter.Daemon, o BenchOptions) (*Benches, error) {
 	if o.Run == nil {
 		return nil, errors.New("exporter: no bench run function")
 	}
@@ -125,7 +113,7 @@ func EnableBenches(d *Daemon, o BenchOptions) (*Benches, error) {
 	if o.MaxListed <= 0 {
 		o.MaxListed = 1000
 	}
-	b := &Benches{d: d, o: o, logger: d.logger, runs: map[string]*benchRun{}, active: map[string]string{}}
+	b := &Benches{d: d, o: o, logger: d.Logger(), runs: map[string]*benchRun{}, active: map[string]string{}}
 	if err := b.load(d.Config().Bench.ResultsDir); err != nil {
 		return nil, err
 	}
@@ -187,7 +175,7 @@ func (b *Benches) handleCreate(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	run := &benchRun{progress: &prober.Progress{}, cancel: cancel}
 	run.view = BenchView{ID: id, Target: spec.Target.Name, Module: spec.ModuleName, Tag: req.Tag,
-		Status: BenchQueued, Created: time.Now().UTC(), Request: req}
+		Status: exporter.BenchQueued, Created: time.Now().UTC(), Request: req}
 
 	b.mu.Lock()
 	if b.closed {
@@ -252,14 +240,14 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 	var started time.Time
 	job := BenchJob{
 		ID: id, Spec: spec,
-		Observer: b.d.Metrics().Observer(ModeBench),
+		Observer: b.d.Metrics().Observer(exporter.ModeBench),
 		Progress: run.progress,
 		Logger:   logger,
 		Started: func() {
 			started = time.Now()
 			st := started.UTC()
 			run.mu.Lock()
-			run.view.Status, run.view.Started = BenchRunning, &st
+			run.view.Status, run.view.Started = exporter.BenchRunning, &st
 			run.mu.Unlock()
 			b.d.Metrics().BenchStarted(target, started)
 			level.Info(logger).Log("msg", "Bench run started")
@@ -274,14 +262,14 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 		b.d.Metrics().BenchStarted(target, end)
 	}
 
-	status := BenchSucceeded
+	status := exporter.BenchSucceeded
 	var msg string
 	switch cause := context.Cause(ctx); {
 	case err == nil:
 	case cause != nil:
-		status, msg = BenchCancel, cause.Error()
+		status, msg = exporter.BenchCancel, cause.Error()
 	default:
-		status, msg = BenchFail, err.Error()
+		status, msg = exporter.BenchFail, err.Error()
 	}
 	b.d.Metrics().BenchFinished(target, end, status, out.Headline)
 
@@ -289,8 +277,8 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 	run.mu.Lock()
 	view := run.view
 	run.mu.Unlock()
-	red := b.d.state.Load().red
-	view.Status, view.Ended, view.Error = status, &et, truncateUTF8(red.Redact(msg), 2000)
+	red := b.d.Redactor()
+	view.Status, view.Ended, view.Error = status, &et, exporter.TruncateUTF8(red.Redact(msg), 2000)
 	// The summary carries the target's /server_info answer verbatim; a
 	// server that echoes request headers there would hand our credentials
 	// to the results file and the API.

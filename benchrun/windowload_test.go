@@ -1,4 +1,4 @@
-package exporter
+package benchrun
 
 import (
 	"os"
@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"github.com/go-kit/log"
+
+	"github.com/servingprobe/servingprobe/exporter"
 )
 
 func TestLoadRemovesInterruptedWrites(t *testing.T) {
 	dir := t.TempDir()
 	id := "0123456789abcdef01234567"
-	if err := writeResult(dir, BenchView{ID: id, Target: "t", Status: BenchSucceeded}); err != nil {
+	if err := writeResult(dir, BenchView{ID: id, Target: "t", Status: exporter.BenchSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	tmp := filepath.Join(dir, ".bench-"+id+"-123.tmp")
