@@ -187,7 +187,7 @@ func resolveTokenizer(ctx context.Context, s Spec, model string, c *http.Client,
 		h = hub.FromEnv(nil)
 	}
 	if s.Tokenizer != "" {
-		t, err := tokenizer.Resolve(ctx, s.Tokenizer, h)
+		t, err := tokenizer.ResolveAny(ctx, s.Tokenizer, h)
 		if err != nil {
 			return nil, "", fmt.Errorf("--tokenizer: %w", err)
 		}
@@ -195,7 +195,7 @@ func resolveTokenizer(ctx context.Context, s Spec, model string, c *http.Client,
 	}
 	var tried []string
 	if name, err := modelInfoTokenizer(ctx, c, s.BaseURL, nil); err == nil {
-		t, err := tokenizer.Resolve(ctx, name, h)
+		t, err := tokenizer.ResolveAny(ctx, name, h)
 		if err == nil {
 			return t, name, nil
 		}
@@ -203,7 +203,7 @@ func resolveTokenizer(ctx context.Context, s Spec, model string, c *http.Client,
 	} else {
 		tried = append(tried, fmt.Sprintf("GET /model_info: %v", err))
 	}
-	t, err := tokenizer.Resolve(ctx, model, h)
+	t, err := tokenizer.ResolveAny(ctx, model, h)
 	if err == nil {
 		return t, model, nil
 	}

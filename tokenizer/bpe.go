@@ -24,16 +24,16 @@ type bpe struct {
 
 func newBPE(m *modelJSON, byteLevel bool) (*bpe, error) {
 	if m.Type != "" && m.Type != "BPE" {
-		return nil, fmt.Errorf("unsupported model type %q", m.Type)
+		return nil, unsupported("model type %q", m.Type)
 	}
 	if m.Dropout != nil && *m.Dropout > 0 {
-		return nil, fmt.Errorf("unsupported BPE dropout %v", *m.Dropout)
+		return nil, unsupported("BPE dropout %v", *m.Dropout)
 	}
 	if m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "" {
-		return nil, fmt.Errorf("unsupported BPE continuing_subword_prefix %q", *m.ContinuingSubwordPrefix)
+		return nil, unsupported("BPE continuing_subword_prefix %q", *m.ContinuingSubwordPrefix)
 	}
 	if m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
-		return nil, fmt.Errorf("unsupported BPE end_of_word_suffix %q", *m.EndOfWordSuffix)
+		return nil, unsupported("BPE end_of_word_suffix %q", *m.EndOfWordSuffix)
 	}
 	vocab, err := parseVocab(m.Vocab)
 	if err != nil {

@@ -132,7 +132,7 @@ func parseDecoder(raw json.RawMessage) (decoder, error) {
 			return toks
 		}, nil
 	default:
-		return nil, fmt.Errorf("unsupported decoder type %q", t.Type)
+		return nil, unsupported("decoder type %q", t.Type)
 	}
 }
 

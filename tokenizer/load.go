@@ -289,10 +289,10 @@ func parseFile(data []byte) (*fileJSON, *modelJSON, error) {
 		m.Vocab, m.Merges = vocab, merges
 	}
 	if m.Type != "BPE" && m.Type != "" {
-		return nil, nil, fmt.Errorf("unsupported model type %q", m.Type)
+		return nil, nil, unsupported("model type %q", m.Type)
 	}
 	if m.Type == "" && m.Merges == nil {
-		return nil, nil, fmt.Errorf("unsupported model without type")
+		return nil, nil, unsupported("model without type")
 	}
 	return &f, &m, nil
 }

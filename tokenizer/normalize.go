@@ -97,7 +97,7 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 			return s
 		}, nil
 	default:
-		return nil, fmt.Errorf("unsupported normalizer type %q", t.Type)
+		return nil, unsupported("normalizer type %q", t.Type)
 	}
 }
 

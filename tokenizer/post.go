@@ -105,6 +105,6 @@ func parsePostProcessor(raw json.RawMessage) (template, error) {
 		}
 		return tpl, nil
 	default:
-		return tpl, fmt.Errorf("unsupported post_processor type %q", t.Type)
+		return tpl, unsupported("post_processor type %q", t.Type)
 	}
 }

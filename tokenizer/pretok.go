@@ -41,7 +41,7 @@ func (p *preTokenizers) add(raw json.RawMessage) error {
 		return fmt.Errorf("pre_tokenizer: %w", err)
 	}
 	if p.byteLevel {
-		return fmt.Errorf("unsupported pre_tokenizer: %q after ByteLevel", t.Type)
+		return unsupported("pre_tokenizer: %q after ByteLevel", t.Type)
 	}
 	switch t.Type {
 	case "Sequence":
@@ -122,7 +122,7 @@ func (p *preTokenizers) add(raw json.RawMessage) error {
 		}
 		p.chain = append(p.chain, s)
 	default:
-		return fmt.Errorf("unsupported pre_tokenizer type %q", t.Type)
+		return unsupported("pre_tokenizer type %q", t.Type)
 	}
 	return nil
 }
@@ -175,7 +175,7 @@ func newSplit(p patternJSON, b string, invert bool) (*splitter, error) {
 	case "Contiguous":
 		s.behavior = contiguous
 	default:
-		return nil, fmt.Errorf("unsupported Split behavior %q", b)
+		return nil, unsupported("Split behavior %q", b)
 	}
 	switch {
 	case p.String != nil:

@@ -28,24 +28,34 @@ func Resolve(ctx context.Context, spec string, h *hub.Client) (*Tokenizer, error
 	if spec == DefaultName {
 		return Default()
 	}
+	path, err := localPath(ctx, spec, h)
+	if err != nil {
+		return nil, err
+	}
+	return Load(path)
+}
+
+// localPath is the local file or directory spec names: spec itself when it
+// exists, else the tokenizer.json of a hub model, downloaded through h.
+func localPath(ctx context.Context, spec string, h *hub.Client) (string, error) {
 	if _, err := os.Stat(spec); err == nil {
-		return Load(spec)
+		return spec, nil
 	}
 	repo, rev, _ := strings.Cut(spec, "@")
 	if !hub.ValidRepoID(repo) || strings.HasPrefix(spec, ".") || filepath.IsAbs(spec) {
-		return nil, fmt.Errorf("tokenizer %q: no such file or directory, and not a hub id", spec)
+		return "", fmt.Errorf("tokenizer %q: no such file or directory, and not a hub id", spec)
 	}
 	if h == nil {
 		h = hub.FromEnv(nil)
 	}
 	tokPath, err := h.Download(ctx, hub.Model, repo, rev, TokenizerFile)
 	if err != nil {
-		return nil, fmt.Errorf("tokenizer %q: %w", spec, err)
+		return "", fmt.Errorf("tokenizer %q: %w", spec, err)
 	}
 	// tokenizer_config.json is optional; Load picks it up next to
 	// tokenizer.json in the snapshot.
 	if _, err := h.Download(ctx, hub.Model, repo, rev, TokenizerConfigFile); err != nil && !errors.Is(err, hub.ErrNotFound) && !errors.Is(err, hub.ErrOffline) {
-		return nil, fmt.Errorf("tokenizer %q: %w", spec, err)
+		return "", fmt.Errorf("tokenizer %q: %w", spec, err)
 	}
-	return Load(tokPath)
+	return tokPath, nil
 }

@@ -67,3 +67,23 @@ func TestResolve(t *testing.T) {
 		t.Errorf("offline Resolve(uncached) error = %v, want mention of HF_HUB_OFFLINE", err)
 	}
 }
+
+// TestResolveAnyUnsupported: a tokenizer the pure-Go loader does not cover
+// fails with ErrUnsupported, and without the hftokenizers tag the error
+// says how to load it.
+func TestResolveAnyUnsupported(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, TokenizerFile), []byte(`{"model":{"type":"Unigram","vocab":[]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ResolveAny(t.Context(), dir, nil)
+	if !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("ResolveAny(Unigram) = %v, want ErrUnsupported", err)
+	}
+	if hfLoad == nil && !strings.Contains(err.Error(), "-tags hftokenizers") {
+		t.Errorf("error %q does not say how to load it", err)
+	}
+	if _, err := ResolveAny(t.Context(), "testdata/qwen3", nil); err != nil {
+		t.Errorf("ResolveAny(qwen3) = %v", err)
+	}
+}

@@ -227,7 +227,7 @@ func resolveTokenizer(name string) (datasets.Tokenizer, error) {
 		// between targets; refuse rather than guess which one.
 		return nil, errors.New(`tokenizer "server" is not supported for continuous probes yet; use a path or hub id`)
 	}
-	return tokenizer.Resolve(context.Background(), name, nil)
+	return tokenizer.ResolveAny(context.Background(), name, nil)
 }
 
 // rewriteLevel returns a logger that emits every record at the given level,

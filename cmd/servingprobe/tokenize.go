@@ -56,7 +56,7 @@ func loadTokenizer(ctx context.Context, spec string) (datasets.Tokenizer, error)
 	if strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://") {
 		return tokenizer.NewServer(http.DefaultClient, spec, ""), nil
 	}
-	return tokenizer.Resolve(ctx, spec, nil)
+	return tokenizer.ResolveAny(ctx, spec, nil)
 }
 
 // tokenizeStream converts stdin to stdout line by line. Output is flushed
