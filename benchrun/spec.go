@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -133,16 +132,16 @@ func DefaultSpec() Spec {
 // http://host:port with the backend's default port when port is 0.
 func BaseURL(baseURL, host string, port int, backend string) (string, error) {
 	if baseURL != "" {
-		u, err := url.Parse(baseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return "", fmt.Errorf("--base-url %q: want an http(s) URL", baseURL)
+		u, err := prober.NormalizeBaseURL(baseURL)
+		if err != nil {
+			return "", fmt.Errorf("--base-url %w", err)
 		}
-		return strings.TrimRight(baseURL, "/"), nil
+		return u, nil
 	}
 	if port == 0 {
 		p, ok := prober.DefaultPort(backend)
 		if !ok {
-			return "", fmt.Errorf("unknown backend %q", backend)
+			return "", fmt.Errorf("--backend %q: unknown backend (one of %s)", backend, strings.Join(prober.BackendNames(), ", "))
 		}
 		port = p
 	}
