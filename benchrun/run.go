@@ -83,7 +83,7 @@ func Prepare(ctx context.Context, s Spec, env Env) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := readyCheck(ctx, client, s.BaseURL, s.Backend, s.ReadyCheckTimeout, nil); err != nil {
+	if err := readyCheck(ctx, client, s.BaseURL, s.Backend, s.ReadyCheckTimeout, nil, env.Logger); err != nil {
 		return nil, err
 	}
 	model := s.Model

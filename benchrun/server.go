@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 )
 
 // maxControlBody bounds what the control endpoints (/model_info,
@@ -58,7 +61,7 @@ func control(ctx context.Context, c *http.Client, method, u string, body any, he
 
 // readyCheck polls GET {base}/v1/models (the base URL for trt) once a
 // second until it answers 200, for at most timeout (newest sglang).
-func readyCheck(ctx context.Context, c *http.Client, base, backend string, timeout time.Duration, headers map[string]string) error {
+func readyCheck(ctx context.Context, c *http.Client, base, backend string, timeout time.Duration, headers map[string]string, logger log.Logger) error {
 	if timeout <= 0 {
 		return nil
 	}
@@ -70,19 +73,31 @@ func readyCheck(ctx context.Context, c *http.Client, base, backend string, timeo
 	defer cancel()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	// last keeps the most recent answer that is not the check's own
+	// deadline, so that "connection refused" is what the user reads.
 	var last error
+	start, said := time.Now(), time.Time{}
 	for {
 		_, _, err := control(ctx, c, http.MethodGet, u, nil, headers)
 		if err == nil {
 			return nil
 		}
-		last = err
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
+		if now := time.Now(); said.IsZero() || now.Sub(said) >= 10*time.Second {
+			// Say what is being waited for, as bench_serving prints, rather
+			// than a minute of silence.
+			level.Info(logger).Log("msg", "Waiting for the server", "url", u, "err", last,
+				"waited", now.Sub(start).Round(time.Second), "gives_up_after", timeout, "flag", "--ready-check-timeout-sec")
+			said = now
+		}
 		select {
 		case <-ctx.Done():
 			if context.Cause(ctx) != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return ctx.Err()
 			}
-			return fmt.Errorf("server not ready after %s (--ready-check-timeout-sec; 0 skips the check): %w", timeout, last)
+			return fmt.Errorf("server not ready after %s: GET %s: %w (--ready-check-timeout-sec; 0 skips the check)", timeout, u, last)
 		case <-tick.C:
 		}
 	}
