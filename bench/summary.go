@@ -247,6 +247,10 @@ func NewAccumulator(p Params) *Accumulator {
 	return a
 }
 
+// Stop records why the run ended before sending every prompt
+// (StoppedMaxDuration, StoppedInterrupted); the summary reports it.
+func (a *Accumulator) Stop(reason string) { a.p.Stopped = reason }
+
 // Add records request i (its index in dispatch order) and the dataset row
 // it was built from. Each index must be added once.
 func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {

@@ -366,6 +366,13 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 	s := p.Spec
 	out := &Output{}
 	do := p.Prober.Run
+	if s.RequestTimeout > 0 {
+		do = func(ctx context.Context, prompt datasets.Prompt, scheduled time.Time) prober.Result {
+			ctx, cancel := context.WithTimeout(ctx, s.RequestTimeout)
+			defer cancel()
+			return p.Prober.Run(ctx, prompt, scheduled)
+		}
+	}
 	if n := s.WarmupRequests; n > 0 {
 		warm := prober.WarmupPrompts(p.Prompts[0], n)
 		if len(s.LoRANames) > 0 {
@@ -404,6 +411,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		}
 	}
 	params := s.Params()
+	params.Planned = len(p.Prompts)
 	counter := prober.TokenizerCounter{Tokenizer: p.Tok}
 	params.CountTokens = func(text string) int {
 		n, err := counter.Count(text)
@@ -435,6 +443,12 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 	run, err := prober.Benchmark(ctx, cfg)
 	out.Run = run
 	out.Duration = run.Duration
+	switch {
+	case err != nil:
+		acc.Stop(bench.StoppedInterrupted)
+	case run.HitMaxDuration:
+		acc.Stop(bench.StoppedMaxDuration)
+	}
 	if err != nil {
 		if serr := summarize(acc, out); serr != nil {
 			return out, errors.Join(err, serr)

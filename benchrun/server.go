@@ -21,7 +21,15 @@ import (
 const maxControlBody = 4 << 20
 
 // control sends one non-measured request and returns the body of a 200.
+// controlTimeout bounds one control request; flushing a cache or starting
+// a profiler can take a while, an answer later than this will not come.
+const controlTimeout = 5 * time.Minute
+
 func control(ctx context.Context, c *http.Client, method, u string, body any, headers map[string]string) ([]byte, int, error) {
+	// A control request (server_info, model_info, flush_cache, profiling)
+	// to a server that stalls must not hang the bench after its run.
+	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	defer cancel()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)

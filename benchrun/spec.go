@@ -76,6 +76,9 @@ type Spec struct {
 
 	// ReadyCheckTimeout polls the server until it answers; 0 skips.
 	ReadyCheckTimeout time.Duration
+	// RequestTimeout bounds each request, warmup included, body and all;
+	// a request past it ends as timeout. 0 means no bound.
+	RequestTimeout time.Duration
 
 	Compat bench.Compat
 	Tag    string
@@ -107,6 +110,11 @@ type Profile struct {
 }
 
 // DefaultSpec returns bench_serving's defaults (newest versions, §6).
+// DefaultRequestTimeout is --request-timeout-sec's default: far past any
+// sane generation (bench_serving's aiohttp session allows 6 h), but a
+// bench against a server that stalls mid-stream still ends.
+const DefaultRequestTimeout = 30 * time.Minute
+
 func DefaultSpec() Spec {
 	return Spec{
 		Backend:           "sglang",
@@ -125,6 +133,7 @@ func DefaultSpec() Spec {
 		FlushCacheTimeout: 60 * time.Second,
 		Profile:           Profile{Activities: []string{"CPU", "GPU"}, StartStep: -1, Steps: -1, NumSteps: -1},
 		ReadyCheckTimeout: 60 * time.Second,
+		RequestTimeout:    DefaultRequestTimeout,
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,6 +41,13 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 	out, err := prep.Run(ctx, renv)
 	stop()
 	if err != nil {
+		// Interrupted (Ctrl-C) mid-run: what finished is still a result,
+		// printed and appended marked as interrupted, before the error.
+		if out != nil && out.Summary.Stopped == bench.StoppedInterrupted && out.Summary.Requests > 0 {
+			if werr := writeBenchOutput(env.Stdout, &out.Summary, f, s.Params()); werr != nil {
+				return errors.Join(err, werr)
+			}
+		}
 		return err
 	}
 	return writeBenchOutput(env.Stdout, &out.Summary, f, s.Params())

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -272,5 +276,72 @@ func TestBenchNewConnectionEndToEnd(t *testing.T) {
 		if got < tc.atLeast || (tc.atMost > 0 && got > tc.atMost) {
 			t.Errorf("compat new-connection %v: %d TCP connections, want %d..%d", tc.compat, got, tc.atLeast, tc.atMost)
 		}
+	}
+}
+
+// stallServer answers the first fast requests with a short stream and
+// holds every later one open after its first chunk until the client goes.
+func stallServer(t *testing.T, fast int64) string {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/completions" {
+			http.NotFound(w, r) // /server_info and friends
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := `data: {"choices":[{"index":0,"text":" tok","finish_reason":null}]}` + "\n\n"
+		if n.Add(1) <= fast {
+			io.WriteString(w, chunk+chunk+`data: {"choices":[{"index":0,"text":"","finish_reason":"length"}]}`+"\n\ndata: [DONE]\n\n")
+			return
+		}
+		io.WriteString(w, chunk)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func stallBenchArgs(url, out string, extra ...string) []string {
+	return append([]string{"bench", "--backend", "vllm", "--base-url", url, "--model", "m", "--dataset-name", "random",
+		"--random-input-len", "8", "--random-output-len", "2", "--tokenizer", "../../tokenizer/testdata/qwen3",
+		"--ready-check-timeout-sec", "0", "--warmup-requests", "0", "--disable-tqdm", "--output-file", out}, extra...)
+}
+
+// TestBenchRequestTimeout: a server that stalls mid-stream no longer hangs
+// the bench: each request ends at --request-timeout-sec as a timeout.
+func TestBenchRequestTimeout(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	code, stdout, stderr := runCLI(t, stallBenchArgs(stallServer(t, 0), out, "--num-prompts", "2", "--request-timeout-sec", "0.5")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^\s+timeout:\s+2\s*$`).MatchString(stdout) {
+		t.Errorf("want 2 requests ended as timeout:\n%s", stdout)
+	}
+}
+
+// TestBenchInterrupted: Ctrl-C mid-run prints and appends what finished,
+// marked as interrupted, and still exits non-zero.
+func TestBenchInterrupted(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(2*time.Second, cancel)
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, stallBenchArgs(stallServer(t, 3), out, "--num-prompts", "6", "--request-rate", "20")[0:], strings.NewReader(""), &stdout, &stderr)
+	if code == 0 {
+		t.Fatalf("exit 0 after an interrupt\n%s", stdout.String())
+	}
+	for _, want := range []string{"Successful requests:", "Stopped early:                           interrupted"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("partial table lacks %q:\n%s\n%s", want, stdout.String(), stderr.String())
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("no JSONL after an interrupt: %v", err)
+	}
+	if !strings.Contains(string(b), `"stopped": "interrupted"`) {
+		t.Errorf("JSONL not marked interrupted: %s", b)
 	}
 }

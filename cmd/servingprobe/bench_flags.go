@@ -25,6 +25,7 @@ type benchFlags struct {
 	backend, baseURL, host string
 	port                   int
 	readyCheckTimeoutSec   float64
+	requestTimeoutSec      float64
 
 	datasetName, datasetPath string
 	datasetOffset            int
@@ -179,6 +180,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	cmd.Flag("base-url", "Server base URL; overrides --host and --port.").StringVar(&f.baseURL)
 	cmd.Flag("host", "Server host.").Default("0.0.0.0").StringVar(&f.host)
 	cmd.Flag("port", "Server port (default: the backend's, as bench_serving).").IntVar(&f.port)
+	cmd.Flag("request-timeout-sec", "Each request's timeout, warmup included, body and all; a request past it is a timeout failure. 0: none.").Default(strconv.Itoa(int(benchrun.DefaultRequestTimeout.Seconds()))).Float64Var(&f.requestTimeoutSec)
 	cmd.Flag("ready-check-timeout-sec", "Wait this long for GET /v1/models to answer 200; 0 skips the check.").Default("60").Float64Var(&f.readyCheckTimeoutSec)
 
 	cmd.Flag("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image, mooncake, custom, openai, mmmu.").Default("sharegpt").StringVar(&f.datasetName)
@@ -405,6 +407,10 @@ func (f *benchFlags) spec(getenv func(string) string) (benchrun.Spec, error) {
 	s.FlushCache = f.flushCache
 	s.FlushCacheTimeout = seconds(f.flushCacheTimeout)
 	s.ReadyCheckTimeout = seconds(f.readyCheckTimeoutSec)
+	s.RequestTimeout = seconds(f.requestTimeoutSec)
+	if f.requestTimeoutSec < 0 || math.IsNaN(f.requestTimeoutSec) {
+		bad("--request-timeout-sec %g: must be at least 0 (0: no timeout)", f.requestTimeoutSec)
+	}
 	if f.readyCheckTimeoutSec < 0 || math.IsNaN(f.readyCheckTimeoutSec) {
 		bad("--ready-check-timeout-sec must be >= 0")
 	}
