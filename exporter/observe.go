@@ -43,7 +43,7 @@ func (o *observer) Observe(r prober.Result) {
 
 func validTokenSource(s prober.TokenSource) bool {
 	switch s {
-	case prober.TokenSourceUsage, prober.TokenSourceMetaInfo, prober.TokenSourceTokenizer,
+	case prober.TokenSourceUsage, prober.TokenSourceMetaInfo, prober.TokenSourceProtocol, prober.TokenSourceTokenizer,
 		prober.TokenSourceRequested, prober.TokenSourceEvents:
 		return true
 	}
