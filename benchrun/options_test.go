@@ -1,6 +1,7 @@
 package benchrun
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,5 +58,23 @@ func TestRequestOptions(t *testing.T) {
 				t.Errorf("requestOptions (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestImageBackends: the image dataset goes to every backend that can
+// carry images (bench_serving sends them on its OpenAI chat path too).
+func TestImageBackends(t *testing.T) {
+	for backend, ok := range map[string]bool{
+		"vllm-chat": true, "openai-chat": true, "lmdeploy-chat": true, "sglang-oai-chat": true,
+		"sglang": true, "sglang-native": true, "sglang-oai": true,
+		"vllm": false, "trt": false, "truss": false,
+	} {
+		s := DefaultSpec()
+		s.Backend, s.BaseURL, s.Dataset, s.Model = backend, "http://s", "image", "m"
+		err := s.Validate()
+		refused := err != nil && strings.Contains(err.Error(), "needs a backend that carries images")
+		if refused == ok {
+			t.Errorf("--backend %s with images: error %v, want accepted %v", backend, err, ok)
+		}
 	}
 }

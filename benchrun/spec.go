@@ -220,8 +220,17 @@ func (s *Spec) Validate() error {
 		if s.TokenizePrompt() {
 			bad("--dataset-name %s forbids --tokenize-prompt", s.Dataset)
 		}
-		if s.Backend != "sglang" && s.Backend != "sglang-native" && s.Backend != "sglang-oai-chat" {
-			bad("--dataset-name %s needs --backend sglang, sglang-native or sglang-oai-chat", s.Dataset)
+		// Images ride in every OpenAI chat body (image_url content items,
+		// bench_serving's chat path), in sglang's /generate image_data,
+		// and in sglang's completions extension; nowhere else.
+		if info.Protocol != prober.ProtocolOpenAIChat && info.Protocol != prober.ProtocolSGLangGenerate && s.Backend != "sglang-oai" {
+			var can []string
+			for _, name := range prober.BackendNames() {
+				if i, err := prober.LookupBackend(name); err == nil && (i.Protocol == prober.ProtocolOpenAIChat || i.Protocol == prober.ProtocolSGLangGenerate || name == "sglang-oai") {
+					can = append(can, name)
+				}
+			}
+			bad("--dataset-name %s needs a backend that carries images: %s", s.Dataset, strings.Join(can, ", "))
 		}
 	}
 	if info.ModelRequired && s.Model == "" {
