@@ -171,6 +171,22 @@ func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
+// embeddedTokenizer is servingprobe's name for the Qwen3 tokenizer built
+// into the binary (tokenizer.DefaultName). The simulator counts tokens by
+// its own estimate; naming a tokenizer lets a bench find one without
+// --tokenizer, as it finds a real sglang server's.
+const embeddedTokenizer = "embedded:qwen3"
+
+// modelInfo answers sglang's GET /model_info, where bench_serving (and
+// servingprobe bench) look for the tokenizer when --tokenizer is unset.
+func (s *Server) modelInfo(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"model_path":     s.cfg.Model,
+		"tokenizer_path": embeddedTokenizer,
+		"is_generation":  true,
+	})
+}
+
 // truthHandler serves GET /debug/truth/{id}; ?wait=2s waits for a request
 // still in flight (or not yet arrived) for up to that long.
 func (s *Server) truthHandler(w http.ResponseWriter, r *http.Request) {

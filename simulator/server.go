@@ -77,6 +77,7 @@ func New(cfg Config, logger log.Logger) (*Server, error) {
 	m.HandleFunc("POST /detokenize", s.detokenize)
 	m.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
 	m.HandleFunc("GET /server_info", s.serverInfo)
+	m.HandleFunc("GET /model_info", s.modelInfo)
 	m.HandleFunc("GET /get_server_info", s.serverInfo)
 	m.HandleFunc("GET /debug/truth/{id}", s.truthHandler)
 	s.mux = m

@@ -345,3 +345,21 @@ func TestBenchInterrupted(t *testing.T) {
 		t.Errorf("JSONL not marked interrupted: %s", b)
 	}
 }
+
+// TestBenchWithoutTokenizerFlag: the README's simulate + bench example
+// needs no --tokenizer: the simulator names its tokenizer at /model_info,
+// where bench (like bench_serving) looks.
+func TestBenchWithoutTokenizerFlag(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = time.Millisecond, time.Millisecond
+	u, err := url.Parse(startSimulator(t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "bench", "--backend", "sglang", "--host", u.Hostname(), "--port", u.Port(),
+		"--dataset-name", "random", "--num-prompts", "5", "--random-input-len", "32", "--random-output-len", "8",
+		"--disable-tqdm", "--output-file", filepath.Join(t.TempDir(), "out.jsonl"))
+	if code != 0 || !regexp.MustCompile(`(?m)^Successful requests:\s+5\s*$`).MatchString(stdout) {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
