@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	mrand "math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,6 +129,13 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 			detectMu.Lock()
 			if detected == "" {
 				m, err := prober.DetectModel(ctx, client, t.URL)
+				var several *prober.SeveralModelsError
+				if errors.As(err, &several) {
+					// Once per detection, at info: the target's series
+					// carry this model until the server changes.
+					level.Info(logger).Log("msg", "Model detected", "model", m, "why", strings.Replace(several.Error(), "set the model", "set the target's model", 1))
+					err = nil
+				}
 				if err != nil {
 					// Send anyway: the request's own failure is classified
 					// (connect_error for a server that is down).

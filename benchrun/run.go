@@ -88,10 +88,16 @@ func Prepare(ctx context.Context, s Spec, env Env) (*Prepared, error) {
 	}
 	model := s.Model
 	if model == "" {
-		if model, err = prober.DetectModel(ctx, client, s.BaseURL); err != nil {
+		var several *prober.SeveralModelsError
+		model, err = prober.DetectModel(ctx, client, s.BaseURL)
+		switch {
+		case errors.As(err, &several):
+			level.Warn(env.Logger).Log("msg", "Model detected", "model", model, "why", strings.Replace(several.Error(), "set the model", "set --model", 1))
+		case err != nil:
 			return nil, fmt.Errorf("--model is unset and %w", err)
+		default:
+			level.Info(env.Logger).Log("msg", "Model detected", "model", model, "why", "the one model GET /v1/models lists")
 		}
-		level.Info(env.Logger).Log("msg", "Model detected", "model", model)
 	}
 	tok, tokName, err := resolveTokenizer(ctx, s, model, client, env)
 	if err != nil {

@@ -134,5 +134,27 @@ func DetectModelWithHeaders(ctx context.Context, c *http.Client, baseURL string,
 	if len(m.Data) == 0 || m.Data[0].ID == "" {
 		return "", fmt.Errorf("detect model: /v1/models lists no model")
 	}
+	if len(m.Data) > 1 {
+		// Say which one and why: a server serving several models (ollama,
+		// a router) would otherwise be measured on one picked silently.
+		ids := make([]string, 0, len(m.Data))
+		for _, d := range m.Data {
+			ids = append(ids, d.ID)
+		}
+		return m.Data[0].ID, &SeveralModelsError{Picked: m.Data[0].ID, All: ids}
+	}
 	return m.Data[0].ID, nil
+}
+
+// SeveralModelsError is returned, with the first model, when /v1/models
+// lists more than one: the first is used, as bench_serving does, and the
+// caller says so. It is not a failure.
+type SeveralModelsError struct {
+	Picked string
+	All    []string
+}
+
+func (e *SeveralModelsError) Error() string {
+	return fmt.Sprintf("GET /v1/models lists %d models (%s); using the first, %q, as bench_serving does: set the model to choose",
+		len(e.All), strings.Join(e.All, ", "), e.Picked)
 }

@@ -1,10 +1,12 @@
 package prober
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -97,5 +99,22 @@ func TestNewConnectionPerRequest(t *testing.T) {
 				t.Errorf("%d TCP connections for 3 requests, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDetectModelSeveral: with several models the first is used, as
+// bench_serving does, and the caller is told which and why.
+func TestDetectModelSeveral(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[{"id":"llama3.2:1b"},{"id":"qwen3:0.6b"}]}`)
+	}))
+	defer srv.Close()
+	m, err := DetectModel(t.Context(), srv.Client(), srv.URL)
+	var several *SeveralModelsError
+	if m != "llama3.2:1b" || !errors.As(err, &several) || len(several.All) != 2 {
+		t.Fatalf("DetectModel = %q, %v; want the first model and a SeveralModelsError", m, err)
+	}
+	if !strings.Contains(err.Error(), `using the first, "llama3.2:1b"`) {
+		t.Errorf("message %q does not say which model and why", err)
 	}
 }

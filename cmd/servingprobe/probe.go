@@ -109,7 +109,10 @@ func runProbe(ctx context.Context, a *probeArgs) (prober.Result, error) {
 		}
 		t.Model, err = prober.DetectModelWithHeaders(ctx, c, t.URL, m.Headers)
 		c.CloseIdleConnections()
-		if err != nil {
+		var several *prober.SeveralModelsError
+		if errors.As(err, &several) {
+			fmt.Fprintln(os.Stderr, "servingprobe probe:", strings.Replace(several.Error(), "set the model", "set --model", 1))
+		} else if err != nil {
 			return prober.Result{}, err
 		}
 	}
