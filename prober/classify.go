@@ -102,11 +102,18 @@ func OverrunLimit(n int) int {
 // classify maps the error that ended a request to its Outcome. It is the
 // only place an Outcome is chosen. Order matters: a deadline or a parent
 // cancellation explains whatever error the transport reported after it.
+// BuildError is a request that could not be built: nothing was sent.
+type BuildError struct{ Err error }
+
+func (e *BuildError) Error() string { return "build request: " + e.Err.Error() }
+func (e *BuildError) Unwrap() error { return e.Err }
+
 func classify(err error) Outcome {
 	if err == nil {
 		return OutcomeSuccess
 	}
 	var (
+		be  *BuildError
 		se  *StatusError
 		re  *RequestError
 		de  *DecodeError
@@ -115,6 +122,8 @@ func classify(err error) Outcome {
 		ne  net.Error
 	)
 	switch {
+	case errors.As(err, &be):
+		return OutcomeRequestError
 	case errors.Is(err, context.DeadlineExceeded):
 		return OutcomeTimeout
 	case errors.Is(err, context.Canceled):

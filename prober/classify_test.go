@@ -7,13 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/servingprobe/servingprobe/datasets"
 )
 
 type timeoutErr struct{}
@@ -85,8 +90,8 @@ func TestOutcomesClosed(t *testing.T) {
 		}
 		seen[o] = true
 	}
-	if len(seen) != 12 {
-		t.Errorf("len(Outcomes) = %d, want 12", len(seen))
+	if len(seen) != 13 {
+		t.Errorf("len(Outcomes) = %d, want 13", len(seen))
 	}
 }
 
@@ -121,3 +126,26 @@ func TestInStreamErrorShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestUnbuildableRequest: a request whose body cannot be encoded is a
+// request_error, never a network class, and nothing is sent.
+func TestUnbuildableRequest(t *testing.T) {
+	sent := false
+	p := &Prober{
+		Client: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			sent = true
+			return nil, errors.New("must not be called")
+		})},
+		Backend: openAIChat{},
+		Options: RequestOptions{BaseURL: "http://llm.test", Model: "m", Stream: true,
+			ExtraBody: map[string]any{"bad": math.Inf(1)}},
+	}
+	r := p.Run(t.Context(), datasets.Prompt{Text: "x", OutputLen: 4}, time.Now())
+	if r.Outcome != OutcomeRequestError || sent || r.HTTPStatus != 0 {
+		t.Errorf("outcome %s (%s), sent %v, status %d; want request_error, nothing sent", r.Outcome, r.Err, sent, r.HTTPStatus)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

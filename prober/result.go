@@ -26,6 +26,10 @@ const (
 	OutcomeOverrun     Outcome = "overrun"
 	OutcomeEmptyOutput Outcome = "empty_output"
 	OutcomeCanceled    Outcome = "canceled"
+	// OutcomeRequestError is a request that could not be built (its body
+	// cannot be encoded, its URL is invalid): nothing was sent, so it is
+	// never counted as a network or server failure.
+	OutcomeRequestError Outcome = "request_error"
 )
 
 // Outcomes lists every Outcome, in a stable order, so that the exporter can
@@ -34,6 +38,7 @@ var Outcomes = []Outcome{
 	OutcomeSuccess, OutcomeHTTP4xx, OutcomeHTTP429, OutcomeHTTP5xx,
 	OutcomeConnectError, OutcomeTimeout, OutcomeStreamCut, OutcomeParseError,
 	OutcomeServerError, OutcomeOverrun, OutcomeEmptyOutput, OutcomeCanceled,
+	OutcomeRequestError,
 }
 
 // TokenSource says where a token count came from.

@@ -160,7 +160,7 @@ func (tr *tracer) clientTrace() *httptrace.ClientTrace {
 func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) error {
 	req, err := p.Backend.NewRequest(p.Options, prompt)
 	if err != nil {
-		return fmt.Errorf("build request: %w", err)
+		return &BuildError{Err: err}
 	}
 	tr := &tracer{}
 	req = req.WithContext(httptrace.WithClientTrace(ctx, tr.clientTrace()))
