@@ -281,7 +281,7 @@ func TestBenchNewConnectionEndToEnd(t *testing.T) {
 
 // stallServer answers the first fast requests with a short stream and
 // holds every later one open after its first chunk until the client goes.
-func stallServer(t *testing.T, fast int64) string {
+func stallServer(t *testing.T, fast int64, onStall ...func()) string {
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/completions" {
@@ -296,6 +296,9 @@ func stallServer(t *testing.T, fast int64) string {
 		}
 		io.WriteString(w, chunk)
 		w.(http.Flusher).Flush()
+		for _, f := range onStall {
+			f()
+		}
 		<-r.Context().Done()
 	}))
 	t.Cleanup(srv.Close)
@@ -325,10 +328,13 @@ func TestBenchRequestTimeout(t *testing.T) {
 // marked as interrupted, and still exits non-zero.
 func TestBenchInterrupted(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.jsonl")
+	// The interrupt comes when the first request stalls, after the fast
+	// ones finished: a Ctrl-C in the middle of a run, whatever the
+	// machine's speed.
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(2*time.Second, cancel)
+	defer cancel()
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, stallBenchArgs(stallServer(t, 3), out, "--num-prompts", "6", "--request-rate", "20")[0:], strings.NewReader(""), &stdout, &stderr)
+	code := run(ctx, stallBenchArgs(stallServer(t, 3, cancel), out, "--num-prompts", "6", "--request-rate", "20"), strings.NewReader(""), &stdout, &stderr)
 	if code == 0 {
 		t.Fatalf("exit 0 after an interrupt\n%s", stdout.String())
 	}

@@ -56,6 +56,9 @@ func TestBenchFlagDefaults(t *testing.T) {
 		Temperature: 0, TopP: 1, LogprobStartLen: -1,
 		LoRADistribution: "uniform", LoRAZipfAlpha: 1.5,
 		FlushCacheTimeout: 60 * time.Second, ReadyCheckTimeout: 60 * time.Second,
+		// Ours: bench_serving has no per-request timeout (its aiohttp
+		// session allows 6 h).
+		RequestTimeout: benchrun.DefaultRequestTimeout,
 		Profile: benchrun.Profile{Activities: []string{"CPU", "GPU"}, StartStep: -1, Steps: -1, NumSteps: -1},
 	}
 	o := datasets.DefaultOptions()
