@@ -59,7 +59,7 @@ func TestBenchFlagDefaults(t *testing.T) {
 		// Ours: bench_serving has no per-request timeout (its aiohttp
 		// session allows 6 h).
 		RequestTimeout: benchrun.DefaultRequestTimeout,
-		Profile: benchrun.Profile{Activities: []string{"CPU", "GPU"}, StartStep: -1, Steps: -1, NumSteps: -1},
+		Profile:        benchrun.Profile{Activities: []string{"CPU", "GPU"}, StartStep: -1, Steps: -1, NumSteps: -1},
 	}
 	o := datasets.DefaultOptions()
 	o.GSPGroupDistribution = "uniform"
