@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -363,7 +364,21 @@ func TestBenchJSONLInfinity(t *testing.T) {
 }
 
 func TestBenchNoTokenizer(t *testing.T) {
-	url := startSimulator(t, simulator.DefaultConfig())
+	// A server with no /model_info (the simulator names its tokenizer
+	// there), so that nothing tells the bench which tokenizer to use.
+	sim, err := simulator.New(simulator.DefaultConfig(), log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/model_info" {
+			http.NotFound(w, r)
+			return
+		}
+		sim.Handler().ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	url := srv.URL
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	t.Setenv("HF_HUB_CACHE", t.TempDir())
 	code, _, stderr := runCLI(t, "bench", "--backend", "vllm", "--base-url", url, "--dataset-name", "random", "--num-prompts", "2", "--disable-tqdm")
