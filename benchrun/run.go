@@ -251,7 +251,21 @@ func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) 
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(s.Seed), 0))
+	// Say what is being prepared before it takes time, as bench_serving
+	// prints: a large image dataset or a file to read is not instant.
+	kv := []any{"msg", "Preparing prompts", "dataset", s.Dataset, "prompts", s.NumPrompts}
+	if s.Dataset == "image" {
+		kv = append(kv, "images_per_prompt", opts.ImageCount, "image_resolution", opts.ImageResolution, "image_format", opts.ImageFormat)
+	}
+	if opts.DatasetPath != "" {
+		kv = append(kv, "file", opts.DatasetPath)
+	}
+	start := time.Now()
+	level.Info(env.Logger).Log(kv...)
 	prompts, err := ds.Generate(s.NumPrompts, rng)
+	if took := time.Since(start); err == nil && took >= time.Second {
+		level.Info(env.Logger).Log("msg", "Prompts prepared", "prompts", len(prompts), "took", took.Round(10*time.Millisecond))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("generate prompts: %w", err)
 	}
