@@ -1,4 +1,7 @@
 // Package importrules holds the test that enforces the direction of
-// imports between servingprobe's packages (the table in its test, from
-// the style guide's package rules). It has no code of its own.
+// imports between servingprobe's packages (the tables in its test, from
+// the style guide's package rules). The checker is a pure function of a
+// package graph, so its own table test feeds it made-up graphs with each
+// kind of violation; the real test feeds it `go list -json`. It has no
+// code of its own.
 package importrules

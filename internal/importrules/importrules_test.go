@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"deploy":                 {},
 }
 
-// external are the non-standard imports a package must not use.
+// forbiddenExternal are the non-standard imports a package must not use.
 var forbiddenExternal = map[string][]string{
 	// Measurement stays free of the Prometheus client: only the
 	// exporter turns Results into metrics.
@@ -45,11 +45,156 @@ var forbiddenExternal = map[string][]string{
 	"config": {"github.com/prometheus/client_golang", "github.com/go-kit"},
 }
 
+// pkg is the part of `go list -json` the rules read.
 type pkg struct {
 	ImportPath string
 	Imports    []string
 }
 
+// rules are the two tables above, passed in so that the checker can be
+// tested on made-up graphs.
+type rules struct {
+	allowed   map[string][]string
+	forbidden map[string][]string
+}
+
+// exempt says whether a package (relative to the module) is wiring, a test
+// helper or a tool, which may import anything.
+func exempt(name string) bool {
+	return strings.HasPrefix(name, "cmd/") || strings.HasPrefix(name, "internal/") ||
+		strings.Contains(name, "/internal/") || strings.HasPrefix(name, "deploy/tools") || name == "tools"
+}
+
+// check returns one line per violation of r in pkgs, and how many packages
+// it held to a rule. It is pure: everything it reads is in its arguments.
+func check(pkgs []pkg, r rules) (violations []string, checked int) {
+	for _, p := range pkgs {
+		name, ok := strings.CutPrefix(p.ImportPath, module)
+		if !ok || exempt(name) {
+			continue
+		}
+		checked++
+		rule, ok := r.allowed[name]
+		if !ok {
+			violations = append(violations, "package "+name+" has no import rule: add it to the table")
+			continue
+		}
+		for _, imp := range p.Imports {
+			if dep, ok := strings.CutPrefix(imp, module); ok {
+				switch {
+				case strings.HasPrefix(dep, "cmd/"):
+					violations = append(violations, name+" imports "+dep+": nothing imports the command")
+				case !slices.Contains(rule, dep):
+					violations = append(violations, name+" imports "+dep+"; it may import only ["+strings.Join(rule, " ")+"]")
+				}
+				continue
+			}
+			for _, bad := range r.forbidden[name] {
+				if imp == bad || strings.HasPrefix(imp, bad+"/") {
+					violations = append(violations, name+" imports "+imp+", which it must not")
+				}
+			}
+		}
+	}
+	return violations, checked
+}
+
+func TestCheck(t *testing.T) {
+	r := rules{
+		allowed: map[string][]string{
+			"prober":   {"config"},
+			"bench":    {"prober"},
+			"exporter": {"prober"},
+			"config":   {},
+		},
+		forbidden: map[string][]string{
+			"prober": {"github.com/prometheus/client_golang"},
+		},
+	}
+	// m names a package of the module; p builds one with its imports.
+	m := func(name string) string { return module + name }
+	p := func(name string, imports ...string) pkg { return pkg{ImportPath: m(name), Imports: imports} }
+	for _, tc := range []struct {
+		name    string
+		pkgs    []pkg
+		want    []string
+		checked int
+	}{
+		{
+			name:    "clean graph",
+			pkgs:    []pkg{p("config"), p("prober", m("config"), "net/http"), p("bench", m("prober")), p("exporter", m("prober"), "github.com/prometheus/client_golang/prometheus")},
+			checked: 4,
+		},
+		{
+			name:    "exporter imports bench",
+			pkgs:    []pkg{p("exporter", m("prober"), m("bench"))},
+			want:    []string{"exporter imports bench; it may import only [prober]"},
+			checked: 1,
+		},
+		{
+			name:    "prober imports the Prometheus client",
+			pkgs:    []pkg{p("prober", m("config"), "github.com/prometheus/client_golang/prometheus")},
+			want:    []string{"prober imports github.com/prometheus/client_golang/prometheus, which it must not"},
+			checked: 1,
+		},
+		{
+			name:    "a forbidden module itself, not only its subpackages",
+			pkgs:    []pkg{p("prober", "github.com/prometheus/client_golang")},
+			want:    []string{"prober imports github.com/prometheus/client_golang, which it must not"},
+			checked: 1,
+		},
+		{
+			name:    "a look-alike module is not forbidden",
+			pkgs:    []pkg{p("prober", "github.com/prometheus/client_golang_extra")},
+			checked: 1,
+		},
+		{
+			name:    "a package with no rule",
+			pkgs:    []pkg{p("report", m("bench"))},
+			want:    []string{"package report has no import rule: add it to the table"},
+			checked: 1,
+		},
+		{
+			name:    "a library imports the command",
+			pkgs:    []pkg{p("bench", m("prober"), m("cmd/servingprobe"))},
+			want:    []string{"bench imports cmd/servingprobe: nothing imports the command"},
+			checked: 1,
+		},
+		{
+			name:    "wiring and helpers may import anything",
+			pkgs:    []pkg{p("cmd/servingprobe", m("bench"), m("exporter")), p("internal/e2e", m("cmd/servingprobe")), p("tokenizer/internal/x", m("exporter")), p("tools")},
+			checked: 0,
+		},
+		{
+			name:    "packages outside the module are not ours to judge",
+			pkgs:    []pkg{{ImportPath: "example.com/other", Imports: []string{m("bench")}}},
+			checked: 0,
+		},
+		{
+			name: "every violation is reported, not only the first",
+			pkgs: []pkg{p("config", m("prober")), p("prober", m("bench"), "github.com/prometheus/client_golang/prometheus/promhttp")},
+			want: []string{
+				"config imports prober; it may import only []",
+				"prober imports bench; it may import only [config]",
+				"prober imports github.com/prometheus/client_golang/prometheus/promhttp, which it must not",
+			},
+			checked: 2,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, checked := check(tc.pkgs, r)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("violations:\n got %q\nwant %q", got, tc.want)
+			}
+			if checked != tc.checked {
+				t.Errorf("checked %d packages, want %d", checked, tc.checked)
+			}
+		})
+	}
+}
+
+// TestImportRules holds the real module, with and without the hftokenizers
+// tag (its backend has imports of its own), to the tables.
 func TestImportRules(t *testing.T) {
 	for _, tags := range []string{"", "hftokenizers"} {
 		args := []string{"list", "-json", "-tags", tags, module + "..."}
@@ -57,8 +202,8 @@ func TestImportRules(t *testing.T) {
 		if err != nil {
 			t.Fatalf("go %s: %v", strings.Join(args, " "), err)
 		}
+		var pkgs []pkg
 		dec := json.NewDecoder(strings.NewReader(string(out)))
-		seen := 0
 		for {
 			var p pkg
 			if err := dec.Decode(&p); err == io.EOF {
@@ -66,35 +211,14 @@ func TestImportRules(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			name := strings.TrimPrefix(p.ImportPath, module)
-			if strings.HasPrefix(name, "cmd/") || strings.HasPrefix(name, "internal/") || strings.Contains(name, "/internal/") ||
-				strings.HasPrefix(name, "deploy/tools") || name == "tools" {
-				continue
-			}
-			seen++
-			rule, ok := allowed[name]
-			if !ok {
-				t.Errorf("package %s has no import rule: add it to the table", name)
-				continue
-			}
-			for _, imp := range p.Imports {
-				if dep, ok := strings.CutPrefix(imp, module); ok {
-					if strings.HasPrefix(dep, "cmd/") {
-						t.Errorf("%s imports %s: nothing imports the command", name, dep)
-					} else if !slices.Contains(rule, dep) {
-						t.Errorf("%s imports %s; it may import only %v", name, dep, rule)
-					}
-					continue
-				}
-				for _, bad := range forbiddenExternal[name] {
-					if imp == bad || strings.HasPrefix(imp, bad+"/") {
-						t.Errorf("%s imports %s, which it must not", name, imp)
-					}
-				}
-			}
+			pkgs = append(pkgs, p)
 		}
-		if seen < 10 {
-			t.Fatalf("go list found only %d packages under rules", seen)
+		violations, checked := check(pkgs, rules{allowed: allowed, forbidden: forbiddenExternal})
+		for _, v := range violations {
+			t.Errorf("tags %q: %s", tags, v)
+		}
+		if checked < 10 {
+			t.Fatalf("go list found only %d packages under rules", checked)
 		}
 	}
 }
