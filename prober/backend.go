@@ -123,6 +123,14 @@ var (
 // generated text itself, with no decoding.
 type rawStreamer interface{ rawStreams() bool }
 
+// ndjsonStreamer is implemented by backends whose server streams
+// newline-delimited JSON (application/x-ndjson, as ollama's native API
+// does). Any other backend that gets a declared NDJSON stream is talking to
+// a server of another protocol: its lines would decode as events with no
+// tokens and no end, and the request would end as stream_cut or timeout,
+// blaming the network for a wrong --backend.
+type ndjsonStreamer interface{ ndjsonStreams() bool }
+
 // eofEnder is implemented by backends whose streams have no terminal marker
 // (TensorRT-LLM's generate_stream): a clean EOF ends them successfully.
 type eofEnder interface{ eofEndsStream() bool }

@@ -46,14 +46,26 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // read as a stream: a content encoding we did not ask for (requests send
 // Accept-Encoding: identity and compressed bodies are never expanded, so a
 // gzip bomb costs nothing), or an HTML page (a proxy's or load balancer's
-// error page served with 200).
+// error page served with 200), or a stream in a framing the backend does
+// not speak (newline-delimited JSON to an SSE backend).
 type FormatError struct {
 	Header, Value string
+	// Why says what the header means for the user, when we know.
+	Why string
 }
 
 func (e *FormatError) Error() string {
+	if e.Why != "" {
+		return fmt.Sprintf("unreadable 200 response: %s %q: %s", e.Header, e.Value, e.Why)
+	}
 	return fmt.Sprintf("unreadable 200 response: %s %q", e.Header, e.Value)
 }
+
+// wrongProtocolNDJSON explains a newline-delimited JSON stream sent to a
+// backend that reads server-sent events.
+const wrongProtocolNDJSON = "the server streams newline-delimited JSON, which this backend does not speak " +
+	"(it reads server-sent events); ollama's native API streams so: use --backend ollama or ollama-chat, " +
+	"or the server's OpenAI-compatible /v1 routes"
 
 // checkResponseFormat returns a *FormatError for response headers that no
 // LLM server sends with a usable body.

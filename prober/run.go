@@ -190,6 +190,10 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	}
 	ct := resp.Header.Get("Content-Type")
 	format := FormatFor(ct, p.Options.Stream)
+	if ns, ok := p.Backend.(ndjsonStreamer); p.Options.Stream && format == FormatNDJSON && !(ok && ns.ndjsonStreams()) {
+		res.End = time.Now()
+		return &FormatError{Header: "Content-Type", Value: truncate(ct, 64), Why: wrongProtocolNDJSON}
+	}
 	if rs, ok := p.Backend.(rawStreamer); ok && rs.rawStreams() && p.Options.Stream && isRawType(ct) {
 		format = FormatRaw
 	}
