@@ -107,6 +107,14 @@ func Prepare(ctx context.Context, s Spec, env Env) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Dataset == "fixed" && len(prompts) > 0 {
+		// A fixed prompt has one length, known only once it is encoded:
+		// echo it where bench_serving's records put the input and output
+		// lengths (exact, so a range ratio of 1), not the random
+		// dataset's defaults that a bench window's request carries.
+		o := &s.DatasetOptions
+		o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = prompts[0].PromptLen, prompts[0].OutputLen, 1
+	}
 	if env.Stdout != nil {
 		in, out := 0, 0
 		for _, p := range prompts {

@@ -1,0 +1,71 @@
+package benchrun
+
+import (
+	"encoding/json"
+	"math"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/simulator"
+	"github.com/servingprobe/servingprobe/tokenizer"
+)
+
+// TestDaemonRunnerFixedLengths runs a bench window on a fixed-prompt module
+// against the simulator over loopback. Its record used to echo the
+// request's random_input_len (128 by default) while every prompt was a few
+// tokens; it must state the prompt's real length. (total_input_tokens is the
+// server's count, which the simulator estimates, so it is not compared.)
+func TestDaemonRunnerFixedLengths(t *testing.T) {
+	sim, err := simulator.New(simulator.DefaultConfig(), log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	defer srv.Close()
+	const prompt, outputLen, n = "hello there, how are you today?", 4, 3
+	tok, err := tokenizer.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := tok.Encode(prompt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := BenchJob{
+		ID: "fixed",
+		Spec: BenchSpec{
+			Target:     config.Target{Name: "sim", URL: srv.URL, Backend: "vllm", Model: simulator.DefaultConfig().Model},
+			ModuleName: "short",
+			Module:     config.Module{Dataset: "fixed", Prompt: prompt, OutputLen: outputLen},
+			Dataset:    "fixed",
+			// The API's defaults for a request that names no lengths.
+			InputLen: 128, OutputLen: outputLen, NumPrompts: n,
+			RequestRate: math.Inf(1), Burstiness: 1, MaxConcurrency: 2, MaxDuration: time.Minute, Seed: 1,
+		},
+		Started: func() {},
+		Logger:  log.NewNopLogger(),
+	}
+	out, err := DaemonRunner()(t.Context(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Completed        int     `json:"completed"`
+		RandomInputLen   int     `json:"random_input_len"`
+		RandomOutputLen  int     `json:"random_output_len"`
+		RandomRangeRatio float64 `json:"random_range_ratio"`
+	}
+	if err := json.Unmarshal(out.Record, &sum); err != nil {
+		t.Fatalf("record %s: %v", out.Record, err)
+	}
+	if sum.Completed != n {
+		t.Fatalf("completed %d of %d: %s", sum.Completed, n, out.Record)
+	}
+	if sum.RandomInputLen != len(ids) || sum.RandomOutputLen != outputLen || sum.RandomRangeRatio != 1 {
+		t.Errorf("record lengths in/out/ratio = %d/%d/%v, want the prompt's %d/%d/1", sum.RandomInputLen, sum.RandomOutputLen, sum.RandomRangeRatio, len(ids), outputLen)
+	}
+}
