@@ -72,6 +72,7 @@ type Daemon struct {
 	probeSlots chan struct{}
 	mux        *http.ServeMux
 	links      []link
+	sections   []LandingSection
 }
 
 // state is one loaded configuration and everything derived from it.

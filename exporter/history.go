@@ -28,6 +28,9 @@ type HistoryEntry struct {
 	E2ESeconds   *float64 `json:"e2e_seconds,omitempty"`
 	TPOTSeconds  *float64 `json:"tpot_seconds,omitempty"`
 	QueueSeconds *float64 `json:"queue_seconds,omitempty"`
+	// ITLMedianSeconds is the median inter-token latency of the request,
+	// each event's gap counted once per token it carried.
+	ITLMedianSeconds *float64 `json:"itl_median_seconds,omitempty"`
 
 	InputTokens  int    `json:"input_tokens"`
 	OutputTokens int    `json:"output_tokens"`
@@ -41,6 +44,9 @@ type HistoryEntry struct {
 
 	logs *probeLog
 	red  *config.Redactor
+	// itl are the request's ITL samples (at most maxHistoryITL), for the
+	// landing page's quantiles over the kept history.
+	itl []itlSample
 }
 
 // History keeps the last N results and, separately, the last N failures,
@@ -136,6 +142,10 @@ func (e HistoryEntry) formatted() HistoryEntry {
 // maxHistoryText bounds the generated text kept per entry.
 const maxHistoryText = 512
 
+// maxHistoryITL bounds the ITL samples kept per entry: a probe's are
+// events, usually fewer than its output tokens.
+const maxHistoryITL = 512
+
 // entryOf builds a HistoryEntry from a result; red redacts free text.
 func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *config.Redactor) HistoryEntry {
 	sm := samplesOf(r)
@@ -155,9 +165,11 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 		Error: red.Redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID,
 		TTFTSeconds: opt(sm.ttft), E2ESeconds: opt(sm.e2e), TPOTSeconds: opt(sm.tpot), QueueSeconds: opt(sm.queue),
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TokenSource: string(r.OutputTokensSource),
-		FinishReason: TruncateUTF8(r.FinishReason, 64),
-		Text:         red.Redact(TruncateUTF8(r.GeneratedText, maxHistoryText)),
-		logs:         logs,
-		red:          red,
+		FinishReason:     TruncateUTF8(r.FinishReason, 64),
+		Text:             red.Redact(TruncateUTF8(r.GeneratedText, maxHistoryText)),
+		ITLMedianSeconds: opt(weightedQuantile(slices.Clone(sm.itl), 0.5)),
+		logs:             logs,
+		red:              red,
+		itl:              slices.Clip(sm.itl[:min(len(sm.itl), maxHistoryITL)]),
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"net/http"
 	"net/http/pprof"
 	"net/url"
@@ -19,8 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/version"
-	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/prober"
@@ -134,59 +131,6 @@ func (d *Daemon) handleResults(w http.ResponseWriter, r *http.Request) {
 	_ = enc.Encode(struct {
 		Results []HistoryEntry `json:"results"`
 	}{out})
-}
-
-// landingResults is how many history entries the landing page shows.
-const landingResults = 25
-
-func (d *Daemon) handleLanding(w http.ResponseWriter, r *http.Request) {
-	var links []web.LandingLinks
-	for _, l := range d.links {
-		links = append(links, web.LandingLinks{Address: l.path, Text: l.text, Description: l.desc})
-	}
-	lp, err := web.NewLandingPage(web.LandingConfig{
-		Name:        "servingprobe",
-		Description: "Prometheus exporter, continuous prober and benchmark client for LLM inference servers",
-		Version:     version.Info(),
-		Links:       links,
-		ExtraHTML:   resultsHTML(d.history.List()),
-		ExtraCSS:    "table.results{border-collapse:collapse;font-size:smaller}table.results td,table.results th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}",
-		Profiling:   "false",
-	})
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	lp.ServeHTTP(w, r)
-}
-
-// resultsHTML renders the newest history entries. Everything is escaped:
-// model names and errors come from servers.
-func resultsHTML(entries []HistoryEntry) string {
-	var b strings.Builder
-	b.WriteString("<h2>Recent results</h2>")
-	if len(entries) == 0 {
-		b.WriteString("<p>No probe has finished yet.</p>")
-		return b.String()
-	}
-	b.WriteString(`<table class="results"><tr><th>time</th><th>target</th><th>module</th><th>model</th><th>outcome</th><th>TTFT</th><th>E2E</th><th>tokens</th><th>error</th></tr>`)
-	secs := func(v *float64) string {
-		if v == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*v, 'f', 3, 64) + " s"
-	}
-	for i, e := range entries {
-		if i == landingResults {
-			break
-		}
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d/%d</td><td>%s</td></tr>",
-			e.Time.UTC().Format(time.RFC3339), html.EscapeString(e.Target), html.EscapeString(e.Module),
-			html.EscapeString(e.Model), html.EscapeString(e.Outcome), secs(e.TTFTSeconds), secs(e.E2ESeconds),
-			e.InputTokens, e.OutputTokens, html.EscapeString(TruncateUTF8(e.Error, 200)))
-	}
-	b.WriteString(`</table><p>All kept results: <a href="api/v1/results">api/v1/results</a></p>`)
-	return b.String()
 }
 
 // adhocTargetName names an ad-hoc /probe target in logs and the history;

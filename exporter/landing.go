@@ -1,0 +1,305 @@
+package exporter
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/servingprobe/servingprobe/config"
+)
+
+// The landing page is the page an on-call engineer opens first: one row
+// per configured target and module with its current state and small charts
+// of its kept history, then the sections other packages add (bench
+// windows), then the newest results. Charts are inline SVG drawn here: a
+// sparkline is one polyline, which a charting library would not make
+// simpler, and the page must work offline behind the web config.
+
+// landingResults is how many history entries the landing page lists.
+const landingResults = 25
+
+// LandingSection renders one section of the landing page. It must escape
+// everything that came from outside (html/template does).
+type LandingSection func() template.HTML
+
+// AddLandingSection adds a section below the targets (bench windows add
+// theirs). It must be called before the handler serves.
+func (d *Daemon) AddLandingSection(s LandingSection) { d.sections = append(d.sections, s) }
+
+func (d *Daemon) handleLanding(w http.ResponseWriter, r *http.Request) {
+	var links []web.LandingLinks
+	for _, l := range d.links {
+		links = append(links, web.LandingLinks{Address: l.path, Text: l.text, Description: l.desc})
+	}
+	entries := d.history.List()
+	var extra bytes.Buffer
+	if err := landingTmpl.Execute(&extra, landingData{
+		Targets:  targetViews(d.Config(), entries),
+		Sections: d.renderSections(),
+		Recent:   entries[:min(len(entries), landingResults)],
+		More:     len(entries) > landingResults,
+	}); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	lp, err := web.NewLandingPage(web.LandingConfig{
+		Name:        "servingprobe",
+		Description: "Prometheus exporter, continuous prober and benchmark client for LLM inference servers",
+		Version:     version.Info(),
+		Links:       links,
+		ExtraHTML:   extra.String(),
+		ExtraCSS:    landingCSS,
+		Profiling:   "false",
+	})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	lp.ServeHTTP(w, r)
+}
+
+func (d *Daemon) renderSections() []template.HTML {
+	out := make([]template.HTML, 0, len(d.sections))
+	for _, s := range d.sections {
+		out = append(out, s())
+	}
+	return out
+}
+
+type landingData struct {
+	Targets  []targetView
+	Sections []template.HTML
+	Recent   []HistoryEntry
+	More     bool
+}
+
+// targetView is one target and module's row: its state over the kept
+// history (the newest landingResults... are listed below it).
+type targetView struct {
+	Target, Module, Backend, Model string
+	// Last is the newest kept result; nil before the first probe ends.
+	Last *HistoryEntry
+	// OK of N kept results succeeded.
+	OK, N int
+	// Quantiles in seconds over the kept successes, -1 when none.
+	TTFT50, TTFT99, ITL50, ITL99, E2E50 float64
+	// Charts of the kept results, oldest first.
+	TTFTChart, ITLChart, OutcomeChart template.HTML
+}
+
+// targetViews builds a row per configured target and module, in the
+// config's order, from the history (newest first). Results of targets no
+// longer configured, and ad-hoc probes, stay in the results list only.
+func targetViews(cfg *config.Config, entries []HistoryEntry) []targetView {
+	if cfg == nil {
+		return nil
+	}
+	type key struct{ target, module string }
+	byKey := map[key][]HistoryEntry{}
+	for _, e := range entries {
+		if e.Mode == ModeProbe {
+			k := key{e.Target, e.Module}
+			byKey[k] = append(byKey[k], e)
+		}
+	}
+	var out []targetView
+	for _, t := range cfg.Targets {
+		for _, m := range t.Modules {
+			es := byKey[key{t.Name, m}]
+			slices.Reverse(es) // oldest first, for the charts
+			v := targetView{Target: t.Name, Module: m, Backend: t.Backend, Model: t.Model, N: len(es),
+				TTFT50: -1, TTFT99: -1, ITL50: -1, ITL99: -1, E2E50: -1}
+			if len(es) > 0 {
+				v.Last = &es[len(es)-1]
+				if v.Model == "" {
+					v.Model = v.Last.Model
+				}
+			}
+			var ttft, e2e, itl []itlSample
+			ttftLine, itlLine := make([]float64, len(es)), make([]float64, len(es))
+			outcomes := make([]bool, len(es))
+			for i, e := range es {
+				ttftLine[i], itlLine[i], outcomes[i] = -1, -1, e.Success
+				if !e.Success {
+					continue
+				}
+				v.OK++
+				if e.TTFTSeconds != nil {
+					ttft = append(ttft, itlSample{perToken: *e.TTFTSeconds, n: 1})
+					ttftLine[i] = *e.TTFTSeconds
+				}
+				if e.E2ESeconds != nil {
+					e2e = append(e2e, itlSample{perToken: *e.E2ESeconds, n: 1})
+				}
+				if e.ITLMedianSeconds != nil {
+					itlLine[i] = *e.ITLMedianSeconds
+				}
+				itl = append(itl, e.itl...)
+			}
+			v.TTFT50, v.TTFT99 = weightedQuantile(ttft, 0.5), weightedQuantile(ttft, 0.99)
+			v.ITL50, v.ITL99 = weightedQuantile(itl, 0.5), weightedQuantile(itl, 0.99)
+			v.E2E50 = weightedQuantile(e2e, 0.5)
+			v.TTFTChart = sparkline(ttftLine, "TTFT of each kept probe")
+			v.ITLChart = sparkline(itlLine, "median ITL of each kept probe")
+			v.OutcomeChart = outcomeStrip(outcomes)
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// weightedQuantile is the nearest-rank q-quantile of samples, each of
+// which counts n times (an event of n tokens is n ITL samples, as in the
+// histograms); -1 when there are none. It sorts s.
+func weightedQuantile(s []itlSample, q float64) float64 {
+	total := 0
+	for _, x := range s {
+		total += x.n
+	}
+	if total == 0 {
+		return -1
+	}
+	slices.SortFunc(s, func(a, b itlSample) int { return cmp.Compare(a.perToken, b.perToken) })
+	rank := max(1, int(q*float64(total)+0.999999999))
+	seen := 0
+	for _, x := range s {
+		seen += x.n
+		if seen >= rank {
+			return x.perToken
+		}
+	}
+	return s[len(s)-1].perToken
+}
+
+// Chart sizes, in CSS pixels.
+const (
+	chartW, chartH = 160, 28
+)
+
+// sparkline draws v (oldest first; < 0 is a gap, a failed or undefined
+// sample) as polylines scaled from 0 to the maximum, with the maximum
+// in its title so the scale can be read.
+func sparkline(v []float64, what string) template.HTML {
+	top := 0.0
+	for _, x := range v {
+		top = max(top, x)
+	}
+	if top <= 0 {
+		return template.HTML(`<span class="nochart">–</span>`)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="spark" width="%d" height="%d" viewBox="0 0 %d %d" role="img"><title>%s, oldest to newest; top %s</title>`,
+		chartW, chartH, chartW, chartH, template.HTMLEscapeString(what), ms(top))
+	step := float64(chartW-2) / float64(max(len(v)-1, 1))
+	var pts []string
+	flush := func() {
+		switch len(pts) {
+		case 0:
+		case 1:
+			xy := strings.Split(pts[0], ",")
+			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="1.5"/>`, xy[0], xy[1])
+		default:
+			fmt.Fprintf(&b, `<polyline points="%s"/>`, strings.Join(pts, " "))
+		}
+		pts = pts[:0]
+	}
+	for i, x := range v {
+		if x < 0 {
+			flush()
+			continue
+		}
+		y := float64(chartH-2) - x/top*float64(chartH-4)
+		pts = append(pts, strconv.FormatFloat(1+float64(i)*step, 'f', 1, 64)+","+strconv.FormatFloat(y, 'f', 1, 64))
+	}
+	flush()
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// outcomeStrip draws one cell per kept result, oldest first: green for a
+// success, red for anything else.
+func outcomeStrip(ok []bool) template.HTML {
+	if len(ok) == 0 {
+		return template.HTML(`<span class="nochart">–</span>`)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="outcomes" width="%d" height="%d" viewBox="0 0 %d %d" role="img"><title>outcome of each kept probe, oldest to newest</title>`,
+		chartW, chartH/2, chartW, chartH/2)
+	w := float64(chartW) / float64(len(ok))
+	for i, good := range ok {
+		class := "ok"
+		if !good {
+			class = "bad"
+		}
+		fmt.Fprintf(&b, `<rect class="%s" x="%.2f" y="0" width="%.2f" height="%d"/>`, class, float64(i)*w, max(w-0.5, 0.5), chartH/2)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// ms formats seconds as milliseconds; "–" for an undefined (negative)
+// value, as every surface shows one.
+func ms(s float64) string {
+	if s < 0 {
+		return "–"
+	}
+	return strconv.FormatFloat(s*1000, 'f', 1, 64) + " ms"
+}
+
+// msPtr is ms for an optional value.
+func msPtr(s *float64) string {
+	if s == nil {
+		return "–"
+	}
+	return ms(*s)
+}
+
+var landingTmpl = template.Must(template.New("landing").Funcs(template.FuncMap{
+	"ms":    ms,
+	"msPtr": msPtr,
+	"ratio": func(ok, n int) string {
+		if n == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f%% (%d/%d)", 100*float64(ok)/float64(n), ok, n)
+	},
+	"time":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"trunc": func(s string) string { return TruncateUTF8(s, 200) },
+}).Parse(`
+<h2>Targets</h2>
+{{if not .Targets}}<p>No target is configured.</p>{{else}}
+<table class="targets">
+<tr><th>target</th><th>module</th><th>model</th><th>last outcome</th><th>success</th><th>TTFT p50 / p99</th><th>ITL p50 / p99</th><th>E2E p50</th><th>TTFT</th><th>ITL</th><th>outcomes</th></tr>
+{{range .Targets}}<tr class="target">
+<td>{{.Target}}</td><td>{{.Module}}</td><td>{{.Model}} <span class="dim">({{.Backend}})</span></td>
+<td>{{with .Last}}<span class="{{if .Success}}ok{{else}}bad{{end}}">{{.Outcome}}</span> <span class="dim">{{time .Time}}</span>{{if .Error}}<br><span class="err">{{trunc .Error}}</span>{{end}}{{else}}<span class="dim">no probe has ended yet</span>{{end}}</td>
+<td>{{ratio .OK .N}}</td><td>{{ms .TTFT50}} / {{ms .TTFT99}}</td><td>{{ms .ITL50}} / {{ms .ITL99}}</td><td>{{ms .E2E50}}</td>
+<td>{{.TTFTChart}}</td><td>{{.ITLChart}}</td><td>{{.OutcomeChart}}</td>
+</tr>
+{{end}}</table>
+<p class="dim">Over the kept history (the last results and, separately, the last failures of every target); quantiles are nearest-rank over successful probes, ITL weighted by tokens as in the histograms. Prometheus has the long view.</p>
+{{end}}
+{{range .Sections}}{{.}}{{end}}
+<h2>Recent results</h2>
+{{if not .Recent}}<p>No probe has finished yet.</p>{{else}}
+<table class="results"><tr><th>time</th><th>target</th><th>module</th><th>model</th><th>outcome</th><th>TTFT</th><th>ITL median</th><th>E2E</th><th>tokens in/out</th><th>error</th></tr>
+{{range .Recent}}<tr><td>{{time .Time}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td>{{.Model}}</td><td class="{{if .Success}}ok{{else}}bad{{end}}">{{.Outcome}}</td><td>{{msPtr .TTFTSeconds}}</td><td>{{msPtr .ITLMedianSeconds}}</td><td>{{msPtr .E2ESeconds}}</td><td>{{.InputTokens}}/{{.OutputTokens}}</td><td>{{trunc .Error}}</td></tr>
+{{end}}</table>{{end}}
+<p>All kept results: <a href="api/v1/results">api/v1/results</a></p>
+`))
+
+const landingCSS = `table.results,table.targets{border-collapse:collapse;font-size:smaller}
+table.results td,table.results th,table.targets td,table.targets th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:middle}
+.ok{color:#1a7f37}.bad{color:#cf222e;font-weight:bold}.dim{color:#666}.err{color:#cf222e;font-size:smaller}
+svg.spark polyline{fill:none;stroke:#0969da;stroke-width:1.5}svg.spark circle{fill:#0969da}
+svg.outcomes rect.ok{fill:#2da44e}svg.outcomes rect.bad{fill:#cf222e}
+@media print{svg.outcomes rect.bad{fill:#000}}`
