@@ -121,6 +121,7 @@ func EnableBenches(d *exporter.Daemon, o BenchOptions) (*Benches, error) {
 	d.Handle("GET /api/v1/benches", http.HandlerFunc(b.handleList), "Bench runs", "bench windows: POST to start one, GET to follow, DELETE to cancel")
 	d.Handle("GET /api/v1/benches/{id}", http.HandlerFunc(b.handleGet), "", "")
 	d.Handle("DELETE /api/v1/benches/{id}", http.HandlerFunc(b.handleDelete), "", "")
+	d.AddLandingSection(b.landingSection)
 	return b, nil
 }
 

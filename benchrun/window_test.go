@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -312,6 +313,22 @@ func TestBenchAPILifecycle(t *testing.T) {
 	}
 	if code, m := e2.do(t, http.MethodGet, "/api/v1/benches/"+id, ""); code != http.StatusOK || m["status"] != "completed" {
 		t.Errorf("GET %s after restart = %d %v", id, code, m)
+	}
+	// The landing page lists both, newest first, each linking to its result.
+	resp, err := e2.client.Get(e2.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	rows := regexp.MustCompile(`(?s)<tr class="bench">(.*?)</tr>`).FindAllStringSubmatch(string(page), -1)
+	if len(rows) != 2 {
+		t.Fatalf("landing page lists %d bench windows, want 2:\n%s", len(rows), page)
+	}
+	for i, want := range []struct{ id, status string }{{id2, "canceled"}, {id, "completed"}} {
+		if !strings.Contains(rows[i][1], `<a href="api/v1/benches/`+want.id+`">`) || !strings.Contains(rows[i][1], ">"+want.status+"<") {
+			t.Errorf("bench row %d = %s, want %s %s", i, rows[i][1], want.id, want.status)
+		}
 	}
 }
 
