@@ -23,6 +23,10 @@ func center(s string, fill byte, width int) string {
 	return strings.Repeat(string(fill), l) + s + strings.Repeat(string(fill), pad-l)
 }
 
+// Center is center for other tables (the sweep's), so that every table
+// pads its headers the same way.
+func Center(s string, fill byte, width int) string { return center(s, fill, width) }
+
 // tableWriter writes bench_serving's "{:<40} {:<10}" rows.
 type tableWriter struct{ w *bufio.Writer }
 
@@ -235,6 +239,9 @@ func (s *Summary) Record(o JSONOptions) ([]byte, error) {
 	)
 	if !o.StandardOnly {
 		r = s.appendExtras(r)
+		if s.Sweep != nil {
+			r = append(r, field{"sweep", s.Sweep.record()})
+		}
 	}
 	if o.Details && s.Details != nil {
 		d := s.Details

@@ -168,6 +168,17 @@ func (e *pyEncoder) value(v any) error {
 		e.buf.WriteByte(']')
 	case record:
 		return e.object(v)
+	case []record:
+		e.buf.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				e.buf.WriteString(", ")
+			}
+			if err := e.object(x); err != nil {
+				return err
+			}
+		}
+		e.buf.WriteByte(']')
 	default:
 		return fmt.Errorf("pyjson: unsupported type %T", v)
 	}

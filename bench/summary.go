@@ -164,6 +164,10 @@ type Summary struct {
 	Concurrency                  float64 `json:"concurrency"`
 	MaxOutputTokensPerS          float64 `json:"max_output_tokens_per_s"`
 	MaxConcurrentRequests        int     `json:"max_concurrent_requests"`
+	// ITLSamples and TPOTSamples are how many values the ITL and TPOT
+	// statistics are over (an SLO says whether its percentile has enough).
+	ITLSamples  int `json:"itl_samples"`
+	TPOTSamples int `json:"tpot_samples"`
 
 	// Requests counts every result, Failed those that did not succeed, by
 	// outcome in Outcomes. NotSent counts the prompts never sent, because
@@ -190,6 +194,9 @@ type Summary struct {
 	Percentiles    []MetricStats `json:"percentiles,omitempty"`
 	Compat         Compat        `json:"compat"`
 	Details        *Details      `json:"details,omitempty"`
+	// Sweep says which point of a sweep or SLO search the run was; nil for
+	// a single run.
+	Sweep *SweepInfo `json:"sweep,omitempty"`
 }
 
 // ErrAllFailed is returned by Summary under CompatAllFailedError when no
@@ -458,6 +465,8 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		TPOT:                         ComputeStats(tpots),
 		ITL:                          ComputeStats(itls),
 		Concurrency:                  per(pairwiseSum(e2es)),
+		ITLSamples:                   len(itls),
+		TPOTSamples:                  len(tpots),
 
 		Requests:             len(recs),
 		NotSent:              max(p.Planned-len(recs), 0),

@@ -31,11 +31,21 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 	if err != nil {
 		return err
 	}
+	sw, err := f.sweep.spec()
+	if err == nil && sw != nil {
+		err = sw.Validate(s)
+	}
+	if err != nil {
+		return err
+	}
 	prog := &prober.Progress{}
 	renv := benchrun.Env{Logger: env.Logger, Stdout: env.Stdout, Progress: prog, Getenv: getenv}
 	prep, err := benchrun.Prepare(ctx, s, renv)
 	if err != nil {
 		return err
+	}
+	if sw != nil {
+		return runSweep(ctx, env, f, prep, sw, renv)
 	}
 	stop := startProgressBar(env.Stderr, prog, !f.disableTqdm && isTerminal(env.Stderr), time.Now)
 	out, err := prep.Run(ctx, renv)

@@ -116,6 +116,7 @@ type benchFlags struct {
 	maxDuration time.Duration
 
 	remote remoteFlags
+	sweep  sweepFlags
 
 	// set records which flags the user gave, for flags that are only
 	// refused when used.
@@ -292,6 +293,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	cmd.Flag("max-duration", "Stop the measured run after this long (cancelling requests in flight); 0 means no limit.").Default("0s").DurationVar(&f.maxDuration)
 
 	addRemoteFlags(cmd, &f.remote)
+	addSweepFlags(cmd, &f.sweep)
 
 	cmd.Arg("values", "").Hidden().SetValue(&tailValue{tr: tr})
 	return f

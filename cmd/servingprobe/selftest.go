@@ -118,6 +118,7 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
+// parseFloats parses a comma-separated list of positive numbers.
 func parseFloats(s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
@@ -126,7 +127,7 @@ func parseFloats(s string) ([]float64, error) {
 		}
 		v, err := strconv.ParseFloat(f, 64)
 		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("bad rate %q", f)
+			return nil, fmt.Errorf("%q is not a positive number", f)
 		}
 		out = append(out, v)
 	}

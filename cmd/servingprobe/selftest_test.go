@@ -14,7 +14,7 @@ func TestSelftestFlags(t *testing.T) {
 	}{
 		{[]string{"selftest", "--sections=capacity,bogus"}, `unknown section "bogus"`},
 		{[]string{"selftest", "--capacity.streams=1,x"}, `--capacity.streams: bad count "x"`},
-		{[]string{"selftest", "--arrival.rates=0"}, `--arrival.rates: bad rate "0"`},
+		{[]string{"selftest", "--arrival.rates=0"}, `--arrival.rates: "0" is not a positive number`},
 		{[]string{"selftest", "--role=client", "--spec={"}, "--spec:"},
 	} {
 		var out, errb bytes.Buffer

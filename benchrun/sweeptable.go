@@ -1,0 +1,128 @@
+package benchrun
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/servingprobe/servingprobe/bench"
+)
+
+// WriteTable prints the sweep: one row per point, in the order run, then
+// an SLO search's answer. Every number is read from the points'
+// summaries, the same ones the per-point tables and records show.
+func (r *SweepResult) WriteTable(w io.Writer) error {
+	if len(r.Points) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	by := r.Points[0].Info.By
+	head := "req/s"
+	if by == bench.ByMaxConcurrency {
+		head = "concurrency"
+	}
+	title := map[string]string{
+		bench.SweepRates: "Sweep: request rates", bench.SweepConcurrency: "Sweep: max concurrency",
+		bench.SweepAuto: "Sweep: auto", bench.SweepSLO: "SLO search: " + r.Spec.SLO.String(),
+	}[r.Spec.Mode]
+	fmt.Fprintf(&b, "%s\n", bench.Center(" "+title+" ", '=', 110))
+	fmt.Fprintf(&b, "%5s %12s %10s %11s %10s %10s %9s %9s %10s %9s  %s\n",
+		"point", head, "achieved", "output", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "E2E p90", "goodput", "result")
+	fmt.Fprintf(&b, "%5s %12s %10s %11s %10s %10s %9s %9s %10s %9s\n",
+		"", "", "req/s", "tok/s", "ms", "ms", "ms", "ms", "ms", "req/s")
+	for _, p := range r.Points {
+		s := p.Summary
+		value := fmtValue(by, p.Info.Value)
+		if by == bench.ByRequestRate {
+			value = fmt.Sprintf("%.3g", p.Info.Value)
+		}
+		if p.Info.Role != "" {
+			value = p.Info.Role
+		}
+		good := "-"
+		if len(s.Goodput) > 0 {
+			good = fmt.Sprintf("%.2f", s.RequestGoodput)
+		}
+		fmt.Fprintf(&b, "%5d %12s %10.2f %11.1f %10.1f %10.1f %9.1f %9.1f %10.1f %9s  %s\n",
+			p.Info.Index, value, s.RequestThroughput, s.OutputThroughput, s.TTFT.Median, s.TTFT.P99,
+			s.ITL.Median, s.ITL.P99, s.E2ELatency.P90, good, verdictWord(p.Info.SLO, s))
+	}
+	if r.Spec.Mode == bench.SweepSLO {
+		b.WriteString(r.answer(by))
+	}
+	b.WriteString(strings.Repeat("=", 110) + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// verdictWord is a point's result column: pass or the objectives that
+// broke, with a mark where a percentile had too few samples.
+func verdictWord(vs []bench.Verdict, s *bench.Summary) string {
+	if len(vs) == 0 {
+		if s.Failed > 0 {
+			return fmt.Sprintf("%d failed", s.Failed)
+		}
+		return ""
+	}
+	var out []string
+	few := false
+	for _, v := range vs {
+		few = few || !v.Enough
+		if !v.Pass {
+			out = append(out, fmt.Sprintf("%s:p%g %s", v.Metric, v.Percentile, msOrNone(v.ValueMs)))
+		}
+	}
+	word := "pass"
+	if len(out) > 0 {
+		word = "FAIL " + strings.Join(out, ", ")
+	}
+	if few {
+		word += " (few samples)"
+	}
+	return word
+}
+
+func msOrNone(ms float64) string {
+	if math.IsNaN(ms) {
+		return "no sample"
+	}
+	return fmt.Sprintf("%.1f ms", ms)
+}
+
+// answer states what an SLO search found, how sure it is, and what it
+// cost next to a fixed grid.
+func (r *SweepResult) answer(by string) string {
+	var b strings.Builder
+	what := "request rate"
+	if by == bench.ByMaxConcurrency {
+		what = "concurrency"
+	}
+	switch {
+	case r.Capacity == 0:
+		fmt.Fprintf(&b, "No %s tried meets the SLO (the lowest, %s, did not).\n", what, fmtValue(by, r.Bound))
+	case r.Bound == 0:
+		fmt.Fprintf(&b, "The SLO holds at every %s tried, up to %s: the limit is higher (raise --slo-max).\n", what, fmtValue(by, r.Capacity))
+	default:
+		fmt.Fprintf(&b, "Highest %s meeting the SLO: %s (it breaks by %s; the limit is within %.0f%% of the answer).\n",
+			what, fmtValue(by, r.Capacity), fmtValue(by, r.Bound), 100*(r.Bound-r.Capacity)/r.Capacity)
+	}
+	if len(r.Broke) > 0 {
+		var parts []string
+		for _, v := range r.Broke {
+			parts = append(parts, fmt.Sprintf("%s (%s > %.1f ms)", v.Objective.String(), msOrNone(v.ValueMs), v.MaxMs))
+		}
+		fmt.Fprintf(&b, "Broke first: %s.\n", strings.Join(parts, ", "))
+	}
+	if r.Exhausted {
+		fmt.Fprintf(&b, "Stopped after --slo-max-points (%d) runs, before reaching the precision.\n", r.Spec.MaxPoints)
+	}
+	reqs := 0
+	for _, p := range r.Points {
+		reqs += p.Summary.Requests
+	}
+	per := reqs / len(r.Points)
+	fmt.Fprintf(&b, "%d points, %d requests; a fixed grid at the same precision over the values tried would run %d points (about %d requests).\n",
+		len(r.Points), reqs, r.GridPoints, r.GridPoints*per)
+	return b.String()
+}
