@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/servingprobe/servingprobe/simulator"
+)
+
+// sweepArgs is a bench over the simulator with 4-token outputs and
+// nearly constant arrivals, the rest of a sweep's flags appended.
+func sweepArgs(url, out string, numPrompts int, extra ...string) []string {
+	return append([]string{"bench", "--backend", "sglang", "--base-url", url,
+		"--dataset-name", "random", "--tokenizer", "../../tokenizer/testdata/qwen3",
+		"--random-input-len", "32", "--random-output-len", "4", "--random-range-ratio", "1",
+		"--num-prompts", strconv.Itoa(numPrompts), "--burstiness", "100", "--sweep-cooldown", "0",
+		"--output-file", out, "--disable-tqdm", "--ready-check-timeout-sec", "10"}, extra...)
+}
+
+// readRecords decodes every JSONL record of path.
+func readRecords(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var recs []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var r map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%s: record %d does not parse: %v", path, len(recs)+1, err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// TestBenchSLOSearchFindsCapacity runs the SLO search against a server
+// whose capacity can be worked out by hand. The simulator runs at most 8
+// requests at once, each holding its slot for TTFT + 3 decode steps =
+// 40 + 3×40 = 160 ms (4 output tokens, no jitter), so it completes at most
+// 8/0.16 = 50 req/s. Below that a request waits for nothing and its TTFT is
+// 40 ms; above it the queue grows for the whole run, and with 120 requests
+// the last one waits 120×(1-50/r)/50 s, which passes the 80 ms of slack a
+// 120 ms p99 TTFT leaves at r ≈ 51.7 req/s. The answer must be within 10%
+// of 50 req/s.
+func TestBenchSLOSearchFindsCapacity(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 40*time.Millisecond, 40*time.Millisecond
+	cfg.TTFTJitter, cfg.ITLJitter, cfg.PrefillPerToken = 0, 0, 0
+	cfg.MaxRunningRequests = 8
+	url := startSimulator(t, cfg)
+	out := filepath.Join(t.TempDir(), "slo.jsonl")
+	code, stdout, stderr := runCLI(t, sweepArgs(url, out, 120, "--slo", "ttft:p99<=120ms", "--slo-start", "32")...)
+	if code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	m := regexp.MustCompile(`Highest request rate meeting the SLO: ([\d.]+) req/s`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no answer line in:\n%s", stdout)
+	}
+	got, _ := strconv.ParseFloat(m[1], 64)
+	if got < 45 || got > 55 {
+		t.Errorf("SLO search found %v req/s, want 50 ± 10%%\n%s", got, stdout)
+	}
+	if !regexp.MustCompile(`Broke first: ttft:p99<=120ms`).MatchString(stdout) {
+		t.Errorf("the search does not say which objective broke:\n%s", stdout)
+	}
+	// Cost: the points run against a fixed grid at the same precision.
+	cost := regexp.MustCompile(`(\d+) points, (\d+) requests; a fixed grid at the same precision over the values tried would run (\d+) points`).FindStringSubmatch(stdout)
+	if cost == nil {
+		t.Fatalf("no cost line in:\n%s", stdout)
+	}
+	points, _ := strconv.Atoi(cost[1])
+	requests, _ := strconv.Atoi(cost[2])
+	grid, _ := strconv.Atoi(cost[3])
+	if requests != points*120 || grid <= points {
+		t.Errorf("%d points, %d requests, grid %d: want 120 requests a point and a grid larger than the search", points, requests, grid)
+	}
+	t.Logf("SLO search: %v req/s in %d points (%d requests); a grid would run %d points", got, points, requests, grid)
+
+	recs := readRecords(t, out)
+	if len(recs) != points {
+		t.Fatalf("%d JSONL records, want one per point (%d)", len(recs), points)
+	}
+	best := 0.0
+	for i, r := range recs {
+		sw, ok := r["sweep"].(map[string]any)
+		if !ok {
+			t.Fatalf("record %d has no sweep object: %v", i+1, r)
+		}
+		if sw["mode"] != "slo" || sw["by"] != "request_rate" || sw["index"] != float64(i+1) {
+			t.Errorf("record %d sweep = %v", i+1, sw)
+		}
+		// Every point is a full bench_serving record of its own rate.
+		if r["request_rate"] != sw["value"] || r["completed"] != float64(120) {
+			t.Errorf("record %d: request_rate %v, completed %v, sweep value %v", i+1, r["request_rate"], r["completed"], sw["value"])
+		}
+		if sw["pass"] == true && sw["value"].(float64) > best {
+			best = sw["value"].(float64)
+		}
+	}
+	if best != got {
+		t.Errorf("the records' highest passing point is %v, the answer line says %v", best, got)
+	}
+}
+
+// TestBenchSweepRates: a sweep over four rates writes four records, each a
+// full run at its rate, in the order given.
+func TestBenchSweepRates(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 5*time.Millisecond, 2*time.Millisecond
+	url := startSimulator(t, cfg)
+	out := filepath.Join(t.TempDir(), "sweep.jsonl")
+	code, stdout, stderr := runCLI(t, sweepArgs(url, out, 20, "--sweep-request-rates", "20,40,80,160")...)
+	if code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	recs := readRecords(t, out)
+	if len(recs) != 4 {
+		t.Fatalf("%d records, want 4", len(recs))
+	}
+	for i, want := range []float64{20, 40, 80, 160} {
+		r := recs[i]
+		sw, _ := r["sweep"].(map[string]any)
+		if r["request_rate"] != want || sw["value"] != want || sw["mode"] != "rates" || sw["points"] != float64(4) || r["completed"] != float64(20) {
+			t.Errorf("record %d: request_rate %v completed %v sweep %v, want rate %v", i+1, r["request_rate"], r["completed"], sw, want)
+		}
+	}
+	if n := len(regexp.MustCompile(`=+ Serving Benchmark Result =+`).FindAllString(stdout, -1)); n != 4 {
+		t.Errorf("%d result tables, want 4", n)
+	}
+	if !regexp.MustCompile(`(?m)^\s+4\s+160\s`).MatchString(stdout) {
+		t.Errorf("sweep table lacks the fourth point:\n%s", stdout)
+	}
+}
+
+func TestBenchSweepFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sweep-request-rates", "1,x"}, `--sweep-request-rates: "x" is not a positive number`},
+		{[]string{"--sweep-request-rates", "1", "--slo", "ttft:p99<=1s"}, "exclude each other"},
+		{[]string{"--slo", "ttft:p100<=500ms"}, "--slo: invalid objective"},
+		{[]string{"--slo", "ttft:p99>=5ms"}, "--slo: invalid objective"},
+		{[]string{"--slo", "nosuch:p99<=5ms"}, "unknown metric"},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"bench", "--base-url", "http://127.0.0.1:1", "--dataset-name", "random"}, tc.args...)...)
+		if code == 0 || !regexp.MustCompile(regexp.QuoteMeta(tc.want)).MatchString(stderr) {
+			t.Errorf("%v: exit %d, stderr %q, want an error containing %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
