@@ -50,8 +50,10 @@ type Env struct {
 	// Getenv reads SGLANG_IS_IN_CI; nil means os.Getenv.
 	Getenv func(string) string
 	// OnStart, if set, is called just before the measured run starts
-	// (after warmup, cache flush, the pause and the profiler start).
-	OnStart func()
+	// (after warmup, cache flush, the pause and the profiler start), with
+	// the run's request rate (+Inf: all at once) and max concurrency (0: no
+	// limit); a sweep calls it at every point.
+	OnStart func(rate float64, maxConcurrency int)
 }
 
 // Prepared is a run whose prompts, pacer and prober are ready.
@@ -465,7 +467,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		},
 	}
 	if env.OnStart != nil {
-		env.OnStart()
+		env.OnStart(s.RequestRate, s.MaxConcurrency)
 	}
 	level.Info(env.Logger).Log("msg", "Benchmark started", "prompts", len(p.Prompts), "request_rate", s.RateLabel(), "max_concurrency", s.MaxConcurrency)
 	run, err := prober.Benchmark(ctx, cfg)

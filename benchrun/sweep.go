@@ -158,15 +158,18 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, w SweepSpec, onPoint func
 				return nil, context.Cause(ctx)
 			}
 		}
+		// Points that vary the concurrency, and an auto sweep's anchors,
+		// send at the run's own request rate: all at once by default, as
+		// bench_serving does, and within bench.max_request_rate in a
+		// daemon window.
 		rate, conc := v, p.Spec.MaxConcurrency
-		if by == bench.ByMaxConcurrency {
-			rate, conc = math.Inf(1), int(v)
-		}
-		if role == "synchronous" {
-			rate, conc = math.Inf(1), 1
-		}
-		if role == "throughput" {
-			rate = math.Inf(1)
+		switch {
+		case role == "synchronous":
+			rate, conc = p.Spec.RequestRate, 1
+		case role == "throughput":
+			rate = p.Spec.RequestRate
+		case by == bench.ByMaxConcurrency:
+			rate, conc = p.Spec.RequestRate, int(v)
 		}
 		q, err := p.at(rate, conc, w.SLO)
 		if err != nil {

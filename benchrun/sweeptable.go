@@ -102,7 +102,7 @@ func (r *SweepResult) answer(by string) string {
 	case r.Capacity == 0:
 		fmt.Fprintf(&b, "No %s tried meets the SLO (the lowest, %s, did not).\n", what, fmtValue(by, r.Bound))
 	case r.Bound == 0:
-		fmt.Fprintf(&b, "The SLO holds at every %s tried, up to %s: the limit is higher (raise --slo-max).\n", what, fmtValue(by, r.Capacity))
+		fmt.Fprintf(&b, "The SLO holds at every %s tried, up to %s: the limit is higher (raise --slo-max, slo_max in a bench window).\n", what, fmtValue(by, r.Capacity))
 	default:
 		fmt.Fprintf(&b, "Highest %s meeting the SLO: %s (it breaks by %s; the limit is within %.0f%% of the answer).\n",
 			what, fmtValue(by, r.Capacity), fmtValue(by, r.Bound), 100*(r.Bound-r.Capacity)/r.Capacity)
@@ -115,7 +115,7 @@ func (r *SweepResult) answer(by string) string {
 		fmt.Fprintf(&b, "Broke first: %s.\n", strings.Join(parts, ", "))
 	}
 	if r.Exhausted {
-		fmt.Fprintf(&b, "Stopped after --slo-max-points (%d) runs, before reaching the precision.\n", r.Spec.MaxPoints)
+		fmt.Fprintf(&b, "Stopped after the most runs allowed (--slo-max-points, slo_max_points in a bench window: %d), before reaching the precision.\n", r.Spec.MaxPoints)
 	}
 	reqs := 0
 	for _, p := range r.Points {

@@ -31,8 +31,10 @@ type BenchJob struct {
 	Observer prober.Observer
 	Progress *prober.Progress
 	// Started must be called when the measured requests start (after
-	// warmup); it moves the run to running and starts the bench gauges.
-	Started func()
+	// warmup), with their rate and max concurrency; the first call moves
+	// the run to running and starts the bench gauges, every call (one per
+	// point of a sweep) sets the point's gauges.
+	Started func(rate float64, maxConcurrency int)
 	Logger  log.Logger
 }
 
@@ -44,6 +46,9 @@ type BenchOutput struct {
 	// results file.
 	Record   json.RawMessage
 	Headline exporter.BenchHeadline
+	// Sweep is a sweep's or SLO search's points and answer; Summary and
+	// Record are then empty.
+	Sweep *SweepOutput
 }
 
 // BenchRunFunc runs one bench job. It returns when the run ends or ctx is
@@ -99,6 +104,8 @@ type BenchView struct {
 	Summary  json.RawMessage          `json:"summary"`
 	// Record is bench_serving's JSONL record of the run.
 	Record json.RawMessage `json:"record,omitempty"`
+	// Sweep holds a sweep's or SLO search's records and answer.
+	Sweep *SweepOutput `json:"sweep,omitempty"`
 }
 
 // EnableBenches registers the bench API on d's mux and lists the runs
@@ -244,14 +251,18 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 		Observer: b.d.Metrics().Observer(exporter.ModeBench),
 		Progress: run.progress,
 		Logger:   logger,
-		Started: func() {
-			started = time.Now()
-			st := started.UTC()
-			run.mu.Lock()
-			run.view.Status, run.view.Started = exporter.BenchRunning, &st
-			run.mu.Unlock()
-			b.d.Metrics().BenchStarted(target, started)
-			level.Info(logger).Log("msg", "Bench run started")
+		Started: func(rate float64, maxConcurrency int) {
+			now := time.Now()
+			if started.IsZero() {
+				started = now
+				st := started.UTC()
+				run.mu.Lock()
+				run.view.Status, run.view.Started = exporter.BenchRunning, &st
+				run.mu.Unlock()
+				b.d.Metrics().BenchStarted(target, started)
+				level.Info(logger).Log("msg", "Bench run started")
+			}
+			b.d.Metrics().BenchPoint(target, now, rate, maxConcurrency)
 		},
 	}
 	out, err := b.o.Run(ctx, job)
@@ -284,6 +295,14 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 	// server that echoes request headers there would hand our credentials
 	// to the results file and the API.
 	view.Summary, view.Record = red.RedactJSON(out.Summary), red.RedactJSON(out.Record)
+	if out.Sweep != nil {
+		sw := *out.Sweep
+		sw.Records = make([]json.RawMessage, len(out.Sweep.Records))
+		for i, r := range out.Sweep.Records {
+			sw.Records[i] = red.RedactJSON(r)
+		}
+		view.Sweep = &sw
+	}
 	snap := run.progress.Snapshot()
 	view.Progress = &snap
 	// Written before it is shown: a run the API reports as ended is on disk.
@@ -351,6 +370,11 @@ func (b *Benches) handleList(w http.ResponseWriter, _ *http.Request) {
 	// The list is an index: summaries and records are one GET away.
 	for i := range views {
 		views[i].Summary, views[i].Record = nil, nil
+		if sw := views[i].Sweep; sw != nil {
+			c := *sw
+			c.Records = nil
+			views[i].Sweep = &c
+		}
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Benches []BenchView `json:"benches"`

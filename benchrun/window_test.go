@@ -66,7 +66,7 @@ func (f *fakeRunner) run(ctx context.Context, job BenchJob) (BenchOutput, error)
 	f.jobs = append(f.jobs, job)
 	release := f.release
 	f.mu.Unlock()
-	job.Started()
+	job.Started(job.Spec.RequestRate, job.Spec.MaxConcurrency)
 	select {
 	case <-release:
 	case <-ctx.Done():
@@ -93,16 +93,25 @@ type benchEnv struct {
 // exporter-toolkit, optionally with a web config.
 func startBenchDaemon(t *testing.T, dir, webConfig string) *benchEnv {
 	t.Helper()
+	fr := newFakeRunner()
+	e := startBenchDaemonWith(t, strings.ReplaceAll(benchConfigTmpl, "RESULTS", dir), webConfig, fr.run)
+	e.runner, e.dir = fr, dir
+	return e
+}
+
+// startBenchDaemonWith serves a daemon with config cfg whose bench windows
+// run with run.
+func startBenchDaemonWith(t *testing.T, cfg, webConfig string, run BenchRunFunc) *benchEnv {
+	t.Helper()
 	cfgPath := filepath.Join(t.TempDir(), "config.yml")
-	if err := os.WriteFile(cfgPath, []byte(strings.ReplaceAll(benchConfigTmpl, "RESULTS", dir)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	d, err := exporter.New(exporter.Options{ConfigFile: cfgPath, BuildProbe: NewProbeBuilder(ProberOptions{Tokenizer: func(string) (datasets.Tokenizer, error) { return tokenizer.Default() }}), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr := newFakeRunner()
-	b, err := EnableBenches(d, BenchOptions{Run: fr.run, WatchInterval: 20 * time.Millisecond})
+	b, err := EnableBenches(d, BenchOptions{Run: run, WatchInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +129,7 @@ func startBenchDaemon(t *testing.T, dir, webConfig string) *benchEnv {
 		defer close(done)
 		_ = web.ListenAndServe(srv, fc, slog.New(slog.DiscardHandler))
 	}()
-	env := &benchEnv{d: d, b: b, url: "http://" + addr, dir: dir, cfgPath: cfgPath, runner: fr, client: &http.Client{Timeout: 5 * time.Second}}
+	env := &benchEnv{d: d, b: b, url: "http://" + addr, cfgPath: cfgPath, client: &http.Client{Timeout: 5 * time.Second}}
 	t.Cleanup(func() {
 		b.Close()
 		_ = srv.Close()
@@ -205,6 +214,22 @@ func TestBenchAPIValidation(t *testing.T) {
 		{"concurrency", `{"target":"a","max_concurrency":9}`, 422, "bench.max_concurrency (8)"},
 		{"max duration", `{"target":"a","max_duration":"2h"}`, 422, "bench.max_duration (1m)"},
 		{"body size", `{"target":"a","tag":"` + strings.Repeat("x", 600) + `"}`, 422, "bench.max_body_bytes (512 bytes)"},
+		{"sweep: two modes", `{"target":"a","sweep":{"request_rates":[1],"auto":true}}`, 400, "sweep: set exactly one of"},
+		{"sweep: none", `{"target":"a","sweep":{}}`, 400, "sweep: set exactly one of"},
+		{"sweep: unknown field", `{"target":"a","sweep":{"rates":[1]}}`, 400, `unknown field "rates"`},
+		{"sweep: zero rate", `{"target":"a","sweep":{"request_rates":[1,0]}}`, 400, "sweep.request_rates[1]: must be > 0"},
+		{"sweep: rate and request_rate", `{"target":"a","request_rate":5,"sweep":{"request_rates":[5]}}`, 400, "request_rate: a sweep over request rates"},
+		{"sweep: rate over limit", `{"target":"a","sweep":{"request_rates":[5,25]}}`, 422, "sweep.request_rates[1]: 25 exceeds bench.max_request_rate (20)"},
+		{"sweep: concurrency over limit", `{"target":"a","sweep":{"max_concurrency":[1,9]}}`, 422, "sweep.max_concurrency[1]: 9 exceeds bench.max_concurrency (8)"},
+		{"sweep: too many points", `{"target":"a","sweep":{"request_rates":[` + strings.Repeat("1,", 16) + `1]}}`, 422, "17 points, at most 16"},
+		{"sweep: auto points", `{"target":"a","sweep":{"auto":true,"points":15}}`, 400, "sweep.points: must be between 1 and 14"},
+		{"sweep: cooldown", `{"target":"a","sweep":{"auto":true,"cooldown":"1h"}}`, 400, "sweep.cooldown"},
+		{"slo: objective", `{"target":"a","sweep":{"slo":"ttft:p99"}}`, 400, "sweep.slo: invalid objective"},
+		{"slo: search", `{"target":"a","sweep":{"slo":"ttft:p99<=1s","slo_search":"x"}}`, 400, "sweep.slo_search"},
+		{"slo: max over limit", `{"target":"a","sweep":{"slo":"ttft:p99<=1s","slo_max":50}}`, 422, "sweep.slo_max: 50 exceeds"},
+		{"slo: concurrency max over limit", `{"target":"a","sweep":{"slo":"ttft:p99<=1s","slo_search":"max_concurrency","slo_max":9}}`, 422, "sweep.slo_max: 9 exceeds"},
+		{"slo: start above max", `{"target":"a","sweep":{"slo":"ttft:p99<=1s","slo_start":30,"slo_max":10}}`, 400, "sweep.slo_start"},
+		{"slo: points", `{"target":"a","sweep":{"slo":"ttft:p99<=1s","slo_max_points":40}}`, 400, "sweep.slo_max_points"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, m := e.do(t, http.MethodPost, "/api/v1/benches", tc.body)
@@ -415,6 +440,8 @@ func metricValue(t *testing.T, d *exporter.Daemon, field string, labels ...strin
 		"benchRunning":       "servingprobe_bench_running",
 		"benchRuns":          "servingprobe_bench_runs_total",
 		"benchReqThroughput": "servingprobe_bench_last_request_throughput_requests_per_second",
+		"benchCapacityRate":  "servingprobe_bench_last_slo_capacity_requests_per_second",
+		"benchRate":          "servingprobe_bench_request_rate_requests_per_second",
 	}[field]
 	mfs, err := d.Registry().Gather()
 	if err != nil {

@@ -50,6 +50,8 @@ type BenchRequest struct {
 	Compat           string   `json:"compat,omitempty"`
 	Goodput          []string `json:"goodput,omitempty"`
 	Tag              string   `json:"tag,omitempty"`
+	// Sweep makes the window a sweep or an SLO search; nil: one run.
+	Sweep *SweepRequest `json:"sweep,omitempty"`
 }
 
 // RequestRate is a rate in requests per second; its JSON is a number or
@@ -101,6 +103,8 @@ type BenchSpec struct {
 	MaxDuration    time.Duration
 	Seed           int64
 	WarmupRequests int
+	// Sweep is the validated sweep or SLO search; nil for one run.
+	Sweep *SweepSpec
 }
 
 // apiError is an error with its HTTP status; its message names the field
@@ -298,6 +302,13 @@ func (req BenchRequest) validate(cfg *config.Config) (BenchSpec, *apiError) {
 	}
 	if _, err := bench.ParseCompat(req.Compat); err != nil {
 		return s, badRequest("compat: %v", err)
+	}
+	if req.Sweep != nil {
+		w, e := req.Sweep.validate(lim, req)
+		if e != nil {
+			return s, e
+		}
+		s.Sweep = w
 	}
 	return s, nil
 }

@@ -31,6 +31,9 @@ func DaemonRunner() BenchRunFunc {
 		if err != nil {
 			return BenchOutput{}, err
 		}
+		if w := job.Spec.Sweep; w != nil {
+			return daemonSweep(ctx, prep, *w, env)
+		}
 		out, runErr := prep.Run(ctx, env)
 		if out == nil || out.Summary.Backend == "" {
 			return BenchOutput{}, runErr
@@ -38,6 +41,29 @@ func DaemonRunner() BenchRunFunc {
 		res, err := benchOutput(&out.Summary)
 		return res, errors.Join(runErr, err)
 	}
+}
+
+// daemonSweep runs a sweep window: each point's record as it ends, the
+// answer at the end. A sweep cut short returns the points that ran.
+func daemonSweep(ctx context.Context, prep *Prepared, w SweepSpec, env Env) (BenchOutput, error) {
+	var records []json.RawMessage
+	res, runErr := prep.Sweep(ctx, env, w, func(pt SweepPoint) error {
+		rec, err := pt.Summary.Record(bench.JSONOptions{Strict: true})
+		if err != nil {
+			return err
+		}
+		records = append(records, json.RawMessage(strings.TrimSpace(string(rec))))
+		return nil
+	})
+	if res == nil || len(res.Points) == 0 {
+		return BenchOutput{}, runErr
+	}
+	sw, h := sweepOutput(res, records)
+	if runErr != nil {
+		// A search cut short has no answer to export.
+		h.Capacity = nil
+	}
+	return BenchOutput{Sweep: sw, Headline: h}, runErr
 }
 
 // benchOutput is the API's form of a summary.

@@ -46,7 +46,7 @@ func TestDaemonRunnerFixedLengths(t *testing.T) {
 			InputLen: 128, OutputLen: outputLen, NumPrompts: n,
 			RequestRate: math.Inf(1), Burstiness: 1, MaxConcurrency: 2, MaxDuration: time.Minute, Seed: 1,
 		},
-		Started: func() {},
+		Started: func(float64, int) {},
 		Logger:  log.NewNopLogger(),
 	}
 	out, err := DaemonRunner()(t.Context(), job)

@@ -108,6 +108,8 @@ type Metrics struct {
 	benchRuns                                  *prometheus.CounterVec
 	benchReqThroughput, benchOutThroughput     *prometheus.GaugeVec
 	benchCompleted, benchFailed                *prometheus.GaugeVec
+	benchRate, benchConcurrency, benchPoint    *prometheus.GaugeVec
+	benchCapacityRate, benchCapacityConc       *prometheus.GaugeVec
 
 	series *seriesState
 }
@@ -208,6 +210,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "bench_last_failed_requests",
 			Help: "Requests that failed in the last finished bench run on the target.",
 		}, []string{labelTarget}),
+		benchRate: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_request_rate_requests_per_second",
+			Help: "Request rate the running bench run (or sweep point) on the target sends at, in requests per second; +Inf when every request is sent at once; 0 when no bench runs.",
+		}, []string{labelTarget}),
+		benchConcurrency: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_max_concurrency",
+			Help: "Most requests the running bench run (or sweep point) on the target keeps in flight; 0 when no bench runs.",
+		}, []string{labelTarget}),
+		benchPoint: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_point_start_timestamp_seconds",
+			Help: "Unix time in seconds at which the measured load of the last bench run, or of the last point of a sweep or SLO search, on the target started.",
+		}, []string{labelTarget}),
+		benchCapacityRate: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_last_slo_capacity_requests_per_second",
+			Help: "Highest request rate at which every objective held in the last completed SLO search over request rates on the target; 0 when none did.",
+		}, []string{labelTarget}),
+		benchCapacityConc: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_last_slo_capacity_max_concurrency",
+			Help: "Highest max concurrency at which every objective held in the last completed SLO search over concurrencies on the target; 0 when none did.",
+		}, []string{labelTarget}),
 	}
 	m.series = newSeriesState(m)
 	return m
@@ -231,7 +253,9 @@ func (m *Metrics) targetVecs() []*prometheus.MetricVec {
 	return append(append(m.perRequestVecs(), m.probeGaugeVecs()...),
 		m.skipped.MetricVec, m.lag.MetricVec, m.targetInfo.MetricVec,
 		m.benchRunning.MetricVec, m.benchLastStart.MetricVec, m.benchLastEnd.MetricVec, m.benchRuns.MetricVec,
-		m.benchReqThroughput.MetricVec, m.benchOutThroughput.MetricVec, m.benchCompleted.MetricVec, m.benchFailed.MetricVec)
+		m.benchReqThroughput.MetricVec, m.benchOutThroughput.MetricVec, m.benchCompleted.MetricVec, m.benchFailed.MetricVec,
+		m.benchRate.MetricVec, m.benchConcurrency.MetricVec, m.benchPoint.MetricVec,
+		m.benchCapacityRate.MetricVec, m.benchCapacityConc.MetricVec)
 }
 
 // ReloadSucceeded records a successful configuration load at t.
@@ -285,6 +309,30 @@ type BenchHeadline struct {
 	RequestThroughput float64 // completed requests per second
 	OutputThroughput  float64 // output tokens per second
 	Completed, Failed int
+	// Capacity is the answer of an SLO search; nil for other runs.
+	Capacity *BenchCapacity
+}
+
+// BenchCapacity is what an SLO search found: the highest value of what it
+// varied (By: "request_rate" or "max_concurrency") at which every objective
+// held, 0 when none did.
+type BenchCapacity struct {
+	By    string
+	Value float64
+}
+
+// BenchPoint marks the start of a bench run's measured load on target, or
+// of one point of a sweep: rate requests per second (+Inf: all at once)
+// with at most maxConcurrency in flight.
+func (m *Metrics) BenchPoint(target string, start time.Time, rate float64, maxConcurrency int) {
+	m.series.mu.RLock()
+	defer m.series.mu.RUnlock()
+	if _, ok := m.series.targets[target]; !ok {
+		return
+	}
+	m.benchRate.WithLabelValues(target).Set(rate)
+	m.benchConcurrency.WithLabelValues(target).Set(float64(maxConcurrency))
+	m.benchPoint.WithLabelValues(target).Set(unixSeconds(start))
 }
 
 // BenchStarted marks a bench run on target as running since start.
@@ -309,6 +357,8 @@ func (m *Metrics) BenchFinished(target string, end time.Time, result BenchStatus
 		return
 	}
 	m.benchRunning.WithLabelValues(target).Set(0)
+	m.benchRate.WithLabelValues(target).Set(0)
+	m.benchConcurrency.WithLabelValues(target).Set(0)
 	m.benchLastEnd.WithLabelValues(target).Set(unixSeconds(end))
 	m.benchRuns.WithLabelValues(target, string(result)).Inc()
 	if result != BenchSucceeded {
@@ -318,6 +368,13 @@ func (m *Metrics) BenchFinished(target string, end time.Time, result BenchStatus
 	m.benchOutThroughput.WithLabelValues(target).Set(h.OutputThroughput)
 	m.benchCompleted.WithLabelValues(target).Set(float64(h.Completed))
 	m.benchFailed.WithLabelValues(target).Set(float64(h.Failed))
+	if c := h.Capacity; c != nil {
+		g := m.benchCapacityRate
+		if c.By == "max_concurrency" {
+			g = m.benchCapacityConc
+		}
+		g.WithLabelValues(target).Set(c.Value)
+	}
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -81,6 +81,16 @@ func (f *benchFlags) remoteRequest() (benchrun.BenchRequest, error) {
 	if f.maxDuration > 0 {
 		req.MaxDuration = f.maxDuration.String()
 	}
+	sw, err := f.sweep.request()
+	if err != nil {
+		return req, err
+	}
+	if req.Sweep = sw; sw != nil && (len(sw.RequestRates) > 0 || sw.Auto || (sw.SLO != "" && sw.SLOSearch == bench.ByRequestRate)) {
+		req.RequestRate = nil // each point sets its own
+	}
+	if sw != nil && (len(sw.MaxConcurrency) > 0 || sw.SLOSearch == bench.ByMaxConcurrency) {
+		req.MaxConcurrency = nil
+	}
 	return req, nil
 }
 
@@ -145,8 +155,17 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	if show && view.Progress != nil && view.Progress.Total > 0 {
 		tl.redraw(progressLine(*view.Progress, meter.add(time.Now(), view.Progress.Done)), true)
 	}
+	if view.Sweep != nil {
+		// Whatever points ran are kept, even when the sweep was cut short.
+		if err := writeRemoteSweep(env.Stdout, view.Sweep, f); err != nil {
+			return err
+		}
+	}
 	if view.Status != exporter.BenchSucceeded {
 		return fmt.Errorf("bench run %s %s: %s", view.ID, view.Status, view.Error)
+	}
+	if view.Sweep != nil {
+		return nil
 	}
 	var sum bench.Summary
 	if err := json.Unmarshal(view.Summary, &sum); err != nil {

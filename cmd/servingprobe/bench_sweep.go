@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"time"
 
@@ -115,4 +119,104 @@ func pointLabel(w bench.SweepInfo) string {
 		return fmt.Sprintf("max concurrency %d", int(w.Value))
 	}
 	return "request rate " + prober.PyFloat(w.Value)
+}
+
+// request maps the sweep flags onto a bench window's sweep object, for
+// --remote; nil for a single run. Search bounds left at their defaults
+// are left out, so that the daemon applies its own limits.
+func (w *sweepFlags) request() (*benchrun.SweepRequest, error) {
+	s, err := w.spec()
+	if s == nil || err != nil {
+		return nil, err
+	}
+	r := &benchrun.SweepRequest{Cooldown: w.cooldown.String()}
+	switch s.Mode {
+	case bench.SweepRates:
+		r.RequestRates = s.Values
+	case bench.SweepConcurrency:
+		for _, v := range s.Values {
+			r.MaxConcurrency = append(r.MaxConcurrency, int(v))
+		}
+	case bench.SweepAuto:
+		r.Auto, r.Points = true, &s.Points
+	case bench.SweepSLO:
+		r.SLO, r.SLOSearch = w.slo, s.By
+		if s.Precision != benchrun.DefaultSLOPrecision {
+			r.SLOPrecision = &s.Precision
+		}
+		if s.Start != benchrun.DefaultSLOStart {
+			r.SLOStart = &s.Start
+		}
+		if s.Max != benchrun.DefaultSLOMax {
+			r.SLOMax = &s.Max
+		}
+		if s.MaxPoints != benchrun.DefaultSLOMaxPoints {
+			r.SLOMaxPoints = &s.MaxPoints
+		}
+	}
+	return r, nil
+}
+
+// writeRemoteSweep prints a daemon sweep's points and answer, and appends
+// its records to the output file as a local sweep would.
+func writeRemoteSweep(w io.Writer, sw *benchrun.SweepOutput, f *benchFlags) error {
+	fmt.Fprintf(w, "Sweep (%s over %s): %d points\n", sw.Mode, sw.By, len(sw.Records))
+	for _, raw := range sw.Records {
+		var rec struct {
+			OutputThroughput float64 `json:"output_throughput"`
+			Sweep            struct {
+				Index int     `json:"index"`
+				Value float64 `json:"value"`
+				Pass  *bool   `json:"pass"`
+			} `json:"sweep"`
+		}
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return fmt.Errorf("decode a sweep record: %w", err)
+		}
+		verdict := ""
+		if rec.Sweep.Pass != nil {
+			verdict = map[bool]string{true: "  pass", false: "  FAIL"}[*rec.Sweep.Pass]
+		}
+		fmt.Fprintf(w, "%5d %12s %12.1f tok/s%s\n", rec.Sweep.Index, prober.PyFloat(rec.Sweep.Value), rec.OutputThroughput, verdict)
+	}
+	if sw.Answer != "" {
+		fmt.Fprintln(w, sw.Answer)
+	}
+	if len(sw.Records) == 0 {
+		return nil
+	}
+	path := f.outputFile
+	if path == "" {
+		var p bench.Params
+		if err := json.Unmarshal(sw.Records[0], &struct {
+			Backend         *string `json:"backend"`
+			DatasetName     *string `json:"dataset_name"`
+			RandomInputLen  *int    `json:"random_input_len"`
+			RandomOutputLen *int    `json:"random_output_len"`
+		}{&p.Backend, &p.DatasetName, &p.RandomInputLen, &p.RandomOutputLen}); err != nil {
+			return fmt.Errorf("decode a sweep record: %w", err)
+		}
+		p.NumPrompts = f.numPrompts
+		path = bench.DefaultOutputFile(p, time.Now())
+	}
+	// The daemon's records are strict JSON (no bare Infinity) whatever
+	// --strict-json says.
+	out, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	// The API indents its answer, records included: one line each here.
+	var buf bytes.Buffer
+	for _, raw := range sw.Records {
+		if err := json.Compact(&buf, raw); err != nil {
+			out.Close()
+			return fmt.Errorf("decode a sweep record: %w", err)
+		}
+		buf.WriteByte('\n')
+	}
+	if _, err := out.Write(buf.Bytes()); err != nil {
+		out.Close()
+		return fmt.Errorf("write results: %w", err)
+	}
+	return out.Close()
 }

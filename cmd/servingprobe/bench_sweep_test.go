@@ -37,7 +37,7 @@ func readRecords(t *testing.T, path string) []map[string]any {
 	for sc.Scan() {
 		var r map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s: record %d does not parse: %v", path, len(recs)+1, err)
+			t.Fatalf("%s: record %d does not parse: %v\n%q", path, len(recs)+1, err, sc.Bytes())
 		}
 		recs = append(recs, r)
 	}
@@ -158,6 +158,68 @@ func TestBenchSweepFlagErrors(t *testing.T) {
 		code, _, stderr := runCLI(t, append([]string{"bench", "--base-url", "http://127.0.0.1:1", "--dataset-name", "random"}, tc.args...)...)
 		if code == 0 || !regexp.MustCompile(regexp.QuoteMeta(tc.want)).MatchString(stderr) {
 			t.Errorf("%v: exit %d, stderr %q, want an error containing %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestBenchRemoteSweep: `bench --remote` with sweep flags runs the sweep as
+// a daemon bench window, prints its points and appends every point's
+// record to the output file; the daemon exports the points' gauges.
+func TestBenchRemoteSweep(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 5*time.Millisecond, 2*time.Millisecond
+	simURL := startSimulator(t, cfg)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(conf, []byte(`
+targets:
+  - name: sim
+    url: `+simURL+`
+    backend: sglang
+    model: `+cfg.Model+`
+    modules: [short]
+    interval: 1h
+modules:
+  short:
+    dataset: random
+    input_len: 16
+    output_len: 4
+bench:
+  results_dir: `+filepath.Join(dir, "results")+`
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	startServe(t, "serve", "--config.file="+conf, "--web.listen-address="+addr)
+	c := client{t: t, base: "http://" + addr}
+	c.waitMetric(`servingprobe_bench_running{target="sim"} 0`)
+
+	out := filepath.Join(dir, "remote.jsonl")
+	code, stdout, stderr := runCLI(t, "bench", "--remote", "http://"+addr, "--remote.target", "sim", "--remote.poll-interval", "100ms",
+		"--num-prompts", "10", "--sweep-request-rates", "20,40", "--sweep-cooldown", "0", "--output-file", out, "--disable-tqdm")
+	if code != 0 {
+		t.Fatalf("bench --remote exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !regexp.MustCompile(`Sweep \(rates over request_rate\): 2 points`).MatchString(stdout) {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	recs := readRecords(t, out)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	for i, want := range []float64{20, 40} {
+		if sw, _ := recs[i]["sweep"].(map[string]any); recs[i]["request_rate"] != want || sw["value"] != want || recs[i]["completed"] != float64(10) {
+			t.Errorf("record %d: request_rate %v sweep %v completed %v", i+1, recs[i]["request_rate"], sw, recs[i]["completed"])
+		}
+	}
+	_, metrics := c.do("GET", "/metrics")
+	for _, want := range []string{
+		`servingprobe_bench_runs_total{result="completed",target="sim"} 1`,
+		`servingprobe_bench_request_rate_requests_per_second{target="sim"} 0`,
+		`servingprobe_bench_point_start_timestamp_seconds{target="sim"} `,
+	} {
+		if !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(metrics) {
+			t.Errorf("/metrics lacks %q", want)
 		}
 	}
 }

@@ -59,6 +59,13 @@ type Config struct {
 	NoProbeResultsFor      string  `yaml:"no_probe_results_for"`
 	ReloadFailedFor        string  `yaml:"reload_failed_for"`
 
+	// CapacityRegressionRatio: the capacity an SLO search found (a nightly
+	// bench window, say) regressed when it is below this fraction of its
+	// median over BaselineWindow, ending a day earlier so that the drop
+	// itself is not in the baseline.
+	CapacityRegressionRatio float64 `yaml:"capacity_regression_ratio"`
+	CapacityRegressionFor   string  `yaml:"capacity_regression_for"`
+
 	// RunbookURL is the base of every alert's runbook_url; the anchor is the
 	// lower-cased alert name.
 	RunbookURL string `yaml:"runbook_url"`
@@ -67,22 +74,24 @@ type Config struct {
 // Default returns the shipped knobs.
 func Default() Config {
 	return Config{
-		Selector:               `job="servingprobe"`,
-		TTFTThresholdSeconds:   "2",
-		TTFTBreachFor:          "15m",
-		LatencySLOTarget:       0.99,
-		AvailabilitySLOTarget:  0.995,
-		ProbeIntervalSeconds:   15,
-		RegressionFactor:       1.5,
-		RegressionFor:          "30m",
-		BaselineWindow:         "7d",
-		ProbeFailureRatio:      0.1,
-		ProbeFailureFor:        "10m",
-		TargetDownFor:          "5m",
-		ProbeStaleAfterSeconds: 300,
-		NoProbeResultsFor:      "5m",
-		ReloadFailedFor:        "5m",
-		RunbookURL:             "https://github.com/servingprobe/servingprobe/blob/main/docs/runbook.md",
+		Selector:                `job="servingprobe"`,
+		TTFTThresholdSeconds:    "2",
+		TTFTBreachFor:           "15m",
+		LatencySLOTarget:        0.99,
+		AvailabilitySLOTarget:   0.995,
+		ProbeIntervalSeconds:    15,
+		RegressionFactor:        1.5,
+		RegressionFor:           "30m",
+		BaselineWindow:          "7d",
+		ProbeFailureRatio:       0.1,
+		ProbeFailureFor:         "10m",
+		TargetDownFor:           "5m",
+		ProbeStaleAfterSeconds:  300,
+		NoProbeResultsFor:       "5m",
+		ReloadFailedFor:         "5m",
+		CapacityRegressionRatio: 0.8,
+		CapacityRegressionFor:   "10m",
+		RunbookURL:              "https://github.com/servingprobe/servingprobe/blob/main/docs/runbook.md",
 	}
 }
 
@@ -138,6 +147,7 @@ func (c Config) Validate() error {
 		"ttft_breach_for": c.TTFTBreachFor, "regression_for": c.RegressionFor, "baseline_window": c.BaselineWindow,
 		"probe_failure_for": c.ProbeFailureFor, "target_down_for": c.TargetDownFor,
 		"no_probe_results_for": c.NoProbeResultsFor, "reload_failed_for": c.ReloadFailedFor,
+		"capacity_regression_for": c.CapacityRegressionFor,
 	} {
 		if !validDuration(d) {
 			errs = append(errs, fmt.Errorf("%s: %q is not a Prometheus duration", name, d))
@@ -163,6 +173,9 @@ func (c Config) Validate() error {
 				}
 			}
 		}
+	}
+	if !(c.CapacityRegressionRatio > 0 && c.CapacityRegressionRatio < 1) {
+		errs = append(errs, errors.New("capacity_regression_ratio: must be in (0, 1)"))
 	}
 	if c.RegressionFactor <= 1 {
 		errs = append(errs, errors.New("regression_factor: must be > 1"))

@@ -206,6 +206,13 @@ func benchAnnotations(enableMarkers bool) []Annotation {
 			TagKeys: "target", TitleFormat: "Bench started on {{target}}", UseValueForTime: true,
 		},
 		{
+			// One marker per point of a sweep or SLO search (and one per
+			// plain run, after its warmup).
+			Datasource: promDS, Enable: enableMarkers, IconColor: "orange", Name: "Bench points",
+			Expr: fmt.Sprintf("max by (target) (servingprobe_bench_point_start_timestamp_seconds{%s} > 0) * 1000", selTarget), Step: "1m",
+			TagKeys: "target", TitleFormat: "Bench point started on {{target}}", UseValueForTime: true,
+		},
+		{
 			Datasource: promDS, Enable: enableMarkers, IconColor: "blue", Name: "Bench ends",
 			Expr: fmt.Sprintf("max by (target) (%s > 0) * 1000", ts("end")), Step: "1m",
 			TagKeys: "target", TitleFormat: "Bench ended on {{target}}", UseValueForTime: true,
@@ -306,6 +313,14 @@ func (c Config) Bench() *Dashboard {
 		q(fmt.Sprintf("max by (target) (servingprobe_bench_last_failed_requests{%s})", selTarget), "failed {{target}}")), 5, 4)
 	b.add(stat("Runs in range", "Bench runs that ended in the dashboard range, by result.", "none", thresholds(), nil,
 		q(fmt.Sprintf("sum by (result) (increase(servingprobe_bench_runs_total{%s}[$__range]))", selTarget), "{{result}}")), 5, 4)
+
+	b.row("Sweeps and SLO searches", "")
+	b.add(timeseries("Offered load", "Request rate and max concurrency of the running bench run or sweep point (0 between runs; a rate of +Inf sends every request at once, up to the concurrency).", "short", thresholds(),
+		q(fmt.Sprintf("max by (target) (servingprobe_bench_request_rate_requests_per_second{%s})", selTarget), "req/s {{target}}"),
+		q(fmt.Sprintf("max by (target) (servingprobe_bench_max_concurrency{%s})", selTarget), "max concurrency {{target}}")), 12, 8)
+	b.add(timeseries("SLO capacity", "What the last SLO search found: the highest request rate (or concurrency) at which every objective held. ServingprobeCapacityRegression fires when it falls below its recent median.", "short", thresholds(),
+		q(fmt.Sprintf("max by (target) (servingprobe_bench_last_slo_capacity_requests_per_second{%s})", selTarget), "req/s {{target}}"),
+		q(fmt.Sprintf("max by (target) (servingprobe_bench_last_slo_capacity_max_concurrency{%s})", selTarget), "concurrency {{target}}")), 12, 8)
 
 	b.row("Bench requests", "")
 	b.add(timeseries("Bench throughput", "Requests per second by outcome and tokens per second of successful bench requests.", "short", thresholds(),

@@ -257,6 +257,19 @@ func (c Config) Alerts() ruleFile {
 		fmt.Sprintf("{{ if $labels.target }}The last probe to %s finished more than %ss ago: its probe loop has stopped.{{ else }}Prometheus has no servingprobe_last_probe_timestamp_seconds series for {%s}: the exporter is down, not scraped, or has no targets.{{ end }}",
 			who, fmtFloat(c.ProbeStaleAfterSeconds), strings.ReplaceAll(c.Selector, `"`, `'`)))
 
+	var capacity []string
+	for _, g := range []string{"servingprobe_bench_last_slo_capacity_requests_per_second", "servingprobe_bench_last_slo_capacity_max_concurrency"} {
+		capacity = append(capacity, fmt.Sprintf("(\n  %[1]s{%[2]s}\n  < %[3]s * quantile_over_time(0.5, %[1]s{%[2]s}[%[4]s] offset 1d)\n)",
+			g, c.Selector, fmtFloat(c.CapacityRegressionRatio), c.BaselineWindow))
+	}
+	add(rule{
+		Alert: "ServingprobeCapacityRegression",
+		Expr:  strings.Join(capacity, "\nor\n"),
+		For:   c.CapacityRegressionFor,
+	}, "warning", "An SLO search found less capacity than usual.",
+		fmt.Sprintf("The last SLO search of a bench window on {{ $labels.target }} found a capacity of {{ $value }} (requests per second, or concurrent requests), below %s times its median over the %s before yesterday.",
+			fmtFloat(c.CapacityRegressionRatio), c.BaselineWindow))
+
 	add(rule{
 		Alert: "ServingprobeConfigReloadFailed",
 		Expr:  fmt.Sprintf("servingprobe_config_last_reload_successful{%s} == 0", c.Selector),

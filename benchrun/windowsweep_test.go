@@ -1,0 +1,146 @@
+package benchrun
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/servingprobe/servingprobe/simulator"
+)
+
+// TestBenchSweepWindow runs an SLO search as a daemon bench window through
+// the API against the simulator over loopback, with the real runner: every
+// point's record is in the result, the capacity the API states is the
+// highest passing point, and it is exported as a gauge next to the
+// mode="bench" series of every request. The simulator completes at most
+// 8/(4×40 ms) = 50 req/s (see TestBenchSLOSearchFindsCapacity in
+// cmd/servingprobe, which checks the answer within 10%).
+func TestBenchSweepWindow(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 40*time.Millisecond, 40*time.Millisecond
+	cfg.TTFTJitter, cfg.ITLJitter, cfg.PrefillPerToken = 0, 0, 0
+	cfg.MaxRunningRequests = 8
+	sim, err := simulator.New(cfg, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	defer srv.Close()
+	conf := fmt.Sprintf(`
+targets:
+  - name: sim
+    url: %s
+    backend: sglang
+    model: %s
+    modules: [short]
+    interval: 1h
+modules:
+  short:
+    dataset: random
+    input_len: 32
+    output_len: 4
+bench:
+  max_prompts: 200
+  max_request_rate: 100
+  max_concurrency: 16
+  max_duration: 1m
+  results_dir: %s
+`, srv.URL, cfg.Model, t.TempDir())
+	e := startBenchDaemonWith(t, conf, "", DaemonRunner())
+	e.client.Timeout = time.Minute
+
+	code, m := e.do(t, http.MethodPost, "/api/v1/benches",
+		`{"target":"sim","num_prompts":120,"burstiness":100,"sweep":{"slo":"ttft:p99<=120ms","slo_start":32,"cooldown":"0s"}}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST = %d %v, want 202", code, m)
+	}
+	id := m["id"].(string)
+	var view BenchView
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		resp, err := e.client.Get(e.url + "/api/v1/benches/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&view)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if view.Ended != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweep window has not ended after 3 minutes: %+v", view.Progress)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if view.Status != "completed" || view.Sweep == nil {
+		t.Fatalf("status %s, error %q, sweep %v", view.Status, view.Error, view.Sweep)
+	}
+	sw := view.Sweep
+	if sw.Mode != "slo" || sw.By != "request_rate" || sw.Capacity == nil || sw.Bound == nil || !strings.Contains(sw.Answer, "Highest request rate meeting the SLO") {
+		t.Fatalf("sweep %+v", sw)
+	}
+	best, completed := 0.0, 0.0
+	for i, raw := range sw.Records {
+		var rec struct {
+			Completed   float64 `json:"completed"`
+			RequestRate float64 `json:"request_rate"`
+			Sweep       struct {
+				Index int     `json:"index"`
+				Value float64 `json:"value"`
+				Pass  bool    `json:"pass"`
+			} `json:"sweep"`
+		}
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			t.Fatalf("record %d: %v", i+1, err)
+		}
+		if rec.Sweep.Index != i+1 || rec.RequestRate != rec.Sweep.Value || rec.Completed != 120 {
+			t.Errorf("record %d: %s", i+1, raw)
+		}
+		if rec.Sweep.Pass {
+			best = max(best, rec.Sweep.Value)
+		}
+		completed += rec.Completed
+	}
+	if len(sw.Records) < 3 || best != *sw.Capacity {
+		t.Errorf("%d records, highest passing %v, capacity %v", len(sw.Records), best, *sw.Capacity)
+	}
+	if *sw.Capacity < 35 || *sw.Capacity > 60 {
+		t.Errorf("capacity %v req/s, want about 50", *sw.Capacity)
+	}
+	if got := metricValue(t, e.d, "benchCapacityRate", "sim"); got != *sw.Capacity {
+		t.Errorf("bench_last_slo_capacity_requests_per_second = %v, the API says %v", got, *sw.Capacity)
+	}
+	if got := metricValue(t, e.d, "benchRate", "sim"); got != 0 {
+		t.Errorf("bench_request_rate = %v after the run, want 0", got)
+	}
+	// Every measured request of every point is in the mode="bench" series.
+	var bench float64
+	mfs, err := e.d.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "servingprobe_requests_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "mode" && l.GetValue() == "bench" {
+					bench += mt.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if bench != completed {
+		t.Errorf("requests_total{mode=bench} = %v, the records completed %v", bench, completed)
+	}
+}
