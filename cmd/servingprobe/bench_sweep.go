@@ -32,7 +32,7 @@ type sweepFlags struct {
 
 func addSweepFlags(cmd *kingpin.CmdClause, w *sweepFlags) {
 	cmd.Flag("sweep-request-rates", "Sweep: run once per request rate in this comma-separated list (req/s), each a full run with its own table and JSONL record.").StringVar(&w.rates)
-	cmd.Flag("sweep-max-concurrency", "Sweep: run once per max concurrency in this comma-separated list, all requests sent at once.").StringVar(&w.concurrencies)
+	cmd.Flag("sweep-max-concurrency", "Sweep: run once per max concurrency in this comma-separated list, at --request-rate (default: all at once).").StringVar(&w.concurrencies)
 	cmd.Flag("sweep", "auto: measure one request at a time and the saturated throughput, then --sweep-points rates evenly between them.").EnumVar(&w.auto, "auto")
 	cmd.Flag("sweep-points", "Rates an auto sweep runs between its two anchors.").Default(strconv.Itoa(benchrun.DefaultSweepPoints)).IntVar(&w.points)
 	cmd.Flag("sweep-cooldown", "Pause between the points of a sweep or search.").Default(benchrun.DefaultSweepCooldown.String()).DurationVar(&w.cooldown)
