@@ -20,6 +20,8 @@ type benchRow struct {
 	Done, Total, Failed int
 	// Headline numbers from the summary; "" before the run ends.
 	ReqRate, OutRate, TTFTp99, ITLp99 string
+	// Sweep says what a sweep or SLO search ran and found; "" otherwise.
+	Sweep string
 }
 
 // landingSection renders the newest bench windows for the daemon's
@@ -46,6 +48,12 @@ func (b *Benches) landingSection() template.HTML {
 			r.OutRate = fmt.Sprintf("%.1f tok/s", s.OutRate)
 			r.TTFTp99 = fmt.Sprintf("%.1f ms", s.P99TTFTms)
 			r.ITLp99 = fmt.Sprintf("%.1f ms", s.P99ITLms)
+		}
+		if sw := v.Sweep; sw != nil {
+			r.Sweep = fmt.Sprintf("%s sweep, %d points", sw.Mode, len(sw.Records))
+			if sw.Capacity != nil {
+				r.Sweep = fmt.Sprintf("SLO search, %d points: capacity %s", len(sw.Records), fmtValue(sw.By, *sw.Capacity))
+			}
 		}
 		rows = append(rows, r)
 	}
@@ -74,6 +82,6 @@ var benchesTmpl = template.Must(template.New("benches").Funcs(template.FuncMap{
 <h2>Bench windows</h2>
 {{if not .Rows}}<p>No bench window has run. Start one with <code>POST api/v1/benches</code>.</p>{{else}}
 <table class="results benches"><tr><th>id</th><th>created</th><th>target</th><th>module</th><th>status</th><th>progress</th><th>requests</th><th>output</th><th>TTFT p99</th><th>ITL p99</th><th>error</th></tr>
-{{range .Rows}}<tr class="bench"><td><a href="api/v1/benches/{{.ID}}">{{.ID}}</a></td><td>{{time .Created}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td class="{{class .Status}}">{{.Status}}</td><td>{{if .Total}}{{.Done}}/{{.Total}}{{if .Failed}} ({{.Failed}} failed){{end}}{{end}}</td><td>{{.ReqRate}}</td><td>{{.OutRate}}</td><td>{{.TTFTp99}}</td><td>{{.ITLp99}}</td><td>{{.Error}}</td></tr>
+{{range .Rows}}<tr class="bench"><td><a href="api/v1/benches/{{.ID}}">{{.ID}}</a></td><td>{{time .Created}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td class="{{class .Status}}">{{.Status}}</td><td>{{if .Total}}{{.Done}}/{{.Total}}{{if .Failed}} ({{.Failed}} failed){{end}}{{end}}</td>{{if .Sweep}}<td colspan="4" class="sweep">{{.Sweep}}</td>{{else}}<td>{{.ReqRate}}</td><td>{{.OutRate}}</td><td>{{.TTFTp99}}</td><td>{{.ITLp99}}</td>{{end}}<td>{{.Error}}</td></tr>
 {{end}}</table>{{if .More}}<p class="dim">{{.More}} older runs: <a href="api/v1/benches">api/v1/benches</a></p>{{end}}{{end}}
 `))

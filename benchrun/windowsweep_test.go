@@ -3,6 +3,7 @@ package benchrun
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -142,5 +143,15 @@ bench:
 	}
 	if bench != completed {
 		t.Errorf("requests_total{mode=bench} = %v, the records completed %v", bench, completed)
+	}
+	// The landing page states the answer.
+	resp, err := e.client.Get(e.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := fmt.Sprintf("capacity %s", fmtValue("request_rate", *sw.Capacity)); !strings.Contains(string(page), want) {
+		t.Errorf("landing page lacks %q", want)
 	}
 }
