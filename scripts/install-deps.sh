@@ -4,6 +4,7 @@
 #   prometheus, promtool  the integration tests run a real Prometheus
 #   podman                scripts/check-image.sh builds and inspects the image
 #   npm                   scripts/check-image.sh lints the Dockerfile with dockerfilelint
+#   gcc, libc6-dev        cgo, which -race and the hftokenizers vet need
 # and the Go modules. Idempotent; safe to run on every test run.
 set -euo pipefail
 
@@ -14,6 +15,7 @@ need=()
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]} from Debian" >&2
   # The tests start their own Prometheus on loopback. Debian's package would
