@@ -183,6 +183,11 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, w SweepSpec, onPoint func
 		pt := SweepPoint{Summary: &out.Summary, Info: bench.SweepInfo{
 			Mode: w.Mode, By: by, Index: len(res.Points) + 1, Points: total, Value: v, Role: role,
 		}}
+		if role != "" {
+			// An anchor's value is what it measured: the request rate
+			// the server sustained.
+			pt.Info.Value = out.Summary.RequestThroughput
+		}
 		if len(w.SLO) > 0 {
 			pt.Info.SLO = w.SLO.Check(&out.Summary)
 			for _, vd := range pt.Info.SLO {
@@ -229,8 +234,7 @@ func (p *Prepared) autoSweep(w SweepSpec, run func(float64, string, int) (*Sweep
 	if err != nil {
 		return err
 	}
-	lo, hi := sync.Summary.RequestThroughput, thr.Summary.RequestThroughput
-	sync.Info.Value, thr.Info.Value = lo, hi
+	lo, hi := sync.Info.Value, thr.Info.Value
 	if !(lo > 0) || !(hi > lo) {
 		return fmt.Errorf("auto sweep: the synchronous rate (%.3g req/s) and the saturated throughput (%.3g req/s) leave no range to sweep", lo, hi)
 	}

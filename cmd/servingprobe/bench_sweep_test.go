@@ -223,3 +223,68 @@ bench:
 		}
 	}
 }
+
+// TestBenchSweepAutoAndConcurrency: an auto sweep measures one request at
+// a time and the saturated throughput, then spreads its points between the
+// two; a concurrency sweep records each point's concurrency.
+func TestBenchSweepAutoAndConcurrency(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 10*time.Millisecond, 5*time.Millisecond
+	url := startSimulator(t, cfg)
+
+	out := filepath.Join(t.TempDir(), "auto.jsonl")
+	// --strict-json: the anchors run at an infinite rate, which the
+	// default JSONL writes as bench_serving's bare Infinity.
+	code, stdout, stderr := runCLI(t, sweepArgs(url, out, 16, "--sweep", "auto", "--sweep-points", "2", "--strict-json")...)
+	if code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	recs := readRecords(t, out)
+	if len(recs) != 4 {
+		t.Fatalf("%d records, want 4 (2 anchors, 2 points)", len(recs))
+	}
+	var vals []float64
+	for i, r := range recs {
+		sw, _ := r["sweep"].(map[string]any)
+		if sw["mode"] != "auto" || sw["points"] != float64(4) || sw["index"] != float64(i+1) {
+			t.Errorf("record %d sweep %v", i+1, sw)
+		}
+		vals = append(vals, sw["value"].(float64))
+		if want := []string{"synchronous", "throughput", "", ""}[i]; (sw["role"] == nil && want != "") || (sw["role"] != nil && sw["role"] != want) {
+			t.Errorf("record %d role %v, want %q", i+1, sw["role"], want)
+		}
+	}
+	// The anchors' values are their measured request throughputs; the
+	// points lie evenly between them, each a run at its own rate.
+	sync, thr := vals[0], vals[1]
+	if !(sync > 0 && thr > sync) {
+		t.Fatalf("anchors: synchronous %v req/s, throughput %v req/s", sync, thr)
+	}
+	for i, want := range []float64{sync + (thr-sync)/3, sync + 2*(thr-sync)/3} {
+		if got := vals[2+i]; got < want*0.999 || got > want*1.001 || recs[2+i]["request_rate"] != got {
+			t.Errorf("point %d = %v (request_rate %v), want %v", i+1, got, recs[2+i]["request_rate"], want)
+		}
+	}
+	if c := recs[0]["max_concurrency"]; c != float64(1) {
+		t.Errorf("the synchronous anchor ran at max_concurrency %v, want 1", c)
+	}
+
+	out = filepath.Join(t.TempDir(), "conc.jsonl")
+	code, stdout, stderr = runCLI(t, sweepArgs(url, out, 12, "--sweep-max-concurrency", "1,4", "--strict-json")...)
+	if code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	recs = readRecords(t, out)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	for i, want := range []float64{1, 4} {
+		sw, _ := recs[i]["sweep"].(map[string]any)
+		if recs[i]["max_concurrency"] != want || sw["by"] != "max_concurrency" || sw["value"] != want {
+			t.Errorf("record %d: max_concurrency %v sweep %v, want %v", i+1, recs[i]["max_concurrency"], sw, want)
+		}
+		if peak, _ := recs[i]["max_concurrent_requests"].(float64); peak > want {
+			t.Errorf("record %d: peak concurrency %v above its max %v", i+1, peak, want)
+		}
+	}
+}
