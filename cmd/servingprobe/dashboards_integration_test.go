@@ -118,7 +118,11 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 	// No warmup: one warmup request meets the simulator's 5% of 500s one
 	// run in twenty, and a bench whose every warmup fails stops, as
 	// bench_serving's does. The measured requests count their failures.
-	id := postBench(t, base, `{"target": "sim-vllm-chat", "num_prompts": 40, "request_rate": 20, "max_concurrency": 4, "warmup_requests": 0}`)
+	// The window is an SLO search, so that the capacity panel and the
+	// point annotations have data: an objective the simulator always
+	// meets, 10 req/s then 20 (slo_max), two points of 20 requests.
+	id := postBench(t, base, `{"target": "sim-vllm-chat", "num_prompts": 20, "max_concurrency": 4, "warmup_requests": 0,
+		"sweep": {"slo": "e2e:p50<=60s", "slo_start": 10, "slo_max": 20, "cooldown": "0s"}}`)
 	view := waitBench(ctx, t, base, id)
 	t.Logf("bench %s on sim-vllm-chat: %s, %s to %s", id, view.Status, view.Started.Format(time.TimeOnly), view.Ended.Format(time.TimeOnly))
 	// The end of the window, scraped and evaluated, plus two scrapes more

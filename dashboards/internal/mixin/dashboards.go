@@ -319,8 +319,11 @@ func (c Config) Bench() *Dashboard {
 		q(fmt.Sprintf("max by (target) (servingprobe_bench_request_rate_requests_per_second{%s})", selTarget), "req/s {{target}}"),
 		q(fmt.Sprintf("max by (target) (servingprobe_bench_max_concurrency{%s})", selTarget), "max concurrency {{target}}")), 12, 8)
 	b.add(timeseries("SLO capacity", "What the last SLO search found: the highest request rate (or concurrency) at which every objective held. ServingprobeCapacityRegression fires when it falls below its recent median.", "short", thresholds(),
-		q(fmt.Sprintf("max by (target) (servingprobe_bench_last_slo_capacity_requests_per_second{%s})", selTarget), "req/s {{target}}"),
-		q(fmt.Sprintf("max by (target) (servingprobe_bench_last_slo_capacity_max_concurrency{%s})", selTarget), "concurrency {{target}}")), 12, 8)
+		// One query: a target may have had searches of either kind, or
+		// only one, and the panel shows whichever ran.
+		q(fmt.Sprintf(`label_replace(max by (target) (servingprobe_bench_last_slo_capacity_requests_per_second{%[1]s}), "by", "req/s", "", "")
+or
+label_replace(max by (target) (servingprobe_bench_last_slo_capacity_max_concurrency{%[1]s}), "by", "concurrency", "", "")`, selTarget), "{{by}} {{target}}")), 12, 8)
 
 	b.row("Bench requests", "")
 	b.add(timeseries("Bench throughput", "Requests per second by outcome and tokens per second of successful bench requests.", "short", thresholds(),
