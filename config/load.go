@@ -59,7 +59,7 @@ var moduleDatasets = map[string]bool{
 var KnownBackends = []string{
 	"sglang", "sglang-native", "sglang-oai", "sglang-oai-chat",
 	"vllm", "vllm-chat", "lmdeploy", "lmdeploy-chat",
-	"trt", "truss", "openai", "openai-chat",
+	"trt", "truss", "openai", "openai-chat", "ollama", "ollama-chat",
 }
 
 // UnmarshalYAML applies DefaultTarget before decoding.

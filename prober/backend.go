@@ -52,7 +52,9 @@ type Delta struct {
 	FinishReason string
 	// SpecAcceptLength is sglang's per-request speculative accept length.
 	SpecAcceptLength float64
-	Done             bool // [DONE] or a terminal event
+	// Server holds the timings a server states at the end (ollama).
+	Server ServerTimings
+	Done   bool // [DONE] or a terminal event
 }
 
 // HasUsage reports whether the event carried a usage block.
@@ -166,6 +168,7 @@ const (
 	ProtocolOpenAIChat        = "openai-chat"
 	ProtocolTRT               = "trt-generate-stream"
 	ProtocolTruss             = "truss"
+	ProtocolOllama            = "ollama"
 )
 
 func newSGLang() Backend      { return sglangGenerate{} }
@@ -173,6 +176,8 @@ func newCompletions() Backend { return openAICompletions{path: pathCompletions} 
 func newChat() Backend        { return openAIChat{} }
 func newTRT() Backend         { return trtGenerateStream{} }
 func newTruss() Backend       { return truss{} }
+func newOllama() Backend      { return ollama{} }
+func newOllamaChat() Backend  { return ollama{chat: true} }
 
 // backends maps every accepted --backend name to its protocol, as
 // blackbox_exporter's Probers map does.
@@ -189,6 +194,10 @@ var backends = map[string]BackendInfo{
 	"openai-chat":     {Protocol: ProtocolOpenAIChat, Path: pathChat, DefaultPort: 8000, newBackend: newChat},
 	"trt":             {Protocol: ProtocolTRT, Path: pathTRT, DefaultPort: 8000, NoAuth: true, ModelRequired: true, newBackend: newTRT},
 	"truss":           {Protocol: ProtocolTruss, Path: pathTruss, DefaultPort: 8080, ModelRequired: true, newBackend: newTruss},
+	// Not bench_serving's: ollama's native API (its OpenAI routes work with
+	// openai and openai-chat). 11434 is ollama's port.
+	"ollama":      {Protocol: ProtocolOllama, Path: pathOllamaGenerate, DefaultPort: 11434, newBackend: newOllama},
+	"ollama-chat": {Protocol: ProtocolOllama, Path: pathOllamaChat, DefaultPort: 11434, newBackend: newOllamaChat},
 }
 
 // LookupBackend returns the BackendInfo for a --backend name.

@@ -14,6 +14,8 @@ import (
 // seedTranscripts adds every golden transcript of a backend (or all) to f.
 func seedTranscripts(f *testing.F, backend string) [][]byte {
 	files, _ := filepath.Glob(filepath.Join("testdata", backend, "*.sse"))
+	ndjson, _ := filepath.Glob(filepath.Join("testdata", backend, "*.ndjson"))
+	files = append(files, ndjson...)
 	var out [][]byte
 	for _, p := range files {
 		b, err := os.ReadFile(p)
@@ -151,3 +153,5 @@ func FuzzDecodeOpenAICompletions(f *testing.F) { fuzzDecode(f, "vllm") }
 func FuzzDecodeOpenAIChat(f *testing.F)        { fuzzDecode(f, "vllm-chat") }
 func FuzzDecodeTRT(f *testing.F)               { fuzzDecode(f, "trt") }
 func FuzzDecodeTruss(f *testing.F)             { fuzzDecode(f, "truss") }
+func FuzzDecodeOllama(f *testing.F)            { fuzzDecode(f, "ollama") }
+func FuzzDecodeOllamaChat(f *testing.F)        { fuzzDecode(f, "ollama-chat") }

@@ -57,6 +57,7 @@ type goldenResult struct {
 	OutputTokensSource TokenSource   `json:"output_tokens_source,omitempty"`
 	GeneratedText      string        `json:"generated_text"`
 	SpecAcceptLength   float64       `json:"spec_accept_length,omitempty"`
+	ServerTimings      ServerTimings `json:"server_timings,omitzero"`
 	KeepAlives         int           `json:"keep_alives"`
 }
 
@@ -100,7 +101,7 @@ func toGolden(r Result) goldenResult {
 		EventTokensSource: r.EventTokensSource,
 		InputTokens:       r.InputTokens, InputTokensSource: r.InputTokensSource,
 		OutputTokens: r.OutputTokens, OutputTokensSource: r.OutputTokensSource,
-		GeneratedText: r.GeneratedText, SpecAcceptLength: r.SpecAcceptLength, KeepAlives: r.KeepAlives,
+		GeneratedText: r.GeneratedText, SpecAcceptLength: r.SpecAcceptLength, ServerTimings: r.Server, KeepAlives: r.KeepAlives,
 	}
 	for _, e := range r.Events {
 		g.Events = append(g.Events, goldenEvent{At: e.At.Sub(r.Sent).String(), Tokens: e.Tokens, TextEnd: e.TextEnd})
@@ -108,9 +109,21 @@ func toGolden(r Result) goldenResult {
 	return g
 }
 
+// splitLines splits a newline-delimited JSON transcript into its lines,
+// keeping each terminator, so each line can be its own chunk.
+func splitLines(transcript string) []string {
+	return strings.SplitAfter(strings.TrimSuffix(transcript, "\n"), "\n")
+}
+
 // replay plays a transcript through the in-memory transport inside a
-// synctest bubble, so every timestamp is an exact virtual time.
+// synctest bubble, so every timestamp is an exact virtual time. A .ndjson
+// transcript (ollama's native API) is served as application/x-ndjson, one
+// line per chunk; a .sse one as text/event-stream, one event per chunk.
 func replay(t *testing.T, backend string, transcript []byte, meta transcriptMeta) Result {
+	return replayFramed(t, backend, transcript, meta, false)
+}
+
+func replayFramed(t *testing.T, backend string, transcript []byte, meta transcriptMeta, ndjson bool) Result {
 	t.Helper()
 	b, err := NewBackend(backend)
 	if err != nil {
@@ -118,12 +131,18 @@ func replay(t *testing.T, backend string, transcript []byte, meta transcriptMeta
 	}
 	stream := meta.Stream == nil || *meta.Stream
 	script := llmtest.Script{Status: meta.Status}
+	if ndjson && meta.ContentType == "" {
+		meta.ContentType = "application/x-ndjson"
+	}
 	if meta.ContentType != "" {
 		script.Header = http.Header{"Content-Type": {meta.ContentType}}
 	}
-	if !stream || meta.Status != 0 {
+	switch {
+	case !stream || meta.Status != 0:
 		script.Chunks = []llmtest.Chunk{{Delay: goldenFirst, Data: string(transcript)}}
-	} else {
+	case ndjson:
+		script.Chunks = llmtest.SSE(goldenFirst, goldenGap, splitLines(string(transcript))...)
+	default:
 		script.Chunks = llmtest.SSE(goldenFirst, goldenGap, llmtest.SplitEvents(string(transcript))...)
 	}
 	var res Result
@@ -143,24 +162,26 @@ func replay(t *testing.T, backend string, transcript []byte, meta transcriptMeta
 
 func TestGoldenTranscripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/*/*.sse")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts: %v", err)
+	ndjsonFiles, err2 := filepath.Glob("testdata/*/*.ndjson")
+	if err != nil || err2 != nil || len(files) == 0 || len(ndjsonFiles) == 0 {
+		t.Fatalf("no transcripts: %v %v", err, err2)
 	}
-	for _, f := range files {
+	for _, f := range append(files, ndjsonFiles...) {
 		backend := filepath.Base(filepath.Dir(f))
-		name := strings.TrimSuffix(filepath.Base(f), ".sse")
+		ext := filepath.Ext(f)
+		name := strings.TrimSuffix(filepath.Base(f), ext)
 		t.Run(backend+"/"+name, func(t *testing.T) {
 			transcript, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var meta transcriptMeta
-			if b, err := os.ReadFile(strings.TrimSuffix(f, ".sse") + ".meta.json"); err == nil {
+			if b, err := os.ReadFile(strings.TrimSuffix(f, ext) + ".meta.json"); err == nil {
 				if err := json.Unmarshal(b, &meta); err != nil {
 					t.Fatal(err)
 				}
 			}
-			r := replay(t, backend, transcript, meta)
+			r := replayFramed(t, backend, transcript, meta, ext == ".ndjson")
 			switch r.OutputTokensSource {
 			case TokenSourceUsage, TokenSourceMetaInfo, TokenSourceProtocol:
 				// Where the server states the output count, the per-event
@@ -170,7 +191,7 @@ func TestGoldenTranscripts(t *testing.T) {
 				}
 			}
 			got := toGolden(r)
-			goldenPath := strings.TrimSuffix(f, ".sse") + ".golden.json"
+			goldenPath := strings.TrimSuffix(f, ext) + ".golden.json"
 			if *updateGolden {
 				b, _ := json.MarshalIndent(got, "", "  ")
 				if err := os.WriteFile(goldenPath, append(b, '\n'), 0o644); err != nil {

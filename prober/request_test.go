@@ -57,6 +57,12 @@ func TestRequestBodies(t *testing.T) {
 		{"trt", "trt", compat, prompt},
 		{"trt_no_ignore_eos", "trt", RequestOptions{BaseURL: base.BaseURL, Stream: true}, prompt},
 		{"truss", "truss", compat, prompt},
+		{"ollama", "ollama", RequestOptions{BaseURL: "http://127.0.0.1:11434", Model: "qwen3:0.6b", Stream: true, IgnoreEOS: true, TopP: ptr(0.9)}, prompt},
+		{"ollama_chat_multi_turn_images", "ollama-chat", RequestOptions{BaseURL: "http://127.0.0.1:11434", Model: "qwen3:0.6b", Stream: true},
+			datasets.Prompt{OutputLen: 32, Images: img[:1], Messages: []datasets.Message{
+				{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"},
+				{Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "And this image?"}}}},
+		{"ollama_chat_no_stream", "ollama-chat", RequestOptions{BaseURL: "http://127.0.0.1:11434", Model: "qwen3:0.6b"}, prompt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := NewBackend(tc.backend)
@@ -133,6 +139,7 @@ func TestBackendRegistry(t *testing.T) {
 		"sglang": 30000, "sglang-native": 30000, "sglang-oai": 30000, "sglang-oai-chat": 30000,
 		"vllm": 8000, "vllm-chat": 30000, "lmdeploy": 23333, "lmdeploy-chat": 30000,
 		"trt": 8000, "truss": 8080, "openai": 8000, "openai-chat": 8000,
+		"ollama": 11434, "ollama-chat": 11434,
 	}
 	if diff := cmp.Diff(slices.Sorted(func(yield func(string) bool) {
 		for k := range want {

@@ -46,7 +46,7 @@ type TokenSource string
 
 // Token sources, best first.
 const (
-	TokenSourceUsage     TokenSource = "usage"     // the server's OpenAI usage block
+	TokenSourceUsage     TokenSource = "usage"     // the server's OpenAI usage block (ollama: eval_count)
 	TokenSourceMetaInfo  TokenSource = "meta_info" // sglang's meta_info counts
 	TokenSourceTokenizer TokenSource = "tokenizer" // our tokenizer on the text
 	TokenSourceDataset   TokenSource = "dataset"   // the dataset row's prompt length
@@ -142,9 +142,12 @@ type Result struct {
 	FinishReason  string `json:"finish_reason,omitzero"`
 	// SpecAcceptLength is sglang's meta_info.spec_accept_length, 0 if absent.
 	SpecAcceptLength float64 `json:"spec_accept_length,omitzero"`
-	HTTPStatus       int     `json:"http_status,omitzero"`
-	Outcome          Outcome `json:"outcome"`
-	Err              string  `json:"error,omitzero"` // human-readable; never a label
+	// Server holds the durations and counts the server stated for the
+	// request (ollama's final object), zero where it states none.
+	Server     ServerTimings `json:"server_timings,omitzero"`
+	HTTPStatus int           `json:"http_status,omitzero"`
+	Outcome    Outcome       `json:"outcome"`
+	Err        string        `json:"error,omitzero"` // human-readable; never a label
 
 	// KeepAlives counts SSE comment lines; BytesRead the body bytes.
 	KeepAlives int   `json:"keep_alives,omitzero"`

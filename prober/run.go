@@ -284,6 +284,9 @@ func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error 
 			if d.SpecAcceptLength > 0 {
 				res.SpecAcceptLength = d.SpecAcceptLength
 			}
+			if d.Server.Stated() {
+				res.Server = d.Server
+			}
 
 			// New text, appended to the pooled buffer: no allocation per event.
 			newText := 0

@@ -12,6 +12,8 @@ type gen struct {
 	model        string
 	created      int64 // Unix seconds at arrival
 	arrived      time.Time
+	admitted     time.Time // given a running slot
+	first        time.Time // the first token is due
 	promptTokens int
 	n            int  // tokens to produce
 	eos          bool // ends by EOS rather than by length

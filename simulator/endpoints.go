@@ -16,7 +16,7 @@ func (s *Server) writeError(w http.ResponseWriter, ep Endpoint, rec *record, e *
 	switch ep {
 	case EndpointGenerate:
 		body, _ = json.Marshal(map[string]any{"error": map[string]string{"message": e.message}})
-	case EndpointTRT:
+	case EndpointTRT, EndpointOllama, EndpointOllamaChat:
 		body, _ = json.Marshal(map[string]string{"error": e.message})
 	default:
 		type info struct {

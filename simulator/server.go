@@ -72,6 +72,8 @@ func New(cfg Config, logger log.Logger) (*Server, error) {
 		}
 		return s.parseCompletions(b)
 	}))
+	m.HandleFunc("POST /api/generate", s.generation(EndpointOllama, func(b []byte, _ *http.Request) (genRequest, *apiError) { return s.parseOllama(b, false) }))
+	m.HandleFunc("POST /api/chat", s.generation(EndpointOllamaChat, func(b []byte, _ *http.Request) (genRequest, *apiError) { return s.parseOllama(b, true) }))
 	m.HandleFunc("GET /v1/models", s.models)
 	m.HandleFunc("POST /tokenize", s.tokenize)
 	m.HandleFunc("POST /detokenize", s.detokenize)
@@ -254,7 +256,7 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 	}
 
 	n, eos := s.cfg.outputLen(rng, req.maxTokens, req.minTokens, req.ignoreEOS)
-	g := &gen{id: id, model: req.model, created: arrived.Unix(), arrived: arrived, promptTokens: req.promptTokens, n: n, eos: eos, rng: rng}
+	g := &gen{id: id, model: req.model, created: arrived.Unix(), arrived: arrived, admitted: admitted, promptTokens: req.promptTokens, n: n, eos: eos, rng: rng}
 	var em emitter
 	switch ep {
 	case EndpointGenerate:
@@ -265,6 +267,8 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 		em = newChatEmitter(g)
 	case EndpointTRT:
 		em = newTRTEmitter(g.model)
+	case EndpointOllama, EndpointOllamaChat:
+		em = newOllamaEmitter(g, ep == EndpointOllamaChat)
 	}
 
 	var tm *time.Timer
@@ -291,6 +295,7 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 		}
 	}
 	first := admitted.Add(s.cfg.ttft(rng, req.promptTokens))
+	g.first = first
 	if !sleepUntil(first) {
 		return "client_gone"
 	}
@@ -346,7 +351,8 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, sw *streamWr
 				if final {
 					break // nothing left to abort
 				}
-				if _, ok := em.(*trtEmitter); ok {
+				switch em.(type) {
+				case *trtEmitter, *ollamaEmitter: // no abort finish reason: an error line
 					if em.errorEvent(sw) != nil || sw.flush() != nil {
 						return "client_gone"
 					}
@@ -468,8 +474,11 @@ func reset(w http.ResponseWriter) {
 }
 
 func streamContentType(ep Endpoint) string {
-	if ep == EndpointTRT {
+	switch ep {
+	case EndpointTRT:
 		return "text/event-stream"
+	case EndpointOllama, EndpointOllamaChat:
+		return "application/x-ndjson"
 	}
 	// Starlette appends the charset to text/ media types.
 	return "text/event-stream; charset=utf-8"

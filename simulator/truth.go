@@ -17,6 +17,8 @@ const (
 	EndpointChat        Endpoint = "openai-chat"
 	EndpointTRT         Endpoint = "trt-generate"
 	EndpointTruss       Endpoint = "truss-predict"
+	EndpointOllama      Endpoint = "ollama-generate"
+	EndpointOllamaChat  Endpoint = "ollama-chat"
 )
 
 // ChunkKind says what an event written to a stream carried.

@@ -274,6 +274,18 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 	row("Tokens in", "%d (%s)", sm.InputTokens, orNone(string(sm.InputTokensSource)))
 	row("Tokens out", "%d (%s), requested %d", sm.OutputTokens, orNone(string(sm.OutputTokensSource)), r.RequestedOutputTokens)
 	row("Finish reason", "%s", orNone(r.FinishReason))
+	if st := r.Server; st.Stated() {
+		// The server's own account (ollama's final object), beside ours:
+		// its prompt eval is the prefill part of our TTFT, its per-token
+		// eval the decode part of our TPOT.
+		perTok := "–"
+		if d := st.PerOutputToken(); d >= 0 {
+			perTok = probeMS(d) + "/token"
+		}
+		row("Server timings", "load %s, prompt eval %s (%d tokens), eval %s (%d tokens, %s), total %s",
+			probeMS(st.LoadDuration), probeMS(st.PromptEvalDuration), st.PromptEvalCount,
+			probeMS(st.EvalDuration), st.EvalCount, perTok, probeMS(st.TotalDuration))
+	}
 	conn := "new connection"
 	if r.Trace.ConnReused {
 		conn = "reused connection"

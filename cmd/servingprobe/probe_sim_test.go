@@ -60,6 +60,17 @@ func TestProbeEverySimulatedBackend(t *testing.T) {
 			if len(r.Events) == 0 {
 				t.Error("no output events recorded")
 			}
+			// ollama states its own counts and timings; they agree with
+			// ours (the prompt eval is the simulator's 5 ms TTFT).
+			if backend == "ollama" || backend == "ollama-chat" {
+				st := r.Server
+				if st.EvalCount != r.OutputTokens || st.PromptEvalCount != r.InputTokens || st.PromptEvalDuration < 5*time.Millisecond ||
+					st.TotalDuration < st.PromptEvalDuration+st.EvalDuration || r.OutputTokensSource != prober.TokenSourceUsage {
+					t.Errorf("server timings %+v, output %d (%s), input %d", st, r.OutputTokens, r.OutputTokensSource, r.InputTokens)
+				}
+			} else if r.Server.Stated() {
+				t.Errorf("%s states server timings %+v", backend, r.Server)
+			}
 		})
 	}
 }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/servingprobe/servingprobe/simulator"
+)
+
+// serveTranscript answers every request with a recorded ollama stream
+// (written from ollama's own source, in prober/testdata), one line per
+// write and flush, 5 ms apart, as ollama's streamResponse writes them.
+func serveTranscript(t *testing.T, path string) *httptest.Server {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			time.Sleep(5 * time.Millisecond)
+			_, _ = w.Write(append(sc.Bytes(), '\n'))
+			_ = http.NewResponseController(w).Flush()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestProbeOllamaRecorded: `probe --backend ollama-chat` (and ollama) over
+// real HTTP against recorded streams: the outcome, the server's token
+// counts and its timings beside ours.
+func TestProbeOllamaRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		backend, file string
+		code          int
+		want          []string
+	}{
+		{"ollama-chat", "success", 0, []string{`Outcome\s+success \(HTTP 200\)`, `Tokens out\s+4 \(usage\), requested 4`, `Tokens in\s+13 \(usage\)`,
+			`Finish reason\s+length`, `Server timings\s+load 11.87 ms, prompt eval 82.11 ms \(13 tokens\), eval 40.40 ms \(4 tokens, 10.10 ms/token\), total 135.90 ms`}},
+		{"ollama-chat", "error_in_stream", 1, []string{`Outcome\s+server_error \(HTTP 200\)`, `an error was encountered while running the model`}},
+		{"ollama-chat", "stop_early", 0, []string{`Outcome\s+success`, `Tokens out\s+3 \(usage\), requested 4`, `Finish reason\s+stop`}},
+		{"ollama", "success", 0, []string{`Outcome\s+success`, `Tokens out\s+4 \(usage\)`, `Tokens in\s+7 \(usage\)`, `eval 40.40 ms \(4 tokens`}},
+	} {
+		t.Run(tc.backend+"/"+tc.file, func(t *testing.T) {
+			srv := serveTranscript(t, filepath.Join("..", "..", "prober", "testdata", tc.backend, tc.file+".ndjson"))
+			code, stdout, stderr := runCLI(t, "probe", "--url", srv.URL, "--backend", tc.backend, "--model", "m", "--max-tokens", "4")
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !regexp.MustCompile(w).MatchString(stdout) {
+					t.Errorf("output lacks %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestServeOllamaModules: daemon modules on both ollama backends probe the
+// simulator's ollama API and count successes with the server's counts.
+func TestServeOllamaModules(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 5*time.Millisecond, time.Millisecond
+	simURL := startSimulator(t, cfg)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config.yml")
+	var targets strings.Builder
+	for _, b := range []string{"ollama", "ollama-chat"} {
+		fmt.Fprintf(&targets, "  - name: sim-%s\n    url: %s\n    backend: %s\n    model: %s\n    modules: [short]\n    interval: 1s\n", b, simURL, b, cfg.Model)
+	}
+	if err := os.WriteFile(conf, []byte("targets:\n"+targets.String()+`modules:
+  short:
+    dataset: fixed
+    prompt: Tell me about the tide.
+    output_len: 8
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	startServe(t, "serve", "--config.file="+conf, "--web.listen-address="+addr)
+	c := client{t: t, base: "http://" + addr}
+	for _, b := range []string{"ollama", "ollama-chat"} {
+		// The series exist from the start at 0: wait for a success.
+		success := regexp.MustCompile(fmt.Sprintf(`servingprobe_requests_total\{mode="probe",model="%s",module="short",outcome="success",target="sim-%s"\} [1-9]`, regexp.QuoteMeta(cfg.Model), b))
+		tokens := regexp.MustCompile(fmt.Sprintf(`servingprobe_generation_tokens_total\{mode="probe",model="%s",module="short",target="sim-%s"\} (\d+)`, regexp.QuoteMeta(cfg.Model), b))
+		deadline := time.Now().Add(20 * time.Second)
+		var body string
+		for {
+			_, body = c.do("GET", "/metrics")
+			if success.MatchString(body) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("sim-%s: no successful probe after 20 s:\n%s", b, body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		// The server's count of output tokens: 8 a probe.
+		m := tokens.FindStringSubmatch(body)
+		var n int
+		if m != nil {
+			fmt.Sscan(m[1], &n)
+		}
+		if n == 0 || n%8 != 0 {
+			t.Errorf("sim-%s: %d generation tokens, want a positive multiple of the 8 each probe asks for", b, n)
+		}
+	}
+}
