@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -282,6 +283,9 @@ func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) 
 	if len(prompts) == 0 {
 		return nil, errors.New("the dataset produced no prompt")
 	}
+	if err := checkConversations(s, prompts); err != nil {
+		return nil, err
+	}
 	picker, err := datasets.NewLoRAPicker(s.LoRANames, s.LoRADistribution, s.LoRAZipfAlpha)
 	if err != nil {
 		return nil, err
@@ -441,7 +445,10 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		}
 	}
 	params := s.Params()
-	params.Planned = len(p.Prompts)
+	params.Planned = 0
+	for _, q := range p.Prompts {
+		params.Planned += q.Rounds()
+	}
 	counter := prober.TokenizerCounter{Tokenizer: p.Tok}
 	params.CountTokens = func(text string) int {
 		n, err := counter.Count(text)
@@ -459,8 +466,8 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		Do:             do,
 		Progress:       env.Progress,
 		DiscardResults: true,
-		OnResult: func(i int, r prober.Result) {
-			acc.Add(i, r, p.Prompts[i])
+		OnResult: func(i int, prompt datasets.Prompt, r prober.Result) {
+			acc.Add(i, r, prompt)
 			if env.Observer != nil {
 				env.Observer.Observe(r)
 			}
@@ -517,4 +524,30 @@ func summarize(acc *bench.Accumulator, out *Output) error {
 	}
 	out.Summary = sum
 	return nil
+}
+
+// checkConversations refuses a dataset of conversations on a backend that
+// cannot carry a chat history: sending only the first turn would measure
+// another workload than the one asked for.
+func checkConversations(s Spec, prompts []datasets.Prompt) error {
+	i := slices.IndexFunc(prompts, func(p datasets.Prompt) bool { return p.MultiTurn })
+	if i < 0 {
+		return nil
+	}
+	info, err := prober.LookupBackend(s.Backend)
+	if err != nil || info.Chat {
+		return err
+	}
+	var chat []string
+	for _, name := range prober.BackendNames() {
+		if b, _ := prober.LookupBackend(name); b.Chat {
+			chat = append(chat, name)
+		}
+	}
+	what := fmt.Sprintf("prompt %d has %d user turns", i, prompts[i].Rounds())
+	if s.Dataset == "generated-shared-prefix" {
+		what = fmt.Sprintf("--gsp-num-turns %d", prompts[i].Rounds())
+	}
+	return fmt.Errorf("--dataset-name %s: %s, a multi-turn conversation replayed one request per turn with the real replies, which only a chat backend can carry; --backend %s sends one prompt (use %s)",
+		s.Dataset, what, s.Backend, strings.Join(chat, ", "))
 }

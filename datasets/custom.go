@@ -173,6 +173,9 @@ func parseCustomRow(opts Options, tok Tokenizer, line []byte) (p Prompt, keep bo
 		if p.PromptLen, p.Text, err = countMessages(opts, tok, p.Messages); err != nil {
 			return p, false, err
 		}
+		if err := markConversation(opts, tok, &p); err != nil {
+			return p, false, err
+		}
 		if tools, ok := p.ExtraBody["tools"]; ok {
 			// Tools count toward the input, as sglang estimates them.
 			b, _ := json.Marshal(tools)
@@ -304,4 +307,34 @@ func countMessages(opts Options, tok Tokenizer, msgs []Message) (int, string, er
 		return 0, "", fmt.Errorf("encode: %w", err)
 	}
 	return len(ids), s, nil
+}
+
+// markConversation makes a messages row with several user turns a
+// conversation, replayed one round per user turn (Prompt.Round), and
+// counts each round's new input.
+func markConversation(opts Options, tok Tokenizer, p *Prompt) error {
+	var users []int
+	for i, m := range p.Messages {
+		if m.Role == "user" {
+			users = append(users, i)
+		}
+	}
+	if len(users) < 2 {
+		return nil
+	}
+	p.MultiTurn = true
+	p.TurnLens = make([]int, len(users))
+	n, _, err := countMessages(opts, tok, p.Messages[:users[0]+1])
+	if err != nil {
+		return err
+	}
+	p.TurnLens[0] = n
+	for k, i := range users[1:] {
+		ids, err := tok.Encode(p.Messages[i].Content, false)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		p.TurnLens[k+1] = len(ids)
+	}
+	return nil
 }

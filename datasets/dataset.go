@@ -27,6 +27,65 @@ type Prompt struct {
 	LoRA       string
 	ExtraBody  map[string]any
 	RoutingKey string
+
+	// MultiTurn marks a conversation: each user message of Messages is a
+	// round, sent as its own request once the previous round's reply is
+	// in, with the real replies as the assistant turns (see Round).
+	// TurnLens holds each round's new input tokens: the first user turn
+	// with what precedes it, then each later user turn.
+	MultiTurn bool
+	TurnLens  []int
+}
+
+// Rounds is how many requests the prompt makes: its user turns for a
+// conversation, else one.
+func (p Prompt) Rounds() int {
+	if !p.MultiTurn {
+		return 1
+	}
+	n := 0
+	for _, m := range p.Messages {
+		if m.Role == "user" {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// Round returns the request of round k (0-based) of a conversation, given
+// the replies the server generated in rounds 0..k-1 and their total
+// token count: the messages up to the k-th user turn, each earlier user
+// turn followed by its real reply (assistant turns the dataset recorded
+// are replaced, since the server did not say them). Its PromptLen is the
+// dataset's turns so far plus those replies (the chat template's own
+// tokens are not counted; the server's count is the one reported).
+func (p Prompt) Round(k int, replies []string, replyTokens int) Prompt {
+	q := p
+	q.MultiTurn, q.TurnLens = false, nil
+	q.Messages = make([]Message, 0, 2*k+2)
+	u := 0
+	for _, m := range p.Messages {
+		if m.Role == "assistant" {
+			continue
+		}
+		if m.Role == "user" {
+			if u > k {
+				break
+			}
+			if u > 0 {
+				q.Messages = append(q.Messages, Message{Role: "assistant", Content: replies[u-1]})
+			}
+			q.Text = m.Content
+			u++
+		}
+		q.Messages = append(q.Messages, m)
+	}
+	q.PromptLen = replyTokens
+	for _, n := range p.TurnLens[:min(k+1, len(p.TurnLens))] {
+		q.PromptLen += n
+	}
+	q.TextPromptLen = q.PromptLen - q.VisionPromptLen
+	return q
 }
 
 // Dataset produces prompts. Generate is deterministic for a given r.

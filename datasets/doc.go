@@ -26,7 +26,9 @@
 //     returns fewer than n prompts when the file runs out, as sglang does.
 //   - generated-shared-prefix: G·P rows; n is ignored, as in sglang.
 //     Multi-turn rows carry their user turns in Prompt.Messages (Text is the
-//     first turn); a multi-turn runner interleaves the real replies.
+//     first turn) and are marked MultiTurn: the bench runner sends one
+//     request per user turn, each with the real replies so far as the
+//     assistant turns (Prompt.Round), on chat backends only.
 //     GSPRoutingKeyPrefix replaces sglang's run id so output stays
 //     deterministic. The sglang on-disk pickle cache is not reproduced.
 //   - image: synthetic random or white images, JPEG (quality 85) or PNG

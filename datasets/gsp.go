@@ -141,6 +141,16 @@ func (d *gspDataset) Generate(_ int, r *rand.Rand) ([]Prompt, error) {
 			p.PromptLen = len(ids)
 		}
 		p.TextPromptLen = p.PromptLen
+		if T > 1 {
+			// A conversation: the runner sends turn t once turn t-1's
+			// reply is in, with that reply in the history.
+			p.MultiTurn = true
+			p.TurnLens = make([]int, T)
+			p.TurnLens[0] = p.PromptLen
+			for t := 1; t < T; t++ {
+				p.TurnLens[t] = qLens[slot*T+t]
+			}
+		}
 		if o.GSPSendRoutingKey {
 			p.RoutingKey = prefix + "_" + strconv.Itoa(g)
 		}

@@ -154,6 +154,9 @@ type BackendInfo struct {
 	// SGLang marks backends whose name contains "sglang", which bench_serving
 	// treats specially (server_info, cache flush).
 	SGLang bool
+	// Chat marks backends that send a chat history (messages), so that
+	// they can replay multi-turn conversations.
+	Chat bool
 
 	newBackend func() Backend
 }
@@ -188,16 +191,16 @@ var backends = map[string]BackendInfo{
 	"vllm":            {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000, newBackend: newCompletions},
 	"lmdeploy":        {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 23333, newBackend: newCompletions},
 	"openai":          {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000, newBackend: newCompletions},
-	"sglang-oai-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, DefaultPort: 30000, SGLang: true, newBackend: newChat},
-	"vllm-chat":       {Protocol: ProtocolOpenAIChat, Path: pathChat, DefaultPort: 30000, newBackend: newChat},
-	"lmdeploy-chat":   {Protocol: ProtocolOpenAIChat, Path: pathChat, DefaultPort: 30000, newBackend: newChat},
-	"openai-chat":     {Protocol: ProtocolOpenAIChat, Path: pathChat, DefaultPort: 8000, newBackend: newChat},
+	"sglang-oai-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, SGLang: true, newBackend: newChat},
+	"vllm-chat":       {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, newBackend: newChat},
+	"lmdeploy-chat":   {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, newBackend: newChat},
+	"openai-chat":     {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 8000, newBackend: newChat},
 	"trt":             {Protocol: ProtocolTRT, Path: pathTRT, DefaultPort: 8000, NoAuth: true, ModelRequired: true, newBackend: newTRT},
 	"truss":           {Protocol: ProtocolTruss, Path: pathTruss, DefaultPort: 8080, ModelRequired: true, newBackend: newTruss},
 	// Not bench_serving's: ollama's native API (its OpenAI routes work with
 	// openai and openai-chat). 11434 is ollama's port.
 	"ollama":      {Protocol: ProtocolOllama, Path: pathOllamaGenerate, DefaultPort: 11434, newBackend: newOllama},
-	"ollama-chat": {Protocol: ProtocolOllama, Path: pathOllamaChat, DefaultPort: 11434, newBackend: newOllamaChat},
+	"ollama-chat": {Protocol: ProtocolOllama, Path: pathOllamaChat, Chat: true, DefaultPort: 11434, newBackend: newOllamaChat},
 }
 
 // LookupBackend returns the BackendInfo for a --backend name.

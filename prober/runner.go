@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,12 @@ type RequestFunc func(ctx context.Context, p datasets.Prompt, scheduled time.Tim
 type BenchmarkConfig struct {
 	// Pacer schedules the measured requests; nil sends them all at once.
 	Pacer Pacer
-	// Prompts are sent in order, one request each.
+	// Prompts are sent in order, one request each, except conversations
+	// (Prompt.MultiTurn): the pacer schedules a conversation's first
+	// round, and each later round is sent as soon as the previous reply is
+	// in, carrying it (Prompt.Round), on the same concurrency slot. A
+	// round that fails ends its conversation: the later rounds are not
+	// sent.
 	Prompts []datasets.Prompt
 	// MaxConcurrency caps requests in flight; 0 means no cap. Arrivals are
 	// still scheduled on time and wait for a slot in arrival order, as
@@ -41,9 +47,12 @@ type BenchmarkConfig struct {
 	MaxDuration time.Duration
 	// Do sends one request.
 	Do RequestFunc
-	// OnResult, if set, is called with each finished measured request and
-	// its index in dispatch order. Calls are serialised, in completion order.
-	OnResult func(i int, r Result)
+	// OnResult, if set, is called with each finished measured request, its
+	// index and the prompt it sent (a conversation's round). Indices count
+	// requests: prompt i's rounds take Rounds() consecutive indices from
+	// the sum of the earlier prompts' rounds. Calls are serialised, in
+	// completion order.
+	OnResult func(i int, p datasets.Prompt, r Result)
 	// DiscardResults drops results after OnResult, so that memory grows with
 	// the concurrency rather than the length of the run.
 	DiscardResults bool
@@ -54,8 +63,8 @@ type BenchmarkConfig struct {
 
 // BenchmarkRun is what Benchmark returns.
 type BenchmarkRun struct {
-	// Results of the measured requests in dispatch order: Results[i] was
-	// built from Prompts[i]. Nil with DiscardResults.
+	// Results of the measured requests in index order (see OnResult),
+	// those never sent left out. Nil with DiscardResults.
 	Results []Result
 	// Warmup results, in completion order.
 	Warmup []Result
@@ -65,9 +74,10 @@ type BenchmarkRun struct {
 	// server_info call it adds for sglang backends.
 	Start    time.Time
 	Duration time.Duration
-	// Dispatched counts measured requests handed to Do; the prompts after
-	// them were never sent (the run was stopped or hit MaxDuration).
-	Dispatched int
+	// Planned counts the requests the prompts make (their rounds);
+	// Dispatched those handed to Do. The rest were never sent: the run was
+	// stopped or hit MaxDuration, or a conversation's round failed.
+	Planned, Dispatched int
 	// HitMaxDuration says the run was stopped by MaxDuration. Duration is
 	// then the cap: the requests still in flight were canceled, not
 	// completed, so the measured window ends there.
@@ -102,6 +112,9 @@ func (p *Progress) Snapshot() ProgressSnapshot {
 // WarmupPrompts returns n copies of the warmup request bench_serving sends:
 // the first dataset row with its output length capped at 32 tokens.
 func WarmupPrompts(first datasets.Prompt, n int) []datasets.Prompt {
+	if first.MultiTurn {
+		first = first.Round(0, nil, 0)
+	}
 	first.OutputLen = min(first.OutputLen, 32)
 	out := make([]datasets.Prompt, n)
 	for i := range out {
@@ -134,14 +147,20 @@ func Benchmark(ctx context.Context, cfg BenchmarkConfig) (BenchmarkRun, error) {
 	if prog == nil {
 		prog = new(Progress)
 	}
-	prog.total.Store(int64(len(cfg.Prompts)))
+	// offsets[i] is the index of prompt i's first request.
+	offsets := make([]int, len(cfg.Prompts)+1)
+	for i, p := range cfg.Prompts {
+		offsets[i+1] = offsets[i] + p.Rounds()
+	}
+	planned := offsets[len(cfg.Prompts)]
+	prog.total.Store(int64(planned))
 
 	var slots chan struct{}
 	if cfg.MaxConcurrency > 0 {
 		slots = make(chan struct{}, cfg.MaxConcurrency)
 	}
 
-	var run BenchmarkRun
+	run := BenchmarkRun{Planned: planned}
 	if len(cfg.Warmup) > 0 {
 		w, err := warmup(ctx, cfg, slots)
 		run.Warmup = w
@@ -166,20 +185,23 @@ func Benchmark(ctx context.Context, cfg BenchmarkConfig) (BenchmarkRun, error) {
 	}
 
 	if !cfg.DiscardResults {
-		run.Results = make([]Result, len(cfg.Prompts))
+		run.Results = make([]Result, planned)
 	}
-	var wg sync.WaitGroup
+	var (
+		wg         sync.WaitGroup
+		dispatched atomic.Int64 // rounds after the first are sent by the workers
+	)
 	// A channel rather than a sync.Mutex serialises OnResult: waiting on it
 	// is durably blocking, so callers can test with testing/synctest.
 	turn := make(chan struct{}, 1)
-	finish := func(i int, r Result) {
+	finish := func(i int, p datasets.Prompt, r Result) {
 		prog.done.Add(1)
 		if r.Outcome != OutcomeSuccess {
 			prog.failed.Add(1)
 		}
 		if cfg.OnResult != nil {
 			turn <- struct{}{}
-			cfg.OnResult(i, r)
+			cfg.OnResult(i, p, r)
 			<-turn
 		}
 		if run.Results != nil {
@@ -213,27 +235,44 @@ func Benchmark(ctx context.Context, cfg BenchmarkConfig) (BenchmarkRun, error) {
 		} else if runCtx.Err() != nil {
 			break
 		}
-		run.Dispatched++
+		dispatched.Add(1)
 		prog.dispatched.Add(1)
 		wg.Go(func() {
-			r := cfg.Do(runCtx, p, scheduled)
-			if r.Scheduled.IsZero() {
-				r.Scheduled = scheduled
+			if !p.MultiTurn {
+				r := cfg.Do(runCtx, p, scheduled)
+				if r.Scheduled.IsZero() {
+					r.Scheduled = scheduled
+				}
+				if slots != nil {
+					<-slots
+				}
+				finish(offsets[i], p, r)
+				return
 			}
 			if slots != nil {
-				<-slots
+				defer func() { <-slots }()
 			}
-			finish(i, r)
+			converse(runCtx, cfg.Do, p, scheduled, func(k int, q datasets.Prompt, r Result) bool {
+				finish(offsets[i]+k, q, r)
+				if k+1 < p.Rounds() && r.Outcome == OutcomeSuccess && runCtx.Err() == nil {
+					dispatched.Add(1)
+					prog.dispatched.Add(1)
+					return true
+				}
+				return false
+			})
 		})
 	}
 	wg.Wait()
+	run.Dispatched = int(dispatched.Load())
 	run.Duration = time.Since(run.Start)
 	if errors.Is(context.Cause(runCtx), errMaxDuration) {
 		run.HitMaxDuration = true
 		run.Duration = min(run.Duration, cfg.MaxDuration)
 	}
 	if run.Results != nil {
-		run.Results = run.Results[:run.Dispatched]
+		// Every request sent has an outcome; the rest were never sent.
+		run.Results = slices.DeleteFunc(run.Results, func(r Result) bool { return r.Outcome == "" })
 	}
 	if err := context.Cause(runCtx); err != nil && !errors.Is(err, errMaxDuration) {
 		return run, err
@@ -294,5 +333,32 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// converse sends a conversation's rounds in turn, each carrying the real
+// replies before it: the first at its scheduled time, the others as soon
+// as the previous reply is in (their Scheduled is then their Sent: no
+// client queue). done is called with each round's index, prompt and
+// result, and says whether to send the next.
+func converse(ctx context.Context, do RequestFunc, p datasets.Prompt, scheduled time.Time, done func(k int, q datasets.Prompt, r Result) bool) {
+	n := p.Rounds()
+	replies := make([]string, 0, n)
+	replyTokens := 0
+	for k := range n {
+		q := p.Round(k, replies, replyTokens)
+		at := scheduled
+		if k > 0 {
+			at = time.Now()
+		}
+		r := do(ctx, q, at)
+		if r.Scheduled.IsZero() {
+			r.Scheduled = at
+		}
+		if !done(k, q, r) {
+			return
+		}
+		replies = append(replies, r.GeneratedText)
+		replyTokens += r.Samples().OutputTokens
 	}
 }

@@ -262,7 +262,7 @@ func TestBenchmarkStreamingAndProgress(t *testing.T) {
 				DiscardResults: true,
 				Progress:       &prog,
 				Do:             (&fakeServer{}).do,
-				OnResult: func(i int, r Result) {
+				OnResult: func(i int, _ datasets.Prompt, r Result) {
 					if active.Add(1) != 1 {
 						t.Error("OnResult called concurrently")
 					}

@@ -140,6 +140,10 @@ type Config struct {
 	TruthSize int
 	// MaxRequestBytes bounds a request body.
 	MaxRequestBytes int64
+	// CheckHistory remembers every reply generated and refuses (400) a
+	// chat request with an assistant turn that is not one of them: a
+	// multi-turn client must carry the replies it really got.
+	CheckHistory bool
 }
 
 // DefaultConfig returns realistic defaults for a small model on one GPU.

@@ -20,6 +20,7 @@ type gen struct {
 	aborted      bool // the server aborted it (FaultAbortInStream)
 	emitted      int
 	rng          *rand.Rand
+	text         []byte // the text generated so far, kept only to check histories
 }
 
 func (g *gen) finishReason() string {
@@ -85,6 +86,9 @@ func drawTokens(g *gen, k int, b []byte, ids []int) ([]byte, []int) {
 	for range k {
 		t, id := nextToken(g.rng)
 		b = append(b, t...)
+		if g.text != nil {
+			g.text = append(g.text, t...)
+		}
 		if ids != nil {
 			ids = append(ids, id)
 		}

@@ -34,6 +34,7 @@ func AddFlags(cmd *kingpin.CmdClause) *Config {
 	cmd.Flag("sim.fault-stall", "How long stall faults hold before carrying on (0: until the client leaves).").Default(d.FaultStall.String()).DurationVar(&c.FaultStall)
 	cmd.Flag("sim.retry-after", "Retry-After of the 429 fault.").Default(d.RetryAfter.String()).DurationVar(&c.RetryAfter)
 	cmd.Flag("sim.truth-size", "Finished requests whose ground truth is kept (0: record none).").Default(strconv.Itoa(d.TruthSize)).IntVar(&c.TruthSize)
+	cmd.Flag("sim.check-history", "Refuse a chat request whose assistant turns are not replies this server generated.").Default(strconv.FormatBool(d.CheckHistory)).BoolVar(&c.CheckHistory)
 	cmd.Flag("sim.max-request-bytes", "Maximum request body size.").Default(strconv.FormatInt(d.MaxRequestBytes, 10)).Int64Var(&c.MaxRequestBytes)
 	return c
 }

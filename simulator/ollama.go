@@ -51,8 +51,12 @@ func (s *Server) parseOllama(body []byte, chat bool) (genRequest, *apiError) {
 			return genRequest{}, badRequest("messages must not be empty")
 		}
 		contents := make([]string, len(b.Messages))
+		roles := make([]string, len(b.Messages))
 		for i, m := range b.Messages {
-			contents[i] = m.Content
+			contents[i], roles[i] = m.Content, m.Role
+		}
+		if e := s.checkHistory(roles, contents); e != nil {
+			return genRequest{}, e
 		}
 		prompt = estimateChatTokens(contents)
 	} else {

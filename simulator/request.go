@@ -183,12 +183,16 @@ func (s *Server) parseChat(body []byte) (genRequest, *apiError) {
 		return genRequest{}, badRequest("messages must not be empty")
 	}
 	contents := make([]string, len(b.Messages))
+	roles := make([]string, len(b.Messages))
 	for i, m := range b.Messages {
 		t, e := messageText(m.Content)
 		if e != nil {
 			return genRequest{}, e
 		}
-		contents[i] = t
+		contents[i], roles[i] = t, m.Role
+	}
+	if e := s.checkHistory(roles, contents); e != nil {
+		return genRequest{}, e
 	}
 	req := genRequest{
 		model: s.cfg.Model, stream: b.Stream, promptTokens: estimateChatTokens(contents), minTokens: b.MinTokens,

@@ -37,6 +37,7 @@ type Server struct {
 	running atomic.Int64
 	seq     atomic.Uint64
 	truth   *truthStore
+	replies *replies // nil unless Config.CheckHistory
 	mux     *http.ServeMux
 	created int64 // Unix seconds at New, for /v1/models
 }
@@ -50,6 +51,9 @@ func New(cfg Config, logger log.Logger) (*Server, error) {
 		logger = log.NewNopLogger()
 	}
 	s := &Server{cfg: cfg, logger: logger, truth: newTruthStore(cfg.TruthSize), created: time.Now().Unix()}
+	if cfg.CheckHistory {
+		s.replies = newReplies()
+	}
 	if cfg.MaxRunningRequests > 0 {
 		// semaphore.Weighted serves waiters in FIFO order.
 		s.sem = semaphore.NewWeighted(int64(cfg.MaxRunningRequests))
@@ -257,6 +261,9 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 
 	n, eos := s.cfg.outputLen(rng, req.maxTokens, req.minTokens, req.ignoreEOS)
 	g := &gen{id: id, model: req.model, created: arrived.Unix(), arrived: arrived, admitted: admitted, promptTokens: req.promptTokens, n: n, eos: eos, rng: rng}
+	if s.replies != nil {
+		g.text = make([]byte, 0, 8*n)
+	}
 	var em emitter
 	switch ep {
 	case EndpointGenerate:
@@ -381,6 +388,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, sw *streamWr
 			}
 		}
 	}
+	// Remembered before the stream ends: the client may send the next
+	// round the moment it reads the end.
+	s.remember(g)
 	if includeUsage && em.usage(sw, g) != nil {
 		return "client_gone"
 	}
@@ -420,6 +430,7 @@ func (s *Server) unary(w http.ResponseWriter, ep Endpoint, sw *streamWriter, em 
 		s.writeError(w, ep, rec, &apiError{status: http.StatusOK, message: "simulated engine failure"})
 		return "fault"
 	}
+	s.remember(g)
 	body := em.body(g, text, ids)
 	switch fault {
 	case FaultResetMidStream:

@@ -264,7 +264,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	cmd.Flag("gsp-fast-prepare", "generated-shared-prefix: skip prompt statistics.").BoolVar(&f.gspFastPrepare)
 	cmd.Flag("gsp-send-routing-key", "generated-shared-prefix: send X-SMG-Routing-Key.").BoolVar(&f.gspSendRoutingKey)
 	cmd.Flag("gsp-ordered", "generated-shared-prefix: do not shuffle.").BoolVar(&f.gspOrdered)
-	cmd.Flag("gsp-num-turns", "generated-shared-prefix: user turns per prompt.").Default("1").IntVar(&f.gspNumTurns)
+	cmd.Flag("gsp-num-turns", "generated-shared-prefix: user turns per conversation; above 1 each turn is its own request carrying the real replies so far (chat backends only).").Default("1").IntVar(&f.gspNumTurns)
 	cmd.Flag("gsp-group-distribution", "generated-shared-prefix: uniform or zipf.").Default("uniform").EnumVar(&f.gspGroupDistribution, "uniform", "zipf")
 	cmd.Flag("gsp-zipf-alpha", "generated-shared-prefix: zipf alpha (required for zipf).").Float64Var(&f.gspZipfAlpha)
 

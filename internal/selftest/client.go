@@ -332,8 +332,8 @@ func arrival(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	done := 0
 	run, err := prober.Benchmark(ctx, prober.BenchmarkConfig{
 		Pacer: pacer, Prompts: prompts, Do: p.Run, DiscardResults: true,
-		OnResult: func(i int, r prober.Result) {
-			acc.Add(i, r, prompts[i])
+		OnResult: func(i int, prompt datasets.Prompt, r prober.Result) {
+			acc.Add(i, r, prompt)
 			if r.Outcome != prober.OutcomeSuccess {
 				failed++
 			}
