@@ -5,7 +5,9 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -253,6 +255,15 @@ func (s *Summary) Record(o JSONOptions) ([]byte, error) {
 			field{"generated_texts", d.GeneratedTexts},
 			field{"errors", d.Errors},
 		)
+		if !o.StandardOnly {
+			r = append(r,
+				field{"scheduled_times", d.ScheduledTimes},
+				field{"sent_times", d.SentTimes},
+				field{"first_token_times", d.FirstTokenTimes},
+				field{"end_times", d.EndTimes},
+				field{"request_outcomes", d.Outcomes},
+			)
+		}
 	}
 	e := &pyEncoder{strict: o.Strict}
 	if err := e.object(r); err != nil {
@@ -317,6 +328,24 @@ func (s *Summary) appendExtras(r record) record {
 	}
 	if len(s.Goodput) > 0 {
 		sp = append(sp, field{"good_requests", s.GoodRequests})
+		// The SLOs themselves, so that the record can be read back into
+		// the same table (ParseRecord).
+		g := record{}
+		for _, k := range slices.Sorted(maps.Keys(s.Goodput)) {
+			g = append(g, field{k, s.Goodput[k]})
+		}
+		sp = append(sp, field{"goodput", g})
+	}
+	if len(s.Percentiles) > 0 {
+		var metrics []string
+		for _, m := range s.Percentiles {
+			metrics = append(metrics, m.Metric)
+		}
+		var ps []float64
+		for _, p := range s.Percentiles[0].Percentiles {
+			ps = append(ps, p.P)
+		}
+		sp = append(sp, field{"percentile_metrics", metrics}, field{"metric_percentiles", ps})
 	}
 	sp = append(sp,
 		field{"max_itl_ms", s.ITL.Max},

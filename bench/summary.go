@@ -124,6 +124,15 @@ type Details struct {
 	ITLs           [][]float64 `json:"itls"`        // seconds
 	GeneratedTexts []string    `json:"generated_texts"`
 	Errors         []string    `json:"errors"`
+	// servingprobe's: each request's scheduled, sent, first-token and end
+	// times in seconds from the run's start (-1 where it has none: a
+	// failure before its first token), and its outcome, so that a report
+	// can be drawn from the JSONL alone.
+	ScheduledTimes  []float64 `json:"scheduled_times"`
+	SentTimes       []float64 `json:"sent_times"`
+	FirstTokenTimes []float64 `json:"first_token_times"`
+	EndTimes        []float64 `json:"end_times"`
+	Outcomes        []string  `json:"request_outcomes"`
 }
 
 // Summary is a benchmark's result: bench_serving's figures (names follow
@@ -237,6 +246,8 @@ type Accumulator struct {
 	nSched, nSent                        int
 
 	details *Details
+	times   [][4]time.Time // the details' scheduled, sent, first-token and end times
+	start   time.Time      // what the details' times count from
 }
 
 // NewAccumulator returns an empty Accumulator for a run with parameters p.
@@ -253,6 +264,10 @@ func NewAccumulator(p Params) *Accumulator {
 	}
 	return a
 }
+
+// SetStart sets the instant the details' times count from: the start of
+// the measured run. Without it they count from the first request sent.
+func (a *Accumulator) SetStart(t time.Time) { a.start = t }
 
 // Stop records why the run ended before sending every prompt
 // (StoppedMaxDuration, StoppedInterrupted); the summary reports it.
@@ -337,7 +352,14 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 			d.ITLs = append(d.ITLs, nil)
 			d.GeneratedTexts = append(d.GeneratedTexts, "")
 			d.Errors = append(d.Errors, "")
+			d.Outcomes = append(d.Outcomes, "")
 		}
+		for len(a.times) <= i {
+			a.times = append(a.times, [4]time.Time{})
+		}
+		// Made relative in Summary, once the run's start is known.
+		a.times[i] = [4]time.Time{r.Scheduled, r.Sent, r.FirstToken, r.End}
+		d.Outcomes[i] = string(r.Outcome)
 		d.InputLens[i] = in
 		d.OutputLens[i] = outLen
 		d.TTFTs[i] = rec.ttft
@@ -506,6 +528,21 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	}
 	if a.details != nil {
 		d := *a.details
+		start := a.start
+		if start.IsZero() {
+			start = a.minSent // the first request sent, whatever the order of Add
+		}
+		rel := func(t time.Time) float64 {
+			if t.IsZero() || start.IsZero() {
+				return -1
+			}
+			return t.Sub(start).Seconds()
+		}
+		n := len(a.times)
+		d.ScheduledTimes, d.SentTimes, d.FirstTokenTimes, d.EndTimes = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+		for i, ts := range a.times {
+			d.ScheduledTimes[i], d.SentTimes[i], d.FirstTokenTimes[i], d.EndTimes[i] = rel(ts[0]), rel(ts[1]), rel(ts[2]), rel(ts[3])
+		}
 		s.Details = &d
 	}
 	return s, nil

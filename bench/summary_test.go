@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -339,6 +340,31 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			goldenCompare(t, tc.name+".jsonl.golden", line)
+			// The record read back prints the same table (a report drawn
+			// from a JSONL file shows the console's numbers); a standard-only
+			// record has no servingprobe block, so only bench_serving's part
+			// is compared.
+			back, err := ParseRecord(line)
+			if err != nil {
+				t.Fatalf("ParseRecord: %v", err)
+			}
+			var again bytes.Buffer
+			if err := back.WriteTable(&again); err != nil {
+				t.Fatal(err)
+			}
+			want, got := table.String(), again.String()
+			if tc.opts.StandardOnly {
+				// bench_serving prints Max ITL but does not write it.
+				maxITL := regexp.MustCompile(`(?m)^Max ITL \(ms\):.*\n`)
+				cut := func(s string) string {
+					before, _, _ := strings.Cut(s, " servingprobe ")
+					return maxITL.ReplaceAllString(before, "")
+				}
+				want, got = cut(want), cut(got)
+			}
+			if want != got {
+				t.Errorf("table from the parsed record differs:\n%s", cmp.Diff(want, got))
+			}
 			if tc.opts.Strict {
 				var m map[string]any
 				if err := json.Unmarshal(line, &m); err != nil {

@@ -473,6 +473,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 			}
 		},
 	}
+	acc.SetStart(time.Now())
 	if env.OnStart != nil {
 		env.OnStart(s.RequestRate, s.MaxConcurrency)
 	}

@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// ParseRecord reads one JSONL record back into a Summary: the inverse of
+// Record for everything the console table, the report and a comparison
+// show. It reads bench_serving's own records as well as ours (Python's bare
+// Infinity and NaN included); what a record does not hold stays zero.
+func ParseRecord(line []byte) (*Summary, error) {
+	var r struct {
+		Tag                          *string         `json:"tag"`
+		Backend                      string          `json:"backend"`
+		DatasetName                  string          `json:"dataset_name"`
+		RequestRate                  json.RawMessage `json:"request_rate"`
+		MaxConcurrency               *int            `json:"max_concurrency"`
+		SharegptOutputLen            *int            `json:"sharegpt_output_len"`
+		RandomInputLen               int             `json:"random_input_len"`
+		RandomOutputLen              int             `json:"random_output_len"`
+		RandomRangeRatio             float64         `json:"random_range_ratio"`
+		ServerInfo                   json.RawMessage `json:"server_info"`
+		Duration                     float64         `json:"duration"`
+		Completed                    int             `json:"completed"`
+		TotalInputTokens             int             `json:"total_input_tokens"`
+		TotalInputTextTokens         int             `json:"total_input_text_tokens"`
+		TotalInputVisionTokens       int             `json:"total_input_vision_tokens"`
+		TotalOutputTokens            int             `json:"total_output_tokens"`
+		TotalOutputTokensRetokenized int             `json:"total_output_tokens_retokenized"`
+		RequestThroughput            float64         `json:"request_throughput"`
+		InputThroughput              float64         `json:"input_throughput"`
+		OutputThroughput             float64         `json:"output_throughput"`
+		TotalThroughput              float64         `json:"total_throughput"`
+		Concurrency                  float64         `json:"concurrency"`
+		AcceptLength                 *float64        `json:"accept_length"`
+		MaxOutputTokensPerS          float64         `json:"max_output_tokens_per_s"`
+		MaxConcurrentRequests        int             `json:"max_concurrent_requests"`
+		RequestGoodput               *float64        `json:"request_goodput"`
+		Servingprobe                 *struct {
+			Requests                    int                `json:"requests"`
+			NotSent                     int                `json:"not_sent"`
+			Stopped                     string             `json:"stopped"`
+			Failed                      int                `json:"failed"`
+			Outcomes                    map[string]int     `json:"outcomes"`
+			GoodRequests                int                `json:"good_requests"`
+			Goodput                     map[string]float64 `json:"goodput"`
+			PercentileMetrics           []string           `json:"percentile_metrics"`
+			MetricPercentiles           []float64          `json:"metric_percentiles"`
+			MaxITLms                    float64            `json:"max_itl_ms"`
+			OutputThroughputRetokenized float64            `json:"output_throughput_retokenized"`
+			TotalThroughputRetokenized  float64            `json:"total_throughput_retokenized"`
+			Compat                      []string           `json:"compat"`
+		} `json:"servingprobe"`
+		Sweep *struct {
+			SweepInfo
+			Pass *bool `json:"pass"`
+		} `json:"sweep"`
+		Details
+	}
+	clean := pythonToJSON(line)
+	if err := json.Unmarshal(clean, &r); err != nil {
+		return nil, fmt.Errorf("decode record: %w", err)
+	}
+	var flat map[string]json.RawMessage
+	if err := json.Unmarshal(clean, &flat); err != nil {
+		return nil, fmt.Errorf("decode record: %w", err)
+	}
+	s := &Summary{
+		Backend: r.Backend, DatasetName: r.DatasetName, RandomInputLen: r.RandomInputLen, RandomOutputLen: r.RandomOutputLen,
+		RandomRangeRatio: r.RandomRangeRatio, ServerInfo: r.ServerInfo, Duration: r.Duration, Completed: r.Completed,
+		TotalInputTokens: r.TotalInputTokens, TotalInputTextTokens: r.TotalInputTextTokens, TotalInputVisionTokens: r.TotalInputVisionTokens,
+		TotalOutputTokens: r.TotalOutputTokens, TotalOutputTokensRetokenized: r.TotalOutputTokensRetokenized,
+		RequestThroughput: r.RequestThroughput, InputThroughput: r.InputThroughput, OutputThroughput: r.OutputThroughput,
+		TotalThroughput: r.TotalThroughput, Concurrency: r.Concurrency, AcceptLength: r.AcceptLength,
+		MaxOutputTokensPerS: r.MaxOutputTokensPerS, MaxConcurrentRequests: r.MaxConcurrentRequests,
+	}
+	if r.Tag != nil {
+		s.Tag = *r.Tag
+	}
+	if r.MaxConcurrency != nil {
+		s.MaxConcurrency = *r.MaxConcurrency
+	}
+	if r.SharegptOutputLen != nil {
+		s.SharegptOutputLen = *r.SharegptOutputLen
+	}
+	if bytes.Equal(bytes.TrimSpace(r.RequestRate), []byte(`"trace"`)) {
+		s.UseTraceTimestamps = true
+	} else {
+		s.RequestRate = Rate(jsonNumber(r.RequestRate))
+	}
+	stat := func(name string) Stats {
+		get := func(k string) float64 { return jsonNumber(flat[k+"_"+name+"_ms"]) }
+		return Stats{Mean: get("mean"), Median: get("median"), Std: get("std"), P90: get("p90"), P95: get("p95"), P99: get("p99")}
+	}
+	s.E2ELatency, s.TTFT, s.TPOT, s.ITL = stat("e2e_latency"), stat("ttft"), stat("tpot"), stat("itl")
+	if r.RequestGoodput != nil {
+		s.RequestGoodput = *r.RequestGoodput
+	}
+	if sp := r.Servingprobe; sp != nil {
+		s.Requests, s.NotSent, s.Stopped, s.Failed = sp.Requests, sp.NotSent, sp.Stopped, sp.Failed
+		s.GoodRequests, s.ITL.Max = sp.GoodRequests, sp.MaxITLms
+		s.OutputThroughputRetokenized, s.TotalThroughputRetokenized = sp.OutputThroughputRetokenized, sp.TotalThroughputRetokenized
+		var spFlat map[string]json.RawMessage
+		_ = json.Unmarshal(flat["servingprobe"], &spFlat)
+		s.ScheduledRequestRate = Rate(jsonNumber(spFlat["scheduled_request_rate"]))
+		s.ActualRequestRate = Rate(jsonNumber(spFlat["actual_request_rate"]))
+		for _, m := range []struct {
+			name string
+			st   *Stats
+		}{{"client_queue", &s.ClientQueue}, {"e2e_latency_including_client_queue", &s.E2EIncludingQueue}} {
+			m.st.Mean = jsonNumber(spFlat["mean_"+m.name+"_ms"])
+			m.st.Median = jsonNumber(spFlat["median_"+m.name+"_ms"])
+			m.st.P99 = jsonNumber(spFlat["p99_"+m.name+"_ms"])
+		}
+		if len(sp.Goodput) > 0 {
+			s.Goodput = sp.Goodput
+		}
+		for _, m := range sp.PercentileMetrics {
+			ms := MetricStats{Metric: m, Mean: jsonNumber(flat["mean_"+m+"_ms"]), Median: jsonNumber(flat["median_"+m+"_ms"]), Std: jsonNumber(flat["std_"+m+"_ms"])}
+			for _, p := range sp.MetricPercentiles {
+				ms.Percentiles = append(ms.Percentiles, PercentileValue{P: p, Value: jsonNumber(flat["p"+percentileWord(p)+"_"+m+"_ms"])})
+			}
+			s.Percentiles = append(s.Percentiles, ms)
+		}
+		if len(sp.Outcomes) > 0 {
+			s.Outcomes = make(map[prober.Outcome]int, len(sp.Outcomes))
+			for k, v := range sp.Outcomes {
+				s.Outcomes[prober.Outcome(k)] = v
+			}
+		}
+		if c, err := ParseCompat(joinComma(sp.Compat)); err == nil {
+			s.Compat = c
+		}
+	} else {
+		// A bench_serving record: every request it counts completed.
+		s.Requests = s.Completed
+	}
+	if w := r.Sweep; w != nil {
+		info := w.SweepInfo
+		s.Sweep = &info
+	}
+	if r.Details.InputLens != nil || r.Details.TTFTs != nil {
+		d := r.Details
+		s.Details = &d
+	}
+	return s, nil
+}
+
+func joinComma(v []string) string {
+	var b bytes.Buffer
+	for i, s := range v {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// jsonNumber reads a number, or the strings our strict JSON writes for
+// infinities ("inf"); anything else is 0.
+func jsonNumber(raw json.RawMessage) float64 {
+	var f float64
+	if json.Unmarshal(raw, &f) == nil {
+		return f
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "inf", "Infinity":
+			return math.Inf(1)
+		case "-inf", "-Infinity":
+			return math.Inf(-1)
+		}
+	}
+	return 0
+}
+
+// pythonToJSON replaces the bare Infinity, -Infinity and NaN that Python's
+// json.dumps writes (and bench_serving's records hold) by strings, outside
+// string literals, so that encoding/json reads the rest.
+func pythonToJSON(b []byte) []byte {
+	if !bytes.Contains(b, []byte("Infinity")) && !bytes.Contains(b, []byte("NaN")) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			out = append(out, c)
+			switch c {
+			case '\\':
+				if i+1 < len(b) {
+					i++
+					out = append(out, b[i])
+				}
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inString = true
+			out = append(out, c)
+		case bytes.HasPrefix(b[i:], []byte("-Infinity")):
+			out = append(out, `"-inf"`...)
+			i += len("-Infinity") - 1
+		case bytes.HasPrefix(b[i:], []byte("Infinity")):
+			out = append(out, `"inf"`...)
+			i += len("Infinity") - 1
+		case bytes.HasPrefix(b[i:], []byte("NaN")):
+			out = append(out, `null`...)
+			i += len("NaN") - 1
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
