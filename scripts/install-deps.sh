@@ -5,6 +5,7 @@
 #   podman                scripts/check-image.sh builds and inspects the image
 #   npm                   scripts/check-image.sh lints the Dockerfile with dockerfilelint
 #   gcc, libc6-dev        cgo, which -race and the hftokenizers vet need
+#   chromium              the report and landing-page tests render pages headless
 # and the Go modules. Idempotent; safe to run on every test run.
 set -euo pipefail
 
@@ -16,6 +17,7 @@ command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]} from Debian" >&2
   # The tests start their own Prometheus on loopback. Debian's package would

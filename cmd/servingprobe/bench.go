@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -13,6 +15,7 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/report"
 )
 
 // addBenchCommand registers bench, a drop-in for python -m
@@ -75,5 +78,30 @@ func writeBenchOutput(w io.Writer, sum *bench.Summary, f *benchFlags, p bench.Pa
 	if err := sum.AppendJSONL(path, bench.JSONOptions{Strict: f.strictJSON, Details: f.outputDetails}); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
+	if f.plotThroughput {
+		if err := sum.Details.Timeline(100).WritePlot(w); err != nil {
+			return err
+		}
+	}
+	if f.report != "" && sum.Sweep == nil {
+		return writeReport(w, f.report, []report.Run{{Name: filepath.Base(path), Summary: sum}})
+	}
+	return nil
+}
+
+// writeReport writes the HTML report of runs to path and says where.
+func writeReport(w io.Writer, path string, runs []report.Run) error {
+	return writeReportOpts(w, path, runs, report.Options{})
+}
+
+func writeReportOpts(w io.Writer, path string, runs []report.Run, o report.Options) error {
+	var b bytes.Buffer
+	if err := report.Write(&b, runs, o); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	fmt.Fprintf(w, "Report written to %s\n", path)
 	return nil
 }

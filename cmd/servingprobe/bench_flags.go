@@ -66,6 +66,7 @@ type benchFlags struct {
 	extraRequestBody        string
 	applyChatTemplate       bool
 	profile, plotThroughput bool
+	report                  string
 	profileActivities       []string
 	profileStartStep        int
 	profileSteps            int
@@ -232,7 +233,8 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	cmd.Flag("apply-chat-template", "Render prompts with the tokenizer's chat template.").BoolVar(&f.applyChatTemplate)
 
 	cmd.Flag("profile", "POST /start_profile before and /stop_profile after the run.").BoolVar(&f.profile)
-	track(cmd.Flag("plot-throughput", "Not supported.")).BoolVar(&f.plotThroughput)
+	cmd.Flag("plot-throughput", "After the table, plot output tokens/s and requests in flight over the run, in text (80 columns).").BoolVar(&f.plotThroughput)
+	cmd.Flag("report", "Write a self-contained HTML report of the run (or of every sweep point) to this file.").PlaceHolder("FILE.html").StringVar(&f.report)
 	list("profile-activities", "Profiler activities (CPU GPU CUDA_PROFILER XPU MEM).", &f.profileActivities, "CPU", "GPU")
 	cmd.Flag("profile-start-step", "Profiler start step.").Default("-1").IntVar(&f.profileStartStep)
 	cmd.Flag("profile-steps", "Profiler steps (the server stops by itself).").Default("-1").IntVar(&f.profileSteps)
@@ -302,7 +304,6 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 // unsupported are the flags we parse, so that scripts written for
 // bench_serving get a clear message instead of "unknown flag".
 var unsupported = map[string]string{
-	"plot-throughput":        "servingprobe does not plot in the terminal; plot the JSONL (--output-details) instead",
 	"fake-prefill":           "the bootstrap_host/bootstrap_room fields of PD fake prefill are not implemented",
 	"cache-report":           "the cache hit report is not implemented",
 	"print-requests":         "printing requests is not implemented; use --log.level=debug",
@@ -470,7 +471,9 @@ func (f *benchFlags) spec(getenv func(string) string) (benchrun.Spec, error) {
 			bad("--metric-percentiles: %w", err)
 		}
 	}
-	s.Details = f.outputDetails
+	// The plot and the report draw from the per-request times; the JSONL
+	// carries them only with --output-details.
+	s.Details = f.outputDetails || f.plotThroughput || f.report != ""
 	if envflag.Truthy(getenv("SGLANG_USE_MODELSCOPE")) {
 		bad("SGLANG_USE_MODELSCOPE is set: ModelScope downloads are not supported; pass --tokenizer with a local path")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/report"
 )
 
 // sweepFlags are the sweep and SLO search flags of bench.
@@ -87,7 +88,9 @@ func (w *sweepFlags) spec() (*benchrun.SweepSpec, error) {
 // record (with the "sweep" object) as it ends, then the sweep table.
 func runSweep(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Prepared, sw *benchrun.SweepSpec, renv benchrun.Env) error {
 	var stop func()
+	var points []report.Run
 	onPoint := func(p benchrun.SweepPoint) error {
+		points = append(points, report.Run{Name: fmt.Sprintf("point %d", p.Info.Index), Summary: p.Summary})
 		stop()
 		fmt.Fprintf(env.Stdout, "\nSweep point %d: %s\n", p.Info.Index, pointLabel(p.Info))
 		params := prep.Spec.Params()
@@ -103,6 +106,11 @@ func runSweep(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Pr
 	stop()
 	if res != nil {
 		if werr := res.WriteTable(env.Stdout); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	if f.report != "" && len(points) > 0 {
+		if werr := writeReport(env.Stdout, f.report, points); werr != nil {
 			return errors.Join(err, werr)
 		}
 	}

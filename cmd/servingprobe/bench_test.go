@@ -139,7 +139,6 @@ func TestBenchFlagErrors(t *testing.T) {
 		args []string
 		want string // in the parse or spec error
 	}{
-		{"plot", []string{"--plot-throughput"}, "--plot-throughput is not supported"},
 		{"fake prefill", []string{"--fake-prefill"}, "--fake-prefill is not supported"},
 		{"cache report", []string{"--cache-report"}, "--cache-report is not supported"},
 		{"agentic", []string{"--dataset-offset", "3"}, "agentic-trace dataset is not implemented"},

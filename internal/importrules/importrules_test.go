@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 	"simulator":              {},
 	"benchrun":               {"bench", "config", "datasets", "exporter", "prober", "tokenizer", "tokenizer/hub", "internal/envflag"},
 	"deploy":                 {},
+	"report":                 {"bench"},
 }
 
 // forbiddenExternal are the non-standard imports a package must not use.

@@ -1,0 +1,377 @@
+// Package report draws bench runs as one self-contained HTML page: the
+// console's summary table, throughput and concurrency over time, latency
+// distributions, latencies against time and prompt length, a request
+// timeline and failures; several runs side by side with their differences;
+// and a sweep or SLO search as latency-against-throughput curves. It reads
+// only bench summaries (a live run's, or records read back from JSONL with
+// bench.ParseRecord), so a report drawn later from the file shows the same
+// numbers as the console did.
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/servingprobe/servingprobe/bench"
+)
+
+// Run is one bench run to draw.
+type Run struct {
+	// Name labels the run in comparisons (its file and line, by default).
+	Name    string
+	Summary *bench.Summary
+}
+
+// Load reads every record of JSONL files as runs, named after the file
+// (and the line, when a file holds several).
+func Load(paths ...string) ([]Run, error) {
+	var runs []Run
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 0, 1<<16), 1<<30)
+		var here []Run
+		for line := 1; sc.Scan(); line++ {
+			b := bytes.TrimSpace(sc.Bytes())
+			if len(b) == 0 {
+				continue
+			}
+			s, err := bench.ParseRecord(b)
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("%s:%d: %w", p, line, err)
+			}
+			here = append(here, Run{Name: fmt.Sprintf("%s:%d", filepath.Base(p), line), Summary: s})
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if len(here) == 1 {
+			here[0].Name = filepath.Base(p)
+		}
+		runs = append(runs, here...)
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("no records in %s", strings.Join(paths, ", "))
+	}
+	return runs, nil
+}
+
+// Options tune a report.
+type Options struct {
+	Title string
+	// MaxTimelineRequests bounds the requests drawn in the timeline; more
+	// are sampled evenly (default 300).
+	MaxTimelineRequests int
+	// Now stamps the page; zero means time.Now.
+	Now time.Time
+}
+
+// section is one block of the page.
+type section struct {
+	Title  string
+	Note   string
+	Table  template.HTML
+	Charts []template.HTML
+}
+
+// Write renders runs: one run in full; a sweep (every run a point of one
+// sweep or search) as curves; otherwise a comparison.
+func Write(w io.Writer, runs []Run, o Options) error {
+	if len(runs) == 0 {
+		return fmt.Errorf("report: no run")
+	}
+	if o.MaxTimelineRequests <= 0 {
+		o.MaxTimelineRequests = 300
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	var secs []section
+	title := o.Title
+	switch {
+	case isSweep(runs):
+		secs = sweepSections(runs)
+		title = cmp.Or(title, fmt.Sprintf("servingprobe sweep: %d points", len(runs)))
+	case len(runs) == 1:
+		secs = runSections(runs[0], o)
+		title = cmp.Or(title, "servingprobe bench: "+runs[0].Name)
+	default:
+		secs = compareSections(runs)
+		title = cmp.Or(title, fmt.Sprintf("servingprobe comparison: %d runs", len(runs)))
+	}
+	return page.Execute(w, struct {
+		Title    string
+		Made     string
+		Sections []section
+	}{title, o.Now.UTC().Format(time.RFC3339), secs})
+}
+
+func isSweep(runs []Run) bool {
+	if len(runs) < 2 {
+		return false
+	}
+	for _, r := range runs {
+		if r.Summary.Sweep == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// tableHTML is the console table, from bench's own code.
+func tableHTML(s *bench.Summary) template.HTML {
+	var b bytes.Buffer
+	if err := s.WriteTable(&b); err != nil {
+		return template.HTML(template.HTMLEscapeString(err.Error()))
+	}
+	return template.HTML(`<pre class="table">` + template.HTMLEscapeString(b.String()) + `</pre>`)
+}
+
+// runSections draws one run.
+func runSections(r Run, o Options) []section {
+	s := r.Summary
+	secs := []section{{Title: "Summary", Table: tableHTML(s)}}
+	d := s.Details
+	if d == nil || len(d.SentTimes) == 0 {
+		secs = append(secs, section{Title: "Latency percentiles",
+			Note:   "The record has no per-request data: run bench with --output-details to draw distributions, time series and the timeline.",
+			Charts: percentileCharts([]Run{r})})
+		return secs
+	}
+	v := requestsOf(d)
+	secs = append(secs,
+		section{Title: "Throughput and concurrency", Note: "Each request's output tokens are spread evenly from its first token to its end; the table's peak counts them per second of arrival, as bench_serving does, so the two peaks differ.",
+			Charts: timelineCharts(d)},
+		section{Title: "Distributions", Note: "Histograms and cumulative distributions; the lines mark the median, p90 and p99 the summary reports.",
+			Charts: distributionCharts(s, v)},
+		section{Title: "Latency over time and by prompt length", Charts: []template.HTML{
+			scatter("ttft-time", "TTFT against send time", "sent (s from start)", "TTFT (ms)", v.sent, v.ttftMs),
+			scatter("e2e-time", "E2E latency against send time", "sent (s from start)", "E2E (ms)", v.sent, v.e2eMs),
+			scatter("ttft-prompt", "TTFT against prompt length", "prompt tokens", "TTFT (ms)", v.inLen, v.ttftMs),
+		}},
+		section{Title: "Request timeline", Note: timelineNote(len(v.sent), o.MaxTimelineRequests),
+			Charts: []template.HTML{timelineChart(d, o.MaxTimelineRequests)}},
+	)
+	if c, ok := failuresChart(s); ok {
+		secs = append(secs, section{Title: "Failures", Charts: []template.HTML{c}})
+	}
+	return secs
+}
+
+func timelineNote(n, most int) string {
+	note := "One bar per request: waiting for a concurrency slot (grey), sent to first token (blue), decoding (green); failures in red."
+	if n > most {
+		note += fmt.Sprintf(" %d of %d requests, sampled evenly.", most, n)
+	}
+	return note
+}
+
+// reqs are the per-request values of a run's successful requests, in
+// seconds from the start or in ms.
+type reqs struct {
+	sent, ttftMs, e2eMs, tpotMs, inLen []float64
+	itlMs                              []float64
+}
+
+func requestsOf(d *bench.Details) reqs {
+	var v reqs
+	for i := range d.SentTimes {
+		ok := i < len(d.Outcomes) && (d.Outcomes[i] == "success" || d.Outcomes[i] == "")
+		sent, end := d.SentTimes[i], d.EndTimes[i]
+		if !ok || sent < 0 || end < 0 || i >= len(d.FirstTokenTimes) || d.FirstTokenTimes[i] < 0 {
+			continue
+		}
+		first := d.FirstTokenTimes[i]
+		out := float64(d.OutputLens[i])
+		v.sent = append(v.sent, sent)
+		v.ttftMs, v.e2eMs = append(v.ttftMs, (first-sent)*1000), append(v.e2eMs, (end-sent)*1000)
+		v.inLen = append(v.inLen, float64(d.InputLens[i]))
+		if out > 1 {
+			v.tpotMs = append(v.tpotMs, (end-first)/(out-1)*1000)
+		}
+		for _, g := range d.ITLs[i] {
+			v.itlMs = append(v.itlMs, g*1000)
+		}
+	}
+	return v
+}
+
+// timelineCharts draws the run's output throughput and its requests in
+// flight and queued over time (bench's Timeline, as --plot-throughput).
+func timelineCharts(d *bench.Details) []template.HTML {
+	t := d.Timeline(120)
+	if t == nil {
+		return nil
+	}
+	tp := chart{ID: "throughput", Title: "Output throughput", XLabel: "time (s from start)", YLabel: "output tokens/s", YFromZero: true,
+		Series: []series{{Name: "output tokens/s", Kind: line, X: t.At, Y: t.TokPerS}}}
+	cc := chart{ID: "concurrency", Title: "Requests in flight and queued in the client", XLabel: "time (s from start)", YLabel: "requests", YFromZero: true,
+		Series: []series{{Name: "in flight", Kind: line, X: t.At, Y: t.InFlight}, {Name: "queued", Kind: line, X: t.At, Y: t.Queued}}}
+	return []template.HTML{tp.SVG(), cc.SVG()}
+}
+
+// distributionCharts draws a histogram and a CDF per latency, marked with
+// the summary's own percentiles.
+func distributionCharts(s *bench.Summary, v reqs) []template.HTML {
+	var out []template.HTML
+	for _, m := range []struct {
+		id, name string
+		vals     []float64
+		st       bench.Stats
+	}{
+		{"ttft", "TTFT", v.ttftMs, s.TTFT},
+		{"itl", "ITL", v.itlMs, s.ITL},
+		{"tpot", "TPOT", v.tpotMs, s.TPOT},
+		{"e2e", "E2E latency", v.e2eMs, s.E2ELatency},
+	} {
+		if len(m.vals) == 0 {
+			continue
+		}
+		marks := []mark{{At: m.st.Median, Label: "p50", Class: "pct"}, {At: m.st.P90, Label: "p90", Class: "pct"}, {At: m.st.P99, Label: "p99", Class: "pct"}}
+		hx, hy := histogram(m.vals, 40)
+		count := "requests"
+		if m.id == "itl" {
+			count = "token gaps"
+		}
+		h := chart{ID: m.id + "-hist", Title: m.name + " histogram", XLabel: m.name + " (ms)", YLabel: count, YFromZero: true,
+			Series: []series{{Name: m.name, Kind: bars, X: hx, Y: hy}}, VMarks: marks}
+		cx, cy := cdf(m.vals)
+		c := chart{ID: m.id + "-cdf", Title: m.name + " cumulative distribution", XLabel: m.name + " (ms)", YLabel: "fraction ≤ x", YFromZero: true,
+			Series: []series{{Name: m.name, Kind: line, X: cx, Y: cy}}, VMarks: marks}
+		out = append(out, h.SVG(), c.SVG())
+	}
+	return out
+}
+
+func histogram(vals []float64, n int) ([]float64, []float64) {
+	lo, hi := slices.Min(vals), slices.Max(vals)
+	if hi == lo {
+		return []float64{lo}, []float64{float64(len(vals))}
+	}
+	w := (hi - lo) / float64(n)
+	ys := make([]float64, n)
+	for _, v := range vals {
+		ys[min(int((v-lo)/w), n-1)]++
+	}
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = lo + (float64(i)+0.5)*w
+	}
+	return xs, ys
+}
+
+// cdf returns the empirical distribution, at most 400 points.
+func cdf(vals []float64) ([]float64, []float64) {
+	s := slices.Sorted(slices.Values(vals))
+	step := max(1, len(s)/400)
+	var xs, ys []float64
+	for i := 0; i < len(s); i += step {
+		xs, ys = append(xs, s[i]), append(ys, float64(i+1)/float64(len(s)))
+	}
+	if xs[len(xs)-1] != s[len(s)-1] {
+		xs, ys = append(xs, s[len(s)-1]), append(ys, 1)
+	}
+	return xs, ys
+}
+
+func scatter(id, title, xl, yl string, x, y []float64) template.HTML {
+	c := chart{ID: id, Title: title, XLabel: xl, YLabel: yl, YFromZero: true, Series: []series{{Name: title, Kind: points, X: x, Y: y}}}
+	return c.SVG()
+}
+
+// timelineChart draws one row per request (sampled to most rows).
+func timelineChart(d *bench.Details, most int) template.HTML {
+	n := len(d.SentTimes)
+	step := 1.0
+	if n > most {
+		step = float64(n) / float64(most)
+	}
+	c := chart{ID: "timeline", Title: "Request timeline", XLabel: "time (s from start)", YLabel: "request", Height: 560}
+	row := 0.0
+	for f := 0.0; int(f) < n; f += step {
+		i := int(f)
+		sched, sent, first, end := d.ScheduledTimes[i], d.SentTimes[i], d.FirstTokenTimes[i], d.EndTimes[i]
+		failed := i < len(d.Outcomes) && d.Outcomes[i] != "success" && d.Outcomes[i] != ""
+		if sched >= 0 && sent > sched {
+			c.Segments = append(c.Segments, segment{Y: row, X0: sched, X1: sent, Class: "queue"})
+		}
+		switch {
+		case sent < 0 || end < 0:
+		case failed:
+			c.Segments = append(c.Segments, segment{Y: row, X0: sent, X1: end, Class: "failed"})
+		case first >= 0:
+			c.Segments = append(c.Segments, segment{Y: row, X0: sent, X1: first, Class: "prefill"},
+				segment{Y: row, X0: first, X1: end, Class: "decode"})
+		default:
+			c.Segments = append(c.Segments, segment{Y: row, X0: sent, X1: end, Class: "prefill"})
+		}
+		row++
+	}
+	return c.SVG()
+}
+
+// failuresChart counts failures by outcome; false when none failed.
+func failuresChart(s *bench.Summary) (template.HTML, bool) {
+	var names []string
+	for o, n := range s.Outcomes {
+		if n > 0 {
+			names = append(names, string(o))
+		}
+	}
+	if len(names) == 0 {
+		return "", false
+	}
+	slices.Sort(names)
+	var xs, ys []float64
+	for i, name := range names {
+		xs = append(xs, float64(i))
+		for o, n := range s.Outcomes {
+			if string(o) == name {
+				ys = append(ys, float64(n))
+			}
+		}
+	}
+	c := chart{ID: "failures", Title: "Failed requests by outcome", XLabel: "outcome", YLabel: "requests", YFromZero: true,
+		Series: []series{{Name: "failed", Kind: bars, X: xs, Y: ys}}, Categories: names}
+	return c.SVG(), true
+}
+
+// percentileCharts draws mean, median, p90, p95 and p99 of each latency,
+// one bar series per run: what a record without details still holds.
+func percentileCharts(runs []Run) []template.HTML {
+	var out []template.HTML
+	for _, m := range []struct {
+		id, name string
+		get      func(*bench.Summary) bench.Stats
+	}{
+		{"ttft", "TTFT", func(s *bench.Summary) bench.Stats { return s.TTFT }},
+		{"itl", "ITL", func(s *bench.Summary) bench.Stats { return s.ITL }},
+		{"tpot", "TPOT", func(s *bench.Summary) bench.Stats { return s.TPOT }},
+		{"e2e", "E2E latency", func(s *bench.Summary) bench.Stats { return s.E2ELatency }},
+	} {
+		c := chart{ID: m.id + "-percentiles", Title: m.name + ": mean, p50, p90, p95, p99", XLabel: "statistic (mean, p50, p90, p95, p99)", YLabel: m.name + " (ms)", YFromZero: true}
+		for k, r := range runs {
+			st := m.get(r.Summary)
+			off := float64(k) / float64(len(runs)+1)
+			xs := []float64{0 + off, 1 + off, 2 + off, 3 + off, 4 + off}
+			c.Series = append(c.Series, series{Name: r.Name, Kind: bars, X: xs, Y: []float64{st.Mean, st.Median, st.P90, st.P95, st.P99}})
+		}
+		out = append(out, c.SVG())
+	}
+	return out
+}

@@ -1,0 +1,266 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"html/template"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// The charts are drawn here as SVG by hand rather than with a plotting
+// library: they are a few line, scatter, bar and interval charts, and
+// hand-written SVG embeds in the page with no fonts, scripts or files to
+// carry, prints as vectors, and lets each series state how many points
+// it holds (data-points), which the browser tests read.
+
+// kind is how a series is drawn.
+type kind int
+
+const (
+	line kind = iota
+	points
+	bars // X are bar centres, Y heights
+)
+
+type series struct {
+	Name string
+	Kind kind
+	X, Y []float64
+}
+
+// mark is a labelled vertical (x) or horizontal (y) rule.
+type mark struct {
+	At    float64
+	Label string
+	Class string // "pct", "slo", "knee"
+}
+
+// segment is one bar of a timeline: [X0, X1) on row Y.
+type segment struct {
+	Y      float64
+	X0, X1 float64
+	Class  string
+}
+
+type chart struct {
+	ID, Title, XLabel, YLabel string
+	Series                    []series
+	VMarks, HMarks            []mark
+	Segments                  []segment
+	// YFromZero starts the y axis at 0 (counts, rates, latencies).
+	YFromZero bool
+	// Categories names the x positions 0, 1, ... of a bar chart by
+	// category instead of numbers.
+	Categories []string
+	// Height overrides the default height (a timeline needs rows).
+	Height int
+}
+
+const (
+	chartW, chartH         = 640, 260 // chartH is the default height
+	padL, padR, padT, padB = 62, 16, 28, 40
+)
+
+// points counts what the chart draws, for data-points.
+func (c *chart) points() int {
+	n := len(c.Segments)
+	for _, s := range c.Series {
+		n += len(s.X)
+	}
+	return n
+}
+
+// SVG renders the chart.
+func (c *chart) SVG() template.HTML {
+	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	grow := func(x, y float64) {
+		if math.IsNaN(x) || math.IsInf(x, 0) || math.IsNaN(y) || math.IsInf(y, 0) {
+			return
+		}
+		xmin, xmax, ymin, ymax = min(xmin, x), max(xmax, x), min(ymin, y), max(ymax, y)
+	}
+	for _, s := range c.Series {
+		for i := range s.X {
+			grow(s.X[i], s.Y[i])
+		}
+	}
+	for _, g := range c.Segments {
+		grow(g.X0, g.Y)
+		grow(g.X1, g.Y+1)
+	}
+	for _, m := range c.VMarks {
+		grow(m.At, ymin)
+	}
+	for _, m := range c.HMarks {
+		grow(xmin, m.At)
+	}
+	if math.IsInf(xmin, 1) {
+		xmin, xmax, ymin, ymax = 0, 1, 0, 1
+	}
+	if c.YFromZero && ymin > 0 {
+		ymin = 0
+	}
+	for _, s := range c.Series {
+		if s.Kind == bars && len(s.X) > 0 {
+			w := barWidth(s.X)
+			xmin, xmax = min(xmin, s.X[0]-w/2), max(xmax, s.X[len(s.X)-1]+w/2)
+		}
+	}
+	if len(c.Categories) > 0 {
+		xmin, xmax = -0.5, float64(len(c.Categories))-0.5
+	}
+	if xmax == xmin {
+		xmin, xmax = xmin-1, xmax+1
+	}
+	if ymax == ymin {
+		ymax = ymin + 1
+	}
+	ymax += (ymax - ymin) * 0.05
+	chartH := cmp.Or(c.Height, chartH)
+	pw, ph := float64(chartW-padL-padR), float64(chartH-padT-padB)
+	px := func(x float64) float64 { return padL + (x-xmin)/(xmax-xmin)*pw }
+	py := func(y float64) float64 { return padT + ph - (y-ymin)/(ymax-ymin)*ph }
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" data-chart="%s" data-points="%d" viewBox="0 0 %d %d" role="img" xmlns="http://www.w3.org/2000/svg">`,
+		template.HTMLEscapeString(c.ID), c.points(), chartW, chartH)
+	fmt.Fprintf(&b, `<title>%s</title>`, template.HTMLEscapeString(c.Title))
+	fmt.Fprintf(&b, `<text class="ctitle" x="%d" y="16">%s</text>`, padL, template.HTMLEscapeString(c.Title))
+	// Axes, ticks and grid.
+	fmt.Fprintf(&b, `<path class="axis" d="M%d %d V%d H%d"/>`, padL, padT, chartH-padB, chartW-padR)
+	xt, xl := ticks(xmin, xmax, 6), fmtTick
+	if len(c.Categories) > 0 {
+		xt = nil
+		for i := range c.Categories {
+			xt = append(xt, float64(i))
+		}
+		xl = func(v float64) string { return template.HTMLEscapeString(c.Categories[int(v)]) }
+	}
+	for _, t := range xt {
+		x := px(t)
+		fmt.Fprintf(&b, `<path class="grid" d="M%.1f %d V%d"/><text class="tick" x="%.1f" y="%d" text-anchor="middle">%s</text>`,
+			x, padT, chartH-padB, x, chartH-padB+14, xl(t))
+	}
+	for _, t := range ticks(ymin, ymax, 5) {
+		y := py(t)
+		fmt.Fprintf(&b, `<path class="grid" d="M%d %.1f H%d"/><text class="tick" x="%d" y="%.1f" text-anchor="end">%s</text>`,
+			padL, y, chartW-padR, padL-4, y+4, fmtTick(t))
+	}
+	fmt.Fprintf(&b, `<text class="label" x="%d" y="%d" text-anchor="middle">%s</text>`, padL+int(pw/2), chartH-6, template.HTMLEscapeString(c.XLabel))
+	fmt.Fprintf(&b, `<text class="label" transform="translate(14 %d) rotate(-90)" text-anchor="middle">%s</text>`, padT+int(ph/2), template.HTMLEscapeString(c.YLabel))
+
+	nbars := 0
+	for _, s := range c.Series {
+		if s.Kind == bars {
+			nbars++
+		}
+	}
+	for i, s := range c.Series {
+		cls := "s" + strconv.Itoa(i%6)
+		switch s.Kind {
+		case line, points:
+			var d strings.Builder
+			n := 0
+			for j := range s.X {
+				x, y := s.X[j], s.Y[j]
+				if math.IsNaN(y) || math.IsInf(y, 0) || math.IsNaN(x) || math.IsInf(x, 0) {
+					continue
+				}
+				cmd := "L"
+				if n == 0 || s.Kind == points {
+					cmd = "M"
+				}
+				fmt.Fprintf(&d, "%s%.1f %.1f", cmd, px(x), py(y))
+				if s.Kind == points {
+					d.WriteString("h0")
+				}
+				n++
+			}
+			kindName := map[kind]string{line: "line", points: "points"}[s.Kind]
+			fmt.Fprintf(&b, `<path class="series %s %s" data-points="%d" d="%s"><title>%s</title></path>`,
+				kindName, cls, n, d.String(), template.HTMLEscapeString(s.Name))
+		case bars:
+			w := barWidth(s.X) * pw / (xmax - xmin) * 0.9 / float64(nbars)
+			fmt.Fprintf(&b, `<g class="series bars %s" data-points="%d"><title>%s</title>`, cls, len(s.X), template.HTMLEscapeString(s.Name))
+			for j := range s.X {
+				y0, y1 := py(max(ymin, 0)), py(s.Y[j])
+				fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, px(s.X[j])-w/2, min(y0, y1), max(w, 1), math.Abs(y0-y1))
+			}
+			b.WriteString(`</g>`)
+		}
+	}
+	if len(c.Segments) > 0 {
+		fmt.Fprintf(&b, `<g class="series timeline" data-points="%d">`, len(c.Segments))
+		rowH := max(ph/(ymax-ymin)*0.8, 0.6)
+		for _, g := range c.Segments {
+			fmt.Fprintf(&b, `<rect class="%s" x="%.1f" y="%.1f" width="%.2f" height="%.2f"/>`,
+				g.Class, px(g.X0), py(g.Y+1), max(px(g.X1)-px(g.X0), 0.5), rowH)
+		}
+		b.WriteString(`</g>`)
+	}
+	for _, m := range c.VMarks {
+		x := px(m.At)
+		fmt.Fprintf(&b, `<path class="mark %s" d="M%.1f %d V%d"/><text class="mlabel" x="%.1f" y="%d">%s</text>`,
+			m.Class, x, padT, chartH-padB, x+3, padT+10, template.HTMLEscapeString(m.Label))
+	}
+	for _, m := range c.HMarks {
+		y := py(m.At)
+		fmt.Fprintf(&b, `<path class="mark %s" d="M%d %.1f H%d"/><text class="mlabel" x="%d" y="%.1f" text-anchor="end">%s</text>`,
+			m.Class, padL, y, chartW-padR, chartW-padR-2, y-3, template.HTMLEscapeString(m.Label))
+	}
+	if len(c.Series) > 1 {
+		for i, s := range c.Series {
+			fmt.Fprintf(&b, `<text class="legend s%d" x="%d" y="%d">■ %s</text>`, i%6, chartW-padR-150, padT+14+14*i, template.HTMLEscapeString(s.Name))
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// barWidth is the smallest gap between sorted bar centres.
+func barWidth(xs []float64) float64 {
+	w := math.Inf(1)
+	for i := 1; i < len(xs); i++ {
+		w = min(w, xs[i]-xs[i-1])
+	}
+	if math.IsInf(w, 1) || w <= 0 {
+		return 1
+	}
+	return w
+}
+
+// ticks returns about n round values spanning [lo, hi].
+func ticks(lo, hi float64, n int) []float64 {
+	span := hi - lo
+	if !(span > 0) {
+		return []float64{lo}
+	}
+	step := math.Pow(10, math.Floor(math.Log10(span/float64(n))))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if span/(step*m) <= float64(n) {
+			step *= m
+			break
+		}
+	}
+	var out []float64
+	for t := math.Ceil(lo/step) * step; t <= hi+step*1e-9; t += step {
+		out = append(out, t)
+	}
+	return out
+}
+
+func fmtTick(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0:
+		return "0"
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
+	case a >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
+	default:
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
+}
