@@ -49,6 +49,8 @@ type BenchOutput struct {
 	// Sweep is a sweep's or SLO search's points and answer; Summary and
 	// Record are then empty.
 	Sweep *SweepOutput
+	// Report is the run's HTML report, written beside the results file.
+	Report []byte
 }
 
 // BenchRunFunc runs one bench job. It returns when the run ends or ctx is
@@ -106,6 +108,9 @@ type BenchView struct {
 	Record json.RawMessage `json:"record,omitempty"`
 	// Sweep holds a sweep's or SLO search's records and answer.
 	Sweep *SweepOutput `json:"sweep,omitempty"`
+	// Report is the path of the run's HTML report under the daemon's
+	// URL, once it is written.
+	Report string `json:"report,omitempty"`
 }
 
 // EnableBenches registers the bench API on d's mux and lists the runs
@@ -128,6 +133,7 @@ func EnableBenches(d *exporter.Daemon, o BenchOptions) (*Benches, error) {
 	d.Handle("GET /api/v1/benches", http.HandlerFunc(b.handleList), "Bench runs", "bench windows: POST to start one, GET to follow, DELETE to cancel")
 	d.Handle("GET /api/v1/benches/{id}", http.HandlerFunc(b.handleGet), "", "")
 	d.Handle("DELETE /api/v1/benches/{id}", http.HandlerFunc(b.handleDelete), "", "")
+	d.Handle("GET /api/v1/benches/{id}/report", http.HandlerFunc(b.handleReport), "", "")
 	d.AddLandingSection(b.landingSection)
 	return b, nil
 }
@@ -305,6 +311,13 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 	}
 	snap := run.progress.Snapshot()
 	view.Progress = &snap
+	if len(out.Report) > 0 {
+		if werr := writeReportFile(b.d.Config().Bench.ResultsDir, view.ID, out.Report); werr != nil {
+			level.Error(logger).Log("msg", "Bench report not written", "err", werr)
+		} else {
+			view.Report = "api/v1/benches/" + view.ID + "/report"
+		}
+	}
 	// Written before it is shown: a run the API reports as ended is on disk.
 	if werr := writeResult(b.d.Config().Bench.ResultsDir, view); werr != nil {
 		level.Error(logger).Log("msg", "Bench result not written", "err", werr)
@@ -420,6 +433,43 @@ func newBenchID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// handleReport serves a finished run's HTML report.
+func (b *Benches) handleReport(w http.ResponseWriter, r *http.Request) {
+	run := b.lookup(w, r)
+	if run == nil {
+		return
+	}
+	v := run.snapshot()
+	if v.Report == "" {
+		writeAPIError(w, &apiError{http.StatusNotFound, fmt.Sprintf("bench run %s has no report (%s)", v.ID, v.Status)})
+		return
+	}
+	page, err := os.ReadFile(reportFile(b.d.Config().Bench.ResultsDir, v.ID))
+	if err != nil {
+		writeAPIError(w, &apiError{http.StatusNotFound, "the report file is gone: " + err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	// The page is self-contained: it needs no script and fetches nothing.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
+	_, _ = w.Write(page)
+}
+
+// reportFile is the HTML report of run id, beside its results file.
+func reportFile(dir, id string) string { return filepath.Join(dir, "bench-"+id+".html") }
+
+// writeReportFile writes a run's report (the id is validated first: it
+// names a file).
+func writeReportFile(dir, id string, page []byte) error {
+	if dir == "" || !validBenchID(id) {
+		return fmt.Errorf("no results directory or an invalid id %q", id)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(reportFile(dir, id), page, 0o644)
 }
 
 // resultFile is the results file of run id.

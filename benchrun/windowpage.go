@@ -82,6 +82,6 @@ var benchesTmpl = template.Must(template.New("benches").Funcs(template.FuncMap{
 <h2>Bench windows</h2>
 {{if not .Rows}}<p>No bench window has run. Start one with <code>POST api/v1/benches</code>.</p>{{else}}
 <table class="results benches"><tr><th>id</th><th>created</th><th>target</th><th>module</th><th>status</th><th>progress</th><th>requests</th><th>output</th><th>TTFT p99</th><th>ITL p99</th><th>error</th></tr>
-{{range .Rows}}<tr class="bench"><td><a href="api/v1/benches/{{.ID}}">{{.ID}}</a></td><td>{{time .Created}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td class="{{class .Status}}">{{.Status}}</td><td>{{if .Total}}{{.Done}}/{{.Total}}{{if .Failed}} ({{.Failed}} failed){{end}}{{end}}</td>{{if .Sweep}}<td colspan="4" class="sweep">{{.Sweep}}</td>{{else}}<td>{{.ReqRate}}</td><td>{{.OutRate}}</td><td>{{.TTFTp99}}</td><td>{{.ITLp99}}</td>{{end}}<td>{{.Error}}</td></tr>
+{{range .Rows}}<tr class="bench"><td><a href="api/v1/benches/{{.ID}}">{{.ID}}</a>{{if .Report}} <a href="{{.Report}}">report</a>{{end}}</td><td>{{time .Created}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td class="{{class .Status}}">{{.Status}}</td><td>{{if .Total}}{{.Done}}/{{.Total}}{{if .Failed}} ({{.Failed}} failed){{end}}{{end}}</td>{{if .Sweep}}<td colspan="4" class="sweep">{{.Sweep}}</td>{{else}}<td>{{.ReqRate}}</td><td>{{.OutRate}}</td><td>{{.TTFTp99}}</td><td>{{.ITLp99}}</td>{{end}}<td>{{.Error}}</td></tr>
 {{end}}</table>{{if .More}}<p class="dim">{{.More}} older runs: <a href="api/v1/benches">api/v1/benches</a></p>{{end}}{{end}}
 `))

@@ -1,15 +1,18 @@
 package benchrun
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/report"
 	"github.com/servingprobe/servingprobe/tokenizer"
 )
 
@@ -27,32 +30,50 @@ func DaemonRunner() BenchRunFunc {
 			Logger: job.Logger, Target: &t, Module: job.Spec.ModuleName,
 			Observer: job.Observer, Progress: job.Progress, OnStart: job.Started,
 		}
+		// The window's report draws every request.
+		s.Details = true
 		prep, err := Prepare(ctx, s, env)
 		if err != nil {
 			return BenchOutput{}, err
 		}
 		if w := job.Spec.Sweep; w != nil {
-			return daemonSweep(ctx, prep, *w, env)
+			return daemonSweep(ctx, prep, *w, env, job.ID)
 		}
 		out, runErr := prep.Run(ctx, env)
 		if out == nil || out.Summary.Backend == "" {
 			return BenchOutput{}, runErr
 		}
+		html := reportHTML(job.ID, []report.Run{{Name: job.ID, Summary: &out.Summary}})
+		// The per-request data went into the report; the summary the API
+		// and the results file keep stays small.
+		out.Summary.Details = nil
 		res, err := benchOutput(&out.Summary)
+		res.Report = html
 		return res, errors.Join(runErr, err)
 	}
 }
 
+// reportHTML is a window's HTML report, nil if it cannot be drawn.
+func reportHTML(id string, runs []report.Run) []byte {
+	var b bytes.Buffer
+	if err := report.Write(&b, runs, report.Options{Title: "servingprobe bench window " + id}); err != nil {
+		return nil
+	}
+	return b.Bytes()
+}
+
 // daemonSweep runs a sweep window: each point's record as it ends, the
 // answer at the end. A sweep cut short returns the points that ran.
-func daemonSweep(ctx context.Context, prep *Prepared, w SweepSpec, env Env) (BenchOutput, error) {
+func daemonSweep(ctx context.Context, prep *Prepared, w SweepSpec, env Env, id string) (BenchOutput, error) {
 	var records []json.RawMessage
+	var runs []report.Run
 	res, runErr := prep.Sweep(ctx, env, w, func(pt SweepPoint) error {
 		rec, err := pt.Summary.Record(bench.JSONOptions{Strict: true})
 		if err != nil {
 			return err
 		}
 		records = append(records, json.RawMessage(strings.TrimSpace(string(rec))))
+		runs = append(runs, report.Run{Name: fmt.Sprintf("point %d", pt.Info.Index), Summary: pt.Summary})
 		return nil
 	})
 	if res == nil || len(res.Points) == 0 {
@@ -63,7 +84,7 @@ func daemonSweep(ctx context.Context, prep *Prepared, w SweepSpec, env Env) (Ben
 		// A search cut short has no answer to export.
 		h.Capacity = nil
 	}
-	return BenchOutput{Sweep: sw, Headline: h}, runErr
+	return BenchOutput{Sweep: sw, Headline: h, Report: reportHTML(id, runs)}, runErr
 }
 
 // benchOutput is the API's form of a summary.

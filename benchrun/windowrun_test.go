@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,11 @@ func TestDaemonRunnerFixedLengths(t *testing.T) {
 	}
 	if sum.Completed != n {
 		t.Fatalf("completed %d of %d: %s", sum.Completed, n, out.Record)
+	}
+	// The window's report draws every request, while the summary it keeps
+	// holds no per-request data.
+	if !strings.Contains(string(out.Report), `data-chart="timeline"`) || strings.Contains(string(out.Summary), `"details"`) {
+		t.Errorf("report of %d bytes without a timeline, or details left in the summary", len(out.Report))
 	}
 	if sum.RandomInputLen != len(ids) || sum.RandomOutputLen != outputLen || sum.RandomRangeRatio != 1 {
 		t.Errorf("record lengths in/out/ratio = %d/%d/%v, want the prompt's %d/%d/1", sum.RandomInputLen, sum.RandomOutputLen, sum.RandomRangeRatio, len(ids), outputLen)

@@ -144,6 +144,21 @@ bench:
 	if bench != completed {
 		t.Errorf("requests_total{mode=bench} = %v, the records completed %v", bench, completed)
 	}
+	// The window wrote its report, served beside the result: the sweep's
+	// curves.
+	if view.Report != "api/v1/benches/"+id+"/report" {
+		t.Fatalf("report URL %q", view.Report)
+	}
+	rresp, err := e.client.Get(e.url + "/" + view.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rpage, _ := io.ReadAll(rresp.Body)
+	rresp.Body.Close()
+	if rresp.StatusCode != http.StatusOK || !strings.HasPrefix(rresp.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(rpage), `data-chart="ttft-curve"`) || !strings.Contains(string(rpage), "servingprobe bench window "+id) {
+		t.Errorf("GET %s = %d %s, %d bytes", view.Report, rresp.StatusCode, rresp.Header.Get("Content-Type"), len(rpage))
+	}
 	// The landing page states the answer.
 	resp, err := e.client.Get(e.url + "/")
 	if err != nil {

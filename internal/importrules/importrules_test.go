@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"tokenizer/hub":          {"internal/envflag"},
 	"tokenizer/hftokenizers": {"datasets"},
 	"simulator":              {},
-	"benchrun":               {"bench", "config", "datasets", "exporter", "prober", "tokenizer", "tokenizer/hub", "internal/envflag"},
+	"benchrun":               {"bench", "config", "datasets", "exporter", "prober", "report", "tokenizer", "tokenizer/hub", "internal/envflag"},
 	"deploy":                 {},
 	"report":                 {"bench"},
 }
