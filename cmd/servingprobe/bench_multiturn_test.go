@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,14 +32,7 @@ func TestBenchMultiTurnGSP(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}
-			intAfter := func(label string) int {
-				m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(label) + `\s*(\d+)`).FindStringSubmatch(stdout)
-				if m == nil {
-					t.Fatalf("no %q in:\n%s", label, stdout)
-				}
-				n, _ := strconv.Atoi(m[1])
-				return n
-			}
+			intAfter := func(label string) int { return tableInt(t, stdout, label) }
 			if n := intAfter("Successful requests:"); n != 12 {
 				t.Errorf("Successful requests: %d, want 4 conversations × 3 turns = 12\n%s", n, stdout)
 			}

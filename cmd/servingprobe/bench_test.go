@@ -209,6 +209,17 @@ func TestBenchListFlags(t *testing.T) {
 	}
 }
 
+// tableInt reads the integer after a table label in bench's output.
+func tableInt(t *testing.T, stdout, label string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(label) + `\s*(\d+)`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no %q line in:\n%s", label, stdout)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
 // startSimulator serves the in-process simulator on loopback.
 func startSimulator(t *testing.T, cfg simulator.Config) string {
 	t.Helper()
@@ -254,14 +265,7 @@ func benchE2E(t *testing.T, baseURL string, extra ...string) {
 	if code != 0 {
 		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	intAfter := func(label string) int {
-		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(label) + `\s*(\d+)`).FindStringSubmatch(stdout)
-		if m == nil {
-			t.Fatalf("no %q line in:\n%s", label, stdout)
-		}
-		n, _ := strconv.Atoi(m[1])
-		return n
-	}
+	intAfter := func(label string) int { return tableInt(t, stdout, label) }
 	wantIn, wantOut := intAfter("#Input tokens:"), intAfter("#Output tokens:")
 	for _, l := range tableLabels {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(l) + ` +\S`).MatchString(stdout) {
