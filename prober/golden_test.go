@@ -119,11 +119,7 @@ func splitLines(transcript string) []string {
 // synctest bubble, so every timestamp is an exact virtual time. A .ndjson
 // transcript (ollama's native API) is served as application/x-ndjson, one
 // line per chunk; a .sse one as text/event-stream, one event per chunk.
-func replay(t *testing.T, backend string, transcript []byte, meta transcriptMeta) Result {
-	return replayFramed(t, backend, transcript, meta, false)
-}
-
-func replayFramed(t *testing.T, backend string, transcript []byte, meta transcriptMeta, ndjson bool) Result {
+func replay(t *testing.T, backend string, transcript []byte, meta transcriptMeta, ndjson bool) Result {
 	t.Helper()
 	b, err := NewBackend(backend)
 	if err != nil {
@@ -181,7 +177,7 @@ func TestGoldenTranscripts(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := replayFramed(t, backend, transcript, meta, ext == ".ndjson")
+			r := replay(t, backend, transcript, meta, ext == ".ndjson")
 			switch r.OutputTokensSource {
 			case TokenSourceUsage, TokenSourceMetaInfo, TokenSourceProtocol:
 				// Where the server states the output count, the per-event
