@@ -19,6 +19,7 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/report"
 )
 
 // remoteFlags trigger a run on a daemon instead of running locally.
@@ -159,6 +160,19 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 		// Whatever points ran are kept, even when the sweep was cut short.
 		if err := writeRemoteSweep(env.Stdout, view.Sweep, f); err != nil {
 			return err
+		}
+		if f.report != "" {
+			var runs []report.Run
+			for i, raw := range view.Sweep.Records {
+				s, err := bench.ParseRecord(raw)
+				if err != nil {
+					return err
+				}
+				runs = append(runs, report.Run{Name: fmt.Sprintf("point %d", i+1), Summary: s})
+			}
+			if err := writeReport(env.Stdout, f.report, runs); err != nil {
+				return err
+			}
 		}
 	}
 	if view.Status != exporter.BenchSucceeded {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,7 +197,8 @@ bench:
 
 	out := filepath.Join(dir, "remote.jsonl")
 	code, stdout, stderr := runCLI(t, "bench", "--remote", "http://"+addr, "--remote.target", "sim", "--remote.poll-interval", "100ms",
-		"--num-prompts", "10", "--sweep-request-rates", "20,40", "--sweep-cooldown", "0", "--output-file", out, "--disable-tqdm")
+		"--num-prompts", "10", "--sweep-request-rates", "20,40", "--sweep-cooldown", "0", "--output-file", out, "--disable-tqdm",
+		"--report", filepath.Join(dir, "remote.html"))
 	if code != 0 {
 		t.Fatalf("bench --remote exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -206,6 +208,9 @@ bench:
 	recs := readRecords(t, out)
 	if len(recs) != 2 {
 		t.Fatalf("%d records, want 2", len(recs))
+	}
+	if page, err := os.ReadFile(filepath.Join(dir, "remote.html")); err != nil || !strings.Contains(string(page), `data-chart="ttft-curve"`) {
+		t.Errorf("the remote sweep's report: %v", err)
 	}
 	for i, want := range []float64{20, 40} {
 		if sw, _ := recs[i]["sweep"].(map[string]any); recs[i]["request_rate"] != want || sw["value"] != want || recs[i]["completed"] != float64(10) {
