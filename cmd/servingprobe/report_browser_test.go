@@ -196,7 +196,9 @@ func TestReportInBrowser(t *testing.T) {
 		if code, _, stderr := runCLI(t, "report", "-o", html, out); code != 0 {
 			t.Fatalf("report exited %d: %s", code, stderr)
 		}
-		dom := browse(t, "file://"+html, "", 1400)
+		shot := filepath.Join(dir, "sweep.png")
+		dom := browse(t, "file://"+html, shot, 1400)
+		checkPNG(t, shot)
 		charts := checkCharts(t, dom, 3)
 		requireCharts(t, charts, "ttft-curve", "itl-curve", "e2e-curve")
 		for id, svg := range charts {
