@@ -59,14 +59,18 @@ type Params struct {
 	// requests added were never sent. 0: unknown.
 	Planned int
 	// Stopped says why the run ended early: StoppedMaxDuration,
-	// StoppedInterrupted, or "" when every prompt was sent.
+	// StoppedInterrupted, StoppedConversations, or "" when every prompt
+	// was sent.
 	Stopped string
 }
 
-// Why a run ended before sending every prompt.
+// Why a run ended before sending every prompt. StoppedConversations: the
+// run went to its end, but conversations whose round failed sent no
+// further rounds.
 const (
-	StoppedMaxDuration = "max_duration"
-	StoppedInterrupted = "interrupted"
+	StoppedMaxDuration   = "max_duration"
+	StoppedInterrupted   = "interrupted"
+	StoppedConversations = "failed_conversation_rounds"
 )
 
 // Rate is a request rate in req/s that may be infinite. Its JSON form is a

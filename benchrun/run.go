@@ -486,6 +486,8 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		acc.Stop(bench.StoppedInterrupted)
 	case run.HitMaxDuration:
 		acc.Stop(bench.StoppedMaxDuration)
+	case run.Dispatched < run.Planned && slices.ContainsFunc(p.Prompts, func(q datasets.Prompt) bool { return q.MultiTurn }):
+		acc.Stop(bench.StoppedConversations)
 	}
 	if err != nil {
 		if serr := summarize(acc, out); serr != nil {
