@@ -460,16 +460,10 @@ func (b *Benches) handleReport(w http.ResponseWriter, r *http.Request) {
 // reportFile is the HTML report of run id, beside its results file.
 func reportFile(dir, id string) string { return filepath.Join(dir, "bench-"+id+".html") }
 
-// writeReportFile writes a run's report (the id is validated first: it
-// names a file).
+// writeReportFile writes a run's report, atomically as its results file
+// (before it, so that a run whose result is on disk has its report).
 func writeReportFile(dir, id string, page []byte) error {
-	if dir == "" || !validBenchID(id) {
-		return fmt.Errorf("no results directory or an invalid id %q", id)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(reportFile(dir, id), page, 0o644)
+	return writeAtomic(dir, id, reportFile(dir, id), page)
 }
 
 // resultFile is the results file of run id.
@@ -479,26 +473,33 @@ func resultFile(dir, id string) string { return filepath.Join(dir, "bench-"+id+"
 // directory, fsync, rename over the final name, fsync of the directory. A
 // crash leaves either no file or the whole record.
 func writeResult(dir string, v BenchView) error {
-	if dir == "" {
-		return errors.New("bench.results_dir is not set")
-	}
-	if !validBenchID(v.ID) {
-		return fmt.Errorf("invalid bench id %q", v.ID)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	line, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	line = append(line, '\n')
-	tmp, err := os.CreateTemp(dir, ".bench-"+v.ID+"-*.tmp")
+	return writeAtomic(dir, v.ID, resultFile(dir, v.ID), append(line, '\n'))
+}
+
+// writeAtomic writes a file of run id atomically: a temporary file in the
+// same directory, fsync, rename over the final name, fsync of the
+// directory. A crash leaves either no file or the whole of it (and maybe a
+// temporary file, which load removes).
+func writeAtomic(dir, id, path string, data []byte) error {
+	if dir == "" {
+		return errors.New("bench.results_dir is not set")
+	}
+	if !validBenchID(id) {
+		return fmt.Errorf("invalid bench id %q", id)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".bench-"+id+"-*.tmp")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // a no-op after the rename
-	if _, err := tmp.Write(line); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -509,7 +510,7 @@ func writeResult(dir string, v BenchView) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), resultFile(dir, v.ID)); err != nil {
+	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
 	d, err := os.Open(dir)

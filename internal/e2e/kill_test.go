@@ -133,6 +133,13 @@ func checkResultsDir(t *testing.T, dir string) (tmp int) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if strings.HasSuffix(name, ".html") {
+			// A run's report, written atomically before its result: whole.
+			if !strings.HasPrefix(name, "bench-") || !strings.HasSuffix(string(b), "</html>\n") {
+				t.Errorf("report %s is cut short: ...%q", name, b[max(len(b)-60, 0):])
+			}
+			continue
+		}
 		var v benchState
 		if err := json.Unmarshal(b, &v); err != nil || !strings.HasSuffix(string(b), "\n") || strings.Count(string(b), "\n") != 1 {
 			t.Errorf("results file %s is corrupt (%v): %.200q", name, err, b)
