@@ -157,6 +157,9 @@ func (s *Summary) writeExtras(t *tableWriter) {
 			t.f2("P"+percentileWord(p.P)+" "+l.name+" (ms):", p.Value)
 		}
 	}
+	if s.Stats == StatsSketch {
+		t.row("ITL statistics:", fmt.Sprintf("sketch, within %g%%", SketchRelativeError*100))
+	}
 	if c := s.Compat.String(); c != "" {
 		t.row("Compat:", c)
 	}
@@ -346,6 +349,9 @@ func (s *Summary) appendExtras(r record) record {
 			ps = append(ps, p.P)
 		}
 		sp = append(sp, field{"percentile_metrics", metrics}, field{"metric_percentiles", ps})
+	}
+	if s.Stats == StatsSketch {
+		sp = append(sp, field{"stats", s.Stats}, field{"stats_relative_error", SketchRelativeError})
 	}
 	sp = append(sp,
 		field{"max_itl_ms", s.ITL.Max},

@@ -55,6 +55,7 @@ func ParseRecord(line []byte) (*Summary, error) {
 			OutputThroughputRetokenized float64            `json:"output_throughput_retokenized"`
 			TotalThroughputRetokenized  float64            `json:"total_throughput_retokenized"`
 			Compat                      []string           `json:"compat"`
+			Stats                       string             `json:"stats"`
 		} `json:"servingprobe"`
 		Sweep *struct {
 			SweepInfo
@@ -103,7 +104,7 @@ func ParseRecord(line []byte) (*Summary, error) {
 	}
 	if sp := r.Servingprobe; sp != nil {
 		s.Requests, s.NotSent, s.Stopped, s.Failed = sp.Requests, sp.NotSent, sp.Stopped, sp.Failed
-		s.GoodRequests, s.ITL.Max = sp.GoodRequests, sp.MaxITLms
+		s.GoodRequests, s.ITL.Max, s.Stats = sp.GoodRequests, sp.MaxITLms, sp.Stats
 		s.OutputThroughputRetokenized, s.TotalThroughputRetokenized = sp.OutputThroughputRetokenized, sp.TotalThroughputRetokenized
 		var spFlat map[string]json.RawMessage
 		_ = json.Unmarshal(flat["servingprobe"], &spFlat)

@@ -55,6 +55,10 @@ type Params struct {
 	CountTokens func(text string) int
 	// Details keeps the per-request arrays of --output-details.
 	Details bool
+	// Stats is StatsExact ("" too) or StatsSketch: inter-token gaps then
+	// go into a Sketch instead of a list, so that memory does not grow
+	// with the tokens of a run.
+	Stats string
 	// Planned is how many prompts the run prepared; those beyond the
 	// requests added were never sent. 0: unknown.
 	Planned int
@@ -181,6 +185,9 @@ type Summary struct {
 	// statistics are over (an SLO says whether its percentile has enough).
 	ITLSamples  int `json:"itl_samples"`
 	TPOTSamples int `json:"tpot_samples"`
+	// Stats is StatsSketch when the ITL statistics come from a Sketch
+	// (within SketchRelativeError), "" when they are exact.
+	Stats string `json:"stats,omitempty"`
 
 	// Requests counts every result, Failed those that did not succeed, by
 	// outcome in Outcomes. NotSent counts the prompts never sent, because
@@ -250,6 +257,7 @@ type Accumulator struct {
 	nSched, nSent                        int
 
 	details *Details
+	itlSk   *Sketch        // ITL samples under StatsSketch, instead of itl
 	times   [][4]time.Time // the details' scheduled, sent, first-token and end times
 	start   time.Time      // what the details' times count from
 }
@@ -265,6 +273,9 @@ func NewAccumulator(p Params) *Accumulator {
 	}
 	if p.Details {
 		a.details = &Details{}
+	}
+	if p.Stats == StatsSketch {
+		a.itlSk = NewSketch(SketchRelativeError)
 	}
 	return a
 }
@@ -373,6 +384,14 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 	}
 	if !rec.ok {
 		// Failures keep no ITL samples except in the details.
+		a.itl = a.itl[:rec.itlOff]
+		rec.itlLen = 0
+	}
+	if a.itlSk != nil {
+		// Kept in the sketch only: the list is reused by the next request.
+		for _, g := range a.itl[rec.itlOff:] {
+			a.itlSk.Add(g)
+		}
 		a.itl = a.itl[:rec.itlOff]
 		rec.itlLen = 0
 	}
@@ -489,9 +508,10 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		E2ELatency:                   ComputeStats(e2es),
 		TTFT:                         ComputeStats(ttfts),
 		TPOT:                         ComputeStats(tpots),
-		ITL:                          ComputeStats(itls),
+		ITL:                          a.itlStats(itls),
 		Concurrency:                  per(pairwiseSum(e2es)),
-		ITLSamples:                   len(itls),
+		ITLSamples:                   len(itls) + a.itlSk.count(),
+		Stats:                        p.Stats,
 		TPOTSamples:                  len(tpots),
 
 		Requests:             len(recs),
@@ -522,6 +542,15 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	}
 	for _, m := range p.PercentileMetrics {
 		v := lists[m]
+		if m == MetricITL && a.itlSk != nil {
+			st := a.itlSk.Stats()
+			ms := MetricStats{Metric: m, Mean: st.Mean, Median: st.Median, Std: st.Std}
+			for _, q := range p.MetricPercentiles {
+				ms.Percentiles = append(ms.Percentiles, PercentileValue{P: q, Value: a.itlSk.Quantile(q/100) * 1000})
+			}
+			s.Percentiles = append(s.Percentiles, ms)
+			continue
+		}
 		ms := MetricStats{Metric: m, Mean: mean(v) * 1000, Median: 0, Std: std(v) * 1000}
 		sorted := slices.Sorted(slices.Values(v))
 		ms.Median = median(sorted) * 1000
@@ -647,4 +676,12 @@ func (a *Accumulator) peaks(recs []reqRec) (float64, int) {
 		}
 	}
 	return float64(slices.Max(tokens)), peakConc
+}
+
+// itlStats is the ITL statistics: exact from the list, or from the sketch.
+func (a *Accumulator) itlStats(itls []float64) Stats {
+	if a.itlSk != nil {
+		return a.itlSk.Stats()
+	}
+	return ComputeStats(itls)
 }

@@ -90,6 +90,8 @@ type Spec struct {
 	MetricPercentiles []float64
 	// Details keeps the per-request arrays (--output-details).
 	Details bool
+	// Stats is bench.StatsExact or bench.StatsSketch (--stats).
+	Stats string
 }
 
 // Profile is --profile and its options (bench_serving §3).
@@ -273,6 +275,7 @@ func (s *Spec) Params() bench.Params {
 		PercentileMetrics:  s.PercentileMetrics,
 		MetricPercentiles:  s.MetricPercentiles,
 		Details:            s.Details,
+		Stats:              s.Stats,
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func argparseArgs(app *kingpin.Application, args []string) ([]string, error) {
 			}
 		}
 		if hasValue {
-			if err := checkNumber(f, value); err != nil {
+			if err := checkValue(f, value); err != nil {
 				return nil, err
 			}
 		}
@@ -110,10 +111,11 @@ func argparseArgs(app *kingpin.Application, args []string) ([]string, error) {
 	return kept, nil
 }
 
-// checkNumber refuses a value that does not parse as the flag's number
-// type with argparse's message, which names the flag; kingpin's names only
-// strconv ("strconv.ParseFloat: parsing "abc": invalid syntax").
-func checkNumber(f *kingpin.FlagModel, v string) error {
+// checkValue refuses a value that does not parse as the flag's number
+// type, or is not one of an enum flag's choices, with argparse's message,
+// which names the flag; kingpin's names neither ("strconv.ParseFloat:
+// parsing "abc": invalid syntax", "enum value must be one of a,b").
+func checkValue(f *kingpin.FlagModel, v string) error {
 	var err error
 	kind := ""
 	switch fmt.Sprintf("%T", f.Value) {
@@ -123,11 +125,37 @@ func checkNumber(f *kingpin.FlagModel, v string) error {
 	case "*kingpin.float64Value":
 		kind = "float"
 		_, err = strconv.ParseFloat(v, 64)
+	case "*kingpin.enumValue":
+		if choices := enumChoices(f.Value); len(choices) > 0 && !slices.Contains(choices, v) {
+			quoted := make([]string, len(choices))
+			for i, c := range choices {
+				quoted[i] = "'" + c + "'"
+			}
+			return fmt.Errorf("argument --%s: invalid choice: '%s' (choose from %s)", f.Name, v, strings.Join(quoted, ", "))
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("argument --%s: invalid %s value: '%s'", f.Name, kind, v)
 	}
 	return nil
+}
+
+// enumChoices reads an enum flag's choices: kingpin keeps them in an
+// unexported field, which reflect may read (not write).
+func enumChoices(v kingpin.Value) []string {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	opts := rv.Elem().FieldByName("options")
+	if !opts.IsValid() || opts.Kind() != reflect.Slice {
+		return nil
+	}
+	out := make([]string, opts.Len())
+	for i := range out {
+		out[i] = opts.Index(i).String()
+	}
+	return out
 }
 
 // lookupFlag finds the flag a long option names: by its exact name, else

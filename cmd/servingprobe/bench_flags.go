@@ -49,6 +49,7 @@ type benchFlags struct {
 	maxConcurrency     int
 	outputFile         string
 	outputDetails      bool
+	stats              string
 	printRequests      bool
 	disableTqdm        bool
 	disableStream      bool
@@ -214,6 +215,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	track(cmd.Flag("max-concurrency", "Requests in flight at most; arrivals queue on the client and the wait is reported.")).IntVar(&f.maxConcurrency)
 	cmd.Flag("output-file", "JSONL file the result is appended to (default: bench_serving's name).").StringVar(&f.outputFile)
 	cmd.Flag("output-details", "Add per-request arrays to the JSONL record.").BoolVar(&f.outputDetails)
+	cmd.Flag("stats", "exact keeps every inter-token gap for NumPy's percentiles; sketch keeps them in a quantile sketch (1% relative error, labelled in the table and JSONL) so that memory does not grow with the tokens of a long run.").Default(bench.StatsExact).EnumVar(&f.stats, bench.StatsExact, bench.StatsSketch)
 	track(cmd.Flag("print-requests", "Not supported.")).BoolVar(&f.printRequests)
 	cmd.Flag("disable-tqdm", "No progress bar.").BoolVar(&f.disableTqdm)
 	cmd.Flag("disable-stream", "Non-streaming requests.").BoolVar(&f.disableStream)
@@ -474,6 +476,7 @@ func (f *benchFlags) spec(getenv func(string) string) (benchrun.Spec, error) {
 	// The plot and the report draw from the per-request times; the JSONL
 	// carries them only with --output-details.
 	s.Details = f.outputDetails || f.plotThroughput || f.report != ""
+	s.Stats = f.stats
 	if envflag.Truthy(getenv("SGLANG_USE_MODELSCOPE")) {
 		bad("SGLANG_USE_MODELSCOPE is set: ModelScope downloads are not supported; pass --tokenizer with a local path")
 	}

@@ -293,3 +293,26 @@ func TestBenchSweepAutoAndConcurrency(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchStatsSketch: --stats sketch through the CLI labels the table
+// and the record; a bad value names the flag and its choices.
+func TestBenchStatsSketch(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 5*time.Millisecond, time.Millisecond
+	url := startSimulator(t, cfg)
+	out := filepath.Join(t.TempDir(), "sk.jsonl")
+	code, stdout, stderr := runCLI(t, sweepArgs(url, out, 20, "--stats", "sketch", "--random-output-len", "16", "--strict-json")...)
+	if code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^ITL statistics:\s+sketch, within 1%`).MatchString(stdout) {
+		t.Errorf("table lacks the sketch label:\n%s", stdout)
+	}
+	recs := readRecords(t, out)
+	if sp, _ := recs[0]["servingprobe"].(map[string]any); sp["stats"] != "sketch" || sp["stats_relative_error"] != 0.01 {
+		t.Errorf("record's servingprobe block: %v", sp)
+	}
+	if code, _, stderr := runCLI(t, "bench", "--stats", "approx"); code == 0 || !strings.Contains(stderr, "argument --stats: invalid choice: 'approx' (choose from 'exact', 'sketch')") {
+		t.Errorf("--stats approx: exit %d, %s", code, stderr)
+	}
+}

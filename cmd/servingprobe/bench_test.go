@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/simulator"
@@ -61,6 +62,7 @@ func TestBenchFlagDefaults(t *testing.T) {
 		// session allows 6 h).
 		RequestTimeout: benchrun.DefaultRequestTimeout,
 		Profile:        benchrun.Profile{Activities: []string{"CPU", "GPU"}, StartStep: -1, Steps: -1, NumSteps: -1},
+		Stats:          bench.StatsExact,
 	}
 	o := datasets.DefaultOptions()
 	o.GSPGroupDistribution = "uniform"

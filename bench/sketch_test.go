@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// samples draws n latencies in seconds: a lognormal body around 10 ms with
+// a tail, and a few zero gaps (tokens that arrived together).
+func samples(n int, seed uint64) []float64 {
+	r := rand.New(rand.NewPCG(seed, 1))
+	out := make([]float64, n)
+	for i := range out {
+		switch {
+		case i%97 == 0:
+			out[i] = 0
+		case i%13 == 0:
+			out[i] = 0.2 * math.Exp(r.NormFloat64())
+		default:
+			out[i] = 0.01 * math.Exp(0.3*r.NormFloat64())
+		}
+	}
+	return out
+}
+
+// TestSketchWithinError: every quantile the sketch reports is within its
+// relative error of the sample at that rank, and within the error (plus
+// the gap to the next sample) of NumPy's interpolated percentile; mean,
+// std and max are the exact ones; memory stays bounded.
+func TestSketchWithinError(t *testing.T) {
+	vals := samples(200000, 1)
+	sk := NewSketch(SketchRelativeError)
+	for _, v := range vals {
+		sk.Add(v)
+	}
+	sorted := slices.Sorted(slices.Values(vals))
+	for _, q := range []float64{0.001, 0.1, 0.5, 0.9, 0.95, 0.99, 0.999} {
+		rank := int(math.Round(q * float64(len(sorted)-1)))
+		exact, got := sorted[rank], sk.Quantile(q)
+		if exact == 0 {
+			if got != 0 {
+				t.Errorf("q%v: %v, want 0", q, got)
+			}
+			continue
+		}
+		if rel := math.Abs(got-exact) / exact; rel > SketchRelativeError {
+			t.Errorf("q%v: sketch %.6g, sample %.6g: relative error %.4f > %v", q, got, exact, rel, SketchRelativeError)
+		}
+		np := percentile(sorted, q*100)
+		if rel := math.Abs(got-np) / np; rel > SketchRelativeError+(sorted[min(rank+1, len(sorted)-1)]-exact)/exact {
+			t.Errorf("q%v: sketch %.6g, NumPy %.6g", q, got, np)
+		}
+	}
+	want, got := ComputeStats(vals), sk.Stats()
+	for _, c := range []struct {
+		name string
+		a, b float64
+	}{{"mean", want.Mean, got.Mean}, {"std", want.Std, got.Std}, {"max", want.Max, got.Max}} {
+		if math.Abs(c.a-c.b) > 1e-9*math.Abs(c.a) {
+			t.Errorf("%s: sketch %v, exact %v", c.name, c.b, c.a)
+		}
+	}
+	for name, p := range map[string][2]float64{"median": {want.Median, got.Median}, "p99": {want.P99, got.P99}} {
+		if math.Abs(p[0]-p[1])/p[0] > 2*SketchRelativeError {
+			t.Errorf("%s: sketch %v, exact %v", name, p[1], p[0])
+		}
+	}
+	// A microsecond to 15 minutes, 200,000 values: about a thousand
+	// counters, whatever the count.
+	for _, v := range []float64{1e-6, 900} {
+		sk.Add(v)
+	}
+	if n := len(sk.counts); n > 1100 {
+		t.Errorf("%d counters for values from 1 µs to 15 min", n)
+	}
+}
+
+func TestSketchMerge(t *testing.T) {
+	a, b, all := NewSketch(SketchRelativeError), NewSketch(SketchRelativeError), NewSketch(SketchRelativeError)
+	for i, v := range samples(5000, 2) {
+		if i%3 == 0 {
+			a.Add(v)
+		} else {
+			b.Add(v)
+		}
+		all.Add(v)
+	}
+	a.Merge(b)
+	if a.Count() != all.Count() || !slices.Equal(trimZeros(a.counts), trimZeros(all.counts)) || a.zeros != all.zeros {
+		t.Fatalf("merged sketch differs from one fed everything")
+	}
+	if sa, sall := a.Stats(), all.Stats(); math.Abs(sa.Mean-sall.Mean) > 1e-9 || math.Abs(sa.Std-sall.Std) > 1e-9 || sa.Max != sall.Max || sa.P99 != sall.P99 {
+		t.Errorf("merged stats %+v, want %+v", sa, sall)
+	}
+	empty := NewSketch(SketchRelativeError)
+	if s := empty.Stats(); s != (Stats{}) || empty.Quantile(0.5) != 0 {
+		t.Errorf("an empty sketch reports %+v", s)
+	}
+}
+
+func trimZeros(c []uint64) []uint64 {
+	lo, hi := 0, len(c)
+	for lo < hi && c[lo] == 0 {
+		lo++
+	}
+	for hi > lo && c[hi-1] == 0 {
+		hi--
+	}
+	return c[lo:hi]
+}
+
+// TestAccumulatorSketch: with --stats=sketch the ITL figures stay within
+// the stated error of the exact ones, the table and the record say which
+// statistics they are, and the record reads back with the label.
+func TestAccumulatorSketch(t *testing.T) {
+	results, rows := fixture()
+	p := fixtureParams()
+	exact, err := Summarize(results, rows, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stats = StatsSketch
+	sk, err := Summarize(results, rows, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sk.ITLSamples != exact.ITLSamples || sk.ITL.Max != exact.ITL.Max || math.Abs(sk.ITL.Mean-exact.ITL.Mean) > 1e-9 {
+		t.Errorf("sketch ITL %+v (%d samples), exact %+v (%d)", sk.ITL, sk.ITLSamples, exact.ITL, exact.ITLSamples)
+	}
+	if sk.TTFT != exact.TTFT || sk.E2ELatency != exact.E2ELatency {
+		t.Error("per-request statistics changed under the ITL sketch")
+	}
+	var table bytes.Buffer
+	_ = sk.WriteTable(&table)
+	if !strings.Contains(table.String(), "ITL statistics:") || !strings.Contains(table.String(), "sketch, within 1%") {
+		t.Errorf("the table does not say the ITL statistics are a sketch:\n%s", table.String())
+	}
+	var plain bytes.Buffer
+	_ = exact.WriteTable(&plain)
+	if strings.Contains(plain.String(), "ITL statistics:") {
+		t.Error("an exact run's table mentions the sketch")
+	}
+	line, err := sk.Record(JSONOptions{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(line, []byte(`"stats": "sketch", "stats_relative_error": 0.01`)) {
+		t.Errorf("record lacks the stats label: %s", line)
+	}
+	back, err := ParseRecord(line)
+	if err != nil || back.Stats != StatsSketch {
+		t.Errorf("ParseRecord: %v, stats %q", err, back.Stats)
+	}
+}
+
+// TestSketchMemoryFlat: under the sketch, the accumulator keeps no
+// inter-token gap once a request is added, however many requests there
+// are; exact statistics keep every one.
+func TestSketchMemoryFlat(t *testing.T) {
+	results, rows := fixture()
+	for _, mode := range []string{StatsExact, StatsSketch} {
+		p := fixtureParams()
+		p.Stats = mode
+		a := NewAccumulator(p)
+		for i := range 3000 {
+			a.Add(i, results[0], rows[0])
+		}
+		perReq := len(results[0].AppendITLs(nil, false))
+		if perReq == 0 || results[0].Outcome != "success" {
+			t.Fatalf("fixture result 0 has %d gaps (%s): the test needs a success with gaps", perReq, results[0].Outcome)
+		}
+		switch mode {
+		case StatsSketch:
+			if len(a.itl) != 0 || cap(a.itl) > 4*perReq+64 {
+				t.Errorf("sketch: %d gaps kept (cap %d) after 3,000 requests", len(a.itl), cap(a.itl))
+			}
+			if a.itlSk.Count() != 3000*perReq {
+				t.Errorf("sketch holds %d gaps, want %d", a.itlSk.Count(), 3000*perReq)
+			}
+		default:
+			if len(a.itl) != 3000*perReq {
+				t.Errorf("exact: %d gaps kept, want %d", len(a.itl), 3000*perReq)
+			}
+		}
+	}
+}
