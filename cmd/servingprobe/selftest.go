@@ -22,7 +22,7 @@ func addSelftestCommand(app *kingpin.Application) func(context.Context, *cliEnv)
 	cmd := app.Command("selftest", "Benchmark servingprobe's own client against the built-in simulator on this machine (client and simulator pinned to separate cores) and print a table. See BENCHMARKS.md.")
 	full := selftest.Full()
 	quick := cmd.Flag("quick", "Run a small subset with short durations (well under a minute), to prove the harness works; not a measurement.").Bool()
-	sections := cmd.Flag("sections", "Comma-separated sections: capacity, fidelity, memory, arrival, token-count.").Default(strings.Join(full.Sections, ",")).String()
+	sections := cmd.Flag("sections", "Comma-separated sections: capacity, fidelity, memory, arrival, token-count, e2e.").Default(strings.Join(full.Sections, ",")).String()
 	niceness := cmd.Flag("nice", "Niceness of the client and simulator children (nice -n); negative shields them from other load on a shared machine and needs root; 0 leaves it.").Default(strconv.Itoa(full.Nice)).Int()
 	noPin := cmd.Flag("no-pin", "Do not pin the client and the simulator to separate cores with taskset.").Bool()
 	capStreams := cmd.Flag("capacity.streams", "Concurrent streams for the capacity points.").Default(joinInts(full.CapacityStreams)).String()
@@ -77,7 +77,7 @@ func addSelftestCommand(app *kingpin.Application) func(context.Context, *cliEnv)
 		o.Sections = strings.Split(*sections, ",")
 		for _, s := range o.Sections {
 			switch s {
-			case "capacity", "fidelity", "memory", "arrival", "token-count":
+			case "capacity", "fidelity", "memory", "arrival", "token-count", "e2e":
 			default:
 				return fmt.Errorf("--sections: unknown section %q", s)
 			}

@@ -68,6 +68,11 @@ type Options struct {
 
 	TokenCountRequests, TokenCountTokens int
 	TokenCountGap                        time.Duration
+
+	// E2EPoints are runs of the real bench command; E2ETokens their
+	// output tokens per request.
+	E2EPoints []E2EPoint
+	E2ETokens int
 }
 
 // Full is the complete benchmark (a few minutes).
@@ -75,7 +80,7 @@ func Full() Options {
 	return Options{
 		Pin:                true,
 		Nice:               -10,
-		Sections:           []string{"capacity", "fidelity", "memory", "arrival", "token-count"},
+		Sections:           []string{"capacity", "fidelity", "memory", "arrival", "token-count", "e2e"},
 		CapacityStreams:    []int{1, 64, 512, 2048, 8192},
 		CapacityDuration:   5 * time.Second,
 		CapacityTokens:     512,
@@ -93,6 +98,11 @@ func Full() Options {
 		TokenCountRequests: 10,
 		TokenCountTokens:   64,
 		TokenCountGap:      10 * time.Millisecond,
+		E2EPoints: []E2EPoint{
+			{Requests: 10000, Streams: 64, Stats: "exact"}, {Requests: 100000, Streams: 64, Stats: "exact"},
+			{Requests: 100000, Streams: 64, Stats: "sketch"}, {Requests: 10000, Streams: 512, Stats: "exact"},
+		},
+		E2ETokens: 256,
 	}
 }
 
@@ -115,6 +125,7 @@ func Quick() Options {
 	o.MemoryStreams = []int{100}
 	o.ArrivalRates, o.ArrivalDuration = []float64{100, 1000}, time.Second
 	o.TokenCountRequests, o.TokenCountTokens = 2, 48
+	o.E2EPoints, o.E2ETokens = []E2EPoint{{Requests: 500, Streams: 64, Stats: "exact"}, {Requests: 500, Streams: 64, Stats: "sketch"}}, 64
 	return o
 }
 
@@ -431,6 +442,37 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 				errs = append(errs, fmt.Errorf("token-count (usage %v): median ITL %s, server %s: off by %.1f%%, more than %.0f%%",
 					r.Usage, r.ClientITL, r.ServerITL, 100*e, 100*tokenCountTolerance))
 			}
+		}
+		flush()
+	}
+	if has(o.Sections, "e2e") {
+		fmt.Fprintf(out, "e2e: the real bench command (random dataset, 128 prompt and %d output tokens, every request at once under the cap,\n"+
+			"  no warm-up), pinned like the client, against a coalescing 0 ms simulator; whole-process getrusage of the bench child.\n"+
+			"  first request: from the child's start to its \"Benchmark started\" line, which includes preparing every prompt and\n"+
+			"  bench_serving's fixed 1 s pause. RSS growth: per request added since the point above with the same streams and stats\n",
+			o.E2ETokens)
+		fmt.Fprintln(tw, "requests	streams	stats	output tokens	wall s	first request s	CPU s	CPU µs/token	peak RSS MiB	RSS growth B/request	")
+		prev := map[string]E2EResult{}
+		prevReq := map[string]int{}
+		for _, p := range o.E2EPoints {
+			r, err := h.e2e(ctx, p, o.E2ETokens)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("e2e %d×%d %s: %w", p.Requests, p.Streams, p.Stats, err))
+				fmt.Fprintf(tw, "%d\t%d\t%s\terror: %v\t\t\t\t\t\t\t\n", p.Requests, p.Streams, p.Stats, err)
+				continue
+			}
+			growth := "-"
+			key := fmt.Sprintf("%d/%s", p.Streams, p.Stats)
+			if q, ok := prev[key]; ok && p.Requests > prevReq[key] {
+				growth = f0(float64(r.MaxRSS-q.MaxRSS) / float64(p.Requests-prevReq[key]))
+			}
+			prev[key], prevReq[key] = r, p.Requests
+			perTok := "-"
+			if r.OutputTokens > 0 {
+				perTok = strconv.FormatFloat(r.CPU.Seconds()*1e6/float64(r.OutputTokens), 'f', 2, 64)
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%.1f\t%s\t\n", p.Requests, p.Streams, p.Stats, r.OutputTokens,
+				r.Wall.Seconds(), r.FirstRequest.Seconds(), r.CPU.Seconds(), perTok, float64(r.MaxRSS)/(1<<20), growth)
 		}
 		flush()
 	}
