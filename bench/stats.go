@@ -22,20 +22,25 @@ type Stats struct {
 // `np.mean(ttfts or 0)`. values is not modified. It is the one place
 // servingprobe computes percentiles of a sample list.
 func ComputeStats(values []float64) Stats {
+	return statsInPlace(slices.Clone(values))
+}
+
+// statsInPlace is ComputeStats of a list it may reorder, so that a large
+// list (every inter-token gap of a run) is not copied again: the mean and
+// the std first, in the order given (NumPy's pairwise sums depend on it),
+// then it sorts values in place for the median and percentiles.
+func statsInPlace(values []float64) Stats {
 	if len(values) == 0 {
 		return Stats{}
 	}
-	sorted := slices.Clone(values)
-	slices.Sort(sorted)
-	return Stats{
-		Mean:   mean(values) * 1000,
-		Median: median(sorted) * 1000,
-		Std:    std(values) * 1000,
-		P90:    percentile(sorted, 90) * 1000,
-		P95:    percentile(sorted, 95) * 1000,
-		P99:    percentile(sorted, 99) * 1000,
-		Max:    sorted[len(sorted)-1] * 1000,
-	}
+	st := Stats{Mean: mean(values) * 1000, Std: std(values) * 1000}
+	slices.Sort(values)
+	st.Median = median(values) * 1000
+	st.P90 = percentile(values, 90) * 1000
+	st.P95 = percentile(values, 95) * 1000
+	st.P99 = percentile(values, 99) * 1000
+	st.Max = values[len(values)-1] * 1000
+	return st
 }
 
 // pairwiseSum is NumPy's pairwise_sum for float64 (numpy/_core/src/umath/

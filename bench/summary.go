@@ -551,8 +551,18 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 			s.Percentiles = append(s.Percentiles, ms)
 			continue
 		}
-		ms := MetricStats{Metric: m, Mean: mean(v) * 1000, Median: 0, Std: std(v) * 1000}
-		sorted := slices.Sorted(slices.Values(v))
+		ms := MetricStats{Metric: m}
+		if m == MetricITL {
+			// Sorted in place by itlStats; its mean and std were taken
+			// before, in dispatch order, as here for the other lists.
+			ms.Mean, ms.Std = s.ITL.Mean, s.ITL.Std
+		} else {
+			ms.Mean, ms.Std = mean(v)*1000, std(v)*1000
+		}
+		sorted := v
+		if !slices.IsSorted(v) {
+			sorted = slices.Sorted(slices.Values(v))
+		}
 		ms.Median = median(sorted) * 1000
 		for _, q := range p.MetricPercentiles {
 			ms.Percentiles = append(ms.Percentiles, PercentileValue{P: q, Value: percentile(sorted, q) * 1000})
@@ -678,10 +688,12 @@ func (a *Accumulator) peaks(recs []reqRec) (float64, int) {
 	return float64(slices.Max(tokens)), peakConc
 }
 
-// itlStats is the ITL statistics: exact from the list, or from the sketch.
+// itlStats is the ITL statistics: exact from the list, which it sorts in
+// place (the list is the summary's own copy, and the largest), or from
+// the sketch.
 func (a *Accumulator) itlStats(itls []float64) Stats {
 	if a.itlSk != nil {
 		return a.itlSk.Stats()
 	}
-	return ComputeStats(itls)
+	return statsInPlace(itls)
 }

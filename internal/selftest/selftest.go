@@ -100,7 +100,8 @@ func Full() Options {
 		TokenCountGap:      10 * time.Millisecond,
 		E2EPoints: []E2EPoint{
 			{Requests: 10000, Streams: 64, Stats: "exact"}, {Requests: 100000, Streams: 64, Stats: "exact"},
-			{Requests: 100000, Streams: 64, Stats: "sketch"}, {Requests: 10000, Streams: 512, Stats: "exact"},
+			{Requests: 10000, Streams: 64, Stats: "sketch"}, {Requests: 100000, Streams: 64, Stats: "sketch"},
+			{Requests: 10000, Streams: 512, Stats: "exact"},
 		},
 		E2ETokens: 256,
 	}
