@@ -188,3 +188,29 @@ func TestSketchMemoryFlat(t *testing.T) {
 		}
 	}
 }
+
+// TestDetailsNoTexts: details kept for a report or a plot hold the times
+// and lengths but no copy of the outputs.
+func TestDetailsNoTexts(t *testing.T) {
+	results, rows := fixture()
+	p := fixtureParams()
+	p.Details, p.DetailsNoTexts = true, true
+	s, err := Summarize(results, rows, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.Details
+	if d == nil || len(d.SentTimes) != len(results) || len(d.OutputLens) != len(results) {
+		t.Fatalf("details %+v", d)
+	}
+	for i, txt := range d.GeneratedTexts {
+		if txt != "" {
+			t.Errorf("request %d: text %q kept", i, txt)
+		}
+	}
+	p.DetailsNoTexts = false
+	full, _ := Summarize(results, rows, p)
+	if !slices.ContainsFunc(full.Details.GeneratedTexts, func(s string) bool { return s != "" }) {
+		t.Error("the fixture has no text: the test proves nothing")
+	}
+}

@@ -55,6 +55,9 @@ type Params struct {
 	CountTokens func(text string) int
 	// Details keeps the per-request arrays of --output-details.
 	Details bool
+	// DetailsNoTexts leaves the generated texts out of the details: a
+	// report or a plot needs the times, not a copy of every output.
+	DetailsNoTexts bool
 	// Stats is StatsExact ("" too) or StatsSketch: inter-token gaps then
 	// go into a Sketch instead of a list, so that memory does not grow
 	// with the tokens of a run.
@@ -379,7 +382,9 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		d.OutputLens[i] = outLen
 		d.TTFTs[i] = rec.ttft
 		d.ITLs[i] = slices.Clone(a.itl[rec.itlOff:])
-		d.GeneratedTexts[i] = r.GeneratedText
+		if !a.p.DetailsNoTexts {
+			d.GeneratedTexts[i] = r.GeneratedText
+		}
 		d.Errors[i] = r.Err
 	}
 	if !rec.ok {

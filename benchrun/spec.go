@@ -92,6 +92,9 @@ type Spec struct {
 	Details bool
 	// Stats is bench.StatsExact or bench.StatsSketch (--stats).
 	Stats string
+	// DetailsNoTexts keeps the details' times without the generated texts
+	// (details for a report or a plot, not for --output-details).
+	DetailsNoTexts bool
 }
 
 // Profile is --profile and its options (bench_serving §3).
@@ -275,6 +278,7 @@ func (s *Spec) Params() bench.Params {
 		PercentileMetrics:  s.PercentileMetrics,
 		MetricPercentiles:  s.MetricPercentiles,
 		Details:            s.Details,
+		DetailsNoTexts:     s.DetailsNoTexts,
 		Stats:              s.Stats,
 	}
 }

@@ -31,7 +31,7 @@ func DaemonRunner() BenchRunFunc {
 			Observer: job.Observer, Progress: job.Progress, OnStart: job.Started,
 		}
 		// The window's report draws every request.
-		s.Details = true
+		s.Details, s.DetailsNoTexts = true, true
 		prep, err := Prepare(ctx, s, env)
 		if err != nil {
 			return BenchOutput{}, err

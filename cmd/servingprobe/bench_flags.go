@@ -476,6 +476,7 @@ func (f *benchFlags) spec(getenv func(string) string) (benchrun.Spec, error) {
 	// The plot and the report draw from the per-request times; the JSONL
 	// carries them only with --output-details.
 	s.Details = f.outputDetails || f.plotThroughput || f.report != ""
+	s.DetailsNoTexts = !f.outputDetails
 	s.Stats = f.stats
 	if envflag.Truthy(getenv("SGLANG_USE_MODELSCOPE")) {
 		bad("SGLANG_USE_MODELSCOPE is set: ModelScope downloads are not supported; pass --tokenizer with a local path")

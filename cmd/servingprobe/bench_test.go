@@ -63,6 +63,8 @@ func TestBenchFlagDefaults(t *testing.T) {
 		RequestTimeout: benchrun.DefaultRequestTimeout,
 		Profile:        benchrun.Profile{Activities: []string{"CPU", "GPU"}, StartStep: -1, Steps: -1, NumSteps: -1},
 		Stats:          bench.StatsExact,
+		// No details are kept by default; were they, without texts.
+		DetailsNoTexts: true,
 	}
 	o := datasets.DefaultOptions()
 	o.GSPGroupDistribution = "uniform"
