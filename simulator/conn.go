@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/servingprobe/servingprobe/internal/rxstamp"
 )
 
 // StampListener wraps ln so that every connection it accepts timestamps its
@@ -66,13 +68,18 @@ type stampConn struct {
 	writes     uint64    // Writes begun
 }
 
-// rawReader reads with the kernel's receive timestamp; see conn_linux.go.
+// rawReader reads with the kernel's receive timestamp: an *rxstamp.Reader,
+// or a stand-in in tests.
 type rawReader interface {
-	read(c net.Conn, b []byte) (int, time.Time, error)
+	Read(c net.Conn, b []byte) (n int, unixNano int64, err error)
 }
 
 func newStampConn(c net.Conn) *stampConn {
-	return &stampConn{Conn: c, raw: kernelStamps(c)}
+	sc := &stampConn{Conn: c}
+	if r := rxstamp.New(c); r != nil { // not a nil pointer in a non-nil interface
+		sc.raw = r
+	}
+	return sc
 }
 
 func (c *stampConn) Read(b []byte) (int, error) {
@@ -82,7 +89,11 @@ func (c *stampConn) Read(b []byte) (int, error) {
 		err    error
 	)
 	if c.raw != nil {
-		n, kernel, err = c.raw.read(c.Conn, b)
+		var ns int64
+		n, ns, err = c.raw.Read(c.Conn, b)
+		if ns != 0 {
+			kernel = time.Unix(0, ns)
+		}
 	} else {
 		n, err = c.Conn.Read(b)
 	}

@@ -1,14 +1,11 @@
 package simulator
 
 import (
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 )
 
 // TestRecvmsgReaderIsAConn: reads through recvmsg keep the net.Conn
@@ -59,35 +56,5 @@ func TestRecvmsgReaderIsAConn(t *testing.T) {
 	sc.Close()
 	if _, err := sc.Read(buf); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("read after close = %v, want net.ErrClosed", err)
-	}
-}
-
-func TestRxTime(t *testing.T) {
-	ts := syscall.Timespec{Sec: 1795000000, Nsec: 123456789}
-	data := (*[unsafe.Sizeof(ts)]byte)(unsafe.Pointer(&ts))[:]
-	cmsg := func(level, typ int32, data []byte) []byte {
-		b := make([]byte, syscall.CmsgSpace(len(data)))
-		h := (*syscall.Cmsghdr)(unsafe.Pointer(&b[0]))
-		h.Level, h.Type = level, typ
-		h.SetLen(syscall.CmsgLen(len(data)))
-		copy(b[syscall.CmsgLen(0):], data)
-		return b
-	}
-	other := cmsg(syscall.SOL_SOCKET, syscall.SCM_RIGHTS, binary.NativeEndian.AppendUint32(nil, 3))
-	for _, tc := range []struct {
-		name string
-		oob  []byte
-		want time.Time
-	}{
-		{"timestamp", cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, data), time.Unix(1795000000, 123456789)},
-		{"after another message", append(other, cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, data)...), time.Unix(1795000000, 123456789)},
-		{"none", nil, time.Time{}},
-		{"other only", other, time.Time{}},
-		{"short", cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, data[:8]), time.Time{}},
-		{"zero", cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, make([]byte, len(data))), time.Time{}},
-	} {
-		if got := rxTime(tc.oob); !got.Equal(tc.want) {
-			t.Errorf("rxTime(%s) = %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }

@@ -46,8 +46,8 @@ type fakeKernel struct {
 	ago time.Duration
 }
 
-func (f fakeKernel) read(_ net.Conn, _ []byte) (int, time.Time, error) {
-	return f.n, time.Unix(0, time.Now().Add(-f.ago).UnixNano()), nil
+func (f fakeKernel) Read(_ net.Conn, _ []byte) (int, int64, error) {
+	return f.n, time.Now().Add(-f.ago).UnixNano(), nil
 }
 
 func TestStampConnKeepsLastDataRead(t *testing.T) {

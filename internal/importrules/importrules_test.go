@@ -18,7 +18,7 @@ const module = "github.com/servingprobe/servingprobe/"
 var allowed = map[string][]string{
 	"config":                 {},
 	"datasets":               {"config"},
-	"prober":                 {"config", "datasets"},
+	"prober":                 {"config", "datasets", "internal/rxstamp"},
 	"bench":                  {"prober", "datasets"},
 	"exporter":               {"prober", "config", "dashboards"},
 	"dashboards":             {},
@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"tokenizer":              {"datasets", "tokenizer/hub", "tokenizer/hftokenizers", "internal/envflag"},
 	"tokenizer/hub":          {"internal/envflag"},
 	"tokenizer/hftokenizers": {"datasets"},
-	"simulator":              {},
+	"simulator":              {"internal/rxstamp"},
 	"benchrun":               {"bench", "config", "datasets", "exporter", "prober", "report", "tokenizer", "tokenizer/hub", "internal/envflag"},
 	"deploy":                 {},
 	"report":                 {"bench"},
