@@ -28,6 +28,11 @@ type ClientOptions struct {
 	// connection, as bench_serving's per-request aiohttp session does
 	// (--compat new-connection).
 	NewConnection bool
+	// UserClock stamps arrivals with the process's clock when a read
+	// returns, and starts requests at the HTTP call, instead of the
+	// kernel's receive times and the request's write (--compat
+	// user-clock).
+	UserClock bool
 }
 
 // NewClient builds the HTTP client for a target from its http_client_config
@@ -46,6 +51,9 @@ func NewClient(t *config.Target, o ClientOptions) (*http.Client, error) {
 		// prometheus/common builds the transport; asking it is the one
 		// way that also holds when auth or headers wrap the transport.
 		opts = append(opts, promconfig.WithKeepAlivesDisabled())
+	}
+	if !o.UserClock {
+		opts = append(opts, promconfig.WithDialContextFunc(dialStamped))
 	}
 	// The user agent is added after tuning: given to prometheus/common it
 	// would wrap the transport, which then could not be tuned.

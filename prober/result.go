@@ -149,6 +149,11 @@ type Result struct {
 	Outcome    Outcome       `json:"outcome"`
 	Err        string        `json:"error,omitzero"` // human-readable; never a label
 
+	// Clock says what stamped the response's arrival times (and the
+	// start): the kernel's receive times, the process's clock, or both.
+	// Empty when no response body was read.
+	Clock Clock `json:"clock,omitzero"`
+
 	// KeepAlives counts SSE comment lines; BytesRead the body bytes.
 	KeepAlives int   `json:"keep_alives,omitzero"`
 	BytesRead  int64 `json:"bytes_read,omitzero"`

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"slices"
@@ -67,6 +68,7 @@ type streamState struct {
 	raw   []byte // scratch for unescaping a cumulative text
 	memo  scanMemo
 	delta Delta // the event being handled (in the pooled state, so that decodeMemo's pointer does not allocate)
+	clock reqClock
 }
 
 var streamPool = sync.Pool{New: func() any { return new(streamState) }}
@@ -110,8 +112,9 @@ func (p *Prober) Run(ctx context.Context, prompt datasets.Prompt, scheduled time
 // dial goroutines, even after the request picked another connection, so
 // it is locked and copied out.
 type tracer struct {
-	mu sync.Mutex
-	t  Trace
+	mu   sync.Mutex
+	t    Trace
+	conn net.Conn // the connection the request got
 }
 
 func (tr *tracer) stamp(dst func(t *Trace) *time.Time, onlyFirst bool) {
@@ -123,6 +126,13 @@ func (tr *tracer) stamp(dst func(t *Trace) *time.Time, onlyFirst bool) {
 		return
 	}
 	*p = now
+}
+
+// got returns the connection the request got and whether it was reused.
+func (tr *tracer) got() (net.Conn, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.conn, tr.t.ConnReused
 }
 
 func (tr *tracer) snapshot() Trace {
@@ -148,7 +158,7 @@ func (tr *tracer) clientTrace() *httptrace.ClientTrace {
 			now := time.Now()
 			tr.mu.Lock()
 			defer tr.mu.Unlock()
-			tr.t.GotConn, tr.t.ConnReused = now, info.Reused
+			tr.t.GotConn, tr.t.ConnReused, tr.conn = now, info.Reused, info.Conn
 		},
 		WroteRequest: func(httptrace.WroteRequestInfo) {
 			tr.stamp(func(t *Trace) *time.Time { return &t.WroteRequest }, false)
@@ -175,6 +185,7 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	body := resp.Body
 	defer func() { drain(body) }()
 	res.HTTPStatus = resp.StatusCode
+	kc := p.requestConn(tr, resp, res)
 	if resp.StatusCode != http.StatusOK {
 		snippet, rerr := io.ReadAll(io.LimitReader(body, maxErrorBody))
 		res.End = time.Now()
@@ -197,7 +208,7 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	if rs, ok := p.Backend.(rawStreamer); ok && rs.rawStreams() && p.Options.Stream && isRawType(ct) {
 		format = FormatRaw
 	}
-	err = p.stream(body, format, res)
+	err = p.streamClocked(body, format, res, kc)
 	if errors.Is(err, ErrOverrun) {
 		// Close at once rather than drain: closing an unfinished body drops
 		// the connection, which is how the server learns to stop.
@@ -206,16 +217,53 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	return err
 }
 
-// stream reads events until the end and fills res. It owns all the timing
-// logic: one clock reading per read, taken by the StreamReader.
+// requestConn returns the kernel-stamped connection carrying resp, or nil
+// for the user clock. Only HTTP/1.x carries one response at a time on a
+// connection, so only there are a connection's stamps this response's.
+// On a reused connection the request's start becomes the moment its write
+// began, when that is later than the call: what the transport's goroutines
+// took before the bytes left is client-side, and it shows between
+// Scheduled and Sent instead of inside TTFT. On a connection dialled for
+// the request the start stays at the call, so TTFT keeps the connection
+// setup, as bench_serving's does.
+func (p *Prober) requestConn(tr *tracer, resp *http.Response, res *Result) *stampConn {
+	if resp.ProtoMajor != 1 {
+		return nil
+	}
+	c, reused := tr.got()
+	kc := lookupStampConn(c)
+	if kc == nil || !reused {
+		return kc
+	}
+	if w := clockBase.Add(time.Duration(kc.wrote.Load())); w.After(res.Sent) && w.Before(time.Now()) {
+		res.Sent = w
+	}
+	return kc
+}
+
+// stream reads events until the end and fills res, stamped by the user
+// clock.
 func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error {
+	return p.streamClocked(body, format, res, nil)
+}
+
+// streamClocked reads events until the end and fills res. It owns all the
+// timing logic: one clock reading per read, taken by the StreamReader from
+// kc's kernel stamps when kc is not nil.
+func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result, kc *stampConn) error {
 	st := streamPool.Get().(*streamState)
 	sr := &st.sr
-	sr.Reset(body, format, p.Limits, nil)
+	if st.clock.now == nil {
+		st.clock.now = st.clock.read // bound once per pooled state, not per request
+	}
+	st.clock.c, st.clock.floor, st.clock.kernel, st.clock.user = kc, res.Sent, 0, 0
+	sr.Reset(body, format, p.Limits, st.clock.now)
 	st.memo.ok = false // the memo is per stream and per decoder
 	text := st.text[:0]
 	defer func() {
 		res.KeepAlives, res.BytesRead = sr.Comments(), sr.BytesRead()
+		res.Clock = st.clock.clock()
+		st.clock.c = nil
 		sr.Reset(nil, FormatAuto, Limits{}, nil) // drop references
 		st.delta = Delta{}
 		st.text = text[:0]

@@ -1,0 +1,197 @@
+package prober
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/servingprobe/servingprobe/internal/rxstamp"
+)
+
+// Clock says which clock stamped a result's arrival times.
+type Clock string
+
+const (
+	// ClockKernel: every read that brought response bytes was stamped with
+	// the kernel's receive time of its last bytes, and the request started
+	// when its write on a reused connection began. Client scheduling delay
+	// after the bytes arrived is then out of TTFT, ITL and E2E.
+	ClockKernel Clock = "kernel"
+	// ClockUser: the process's clock when each read returned, and the
+	// start before the HTTP call (as bench_serving's perf_counter). Used
+	// when kernel stamps are off (--compat user-clock), not available
+	// (not Linux, HTTP/2, a connection not dialled by us) or absent.
+	ClockUser Clock = "user"
+	// ClockMixed: some reads had kernel stamps and some did not (a
+	// connection's first reads, before Linux turned timestamping on).
+	ClockMixed Clock = "mixed"
+)
+
+// clockBase is the monotonic origin of the times stampConn keeps in
+// atomics (nanoseconds after it).
+var clockBase = time.Now()
+
+const (
+	noData  = 0             // the last read brought no bytes (EOF, an error)
+	noStamp = math.MinInt64 // it brought bytes the kernel did not stamp
+)
+
+// stampConn is a client TCP connection read through recvmsg, keeping the
+// kernel's receive time of its last read. Why per connection rather than
+// per body read: net/http's bufio and chunked readers sit between the
+// connection and the stream reader, and on HTTP/1.x the only connection
+// reads during a body read are the ones that body read makes, so the last
+// one delivered the newest bytes handed to the stream reader. Under TLS
+// the record that completes those bytes was completed by that read too.
+type stampConn struct {
+	net.Conn
+	rx  *rxstamp.Reader
+	key connKey
+	// arrived is the last read's kernel arrival time on clockBase's
+	// monotonic scale (converted through the lag behind the wall clock
+	// measured right after the read), or noData or noStamp. Atomic: on
+	// HTTP/1.x the response headers are read by the transport's goroutine
+	// and the body by the caller's.
+	arrived atomic.Int64
+	wrote   atomic.Int64 // when the last Write began, after clockBase
+}
+
+func (c *stampConn) Read(b []byte) (int, error) {
+	n, ns, err := c.rx.Read(c.Conn, b)
+	switch {
+	case n == 0:
+		c.arrived.Store(noData)
+	case ns == 0:
+		c.arrived.Store(noStamp)
+	default:
+		now := time.Now()
+		lag := max(now.UnixNano()-ns, 0) // a wall clock stepped back: no lag
+		c.arrived.Store(max(int64(now.Sub(clockBase))-lag, 1))
+	}
+	return n, err
+}
+
+// Write stamps its start: the request's bytes are the kernel's to send
+// from then on.
+func (c *stampConn) Write(b []byte) (int, error) {
+	c.wrote.Store(int64(time.Since(clockBase)))
+	return c.Conn.Write(b)
+}
+
+func (c *stampConn) Close() error {
+	stampConns.Delete(c.key)
+	return c.Conn.Close()
+}
+
+// CloseWrite keeps a TCP half-close working through the wrapper.
+func (c *stampConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Close()
+}
+
+// connKey names a live TCP connection by its two ends. The transport wraps
+// our connection (prometheus/common's conntrack, TLS) in types that hide
+// it, but every wrapper reports the same addresses.
+type connKey struct{ local, remote netip.AddrPort }
+
+func keyOf(c net.Conn) (connKey, bool) {
+	l, ok := c.LocalAddr().(*net.TCPAddr)
+	if !ok {
+		return connKey{}, false
+	}
+	r, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return connKey{}, false
+	}
+	return connKey{l.AddrPort(), r.AddrPort()}, true
+}
+
+// stampConns holds every open stampConn by its key.
+var stampConns sync.Map
+
+// lookupStampConn finds the stampConn under c, a connection the transport
+// handed to a request (httptrace's GotConn), or nil.
+func lookupStampConn(c net.Conn) *stampConn {
+	if c == nil {
+		return nil
+	}
+	k, ok := keyOf(c)
+	if !ok {
+		return nil
+	}
+	sc, _ := stampConns.Load(k)
+	s, _ := sc.(*stampConn)
+	return s
+}
+
+// stampDialer is http.DefaultTransport's dialer.
+var stampDialer = net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+
+// dialStamped dials like the default transport and reads the connection
+// through recvmsg when the kernel can stamp it; otherwise the connection
+// is returned as dialled and its results are stamped by the user clock.
+func dialStamped(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := stampDialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	rx := rxstamp.New(c)
+	k, ok := keyOf(c)
+	if rx == nil || !ok {
+		return c, nil
+	}
+	sc := &stampConn{Conn: c, rx: rx, key: k}
+	stampConns.Store(k, sc)
+	return sc, nil
+}
+
+// reqClock is one response's clock, read by the StreamReader after each
+// read. With a stampConn it returns the kernel's arrival time of the read's
+// bytes; otherwise, and for reads that brought nothing (the end, an
+// error), the process's clock. Its times never go backwards nor before
+// floor (the request's start): a kernel-stamped read after a user-stamped
+// one could otherwise come out earlier.
+type reqClock struct {
+	c            *stampConn
+	floor        time.Time
+	kernel, user int // reads with bytes, stamped by each clock
+	now          func() time.Time
+}
+
+func (k *reqClock) read() time.Time {
+	t := time.Now()
+	if k.c != nil {
+		switch a := k.c.arrived.Load(); a {
+		case noData:
+		case noStamp:
+			k.user++
+		default:
+			if at := clockBase.Add(time.Duration(a)); at.Before(t) {
+				t = at
+			}
+			k.kernel++
+		}
+	}
+	if t.Before(k.floor) {
+		t = k.floor
+	}
+	k.floor = t
+	return t
+}
+
+// clock names what stamped the response.
+func (k *reqClock) clock() Clock {
+	switch {
+	case k.c == nil || k.kernel == 0:
+		return ClockUser
+	case k.user > 0:
+		return ClockMixed
+	}
+	return ClockKernel
+}
