@@ -52,7 +52,7 @@ func (t lateTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // stampServer streams a whole vllm response per request and tells, through
 // the returned function, when it has.
-func stampServer(t *testing.T, h2c bool) (*httptest.Server, func() <-chan struct{}) {
+func stampServer(t *testing.T, h2c, tls bool) (*httptest.Server, func() <-chan struct{}) {
 	var (
 		mu      sync.Mutex
 		written = make(chan struct{})
@@ -69,7 +69,11 @@ func stampServer(t *testing.T, h2c bool) (*httptest.Server, func() <-chan struct
 		srv.Config.Protocols = new(http.Protocols)
 		srv.Config.Protocols.SetUnencryptedHTTP2(true)
 	}
-	srv.Start()
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	next := func() <-chan struct{} {
 		mu.Lock()
@@ -114,7 +118,7 @@ func stampRun(t *testing.T, cfg promconfig.HTTPClientConfig, srv *httptest.Serve
 // start is the request's write (after the connection was got, before the
 // first token); the user clock's is the call.
 func TestKernelClockStampsArrival(t *testing.T) {
-	srv, next := stampServer(t, false)
+	srv, next := stampServer(t, false, false)
 	cfg := promconfig.DefaultHTTPClientConfig
 
 	res, readStart := stampRun(t, cfg, srv, next, ClientOptions{Concurrency: 1})
@@ -144,20 +148,32 @@ func TestKernelClockStampsArrival(t *testing.T) {
 	}
 }
 
-// TestClockFallbacks: HTTP/2 multiplexes responses on one connection, so
+// TestClockFallbacks: TLS keeps the kernel clock. HTTP/2 multiplexes responses on one connection, so
 // its stamps are no response's own: the user clock. Through an HTTP
 // proxy the connection is ours to the proxy and the kernel stamps the
 // proxy's bytes as they reach the client, as the user clock would.
 func TestClockFallbacks(t *testing.T) {
 	t.Run("h2c", func(t *testing.T) {
-		srv, next := stampServer(t, true)
+		srv, next := stampServer(t, true, false)
 		res, _ := stampRun(t, promconfig.DefaultHTTPClientConfig, srv, next, ClientOptions{Concurrency: 1, H2C: true})
 		if res.Clock != ClockUser {
 			t.Errorf("clock %q over HTTP/2, want user", res.Clock)
 		}
 	})
+	t.Run("tls", func(t *testing.T) {
+		// The TLS record that completes an event is completed by a TCP
+		// read, whose stamp the event takes.
+		srv, next := stampServer(t, false, true)
+		cfg := promconfig.DefaultHTTPClientConfig
+		cfg.TLSConfig.InsecureSkipVerify = true
+		res, readStart := stampRun(t, cfg, srv, next, ClientOptions{Concurrency: 1})
+		if res.Clock != ClockKernel || !res.FirstToken.Before(readStart) {
+			t.Errorf("over TLS: clock %q, first token %v after the late read began; want kernel, before",
+				res.Clock, res.FirstToken.Sub(readStart))
+		}
+	})
 	t.Run("proxy", func(t *testing.T) {
-		srv, next := stampServer(t, false)
+		srv, next := stampServer(t, false, false)
 		proxy := httptest.NewServer(&httputil.ReverseProxy{
 			Rewrite:       func(r *httputil.ProxyRequest) { r.Out.URL = r.In.URL },
 			FlushInterval: -1,
