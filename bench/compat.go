@@ -19,6 +19,7 @@ const (
 	CompatEmptySuccess       = "empty-success"
 	CompatDatasetInputTokens = "dataset-input-tokens"
 	CompatChatLength         = "chat-length"
+	CompatUserClock          = "user-clock"
 )
 
 // CompatOption describes one compat switch, for --help and the README.
@@ -40,6 +41,7 @@ var CompatOptions = []CompatOption{
 	{CompatAllFailedError, "fail the run, writing no summary, when no request succeeded (sglang crashes)", "bench"},
 	{CompatEmptySuccess, "count an HTTP 200 response that produced no output as a success with TTFT 0, as sglang does, instead of an empty_output failure", "bench"},
 	{CompatChatLength, "chat requests carry only max_completion_tokens, as sglang's body, not also max_tokens (which servers such as ollama need to stop)", "prober"},
+	{CompatUserClock, "stamp each arrival with the process's clock when the read returns and start each request at the HTTP call, as sglang's time.perf_counter(), instead of the kernel's receive time of the bytes and the request's write", "prober"},
 	{CompatDatasetInputTokens, "total_input_tokens and the input throughputs sum the dataset rows' prompt lengths, as sglang does, instead of the server's prompt token counts that input_lens reports", "bench"},
 }
 
@@ -56,6 +58,7 @@ type Compat struct {
 	EmptySuccess       bool `json:"empty_success,omitempty"`
 	DatasetInputTokens bool `json:"dataset_input_tokens,omitempty"`
 	ChatLength         bool `json:"chat_length,omitempty"`
+	UserClock          bool `json:"user_clock,omitempty"`
 }
 
 func (c *Compat) field(name string) *bool {
@@ -80,6 +83,8 @@ func (c *Compat) field(name string) *bool {
 		return &c.DatasetInputTokens
 	case CompatChatLength:
 		return &c.ChatLength
+	case CompatUserClock:
+		return &c.UserClock
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 
 func TestParseCompat(t *testing.T) {
 	t.Parallel()
-	all := Compat{true, true, true, true, true, true, true, true, true, true}
+	all := Compat{true, true, true, true, true, true, true, true, true, true, true}
 	for _, tc := range []struct {
 		in      string
 		want    Compat

@@ -136,6 +136,9 @@ func (s *Summary) writeExtras(t *tableWriter) {
 			t.int("  "+string(o)+":", n)
 		}
 	}
+	if len(s.Clocks) > 0 {
+		t.row("Timestamps:", s.clocksText())
+	}
 	t.f2("Scheduled request rate (req/s):", float64(s.ScheduledRequestRate))
 	t.f2("Actual request rate (req/s):", float64(s.ActualRequestRate))
 	if len(s.Goodput) > 0 {
@@ -164,6 +167,18 @@ func (s *Summary) writeExtras(t *tableWriter) {
 		t.row("Compat:", c)
 	}
 	t.line(strings.Repeat("=", 50))
+}
+
+// clocksText is the Timestamps row: the results per clock, e.g.
+// "kernel 998, user 2".
+func (s *Summary) clocksText() string {
+	var parts []string
+	for _, c := range prober.Clocks {
+		if n := s.Clocks[c]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // JSONOptions control Record and AppendJSONL.
@@ -306,6 +321,12 @@ func (s *Summary) appendExtras(r record) record {
 			outcomes = append(outcomes, field{string(oc), n})
 		}
 	}
+	clocks := record{}
+	for _, c := range prober.Clocks {
+		if n := s.Clocks[c]; n > 0 {
+			clocks = append(clocks, field{string(c), n})
+		}
+	}
 	compat := s.Compat.Names()
 	if compat == nil {
 		compat = []string{}
@@ -316,9 +337,14 @@ func (s *Summary) appendExtras(r record) record {
 		{"stopped", s.Stopped},
 		{"failed", s.Failed},
 		{"outcomes", outcomes},
+	}
+	if len(clocks) > 0 {
+		sp = append(sp, field{"clocks", clocks})
+	}
+	sp = append(sp, record{
 		{"scheduled_request_rate", float64(s.ScheduledRequestRate)},
 		{"actual_request_rate", float64(s.ActualRequestRate)},
-	}
+	}...)
 	for _, m := range []struct {
 		name string
 		st   Stats

@@ -47,6 +47,7 @@ func ParseRecord(line []byte) (*Summary, error) {
 			Stopped                     string             `json:"stopped"`
 			Failed                      int                `json:"failed"`
 			Outcomes                    map[string]int     `json:"outcomes"`
+			Clocks                      map[string]int     `json:"clocks"`
 			GoodRequests                int                `json:"good_requests"`
 			Goodput                     map[string]float64 `json:"goodput"`
 			PercentileMetrics           []string           `json:"percentile_metrics"`
@@ -132,6 +133,12 @@ func ParseRecord(line []byte) (*Summary, error) {
 			s.Outcomes = make(map[prober.Outcome]int, len(sp.Outcomes))
 			for k, v := range sp.Outcomes {
 				s.Outcomes[prober.Outcome(k)] = v
+			}
+		}
+		if len(sp.Clocks) > 0 {
+			s.Clocks = make(map[prober.Clock]int, len(sp.Clocks))
+			for k, v := range sp.Clocks {
+				s.Clocks[prober.Clock(k)] = v
 			}
 		}
 		if c, err := ParseCompat(joinComma(sp.Compat)); err == nil {

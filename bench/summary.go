@@ -200,6 +200,10 @@ type Summary struct {
 	Stopped  string                 `json:"stopped,omitempty"`
 	Failed   int                    `json:"failed"`
 	Outcomes map[prober.Outcome]int `json:"outcomes,omitempty"`
+	// Clocks counts the results by the clock that stamped their arrival
+	// times (prober.Clock): kernel receive times, the process's clock, or
+	// both. Results that read no response are not counted.
+	Clocks map[prober.Clock]int `json:"clocks,omitempty"`
 	// ScheduledRequestRate is the pacer's realised rate, (n-1) over the span
 	// of Scheduled times; ActualRequestRate the same over Sent times. Both
 	// are 0 with fewer than two requests and +Inf for a burst.
@@ -252,6 +256,7 @@ type Accumulator struct {
 	recs     []reqRec
 	itl      []float64
 	outcomes map[prober.Outcome]int
+	clocks   [3]int // kernel, user, mixed
 	good     int
 
 	completed, totalIn, totalInText, totalInVision, totalOut, totalRetok int
@@ -360,6 +365,15 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		}
 	} else {
 		a.outcomes[r.Outcome]++
+	}
+
+	switch r.Clock {
+	case prober.ClockKernel:
+		a.clocks[0]++
+	case prober.ClockUser:
+		a.clocks[1]++
+	case prober.ClockMixed:
+		a.clocks[2]++
 	}
 
 	if d := a.details; d != nil {
@@ -533,6 +547,14 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		s.Outcomes = make(map[prober.Outcome]int, len(a.outcomes))
 		for k, v := range a.outcomes {
 			s.Outcomes[k] = v
+		}
+	}
+	for i, c := range prober.Clocks {
+		if n := a.clocks[i]; n > 0 {
+			if s.Clocks == nil {
+				s.Clocks = make(map[prober.Clock]int, len(prober.Clocks))
+			}
+			s.Clocks[c] = n
 		}
 	}
 	s.MaxOutputTokensPerS, s.MaxConcurrentRequests = a.peaks(recs)

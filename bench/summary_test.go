@@ -546,3 +546,42 @@ func TestStoppedEarly(t *testing.T) {
 		}
 	}
 }
+
+// TestClocks: results are counted by the clock that stamped them, in the
+// table's Timestamps row and the record's servingprobe.clocks, and read
+// back; results that read no response are not counted.
+func TestClocks(t *testing.T) {
+	results, rows := fixture()
+	for i, c := range []prober.Clock{prober.ClockKernel, prober.ClockKernel, "", prober.ClockUser, prober.ClockMixed, prober.ClockKernel} {
+		results[i].Clock = c
+	}
+	s, err := Summarize(results, rows, fixtureParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[prober.Clock]int{prober.ClockKernel: 3, prober.ClockUser: 1, prober.ClockMixed: 1}
+	if diff := cmp.Diff(want, s.Clocks); diff != "" {
+		t.Errorf("clocks (-want +got):\n%s", diff)
+	}
+	var table strings.Builder
+	if err := s.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "Timestamps:") || !strings.Contains(table.String(), "kernel 3, user 1, mixed 1") {
+		t.Errorf("table has no Timestamps row with the counts:\n%s", table.String())
+	}
+	rec, err := s.Record(JSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rec), `"clocks": {"kernel": 3, "user": 1, "mixed": 1}`) {
+		t.Errorf("record has no servingprobe.clocks: %s", rec)
+	}
+	back, err := ParseRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, back.Clocks); diff != "" {
+		t.Errorf("clocks read back (-want +got):\n%s", diff)
+	}
+}

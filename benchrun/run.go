@@ -163,7 +163,7 @@ func newClient(s Spec, info prober.BackendInfo, env Env) (*http.Client, error) {
 	if conc <= 0 {
 		conc = s.NumPrompts
 	}
-	c, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: max(conc, 1), UserAgent: "servingprobe-bench", NewConnection: s.Compat.NewConnection})
+	c, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: max(conc, 1), UserAgent: "servingprobe-bench", NewConnection: s.Compat.NewConnection, UserClock: s.Compat.UserClock})
 	if err != nil {
 		return nil, err
 	}

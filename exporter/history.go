@@ -35,6 +35,8 @@ type HistoryEntry struct {
 	InputTokens  int    `json:"input_tokens"`
 	OutputTokens int    `json:"output_tokens"`
 	TokenSource  string `json:"token_source,omitempty"`
+	// Clock is what stamped the response's times (prober.Clock).
+	Clock        string `json:"clock,omitempty"`
 	FinishReason string `json:"finish_reason,omitempty"`
 	// Text is the start of the generated text.
 	Text string `json:"text,omitempty"`
@@ -165,6 +167,7 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 		Error: red.Redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID,
 		TTFTSeconds: opt(sm.ttft), E2ESeconds: opt(sm.e2e), TPOTSeconds: opt(sm.tpot), QueueSeconds: opt(sm.queue),
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TokenSource: string(r.OutputTokensSource),
+		Clock:            string(r.Clock),
 		FinishReason:     TruncateUTF8(r.FinishReason, 64),
 		Text:             red.Redact(TruncateUTF8(r.GeneratedText, maxHistoryText)),
 		ITLMedianSeconds: opt(weightedQuantile(slices.Clone(sm.itl), 0.5)),

@@ -31,6 +31,9 @@ const (
 	ClockMixed Clock = "mixed"
 )
 
+// Clocks lists the clocks in a stable order, for counts and tables.
+var Clocks = []Clock{ClockKernel, ClockUser, ClockMixed}
+
 // clockBase is the monotonic origin of the times stampConn keeps in
 // atomics (nanoseconds after it).
 var clockBase = time.Now()

@@ -295,6 +295,9 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 		row("Headers", "%s after sent", probeMS(r.Trace.FirstResponseByte.Sub(r.Sent)))
 	}
 	row("Events", "%d output events, %d keep-alives, %d bytes", len(r.Events), r.KeepAlives, r.BytesRead)
+	if r.Clock != "" {
+		row("Timestamps", "%s", clockText(r.Clock))
+	}
 	tw.Flush()
 }
 
@@ -303,4 +306,15 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// clockText says what stamped a probe's times.
+func clockText(c prober.Clock) string {
+	switch c {
+	case prober.ClockKernel:
+		return "kernel receive times (start: the request's write on a reused connection)"
+	case prober.ClockMixed:
+		return "kernel receive times where the kernel gave them, else the process's clock"
+	}
+	return "the process's clock when each read returned"
 }
