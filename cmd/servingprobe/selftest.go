@@ -12,6 +12,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/servingprobe/servingprobe/internal/selftest"
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 // addSelftestCommand registers "selftest": servingprobe's own benchmark of
@@ -31,6 +32,7 @@ func addSelftestCommand(app *kingpin.Application) func(context.Context, *cliEnv)
 	fidStreams := cmd.Flag("fidelity.streams", "Concurrent streams for the fidelity points.").Default(joinInts(full.FidelityStreams)).String()
 	fidReqs := cmd.Flag("fidelity.requests", "Least measured requests per stream, after a warm-up request; raised to reach --fidelity.min-samples TTFT samples per point.").Default(strconv.Itoa(full.FidelityRequests)).Int()
 	fidSamples := cmd.Flag("fidelity.min-samples", "TTFT samples to reach at each fidelity point (bounded to ~15 s of requests per point); 0 leaves --fidelity.requests as is.").Default(strconv.Itoa(full.FidelityMinSamples)).Int()
+	fidClocks := cmd.Flag("fidelity.clocks", "Client clocks to run each fidelity point with, side by side: kernel, user.").Default("kernel,user").String()
 	fidStart := cmd.Flag("fidelity.start", "How the fidelity streams start: staggered (spread over one request duration, a steady load) or burst (all at the same instant).").Default(full.FidelityStart).Enum(selftest.StartStaggered, selftest.StartBurst)
 	memStreams := cmd.Flag("memory.streams", "Idle open streams for the memory points.").Default(joinInts(full.MemoryStreams)).String()
 	rates := cmd.Flag("arrival.rates", "Poisson request rates (req/s) for the arrival points.").Default("100,1000,5000").String()
@@ -60,6 +62,15 @@ func addSelftestCommand(app *kingpin.Application) func(context.Context, *cliEnv)
 			var err error
 			o.CapacityDuration, o.CapacityTokens, o.FidelityRequests, o.ArrivalDuration = *capDur, *capTokens, *fidReqs, *arrDur
 			o.FidelityMinSamples = *fidSamples
+			o.FidelityClocks = nil
+			for c := range strings.SplitSeq(*fidClocks, ",") {
+				switch c := prober.Clock(strings.TrimSpace(c)); c {
+				case prober.ClockKernel, prober.ClockUser:
+					o.FidelityClocks = append(o.FidelityClocks, c)
+				default:
+					return fmt.Errorf("--fidelity.clocks: unknown clock %q (want kernel or user)", c)
+				}
+			}
 			if o.CapacityStreams, err = parseInts(*capStreams); err != nil {
 				return fmt.Errorf("--capacity.streams: %w", err)
 			}

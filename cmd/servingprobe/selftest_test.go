@@ -14,6 +14,7 @@ func TestSelftestFlags(t *testing.T) {
 	}{
 		{[]string{"selftest", "--sections=capacity,bogus"}, `unknown section "bogus"`},
 		{[]string{"selftest", "--capacity.streams=1,x"}, `--capacity.streams: bad count "x"`},
+		{[]string{"selftest", "--fidelity.clocks=kernel,wall"}, `--fidelity.clocks: unknown clock "wall" (want kernel or user)`},
 		{[]string{"selftest", "--arrival.rates=0"}, `--arrival.rates: "0" is not a positive number`},
 		{[]string{"selftest", "--role=client", "--spec={"}, "--spec:"},
 	} {

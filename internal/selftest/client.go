@@ -38,6 +38,9 @@ type ClientSpec struct {
 	// or StartBurst; StaggerOver is one request's duration.
 	Start       string        `json:"start,omitempty"`
 	StaggerOver time.Duration `json:"stagger_over,omitempty"`
+	// Clock is what stamps the client's times: prober.ClockKernel (the
+	// default, also when empty) or prober.ClockUser.
+	Clock prober.Clock `json:"clock,omitempty"`
 }
 
 // ClientResult is what a client child reports, one JSON object.
@@ -116,9 +119,9 @@ func (d Dist) get(i int) int64 {
 	return d.V[i]
 }
 
-func newProber(base string, streams int) (*prober.Prober, error) {
+func newProber(base string, streams int, clock prober.Clock) (*prober.Prober, error) {
 	t := &config.Target{Name: "selftest", URL: base, HTTPClientConfig: promconfig.DefaultHTTPClientConfig}
-	c, err := prober.NewClient(t, prober.ClientOptions{Concurrency: streams})
+	c, err := prober.NewClient(t, prober.ClientOptions{Concurrency: streams, UserClock: clock == prober.ClockUser})
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +214,7 @@ func warm(ctx context.Context, p *prober.Prober, streams int) {
 // capacity streams as fast as the server sends, with streams requests in
 // flight, for spec.Duration: tokens per second and CPU per token.
 func capacity(ctx context.Context, spec ClientSpec) (ClientResult, error) {
-	p, err := newProber(spec.BaseURL, spec.Streams)
+	p, err := newProber(spec.BaseURL, spec.Streams, spec.Clock)
 	if err != nil {
 		return ClientResult{}, err
 	}
@@ -262,7 +265,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // its TTFT before the first token) and reports RSS and heap before and
 // with all of them open.
 func memory(ctx context.Context, spec ClientSpec) (ClientResult, error) {
-	p, err := newProber(spec.BaseURL, spec.Streams)
+	p, err := newProber(spec.BaseURL, spec.Streams, spec.Clock)
 	if err != nil {
 		return ClientResult{}, err
 	}
@@ -303,7 +306,7 @@ func memory(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 // summary.
 func arrival(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	n := int(spec.Rate * spec.Duration.Seconds())
-	p, err := newProber(spec.BaseURL, 256)
+	p, err := newProber(spec.BaseURL, 256, spec.Clock)
 	if err != nil {
 		return ClientResult{}, err
 	}

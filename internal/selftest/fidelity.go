@@ -207,7 +207,7 @@ const fidelityLoadLimit = 4 * time.Minute
 // flight, and the server's N timers are spread over its ITL period. Burst, every
 // stream starts at once and runs only measured requests.
 func fidelity(ctx context.Context, spec ClientSpec) (ClientResult, error) {
-	p, err := newProber(spec.BaseURL, spec.Streams)
+	p, err := newProber(spec.BaseURL, spec.Streams, spec.Clock)
 	if err != nil {
 		return ClientResult{}, err
 	}

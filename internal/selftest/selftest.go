@@ -11,6 +11,8 @@
 package selftest
 
 import (
+	"github.com/servingprobe/servingprobe/prober"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -59,6 +61,9 @@ type Options struct {
 	// FidelityStart is StartStaggered (steady arrivals) or StartBurst
 	// (every stream at once).
 	FidelityStart string
+	// FidelityClocks are the client clocks each fidelity point is run with,
+	// side by side: kernel receive times and the process's clock.
+	FidelityClocks []prober.Clock
 
 	MemoryStreams []int
 
@@ -85,6 +90,7 @@ func Full() Options {
 		CapacityDuration:   5 * time.Second,
 		CapacityTokens:     512,
 		FidelityStreams:    []int{10, 100, 1000, 4000},
+		FidelityClocks:     []prober.Clock{prober.ClockKernel, prober.ClockUser},
 		FidelityRequests:   2,
 		FidelityMinSamples: 200,
 		FidelityTokens:     50,
@@ -105,6 +111,28 @@ func Full() Options {
 		},
 		E2ETokens: 256,
 	}
+}
+
+// fidelityPoint is one fidelity run: its streams and the client's clock.
+type fidelityPoint struct {
+	streams int
+	clock   prober.Clock
+}
+
+// fidelityPoints runs each stream count with every clock in turn, so that
+// the two clocks of a point are measured minutes apart at most.
+func fidelityPoints(o Options) []fidelityPoint {
+	clocks := o.FidelityClocks
+	if len(clocks) == 0 {
+		clocks = []prober.Clock{prober.ClockKernel}
+	}
+	var pts []fidelityPoint
+	for _, n := range o.FidelityStreams {
+		for _, c := range clocks {
+			pts = append(pts, fidelityPoint{n, c})
+		}
+	}
+	return pts
 }
 
 // fidelityBudget bounds the measured requests of one fidelity point, so
@@ -344,25 +372,27 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 			"  measured requests per stream: at least %d and enough for %d TTFT samples per point (at most %s of requests);\n"+
 			"  error = client-measured minus the simulator's truth (ms): its TTFT from the kernel's receipt of the request, each chunk when the\n"+
 			"  write call carrying it began. old: against the truth before stamped connections (TTFT from the handler start, chunks when the\n"+
-			"  flush returned)\n",
+			"  flush returned). clock: kernel = the client stamps each read with the kernel's receive time of its bytes and starts a request\n"+
+			"  on a reused connection when its write began; user = the process's clock when the read returned, and the call (--compat user-clock)\n",
 			o.FidelityTTFT, o.FidelityITL, o.FidelityTokens, start, o.FidelityRequests, o.FidelityMinSamples, fidelityBudget)
-		fmt.Fprintln(tw, "streams\tTTFT p50\tTTFT p99\tTTFT max\tITL p50\tITL p99\tITL max\tITL samples\trequests\tfailed\tunmatched\told TTFT p99\told ITL p99\t")
+		fmt.Fprintln(tw, "streams\tclock\tTTFT p50\tTTFT p99\tTTFT max\tITL p50\tITL p99\tITL max\tITL samples\trequests\tfailed\tunmatched\told TTFT p99\told ITL p99\t")
 		var parts []string
-		for _, n := range o.FidelityStreams {
+		for _, pt := range fidelityPoints(o) {
+			n, clk := pt.streams, pt.clock
 			reqs := measuredRequests(o.FidelityRequests, o.FidelityMinSamples, n, o.requestDuration(), fidelityBudget)
 			r, err := h.scenario(ctx, ServerSpec{TTFT: o.FidelityTTFT, ITL: o.FidelityITL, TruthSize: fidelityTruthSize(n, reqs)},
 				ClientSpec{Scenario: "fidelity", Streams: n, Requests: reqs, OutputTokens: o.FidelityTokens,
-					Start: o.FidelityStart, StaggerOver: o.requestDuration()})
+					Start: o.FidelityStart, StaggerOver: o.requestDuration(), Clock: clk})
 			if err != nil {
-				errs = append(errs, fmt.Errorf("fidelity %d: %w", n, err))
-				fmt.Fprintf(tw, "%d\terror: %v\t\t\t\t\t\t\t\t\t\t\t\t\n", n, err)
-				parts = append(parts, fmt.Sprintf("%d\terror\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", n))
+				errs = append(errs, fmt.Errorf("fidelity %d %s: %w", n, clk, err))
+				fmt.Fprintf(tw, "%d\t%s\terror: %v\t\t\t\t\t\t\t\t\t\t\t\t\n", n, clk, err)
+				parts = append(parts, fmt.Sprintf("%d\t%s\terror\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", n, clk))
 				continue
 			}
 			t, i := r.TTFTErr, r.ITLErr
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", n, ms(t.get(1)), ms(t.get(2)), ms(t.get(3)),
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", n, clk, ms(t.get(1)), ms(t.get(2)), ms(t.get(3)),
 				ms(i.get(1)), ms(i.get(2)), ms(i.get(3)), i.N, r.Requests, r.Failed, r.Mismatched, ms(r.OldTTFTErr.get(2)), ms(r.OldITLErr.get(2)))
-			parts = append(parts, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t\n", n,
+			parts = append(parts, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t\n", n, clk,
 				spread(r.ReqPath), spread(r.Send), spread(r.ReadLag), spread(r.HandlerLag), spread(r.FirstDelivery),
 				ms(r.Delivery.get(0))+"/"+spread(r.Delivery), spread(r.StampLag), r.NewConns,
 				pct(r.ClientCPU, r.LoadWall), pct(r.ServerCPU, r.LoadWall), perEvent(r.ClientCPU, r.Events), perEvent(r.ServerCPU, r.Events),
@@ -380,7 +410,7 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 			"    first stream's start to the last request's end (a pinned process near 100 % is saturated; its lags are queueing);\n"+
 			"    µs/event: that CPU time per token event the client received in the load (each a write and a read at this ITL).\n"+
 			"  client GCs and the longest GC stop-the-world pause (ms) during the load.")
-		fmt.Fprintln(tw, "streams\trequest path\tclient send\tsim read lag\tsim handler lag\t1st delivery\tdelivery\tsim stamp lag\tnew conns\tclient CPU %\tsim CPU %\tclient µs/event\tsim µs/event\tclient GCs\tGC pause max\t")
+		fmt.Fprintln(tw, "streams\tclock\trequest path\tclient send\tsim read lag\tsim handler lag\t1st delivery\tdelivery\tsim stamp lag\tnew conns\tclient CPU %\tsim CPU %\tclient µs/event\tsim µs/event\tclient GCs\tGC pause max\t")
 		for _, line := range parts {
 			fmt.Fprint(tw, line)
 		}
