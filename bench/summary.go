@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -256,7 +257,7 @@ type Accumulator struct {
 	recs     []reqRec
 	itl      []float64
 	outcomes map[prober.Outcome]int
-	clocks   [3]int // kernel, user, mixed
+	clocks   map[prober.Clock]int
 	good     int
 
 	completed, totalIn, totalInText, totalInVision, totalOut, totalRetok int
@@ -275,6 +276,7 @@ func NewAccumulator(p Params) *Accumulator {
 	a := &Accumulator{
 		p:        p,
 		outcomes: make(map[prober.Outcome]int),
+		clocks:   make(map[prober.Clock]int),
 		// sglang's native /generate splits chunk gaps per token, its
 		// OpenAI paths do not; compat keeps exactly that split.
 		perToken: !p.Compat.ChunkITL || p.Backend == "sglang" || p.Backend == "sglang-native",
@@ -367,13 +369,8 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		a.outcomes[r.Outcome]++
 	}
 
-	switch r.Clock {
-	case prober.ClockKernel:
-		a.clocks[0]++
-	case prober.ClockUser:
-		a.clocks[1]++
-	case prober.ClockMixed:
-		a.clocks[2]++
+	if r.Clock != "" {
+		a.clocks[r.Clock]++
 	}
 
 	if d := a.details; d != nil {
@@ -549,13 +546,8 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 			s.Outcomes[k] = v
 		}
 	}
-	for i, c := range prober.Clocks {
-		if n := a.clocks[i]; n > 0 {
-			if s.Clocks == nil {
-				s.Clocks = make(map[prober.Clock]int, len(prober.Clocks))
-			}
-			s.Clocks[c] = n
-		}
+	if len(a.clocks) > 0 {
+		s.Clocks = maps.Clone(a.clocks)
 	}
 	s.MaxOutputTokensPerS, s.MaxConcurrentRequests = a.peaks(recs)
 	if len(p.Goodput) > 0 {

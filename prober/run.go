@@ -235,7 +235,7 @@ func (p *Prober) requestConn(tr *tracer, resp *http.Response, res *Result) *stam
 	if kc == nil || !reused {
 		return kc
 	}
-	if w := clockBase.Add(time.Duration(kc.wrote.Load())); w.After(res.Sent) && w.Before(time.Now()) {
+	if w := clockBase.Add(time.Duration(kc.wrote.Load())); w.After(res.Sent) {
 		res.Sent = w
 	}
 	return kc

@@ -168,24 +168,37 @@ type reqClock struct {
 }
 
 func (k *reqClock) read() time.Time {
-	t := time.Now()
-	if k.c != nil {
-		switch a := k.c.arrived.Load(); a {
-		case noData:
-		case noStamp:
-			k.user++
-		default:
-			if at := clockBase.Add(time.Duration(a)); at.Before(t) {
-				t = at
-			}
-			k.kernel++
-		}
+	var t time.Time
+	switch a := k.arrivedLast(); a {
+	case noData, noStamp:
+		t = time.Now()
+	default:
+		// Already no later than the process's clock: stampConn.Read
+		// took it from the kernel's stamp, never after its own reading.
+		t = clockBase.Add(time.Duration(a))
 	}
 	if t.Before(k.floor) {
 		t = k.floor
 	}
 	k.floor = t
 	return t
+}
+
+// arrivedLast is the last read's arrival (noData without a stamped
+// connection) and counts the reads that brought bytes by their clock.
+func (k *reqClock) arrivedLast() int64 {
+	if k.c == nil {
+		return noData
+	}
+	a := k.c.arrived.Load()
+	switch a {
+	case noData:
+	case noStamp:
+		k.user++
+	default:
+		k.kernel++
+	}
+	return a
 }
 
 // clock names what stamped the response.
