@@ -193,13 +193,16 @@ func requestsOf(d *bench.Details) reqs {
 	for i := range d.SentTimes {
 		ok := i < len(d.Outcomes) && (d.Outcomes[i] == "success" || d.Outcomes[i] == "")
 		sent, end := d.SentTimes[i], d.EndTimes[i]
-		if !ok || sent < 0 || end < 0 || i >= len(d.FirstTokenTimes) || d.FirstTokenTimes[i] < 0 {
+		if !ok || sent < 0 || end < 0 || i >= len(d.FirstTokenTimes) || d.FirstTokenTimes[i] < 0 || i >= len(d.TTFTs) {
 			continue
 		}
 		first := d.FirstTokenTimes[i]
 		out := float64(d.OutputLens[i])
 		v.sent = append(v.sent, sent)
-		v.ttftMs, v.e2eMs = append(v.ttftMs, (first-sent)*1000), append(v.e2eMs, (end-sent)*1000)
+		// TTFT as the summary computed it (prober's Samples); E2E and TPOT
+		// have no per-request array in the record, so they come from the
+		// recorded times with Samples' definitions.
+		v.ttftMs, v.e2eMs = append(v.ttftMs, d.TTFTs[i]*1000), append(v.e2eMs, (end-sent)*1000)
 		v.inLen = append(v.inLen, float64(d.InputLens[i]))
 		if out > 1 {
 			v.tpotMs = append(v.tpotMs, (end-first)/(out-1)*1000)
