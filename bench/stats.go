@@ -52,90 +52,109 @@ func pairwiseSum(a []float64) float64 { return pairwiseSumOf(a, nil) }
 // pairwiseSumOf is pairwiseSum of f(a[i]) (of a[i] when f is nil), so that
 // the std needs no array of squared deviations.
 func pairwiseSumOf(a []float64, f func(float64) float64) float64 {
-	at := func(i int) float64 {
-		if f == nil {
-			return a[i]
-		}
-		return f(a[i])
+	if f == nil {
+		return pairwiseSumAt(0, len(a), func(i int) float64 { return a[i] })
 	}
-	n := len(a)
+	return pairwiseSumAt(0, len(a), func(i int) float64 { return f(a[i]) })
+}
+
+// pairwiseSumAt is pairwiseSum of at(lo), ..., at(lo+n-1): the one
+// implementation, for samples that are not kept as a []float64 (the
+// inter-token gaps, see itlStore).
+func pairwiseSumAt(lo, n int, at func(int) float64) float64 {
 	switch {
 	case n < 8:
 		res := 0.0
 		for i := range n {
-			res += at(i)
+			res += at(lo + i)
 		}
 		return res
 	case n <= 128:
 		var r [8]float64
 		for j := range r {
-			r[j] = at(j)
+			r[j] = at(lo + j)
 		}
 		i := 8
 		for ; i < n-n%8; i += 8 {
 			for j := range r {
-				r[j] += at(i + j)
+				r[j] += at(lo + i + j)
 			}
 		}
 		res := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
 		for ; i < n; i++ {
-			res += at(i)
+			res += at(lo + i)
 		}
 		return res
 	default:
 		n2 := n / 2
 		n2 -= n2 % 8
-		return pairwiseSumOf(a[:n2], f) + pairwiseSumOf(a[n2:], f)
+		return pairwiseSumAt(lo, n2, at) + pairwiseSumAt(lo+n2, n-n2, at)
 	}
 }
 
 // mean is np.mean: the pairwise sum divided by the count.
 func mean(a []float64) float64 {
-	if len(a) == 0 {
-		return 0
-	}
-	return pairwiseSum(a) / float64(len(a))
+	return meanAt(len(a), func(i int) float64 { return a[i] })
 }
 
 // std is np.std with ddof=0: sqrt(mean(|x - mean|^2)), summed pairwise.
 func std(a []float64) float64 {
-	if len(a) == 0 {
+	return stdAt(len(a), func(i int) float64 { return a[i] })
+}
+
+func meanAt(n int, at func(int) float64) float64 {
+	if n == 0 {
 		return 0
 	}
-	m := mean(a)
-	return math.Sqrt(pairwiseSumOf(a, func(v float64) float64 { d := v - m; return d * d }) / float64(len(a)))
+	return pairwiseSumAt(0, n, at) / float64(n)
+}
+
+func stdAt(n int, at func(int) float64) float64 {
+	if n == 0 {
+		return 0
+	}
+	m := meanAt(n, at)
+	return math.Sqrt(pairwiseSumAt(0, n, func(i int) float64 { d := at(i) - m; return d * d }) / float64(n))
 }
 
 // median is np.median of sorted values.
 func median(sorted []float64) float64 {
-	n := len(sorted)
+	return medianAt(len(sorted), func(i int) float64 { return sorted[i] })
+}
+
+// percentile is np.percentile(a, p) with method "linear" on sorted values.
+func percentile(sorted []float64, p float64) float64 {
+	return percentileAt(len(sorted), func(i int) float64 { return sorted[i] }, p)
+}
+
+// medianAt is np.median of n sorted values, the i-th being at(i).
+func medianAt(n int, at func(int) float64) float64 {
 	if n == 0 {
 		return 0
 	}
 	if n%2 == 1 {
-		return sorted[n/2]
+		return at(n / 2)
 	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
+	return (at(n/2-1) + at(n/2)) / 2
 }
 
-// percentile is np.percentile(a, p) with method "linear" on sorted values:
-// the virtual index (n-1)*(p/100), interpolated with NumPy's _lerp, which
-// computes from the upper neighbour when the fraction is >= 0.5.
-func percentile(sorted []float64, p float64) float64 {
-	n := len(sorted)
+// percentileAt is np.percentile(a, p) with method "linear" on n sorted
+// values: the virtual index (n-1)*(p/100), interpolated with NumPy's _lerp,
+// which computes from the upper neighbour when the fraction is >= 0.5.
+func percentileAt(n int, at func(int) float64, p float64) float64 {
 	if n == 0 {
 		return 0
 	}
 	vi := float64(n-1) * (p / 100)
 	if vi >= float64(n-1) {
-		return sorted[n-1]
+		return at(n - 1)
 	}
 	if vi <= 0 {
-		return sorted[0]
+		return at(0)
 	}
 	lo := math.Floor(vi)
 	g := vi - lo
-	a, b := sorted[int(lo)], sorted[int(lo)+1]
+	a, b := at(int(lo)), at(int(lo)+1)
 	d := b - a
 	if g >= 0.5 {
 		return b - d*(1-g)

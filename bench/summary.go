@@ -255,7 +255,7 @@ type Accumulator struct {
 	origin   time.Time
 
 	recs     []reqRec
-	itl      []float64
+	itl      itlStore
 	outcomes map[prober.Outcome]int
 	clocks   map[prober.Clock]int
 	good     int
@@ -326,9 +326,8 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 	if prober.Defined(sm.TTFT) {
 		rec.ttft = sm.TTFT.Seconds()
 	}
-	rec.itlOff = len(a.itl)
-	a.itl = r.AppendITLs(a.itl, !a.perToken)
-	rec.itlLen = len(a.itl) - rec.itlOff
+	rec.itlOff = a.itl.len()
+	rec.itlLen = a.itl.appendResult(&r, !a.perToken)
 
 	in := inputTokens(&sm, row)
 	outLen := 0
@@ -392,23 +391,21 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		d.InputLens[i] = in
 		d.OutputLens[i] = outLen
 		d.TTFTs[i] = rec.ttft
-		d.ITLs[i] = slices.Clone(a.itl[rec.itlOff:])
+		d.ITLs[i] = a.itl.values(rec.itlOff, rec.itlLen)
 		if !a.p.DetailsNoTexts {
 			d.GeneratedTexts[i] = r.GeneratedText
 		}
 		d.Errors[i] = r.Err
 	}
-	if !rec.ok {
-		// Failures keep no ITL samples except in the details.
-		a.itl = a.itl[:rec.itlOff]
-		rec.itlLen = 0
-	}
-	if a.itlSk != nil {
-		// Kept in the sketch only: the list is reused by the next request.
-		for _, g := range a.itl[rec.itlOff:] {
-			a.itlSk.Add(g)
+	if rec.ok && a.itlSk != nil {
+		// Kept in the sketch only: the store is reused by the next request.
+		for k := range rec.itlLen {
+			a.itlSk.Add(a.itl.at(rec.itlOff + k))
 		}
-		a.itl = a.itl[:rec.itlOff]
+	}
+	if !rec.ok || a.itlSk != nil {
+		// Failures keep no ITL samples except in the details.
+		a.itl.truncate(rec.itlOff)
 		rec.itlLen = 0
 	}
 	a.recs = append(a.recs, rec)
@@ -468,7 +465,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	slices.SortFunc(recs, func(x, y reqRec) int { return cmp.Compare(x.idx, y.idx) })
 
 	var ttfts, tpots, e2es, queues, e2eQ []float64
-	itls := make([]float64, 0, len(a.itl))
+	nITL := 0
 	for _, r := range recs {
 		if r.queued {
 			queues = append(queues, r.queue)
@@ -481,10 +478,22 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		if !math.IsNaN(r.tpot) {
 			tpots = append(tpots, r.tpot)
 		}
-		itls = append(itls, a.itl[r.itlOff:r.itlOff+r.itlLen]...)
+		nITL += r.itlLen
 		if r.queued {
 			e2eQ = append(e2eQ, r.e2e+r.queue)
 		}
+	}
+
+	itls := a.itl.gather(nITL, func(yield func(off, n int) bool) {
+		for _, r := range recs {
+			if r.ok && r.itlLen > 0 && !yield(r.itlOff, r.itlLen) {
+				return
+			}
+		}
+	})
+	itlSt, nSortedITL, sortedITL := itls.stats()
+	if a.itlSk != nil {
+		itlSt = a.itlSk.Stats()
 	}
 
 	dur := duration.Seconds()
@@ -524,9 +533,9 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		E2ELatency:                   ComputeStats(e2es),
 		TTFT:                         ComputeStats(ttfts),
 		TPOT:                         ComputeStats(tpots),
-		ITL:                          a.itlStats(itls),
+		ITL:                          itlSt,
 		Concurrency:                  per(pairwiseSum(e2es)),
-		ITLSamples:                   len(itls) + a.itlSk.count(),
+		ITLSamples:                   nSortedITL + a.itlSk.count(),
 		Stats:                        p.Stats,
 		TPOTSamples:                  len(tpots),
 
@@ -556,7 +565,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		s.RequestGoodput = per(float64(a.good))
 	}
 	lists := map[string][]float64{
-		MetricTTFT: ttfts, MetricTPOT: tpots, MetricITL: itls, MetricE2EL: e2es,
+		MetricTTFT: ttfts, MetricTPOT: tpots, MetricE2EL: e2es,
 		MetricClientQueueTime: queues, MetricE2ELIncludingClientQueue: e2eQ,
 	}
 	for _, m := range p.PercentileMetrics {
@@ -571,20 +580,22 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 			continue
 		}
 		ms := MetricStats{Metric: m}
+		n, at := len(v), func(i int) float64 { return v[i] }
 		if m == MetricITL {
-			// Sorted in place by itlStats; its mean and std were taken
+			// Sorted in place by its stats; its mean and std were taken
 			// before, in dispatch order, as here for the other lists.
 			ms.Mean, ms.Std = s.ITL.Mean, s.ITL.Std
+			n, at = nSortedITL, sortedITL
 		} else {
 			ms.Mean, ms.Std = mean(v)*1000, std(v)*1000
+			if !slices.IsSorted(v) {
+				sorted := slices.Sorted(slices.Values(v))
+				at = func(i int) float64 { return sorted[i] }
+			}
 		}
-		sorted := v
-		if !slices.IsSorted(v) {
-			sorted = slices.Sorted(slices.Values(v))
-		}
-		ms.Median = median(sorted) * 1000
+		ms.Median = medianAt(n, at) * 1000
 		for _, q := range p.MetricPercentiles {
-			ms.Percentiles = append(ms.Percentiles, PercentileValue{P: q, Value: percentile(sorted, q) * 1000})
+			ms.Percentiles = append(ms.Percentiles, PercentileValue{P: q, Value: percentileAt(n, at, q) * 1000})
 		}
 		s.Percentiles = append(s.Percentiles, ms)
 	}
@@ -676,8 +687,8 @@ func (a *Accumulator) peaks(recs []reqRec) (float64, int) {
 		}
 		cur := r.start + r.ttft
 		add(cur, r.firstTok)
-		for _, g := range a.itl[r.itlOff : r.itlOff+r.itlLen] {
-			cur += g
+		for k := range r.itlLen {
+			cur += a.itl.at(r.itlOff + k)
 			add(cur, 1)
 		}
 		if conc != nil {
@@ -705,14 +716,4 @@ func (a *Accumulator) peaks(recs []reqRec) (float64, int) {
 		}
 	}
 	return float64(slices.Max(tokens)), peakConc
-}
-
-// itlStats is the ITL statistics: exact from the list, which it sorts in
-// place (the list is the summary's own copy, and the largest), or from
-// the sketch.
-func (a *Accumulator) itlStats(itls []float64) Stats {
-	if a.itlSk != nil {
-		return a.itlSk.Stats()
-	}
-	return statsInPlace(itls)
 }
