@@ -64,7 +64,9 @@ type Prepared struct {
 	Client  *http.Client
 	Model   string // the model sent ("model" field), detected if not given
 	Tok     datasets.Tokenizer
-	Prompts []datasets.Prompt
+	// Prompts are the run's prompts: in memory, or for the random
+	// datasets made while the run sends them.
+	Prompts *datasets.Source
 	Pacer   prober.Pacer
 	Prober  *prober.Prober
 	// TokenizerName is what the tokenizer was resolved from.
@@ -110,20 +112,17 @@ func Prepare(ctx context.Context, s Spec, env Env) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Dataset == "fixed" && len(prompts) > 0 {
+	if s.Dataset == "fixed" && prompts.Len() > 0 {
 		// A fixed prompt has one length, known only once it is encoded:
 		// echo it where bench_serving's records put the input and output
 		// lengths (exact, so a range ratio of 1), not the random
 		// dataset's defaults that a bench window's request carries.
 		o := &s.DatasetOptions
-		o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = prompts[0].PromptLen, prompts[0].OutputLen, 1
+		first := prompts.First()
+		o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = first.PromptLen, first.OutputLen, 1
 	}
 	if env.Stdout != nil {
-		in, out := 0, 0
-		for _, p := range prompts {
-			in += p.PromptLen
-			out += p.OutputLen
-		}
+		in, out := prompts.Totals()
 		fmt.Fprintf(env.Stdout, "#Input tokens: %d\n#Output tokens: %d\n", in, out)
 	}
 	pacer, err := newPacer(s, prompts)
@@ -234,7 +233,7 @@ const (
 	shareGPTFile = "ShareGPT_V3_unfiltered_cleaned_split.json"
 )
 
-func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) ([]datasets.Prompt, error) {
+func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) (*datasets.Source, error) {
 	opts := s.DatasetOptions
 	opts.Compat = s.Compat.RandomLengths
 	if ct, ok := tok.(datasets.ChatTemplater); ok {
@@ -261,7 +260,30 @@ func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) 
 	if err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(uint64(s.Seed), 0))
+	newRand := func() *rand.Rand { return rand.New(rand.NewPCG(uint64(s.Seed), 0)) }
+	rng := newRand()
+	picker, err := datasets.NewLoRAPicker(s.LoRANames, s.LoRADistribution, s.LoRAZipfAlpha)
+	if err != nil {
+		return nil, err
+	}
+	// The random datasets make their prompts while the run sends them,
+	// so that a run of any size starts at once and holds only the prompts
+	// about to go out. Not when adapters are drawn (from the generator
+	// after every prompt was made) or trace times replayed (the pacer
+	// needs them all).
+	if st, ok := ds.(datasets.Streamer); ok && picker == nil && !s.UseTraceTimestamps {
+		src, ok, err := st.Stream(s.NumPrompts, newRand)
+		if err != nil {
+			return nil, fmt.Errorf("generate prompts: %w", err)
+		}
+		if ok {
+			if src.Len() == 0 {
+				return nil, errors.New("the dataset produced no prompt")
+			}
+			level.Info(env.Logger).Log("msg", "Prompts are made as the run sends them", "dataset", s.Dataset, "prompts", src.Len())
+			return src, nil
+		}
+	}
 	// Say what is being prepared before it takes time, as bench_serving
 	// prints: a large image dataset or a file to read is not instant.
 	kv := []any{"msg", "Preparing prompts", "dataset", s.Dataset, "prompts", s.NumPrompts}
@@ -286,29 +308,26 @@ func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) 
 	if err := checkConversations(s, prompts); err != nil {
 		return nil, err
 	}
-	picker, err := datasets.NewLoRAPicker(s.LoRANames, s.LoRADistribution, s.LoRAZipfAlpha)
-	if err != nil {
-		return nil, err
-	}
 	if picker != nil {
 		datasets.AssignLoRA(prompts, picker, rng)
 	}
-	return prompts, nil
+	return datasets.FromPrompts(prompts), nil
 }
 
 // newPacer picks the arrival process. Trace timestamps (mooncake, or
 // --use-trace-timestamps) are really replayed.
-func newPacer(s Spec, prompts []datasets.Prompt) (prober.Pacer, error) {
+func newPacer(s Spec, prompts *datasets.Source) (prober.Pacer, error) {
 	seed := uint64(s.Seed)
 	switch {
 	case s.UseTraceTimestamps || s.Dataset == "mooncake":
-		offsets := make([]time.Duration, len(prompts))
-		for i, p := range prompts {
+		// Such prompts are always in memory (see buildPrompts).
+		offsets := make([]time.Duration, prompts.Len())
+		for i, p := range prompts.Prompts() {
 			offsets[i] = p.Timestamp
 		}
 		return prober.NewTraceReplay(offsets, 1)
 	case s.RampUp != "":
-		return prober.NewRamp(s.RampUp, s.RampUpStartRPS, s.RampUpEndRPS, uint64(len(prompts)), s.Burstiness, seed)
+		return prober.NewRamp(s.RampUp, s.RampUpStartRPS, s.RampUpEndRPS, uint64(prompts.Len()), s.Burstiness, seed)
 	case math.IsInf(s.RequestRate, 1):
 		return prober.Constant{Rate: s.RequestRate}, nil
 	default:
@@ -408,7 +427,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		}
 	}
 	if n := s.WarmupRequests; n > 0 {
-		warm := prober.WarmupPrompts(p.Prompts[0], n)
+		warm := prober.WarmupPrompts(p.Prompts.First(), n)
 		if len(s.LoRANames) > 0 {
 			for i := range warm {
 				warm[i].LoRA = s.LoRANames[0]
@@ -445,10 +464,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		}
 	}
 	params := s.Params()
-	params.Planned = 0
-	for _, q := range p.Prompts {
-		params.Planned += q.Rounds()
-	}
+	params.Planned = p.Prompts.Requests()
 	counter := prober.TokenizerCounter{Tokenizer: p.Tok}
 	params.CountTokens = func(text string) int {
 		n, err := counter.Count(text)
@@ -460,7 +476,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 	acc := bench.NewAccumulator(params)
 	cfg := prober.BenchmarkConfig{
 		Pacer:          p.Pacer,
-		Prompts:        p.Prompts,
+		Source:         p.Prompts,
 		MaxConcurrency: s.MaxConcurrency,
 		MaxDuration:    s.MaxDuration,
 		Do:             do,
@@ -477,7 +493,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 	if env.OnStart != nil {
 		env.OnStart(s.RequestRate, s.MaxConcurrency)
 	}
-	level.Info(env.Logger).Log("msg", "Benchmark started", "prompts", len(p.Prompts), "request_rate", s.RateLabel(), "max_concurrency", s.MaxConcurrency)
+	level.Info(env.Logger).Log("msg", "Benchmark started", "prompts", p.Prompts.Len(), "request_rate", s.RateLabel(), "max_concurrency", s.MaxConcurrency)
 	run, err := prober.Benchmark(ctx, cfg)
 	out.Run = run
 	out.Duration = run.Duration
@@ -486,7 +502,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		acc.Stop(bench.StoppedInterrupted)
 	case run.HitMaxDuration:
 		acc.Stop(bench.StoppedMaxDuration)
-	case run.Dispatched < run.Planned && slices.ContainsFunc(p.Prompts, func(q datasets.Prompt) bool { return q.MultiTurn }):
+	case run.Dispatched < run.Planned && p.Prompts.Requests() > p.Prompts.Len():
 		acc.Stop(bench.StoppedConversations)
 	}
 	if err != nil {

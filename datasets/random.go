@@ -69,6 +69,72 @@ func (d *randomDataset) Generate(n int, r *rand.Rand) ([]Prompt, error) {
 	return out, nil
 }
 
+// Stream makes the prompts while they are sent (see Streamer). A ShareGPT
+// file's prompts are generated first: empty entries are skipped, so the
+// count and totals are known only once every entry is encoded.
+func (d *randomDataset) Stream(n int, newRand func() *rand.Rand) (*Source, bool, error) {
+	if d.entries != nil {
+		return nil, false, nil
+	}
+	return lengthStream(n, newRand, d.opts, d.promptLen, func(r *rand.Rand) func(i, in, out int) (Prompt, error) {
+		return func(i, in, out int) (Prompt, error) {
+			p, err := d.fromCorpus(in, r)
+			if err != nil {
+				return Prompt{}, fmt.Errorf("random prompt %d: %w", i, err)
+			}
+			p.OutputLen = out
+			return p, nil
+		}
+	})
+}
+
+// lengthStream is a Source whose n prompts have their lengths drawn first
+// (bench_serving's order), so their totals are known before any is made:
+// each pass draws the lengths again from a new generator, then lets
+// prepare draw more (offsets, say) and make prompt i.
+func lengthStream(n int, newRand func() *rand.Rand, o Options, promptLen func(int) int,
+	prepare func(r *rand.Rand) func(i, in, out int) (Prompt, error)) (*Source, bool, error) {
+	draw := func() (*rand.Rand, []int, []int) {
+		r := newRand()
+		return r, randomLens(o.RandomInputLen, o.RandomRangeRatio, n, r), randomLens(o.RandomOutputLen, o.RandomRangeRatio, n, r)
+	}
+	r, inLens, outLens := draw()
+	in, out := 0, 0
+	for i := range n {
+		in += promptLen(inLens[i])
+		out += outLens[i]
+	}
+	var first Prompt
+	if n > 0 {
+		var err error
+		if first, err = prepare(r)(0, inLens[0], outLens[0]); err != nil {
+			return nil, false, err
+		}
+	}
+	return OnDemand(n, in, out, first, func(yield func(Prompt, error) bool) {
+		r, inLens, outLens := draw()
+		mk := prepare(r)
+		for i := range n {
+			p, err := mk(i, inLens[i], outLens[i])
+			if !yield(p, err) || err != nil {
+				return
+			}
+		}
+	}), true, nil
+}
+
+// promptLen is the PromptLen a drawn length l gives (see finish).
+func (d *randomDataset) promptLen(l int) int {
+	if d.opts.TokenizePrompt {
+		return l
+	}
+	t := d.textTarget(l)
+	if !d.opts.Compat {
+		t += d.nspecial
+	}
+	return t
+}
+
 // textTarget is the text token count for a drawn length: bench_serving
 // subtracts the special tokens the server will add.
 func (d *randomDataset) textTarget(l int) int {
@@ -190,40 +256,63 @@ func newRandomIDs(opts Options, tok Tokenizer) (Dataset, error) {
 func (d *randomIDsDataset) Generate(n int, r *rand.Rand) ([]Prompt, error) {
 	inLens := randomLens(d.opts.RandomInputLen, d.opts.RandomRangeRatio, n, r)
 	outLens := randomLens(d.opts.RandomOutputLen, d.opts.RandomRangeRatio, n, r)
+	offsets := d.offsets(n, r)
+	out := make([]Prompt, n)
+	for i := range out {
+		p, err := d.prompt(i, offsets[i], inLens[i], outLens[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+// Stream makes the prompts while they are sent (see Streamer). The
+// offsets are drawn up front, after the lengths, as Generate draws them.
+func (d *randomIDsDataset) Stream(n int, newRand func() *rand.Rand) (*Source, bool, error) {
+	return lengthStream(n, newRand, d.opts, d.promptLen, func(r *rand.Rand) func(i, in, out int) (Prompt, error) {
+		offsets := d.offsets(n, r)
+		return func(i, in, out int) (Prompt, error) { return d.prompt(i, offsets[i], in, out) }
+	})
+}
+
+func (d *randomIDsDataset) offsets(n int, r *rand.Rand) []int {
 	vocab := d.tok.VocabSize()
 	offsets := make([]int, n)
 	for i := range offsets {
 		offsets[i] = r.IntN(vocab)
 	}
-	out := make([]Prompt, n)
-	for i := range out {
-		run := func(from, k int) []int {
-			ids := make([]int, k)
-			for j := range ids {
-				ids[j] = (offsets[i] + i + from + j) % vocab
-			}
-			return ids
+	return offsets
+}
+
+// prompt is prompt i: the id run from its offset, of its drawn length.
+func (d *randomIDsDataset) prompt(i, offset, inLen, outLen int) (Prompt, error) {
+	vocab := d.tok.VocabSize()
+	run := func(from, k int) []int {
+		ids := make([]int, k)
+		for j := range ids {
+			ids[j] = (offset + i + from + j) % vocab
 		}
-		if d.opts.TokenizePrompt {
-			l := inLens[i]
-			out[i] = Prompt{IDs: run(0, l), PromptLen: l, TextPromptLen: l, OutputLen: outLens[i]}
-			continue
-		}
-		target := d.textTarget(inLens[i])
-		text, err := d.tok.Decode(run(0, target), false)
-		if err == nil && !d.opts.Compat {
-			pos := target
-			text, err = exactText(d.tok, text, target, func(k int) []int {
-				ids := run(pos, k)
-				pos += k
-				return ids
-			})
-		}
-		if err != nil {
-			return nil, fmt.Errorf("random-ids prompt %d: %w", i, err)
-		}
-		out[i] = Prompt{Text: text, OutputLen: outLens[i]}
-		d.finish(&out[i], target)
+		return ids
 	}
-	return out, nil
+	if d.opts.TokenizePrompt {
+		return Prompt{IDs: run(0, inLen), PromptLen: inLen, TextPromptLen: inLen, OutputLen: outLen}, nil
+	}
+	target := d.textTarget(inLen)
+	text, err := d.tok.Decode(run(0, target), false)
+	if err == nil && !d.opts.Compat {
+		pos := target
+		text, err = exactText(d.tok, text, target, func(k int) []int {
+			ids := run(pos, k)
+			pos += k
+			return ids
+		})
+	}
+	if err != nil {
+		return Prompt{}, fmt.Errorf("random-ids prompt %d: %w", i, err)
+	}
+	p := Prompt{Text: text, OutputLen: outLen}
+	d.finish(&p, target)
+	return p, nil
 }

@@ -30,6 +30,10 @@ type BenchmarkConfig struct {
 	// round that fails ends its conversation: the later rounds are not
 	// sent.
 	Prompts []datasets.Prompt
+	// Source, if set, replaces Prompts: prompts that may be made while
+	// the run sends them (datasets.Source). A prompt it fails to make
+	// stops the run, which returns that error.
+	Source *datasets.Source
 	// MaxConcurrency caps requests in flight; 0 means no cap. Arrivals are
 	// still scheduled on time and wait for a slot in arrival order, as
 	// bench_serving's semaphore; the wait is Sent-Scheduled.
@@ -147,12 +151,11 @@ func Benchmark(ctx context.Context, cfg BenchmarkConfig) (BenchmarkRun, error) {
 	if prog == nil {
 		prog = new(Progress)
 	}
-	// offsets[i] is the index of prompt i's first request.
-	offsets := make([]int, len(cfg.Prompts)+1)
-	for i, p := range cfg.Prompts {
-		offsets[i+1] = offsets[i] + p.Rounds()
+	src := cfg.Source
+	if src == nil {
+		src = datasets.FromPrompts(cfg.Prompts)
 	}
-	planned := offsets[len(cfg.Prompts)]
+	planned := src.Requests()
 	prog.total.Store(int64(planned))
 
 	var slots chan struct{}
@@ -210,9 +213,21 @@ func Benchmark(ctx context.Context, cfg BenchmarkConfig) (BenchmarkRun, error) {
 	}
 
 	run.Start = time.Now()
-	for i, p := range cfg.Prompts {
+	var (
+		n      uint64 // prompts taken from the source
+		next   int    // the index of the next prompt's first request
+		srcErr error  // a prompt the source failed to make: dispatching stops, requests in flight finish
+	)
+	for p, err := range src.All() {
+		if err != nil {
+			srcErr = err
+			break
+		}
+		first := next
+		next += p.Rounds()
 		elapsed := time.Since(run.Start)
-		wait, stop := pacer.Pace(elapsed, uint64(i))
+		wait, stop := pacer.Pace(elapsed, n)
+		n++
 		if stop {
 			break
 		}
@@ -246,14 +261,14 @@ func Benchmark(ctx context.Context, cfg BenchmarkConfig) (BenchmarkRun, error) {
 				if slots != nil {
 					<-slots
 				}
-				finish(offsets[i], p, r)
+				finish(first, p, r)
 				return
 			}
 			if slots != nil {
 				defer func() { <-slots }()
 			}
 			converse(runCtx, cfg.Do, p, scheduled, func(k int, q datasets.Prompt, r Result) bool {
-				finish(offsets[i]+k, q, r)
+				finish(first+k, q, r)
 				if k+1 < p.Rounds() && r.Outcome == OutcomeSuccess && runCtx.Err() == nil {
 					dispatched.Add(1)
 					prog.dispatched.Add(1)
@@ -277,7 +292,7 @@ func Benchmark(ctx context.Context, cfg BenchmarkConfig) (BenchmarkRun, error) {
 	if err := context.Cause(runCtx); err != nil && !errors.Is(err, errMaxDuration) {
 		return run, err
 	}
-	return run, nil
+	return run, srcErr
 }
 
 var errMaxDuration = errors.New("benchmark reached its maximum duration")

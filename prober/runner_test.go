@@ -348,3 +348,44 @@ func TestMaxDurationCancelsRealRequests(t *testing.T) {
 		}
 	})
 }
+
+// TestBenchmarkSourceOnDemand: prompts made while the run goes are sent as
+// they are made: with each prompt taking 10 ms to make, the first request
+// goes out after one prompt, not after all of them, and the pacer's
+// schedule holds for the rest. A prompt the source fails to make stops
+// dispatching; the requests in flight finish, and the error is returned.
+func TestBenchmarkSourceOnDemand(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ps := prompts(100, 100, 100, 100, 100)
+		fail := errors.New("cannot make prompt 3")
+		src := datasets.OnDemand(len(ps), 0, 500, ps[0], func(yield func(datasets.Prompt, error) bool) {
+			for i, p := range ps {
+				time.Sleep(10 * time.Millisecond)
+				if i == 3 {
+					yield(datasets.Prompt{}, fail)
+					return
+				}
+				if !yield(p, nil) {
+					return
+				}
+			}
+		})
+		f := &fakeServer{}
+		run, err := Benchmark(t.Context(), BenchmarkConfig{Pacer: Constant{Rate: 20}, Source: src, Do: f.do})
+		if !errors.Is(err, fail) {
+			t.Errorf("Benchmark() error = %v, want %v", err, fail)
+		}
+		want := []timing{
+			{"a", 0, 10 * time.Millisecond, 110 * time.Millisecond, OutcomeSuccess},
+			{"b", 50 * time.Millisecond, 50 * time.Millisecond, 150 * time.Millisecond, OutcomeSuccess},
+			{"c", 100 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, OutcomeSuccess},
+		}
+		if diff := cmp.Diff(want, timings(run)); diff != "" {
+			t.Errorf("timings (-want +got):\n%s", diff)
+		}
+		if run.Planned != 5 || run.Dispatched != 3 {
+			t.Errorf("planned %d, dispatched %d; want 5, 3", run.Planned, run.Dispatched)
+		}
+	})
+}

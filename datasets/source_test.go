@@ -1,0 +1,118 @@
+package datasets_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/servingprobe/servingprobe/datasets"
+)
+
+// collect reads a whole pass of s.
+func collect(t *testing.T, s *datasets.Source) []datasets.Prompt {
+	t.Helper()
+	var out []datasets.Prompt
+	for p, err := range s.All() {
+		if err != nil {
+			t.Fatalf("prompt %d: %v", len(out), err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// TestStreamMatchesGenerate: prompts made on demand are Generate's, in
+// order, on every pass, with the same count, first prompt and totals, so
+// a run's input token total does not depend on how its prompts were made.
+// More prompts than the look-ahead make the generator wait for the reader.
+func TestStreamMatchesGenerate(t *testing.T) {
+	for tname, tok := range tokenizers(t) {
+		for _, name := range []string{"random", "random-ids"} {
+			for _, mode := range []string{"exact", "compat", "tokenize-prompt"} {
+				t.Run(tname+"/"+name+"/"+mode, func(t *testing.T) {
+					o := randomOpts("", 48, 9, 0.25)
+					o.Compat = mode == "compat"
+					o.TokenizePrompt = mode == "tokenize-prompt"
+					d := mustNew(t, name, o, tok)
+					const n = 600
+					want := generate(t, d, n, 7)
+					s, ok, err := d.(datasets.Streamer).Stream(n, func() *rand.Rand { return seeded(7) })
+					if err != nil || !ok {
+						t.Fatalf("Stream: %v, %v", ok, err)
+					}
+					if !s.OnDemand() || s.Prompts() != nil {
+						t.Fatal("the prompts were made up front")
+					}
+					w := datasets.FromPrompts(want)
+					wantIn, wantOut := w.Totals()
+					if in, out := s.Totals(); in != wantIn || out != wantOut {
+						t.Errorf("totals %d, %d; Generate's %d, %d", in, out, wantIn, wantOut)
+					}
+					if s.Len() != n || s.Requests() != n {
+						t.Errorf("Len %d, Requests %d, want %d", s.Len(), s.Requests(), n)
+					}
+					if diff := cmp.Diff(want[0], s.First()); diff != "" {
+						t.Errorf("first prompt (-Generate +Stream):\n%s", diff)
+					}
+					for pass := range 2 {
+						if diff := cmp.Diff(want, collect(t, s)); diff != "" {
+							t.Fatalf("pass %d (-Generate +Stream):\n%s", pass, diff)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestStreamStopEarly: a reader that stops early stops the generator (the
+// package's goleak check fails otherwise), and a new pass starts over.
+func TestStreamStopEarly(t *testing.T) {
+	d := mustNew(t, "random", randomOpts("", 32, 4, 1), qwen3(t))
+	s, _, err := d.(datasets.Streamer).Stream(5000, func() *rand.Rand { return seeded(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []datasets.Prompt
+	for p := range s.All() {
+		if got = append(got, p); len(got) == 3 {
+			break
+		}
+	}
+	again := 0
+	for p := range s.All() {
+		if again < 3 && !cmp.Equal(p, got[again]) {
+			t.Fatalf("pass 2 prompt %d differs from pass 1's", again)
+		}
+		if again++; again == 3 {
+			break
+		}
+	}
+}
+
+// TestStreamFileGenerates: with a ShareGPT file, random skips empty
+// entries, so its count is known only once the prompts are made: it does
+// not stream.
+func TestStreamFileGenerates(t *testing.T) {
+	d := mustNew(t, "random", randomOpts(sharegptFile, 32, 4, 1), qwen3(t))
+	if _, ok, err := d.(datasets.Streamer).Stream(10, func() *rand.Rand { return seeded(1) }); ok || err != nil {
+		t.Fatalf("Stream with a file: ok %v, err %v; want false, nil", ok, err)
+	}
+}
+
+// TestFromPrompts: prompts held in memory, conversations counted by rounds.
+func TestFromPrompts(t *testing.T) {
+	ps := []datasets.Prompt{
+		{Text: "a", PromptLen: 3, OutputLen: 5},
+		{MultiTurn: true, Messages: []datasets.Message{{Role: "user"}, {Role: "assistant"}, {Role: "user"}}, PromptLen: 4, OutputLen: 6},
+	}
+	s := datasets.FromPrompts(ps)
+	in, out := s.Totals()
+	if s.Len() != 2 || s.Requests() != 3 || in != 7 || out != 11 || s.OnDemand() || s.First().Text != "a" {
+		t.Errorf("Len %d Requests %d totals %d,%d on demand %v first %q", s.Len(), s.Requests(), in, out, s.OnDemand(), s.First().Text)
+	}
+	if diff := cmp.Diff(ps, collect(t, s)); diff != "" {
+		t.Error(diff)
+	}
+}
