@@ -59,11 +59,11 @@ type Env struct {
 
 // Prepared is a run whose prompts, pacer and prober are ready.
 type Prepared struct {
-	Spec    Spec
-	Info    prober.BackendInfo
-	Client  *http.Client
-	Model   string // the model sent ("model" field), detected if not given
-	Tok     datasets.Tokenizer
+	Spec   Spec
+	Info   prober.BackendInfo
+	Client *http.Client
+	Model  string // the model sent ("model" field), detected if not given
+	Tok    datasets.Tokenizer
 	// Prompts are the run's prompts: in memory, or for the random
 	// datasets made while the run sends them.
 	Prompts *datasets.Source
