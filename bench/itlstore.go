@@ -88,8 +88,9 @@ func (s *itlStore) truncate(n int) {
 		}
 	}
 	s.n = n
-	// Keep the chunk in use; free any after it.
-	keep := (n + chunkLen - 1) >> chunkShift
+	// Keep the chunk the next sample goes to (under the sketch, the same
+	// chunk serves every request); free any after it.
+	keep := min(n>>chunkShift+1, len(s.chunks))
 	clear(s.chunks[keep:])
 	s.chunks = s.chunks[:keep]
 }
@@ -103,85 +104,103 @@ func (s *itlStore) values(off, n int) []float64 {
 	return out
 }
 
-// itlSeq is a copy of a run's samples in the order the summary reads them
-// (dispatch order, for NumPy's order-dependent sums), sharing the store's
-// wide values. Its stats sort it in place.
-type itlSeq struct {
-	words []uint32
-	wide  []float64
+// cursor reads the samples of the successful records, in their order,
+// one at a time: NumPy's pairwise sum visits its input strictly in order,
+// so the summary's order-dependent sums need no copy of the samples.
+type cursor struct {
+	s         *itlStore
+	recs      []reqRec
+	ri        int
+	off, left int
 }
 
-// gather copies the samples of the given ranges, in order, into one exactly
-// sized slice: the summary's only per-token allocation.
-func (s *itlStore) gather(n int, ranges func(yield func(off, n int) bool)) itlSeq {
-	q := itlSeq{words: make([]uint32, 0, n), wide: s.wide}
-	for off, k := range ranges {
-		for k > 0 {
-			c, i := off>>chunkShift, off&(chunkLen-1)
-			m := min(k, chunkLen-i)
-			q.words = append(q.words, s.chunks[c][i:i+m]...)
-			off, k = off+m, k-m
+func (s *itlStore) cursor(recs []reqRec) *cursor { return &cursor{s: s, recs: recs} }
+
+// next returns the next sample; its argument, the sample's index, is
+// implied by the order of the calls.
+func (c *cursor) next(int) float64 {
+	for c.left == 0 {
+		r := c.recs[c.ri]
+		c.ri++
+		if r.ok {
+			c.off, c.left = r.itlOff, r.itlLen
 		}
 	}
-	return q
+	v := c.s.at(c.off)
+	c.off++
+	c.left--
+	return v
 }
 
-func (q itlSeq) at(i int) float64 { return decodeITL(q.words[i], q.wide) }
-
-// stats returns the samples' Stats and their sorted values (n and the
-// value at each rank). The mean and std are taken first, in the given
-// order; then the words are sorted in place. Words below wideBit sort as
-// their values (Duration.Seconds is monotone), and the wide ones, which
-// sort after them by index, are sorted apart as float64 and merged with
-// them by rank, so the sorted values are never materialised as float64.
-func (q itlSeq) stats() (Stats, int, func(int) float64) {
-	n := len(q.words)
-	if n == 0 {
-		return Stats{}, 0, nil
+// sortInPlace sorts each chunk's words, which ends the store's use by
+// record (the records' ranges no longer hold), and returns the samples in
+// sorted order: their count and the value at each rank. Words below
+// wideBit sort as their values (Duration.Seconds is monotone); the rank
+// of such a value across chunks is found by bisecting the value, counting
+// it in each sorted chunk. The wide words, which sort after them, are read
+// out as float64 and merged by rank. So the sorted samples are never
+// copied, only the wide ones.
+func (s *itlStore) sortInPlace() (int, func(int) float64) {
+	if s.n == 0 {
+		return 0, nil
 	}
-	st := Stats{Mean: meanAt(n, q.at) * 1000, Std: stdAt(n, q.at) * 1000}
-	slices.Sort(q.words)
-	narrow := sort.Search(n, func(i int) bool { return q.words[i] >= wideBit })
-	a := q.words[:narrow]
-	b := make([]float64, n-narrow)
-	for i, w := range q.words[narrow:] {
-		b[i] = q.wide[w&^wideBit]
+	narrow := make([][]uint32, 0, len(s.chunks))
+	var b []float64
+	na := 0
+	for c, chunk := range s.chunks {
+		used := chunk[:min(chunkLen, s.n-c*chunkLen)]
+		slices.Sort(used)
+		k := sort.Search(len(used), func(i int) bool { return used[i] >= wideBit })
+		narrow = append(narrow, used[:k])
+		na += k
+		for _, w := range used[k:] {
+			b = append(b, s.wide[w&^wideBit])
+		}
 	}
 	slices.Sort(b)
-	sorted := func(r int) float64 { return kthOfTwo(a, b, r) }
-	st.Median = medianAt(n, sorted) * 1000
-	st.P90 = percentileAt(n, sorted, 90) * 1000
-	st.P95 = percentileAt(n, sorted, 95) * 1000
-	st.P99 = percentileAt(n, sorted, 99) * 1000
-	st.Max = sorted(n-1) * 1000
-	return st, n, sorted
+	// narrowAt is the narrow value of rank i: the least v with more than
+	// i narrow words <= v.
+	narrowAt := func(i int) float64 {
+		v := sort.Search(wideBit, func(v int) bool {
+			n := 0
+			for _, ch := range narrow {
+				n += sort.Search(len(ch), func(j int) bool { return ch[j] > uint32(v) })
+			}
+			return n > i
+		})
+		return time.Duration(v).Seconds()
+	}
+	if len(narrow) == 1 {
+		ch := narrow[0]
+		narrowAt = func(i int) float64 { return time.Duration(ch[i]).Seconds() }
+	}
+	return s.n, func(r int) float64 { return kthOfTwo(na, narrowAt, b, r) }
 }
 
-// kthOfTwo is the value of rank r (0-based) in the merge of a (words below
-// wideBit, sorted) and b (sorted seconds).
-func kthOfTwo(a []uint32, b []float64, r int) float64 {
+// kthOfTwo is the value of rank r (0-based) in the merge of two sorted
+// sequences: na values, the i-th being a(i), and b.
+func kthOfTwo(na int, a func(int) float64, b []float64, r int) float64 {
 	if len(b) == 0 {
-		return time.Duration(a[r]).Seconds()
+		return a(r)
 	}
-	if len(a) == 0 {
+	if na == 0 {
 		return b[r]
 	}
-	av := func(i int) float64 { return time.Duration(a[i]).Seconds() }
 	// i elements from a and r+1-i from b make the first r+1 of the merge;
 	// find the smallest i whose next element of a is not needed before b's.
-	lo, hi := max(0, r+1-len(b)), min(r+1, len(a))
+	lo, hi := max(0, r+1-len(b)), min(r+1, na)
 	i := lo + sort.Search(hi-lo, func(k int) bool {
 		i := lo + k
 		j := r + 1 - i
-		return j == 0 || i == len(a) || b[j-1] <= av(i)
+		return j == 0 || i == na || b[j-1] <= a(i)
 	})
 	j := r + 1 - i
 	switch {
 	case i == 0:
 		return b[j-1]
 	case j == 0:
-		return av(i - 1)
+		return a(i - 1)
 	default:
-		return max(av(i-1), b[j-1])
+		return max(a(i-1), b[j-1])
 	}
 }

@@ -104,18 +104,20 @@ func TestITLStoreExact(t *testing.T) {
 	}
 }
 
-// TestITLSeqStatsMatchFloat: the store's statistics, percentiles at every
-// rank included, are bit for bit those of the float64 list, with and
-// without wide values.
-func TestITLSeqStatsMatchFloat(t *testing.T) {
+// TestITLStoreStatsMatchFloat: the store's statistics, read in record
+// order by the cursor and then sorted in place, percentiles at every rank
+// included, are bit for bit those of the float64 list, with and without
+// wide values, in one chunk and across several.
+func TestITLStoreStatsMatchFloat(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		seed uint64
-		only bool // one-token gaps under 2^31 ns only: no wide value
-	}{{"mixed", 3, false}, {"narrow", 4, true}} {
+		name     string
+		seed     uint64
+		requests int
+		only     bool // one-token gaps under 2^31 ns only: no wide value
+	}{{"mixed", 3, 8000, false}, {"narrow", 4, 8000, true}, {"one chunk", 5, 500, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(tc.seed, 0))
-			results := randomResults(rng, 2000)
+			results := randomResults(rng, tc.requests)
 			if tc.only {
 				for i := range results {
 					for j := range results[i].Events {
@@ -129,33 +131,58 @@ func TestITLSeqStatsMatchFloat(t *testing.T) {
 				}
 			}
 			var s itlStore
-			var want []float64
-			type span struct{ off, n int }
-			var spans []span
+			var recs []reqRec
+			// Stored in an order of their own, read in record order: the
+			// records are reversed, and every third is a failure.
 			for i := range results {
 				off := s.len()
-				spans = append(spans, span{off, s.appendResult(&results[i], false)})
-				want = results[i].AppendITLs(want, false)
+				n := s.appendResult(&results[i], false)
+				recs = append(recs, reqRec{ok: i%3 != 0, itlOff: off, itlLen: n})
+			}
+			slices.Reverse(recs)
+			var want []float64
+			for _, r := range recs {
+				if r.ok {
+					want = append(want, s.values(r.itlOff, r.itlLen)...)
+				}
 			}
 			if tc.only != (len(s.wide) == 0) {
 				t.Fatalf("%d wide values", len(s.wide))
 			}
-			q := s.gather(len(want), func(yield func(off, n int) bool) {
-				for _, sp := range spans {
-					if !yield(sp.off, sp.n) {
-						return
+			if tc.requests > 1000 && len(s.chunks) < 2 {
+				t.Fatalf("%d chunks, want several", len(s.chunks))
+			}
+			wantSt := ComputeStats(want)
+			m := meanAt(len(want), s.cursor(recs).next)
+			sd := stdAround(len(want), m, s.cursor(recs).next)
+			if m*1000 != wantSt.Mean || sd*1000 != wantSt.Std {
+				t.Errorf("mean, std %v, %v; want %v, %v", m*1000, sd*1000, wantSt.Mean, wantSt.Std)
+			}
+			// The failures' samples are in the store but not in the
+			// statistics: drop them as the accumulator does (it
+			// truncates them at once) before sorting.
+			var kept itlStore
+			for _, r := range recs {
+				if r.ok {
+					for k := range r.itlLen {
+						w := s.word(r.itlOff + k)
+						if w >= wideBit {
+							kept.wide = append(kept.wide, s.wide[w&^wideBit])
+							w = wideBit | uint32(len(kept.wide)-1)
+						}
+						kept.push(w)
 					}
 				}
-			})
-			got, n, sorted := q.stats()
-			if wantSt := ComputeStats(want); got != wantSt {
-				t.Errorf("stats\n got %+v\nwant %+v", got, wantSt)
 			}
+			n, sorted := kept.sortInPlace()
 			slices.Sort(want)
 			if n != len(want) {
 				t.Fatalf("%d sorted values, want %d", n, len(want))
 			}
 			for r, v := range want {
+				if r%97 != 0 && r > 50 && r < n-50 {
+					continue // every rank near the ends, a sample of the rest: each costs a bisection
+				}
 				if g := sorted(r); math.Float64bits(g) != math.Float64bits(v) {
 					t.Fatalf("rank %d: %v, want %v", r, g, v)
 				}
@@ -177,15 +204,27 @@ func TestDurationSecondsMonotone(t *testing.T) {
 	}
 }
 
-func BenchmarkITLSeqStats(b *testing.B) {
+func BenchmarkITLStoreStats(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 0))
 	var s itlStore
 	for range 1 << 20 {
 		s.push(uint32(rng.Int64N(int64(50 * time.Millisecond))))
 	}
+	recs := []reqRec{{ok: true, itlLen: s.len()}}
 	b.ReportAllocs()
 	for b.Loop() {
-		q := s.gather(s.len(), func(yield func(off, n int) bool) { yield(0, s.len()) })
-		q.stats()
+		b.StopTimer()
+		c := s
+		c.chunks = make([][]uint32, len(s.chunks))
+		for i := range c.chunks {
+			c.chunks[i] = slices.Clone(s.chunks[i])
+		}
+		b.StartTimer()
+		m := meanAt(c.len(), c.cursor(recs).next)
+		stdAround(c.len(), m, c.cursor(recs).next)
+		n, sorted := c.sortInPlace()
+		for _, p := range []float64{50, 90, 95, 99, 100} {
+			percentileAt(n, sorted, p)
+		}
 	}
 }

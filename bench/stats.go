@@ -110,10 +110,14 @@ func meanAt(n int, at func(int) float64) float64 {
 }
 
 func stdAt(n int, at func(int) float64) float64 {
+	return stdAround(n, meanAt(n, at), at)
+}
+
+// stdAround is stdAt given the mean m.
+func stdAround(n int, m float64, at func(int) float64) float64 {
 	if n == 0 {
 		return 0
 	}
-	m := meanAt(n, at)
 	return math.Sqrt(pairwiseSumAt(0, n, func(i int) float64 { d := at(i) - m; return d * d }) / float64(n))
 }
 

@@ -267,8 +267,19 @@ type Accumulator struct {
 
 	details *Details
 	itlSk   *Sketch        // ITL samples under StatsSketch, instead of itl
+	final   *final         // what the first Summary computed from itl, which it sorted
 	times   [][4]time.Time // the details' scheduled, sent, first-token and end times
 	start   time.Time      // what the details' times count from
+}
+
+// final is what a summary computes from the inter-token samples in their
+// order, before it sorts them in place.
+type final struct {
+	itl            Stats
+	n              int
+	sorted         func(int) float64
+	peakTok        float64
+	peakConcurrent int
 }
 
 // NewAccumulator returns an empty Accumulator for a run with parameters p.
@@ -299,8 +310,12 @@ func (a *Accumulator) SetStart(t time.Time) { a.start = t }
 func (a *Accumulator) Stop(reason string) { a.p.Stopped = reason }
 
 // Add records request i (its index in dispatch order) and the dataset row
-// it was built from. Each index must be added once.
+// it was built from. Each index must be added once, and none after
+// Summary.
 func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
+	if a.final != nil {
+		panic("bench: Accumulator.Add after Summary")
+	}
 	rec := reqRec{idx: i, tpot: math.NaN()}
 	// Every timing comes from prober's one derivation; the bench only
 	// converts to seconds.
@@ -452,8 +467,10 @@ func Summarize(results []prober.Result, rows []datasets.Prompt, p Params) (Summa
 	return a.Summary(p.Duration)
 }
 
-// Summary computes the summary of everything added so far, for a run that
-// took duration (bench_serving's dur_s). It may be called more than once.
+// Summary computes the summary of everything added, for a run that took
+// duration (bench_serving's dur_s). It may be called more than once, but
+// ends the adding: it sorts the inter-token samples in place rather than
+// copy them, the run's largest data.
 // Throughputs are 0 for a zero duration, where bench_serving divides by
 // zero.
 func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
@@ -461,7 +478,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	if a.completed == 0 && p.Compat.AllFailedError {
 		return Summary{}, ErrAllFailed
 	}
-	recs := slices.Clone(a.recs)
+	recs := a.recs
 	slices.SortFunc(recs, func(x, y reqRec) int { return cmp.Compare(x.idx, y.idx) })
 
 	var ttfts, tpots, e2es, queues, e2eQ []float64
@@ -484,17 +501,24 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		}
 	}
 
-	itls := a.itl.gather(nITL, func(yield func(off, n int) bool) {
-		for _, r := range recs {
-			if r.ok && r.itlLen > 0 && !yield(r.itlOff, r.itlLen) {
-				return
-			}
+	if a.final == nil {
+		f := &final{}
+		// In dispatch order, for NumPy's order-dependent sums, then
+		// sorted in place for the order statistics.
+		f.peakTok, f.peakConcurrent = a.peaks(recs)
+		if a.itlSk != nil {
+			f.itl = a.itlSk.Stats()
+		} else if nITL > 0 {
+			m := meanAt(nITL, a.itl.cursor(recs).next)
+			sd := stdAround(nITL, m, a.itl.cursor(recs).next)
+			f.n, f.sorted = a.itl.sortInPlace()
+			f.itl = Stats{Mean: m * 1000, Std: sd * 1000, Median: medianAt(f.n, f.sorted) * 1000,
+				P90: percentileAt(f.n, f.sorted, 90) * 1000, P95: percentileAt(f.n, f.sorted, 95) * 1000,
+				P99: percentileAt(f.n, f.sorted, 99) * 1000, Max: f.sorted(f.n-1) * 1000}
 		}
-	})
-	itlSt, nSortedITL, sortedITL := itls.stats()
-	if a.itlSk != nil {
-		itlSt = a.itlSk.Stats()
+		a.final = f
 	}
+	itlSt, nSortedITL, sortedITL := a.final.itl, a.final.n, a.final.sorted
 
 	dur := duration.Seconds()
 	per := func(x float64) float64 {
@@ -558,7 +582,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	if len(a.clocks) > 0 {
 		s.Clocks = maps.Clone(a.clocks)
 	}
-	s.MaxOutputTokensPerS, s.MaxConcurrentRequests = a.peaks(recs)
+	s.MaxOutputTokensPerS, s.MaxConcurrentRequests = a.final.peakTok, a.final.peakConcurrent
 	if len(p.Goodput) > 0 {
 		s.Goodput = p.Goodput
 		s.GoodRequests = a.good

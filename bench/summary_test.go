@@ -585,3 +585,34 @@ func TestClocks(t *testing.T) {
 		t.Errorf("clocks read back (-want +got):\n%s", diff)
 	}
 }
+
+// TestSummaryTwice: a second Summary, which finds the inter-token samples
+// already sorted in place, reports what the first did; adding after it is
+// a programming error, caught.
+func TestSummaryTwice(t *testing.T) {
+	results, rows := fixture()
+	a := NewAccumulator(fixtureParams())
+	for i, r := range results {
+		a.Add(i, r, rows[i])
+	}
+	first, err := a.Summary(3 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.ITLSamples == 0 {
+		t.Fatal("the fixture has no inter-token samples")
+	}
+	second, err := a.Summary(3 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("second summary differs (-first +second):\n%s", diff)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Add after Summary did not panic")
+		}
+	}()
+	a.Add(len(results), results[0], rows[0])
+}

@@ -387,6 +387,10 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 	return o
 }
 
+// WarmupPause is bench_serving's fixed sleep between warm-up (sent or not)
+// and the measured run.
+const WarmupPause = time.Second
+
 // Output is a finished run.
 type Output struct {
 	// Summary is the bench_serving summary with servingprobe's extras.
@@ -445,7 +449,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 			return out, err
 		}
 	}
-	pause := time.Second
+	pause := WarmupPause
 	if env.PauseAfterWarmup != nil {
 		pause = *env.PauseAfterWarmup
 	}

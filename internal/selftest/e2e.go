@@ -12,12 +12,35 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/servingprobe/servingprobe/benchrun"
 )
 
 // E2EPoint is one end-to-end run of the real bench command.
 type E2EPoint struct {
 	Requests, Streams int
 	Stats             string // exact or sketch
+	// Dataset is random (the default) or random-ids; InputLen its prompt
+	// tokens (default 128).
+	Dataset  string
+	InputLen int
+	// StartOnly stops the run after a second of requests (--max-duration):
+	// the point measures how soon the first request goes out, not the run.
+	StartOnly bool
+}
+
+func (p E2EPoint) dataset() string {
+	if p.Dataset == "" {
+		return "random"
+	}
+	return p.Dataset
+}
+
+func (p E2EPoint) inputLen() int {
+	if p.InputLen == 0 {
+		return 128
+	}
+	return p.InputLen
 }
 
 // E2EResult is what one point measured: the bench child's whole-process
@@ -25,9 +48,14 @@ type E2EPoint struct {
 // preparing prompts, the run, the summary, the JSONL) and how long after
 // its start the measured run began.
 type E2EResult struct {
-	Wall, CPU    time.Duration
-	FirstRequest time.Duration // child start to the "Benchmark started" log line
-	MaxRSS       int64         // bytes
+	Wall, CPU time.Duration
+	// FirstRequest is from the child's start to its "Benchmark started"
+	// log line, less bench_serving's fixed pause before the measured run
+	// (benchrun.WarmupPause): resolving the server and tokenizer, and
+	// preparing the prompts, or the first of them when they are made on
+	// demand.
+	FirstRequest time.Duration
+	MaxRSS       int64 // bytes
 	OutputTokens int
 	Completed    int
 }
@@ -49,11 +77,15 @@ func (h *harness) e2e(ctx context.Context, p E2EPoint, outputTokens int) (E2ERes
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "out.jsonl")
-	cmd := h.command(ctx, "0", "bench", "--backend", "vllm", "--base-url", base, "--model", simModel,
-		"--dataset-name", "random", "--random-input-len", "128", "--random-output-len", strconv.Itoa(outputTokens),
+	args := []string{"bench", "--backend", "vllm", "--base-url", base, "--model", simModel,
+		"--dataset-name", p.dataset(), "--random-input-len", strconv.Itoa(p.inputLen()), "--random-output-len", strconv.Itoa(outputTokens),
 		"--random-range-ratio", "1", "--num-prompts", strconv.Itoa(p.Requests), "--max-concurrency", strconv.Itoa(p.Streams),
 		"--request-rate", "inf", "--warmup-requests", "0", "--stats", p.Stats, "--strict-json",
-		"--output-file", out, "--disable-tqdm", "--ready-check-timeout-sec", "10")
+		"--output-file", out, "--disable-tqdm", "--ready-check-timeout-sec", "10"}
+	if p.StartOnly {
+		args = append(args, "--max-duration", "1s")
+	}
+	cmd := h.command(ctx, "0", args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return E2EResult{}, err
@@ -68,7 +100,7 @@ func (h *harness) e2e(ctx context.Context, p E2EPoint, outputTokens int) (E2ERes
 	for sc.Scan() {
 		line := sc.Text()
 		if first == 0 && strings.Contains(line, `msg="Benchmark started"`) {
-			first = time.Since(start)
+			first = time.Since(start) - benchrun.WarmupPause
 		}
 		fmt.Fprintln(h.log, line)
 	}

@@ -11,6 +11,7 @@
 package selftest
 
 import (
+	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/prober"
 
 	"bufio"
@@ -108,6 +109,9 @@ func Full() Options {
 			{Requests: 10000, Streams: 64, Stats: "exact"}, {Requests: 100000, Streams: 64, Stats: "exact"},
 			{Requests: 10000, Streams: 64, Stats: "sketch"}, {Requests: 100000, Streams: 64, Stats: "sketch"},
 			{Requests: 10000, Streams: 512, Stats: "exact"},
+			{Requests: 10000, Streams: 64, Stats: "exact", InputLen: 1024, StartOnly: true},
+			{Requests: 1000000, Streams: 64, Stats: "exact", StartOnly: true},
+			{Requests: 1000000, Streams: 64, Stats: "exact", Dataset: "random-ids", StartOnly: true},
 		},
 		E2ETokens: 256,
 	}
@@ -477,32 +481,34 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 		flush()
 	}
 	if has(o.Sections, "e2e") {
-		fmt.Fprintf(out, "e2e: the real bench command (random dataset, 128 prompt and %d output tokens, every request at once under the cap,\n"+
+		fmt.Fprintf(out, "e2e: the real bench command (random dataset unless said, %d output tokens, every request at once under the cap,\n"+
 			"  no warm-up), pinned like the client, against a coalescing 0 ms simulator; whole-process getrusage of the bench child.\n"+
-			"  first request: from the child's start to its \"Benchmark started\" line, which includes preparing every prompt and\n"+
-			"  bench_serving's fixed 1 s pause. RSS growth: per request added since the point above with the same streams and stats\n",
-			o.E2ETokens)
-		fmt.Fprintln(tw, "requests	streams	stats	output tokens	wall s	first request s	CPU s	CPU µs/token	peak RSS MiB	RSS growth B/request	")
+			"  first request: from the child's start to its \"Benchmark started\" line, less bench_serving's fixed %v pause: resolving\n"+
+			"  the server and tokenizer and preparing the prompts (the first of them when they are made on demand). Start-only points\n"+
+			"  stop after 1 s of requests. RSS growth: per request added since the point above with the same streams and stats\n",
+			o.E2ETokens, benchrun.WarmupPause)
+		fmt.Fprintln(tw, "dataset\tprompt tokens\trequests\tstreams\tstats\toutput tokens\twall s\tfirst request s\tCPU s\tCPU µs/token\tpeak RSS MiB\tRSS growth B/request\t")
 		prev := map[string]E2EResult{}
 		prevReq := map[string]int{}
 		for _, p := range o.E2EPoints {
 			r, err := h.e2e(ctx, p, o.E2ETokens)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("e2e %d×%d %s: %w", p.Requests, p.Streams, p.Stats, err))
-				fmt.Fprintf(tw, "%d\t%d\t%s\terror: %v\t\t\t\t\t\t\t\n", p.Requests, p.Streams, p.Stats, err)
+				errs = append(errs, fmt.Errorf("e2e %s %d×%d %s: %w", p.dataset(), p.Requests, p.Streams, p.Stats, err))
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\terror: %v\t\t\t\t\t\t\t\n", p.dataset(), p.inputLen(), p.Requests, p.Streams, p.Stats, err)
 				continue
 			}
-			growth := "-"
-			key := fmt.Sprintf("%d/%s", p.Streams, p.Stats)
-			if q, ok := prev[key]; ok && p.Requests > prevReq[key] {
-				growth = f0(float64(r.MaxRSS-q.MaxRSS) / float64(p.Requests-prevReq[key]))
+			growth, perTok := "-", "-"
+			if !p.StartOnly {
+				key := fmt.Sprintf("%s/%d/%d/%s", p.dataset(), p.inputLen(), p.Streams, p.Stats)
+				if q, ok := prev[key]; ok && p.Requests > prevReq[key] {
+					growth = f0(float64(r.MaxRSS-q.MaxRSS) / float64(p.Requests-prevReq[key]))
+				}
+				prev[key], prevReq[key] = r, p.Requests
+				if r.OutputTokens > 0 {
+					perTok = strconv.FormatFloat(r.CPU.Seconds()*1e6/float64(r.OutputTokens), 'f', 2, 64)
+				}
 			}
-			prev[key], prevReq[key] = r, p.Requests
-			perTok := "-"
-			if r.OutputTokens > 0 {
-				perTok = strconv.FormatFloat(r.CPU.Seconds()*1e6/float64(r.OutputTokens), 'f', 2, 64)
-			}
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%.1f\t%s\t\n", p.Requests, p.Streams, p.Stats, r.OutputTokens,
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%.1f\t%s\t\n", p.dataset(), p.inputLen(), p.Requests, p.Streams, p.Stats, r.OutputTokens,
 				r.Wall.Seconds(), r.FirstRequest.Seconds(), r.CPU.Seconds(), perTok, float64(r.MaxRSS)/(1<<20), growth)
 		}
 		flush()
