@@ -161,7 +161,7 @@ func (s *Summary) writeExtras(t *tableWriter) {
 		}
 	}
 	if s.Stats == StatsSketch {
-		t.row("ITL statistics:", fmt.Sprintf("sketch, within %g%%", SketchRelativeError*100))
+		t.row("Latency statistics:", fmt.Sprintf("sketch, within %g%%; peaks on a 10 ms grid", SketchRelativeError*100))
 	}
 	if c := s.Compat.String(); c != "" {
 		t.row("Compat:", c)

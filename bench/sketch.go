@@ -91,14 +91,6 @@ func (s *Sketch) addIndex(i int, c uint64) {
 // Count is how many values were added.
 func (s *Sketch) Count() int { return int(s.n) }
 
-// count is Count, 0 for no sketch.
-func (s *Sketch) count() int {
-	if s == nil {
-		return 0
-	}
-	return s.Count()
-}
-
 // Quantile returns the value at quantile q (0..1): the value of rank
 // q·(n-1) among the sorted values, within the relative error.
 func (s *Sketch) Quantile(q float64) float64 {

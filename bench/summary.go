@@ -59,9 +59,9 @@ type Params struct {
 	// DetailsNoTexts leaves the generated texts out of the details: a
 	// report or a plot needs the times, not a copy of every output.
 	DetailsNoTexts bool
-	// Stats is StatsExact ("" too) or StatsSketch: inter-token gaps then
-	// go into a Sketch instead of a list, so that memory does not grow
-	// with the tokens of a run.
+	// Stats is StatsExact ("" too) or StatsSketch: every latency then goes
+	// into a Sketch and no record is kept per request, so that memory does
+	// not grow with the requests of a run (see sketches).
 	Stats string
 	// Planned is how many prompts the run prepared; those beyond the
 	// requests added were never sent. 0: unknown.
@@ -189,8 +189,9 @@ type Summary struct {
 	// statistics are over (an SLO says whether its percentile has enough).
 	ITLSamples  int `json:"itl_samples"`
 	TPOTSamples int `json:"tpot_samples"`
-	// Stats is StatsSketch when the ITL statistics come from a Sketch
-	// (within SketchRelativeError), "" when they are exact.
+	// Stats is StatsSketch when the latency percentiles come from
+	// sketches (within SketchRelativeError) and the peaks from a 10 ms
+	// grid, "" when they are exact.
 	Stats string `json:"stats,omitempty"`
 
 	// Requests counts every result, Failed those that did not succeed, by
@@ -266,7 +267,7 @@ type Accumulator struct {
 	nSched, nSent                        int
 
 	details *Details
-	itlSk   *Sketch        // ITL samples under StatsSketch, instead of itl
+	sk      *sketches      // under StatsSketch, instead of recs and the samples in itl
 	final   *final         // what the first Summary computed from itl, which it sorted
 	times   [][4]time.Time // the details' scheduled, sent, first-token and end times
 	start   time.Time      // what the details' times count from
@@ -296,7 +297,7 @@ func NewAccumulator(p Params) *Accumulator {
 		a.details = &Details{}
 	}
 	if p.Stats == StatsSketch {
-		a.itlSk = NewSketch(SketchRelativeError)
+		a.sk = newSketches()
 	}
 	return a
 }
@@ -412,13 +413,27 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		}
 		d.Errors[i] = r.Err
 	}
-	if rec.ok && a.itlSk != nil {
-		// Kept in the sketch only: the store is reused by the next request.
-		for k := range rec.itlLen {
-			a.itlSk.Add(a.itl.at(rec.itlOff + k))
+	if k := a.sk; k != nil {
+		// Kept in the sketches only: no record, and the store is reused
+		// by the next request.
+		if rec.ok {
+			gaps := func(yield func(float64) bool) {
+				for j := range rec.itlLen {
+					if !yield(a.itl.at(rec.itlOff + j)) {
+						return
+					}
+				}
+			}
+			for g := range gaps {
+				k.itl.Add(g)
+			}
+			k.peaks.add(rec, rec.firstTok, gaps, a.p.Compat.BucketConcurrency)
 		}
+		k.add(rec)
+		a.itl.truncate(rec.itlOff)
+		return
 	}
-	if !rec.ok || a.itlSk != nil {
+	if !rec.ok {
 		// Failures keep no ITL samples except in the details.
 		a.itl.truncate(rec.itlOff)
 		rec.itlLen = 0
@@ -505,10 +520,13 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		f := &final{}
 		// In dispatch order, for NumPy's order-dependent sums, then
 		// sorted in place for the order statistics.
-		f.peakTok, f.peakConcurrent = a.peaks(recs)
-		if a.itlSk != nil {
-			f.itl = a.itlSk.Stats()
-		} else if nITL > 0 {
+		if a.sk != nil {
+			f.peakTok, f.peakConcurrent = a.sk.peaks.result(p.Compat.BucketConcurrency)
+			f.itl = a.sk.itl.Stats()
+		} else {
+			f.peakTok, f.peakConcurrent = a.peaks(recs)
+		}
+		if a.sk == nil && nITL > 0 {
 			m := meanAt(nITL, a.itl.cursor(recs).next)
 			sd := stdAround(nITL, m, a.itl.cursor(recs).next)
 			f.n, f.sorted = a.itl.sortInPlace()
@@ -559,20 +577,27 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		TPOT:                         ComputeStats(tpots),
 		ITL:                          itlSt,
 		Concurrency:                  per(pairwiseSum(e2es)),
-		ITLSamples:                   nSortedITL + a.itlSk.count(),
+		ITLSamples:                   nSortedITL,
 		Stats:                        p.Stats,
 		TPOTSamples:                  len(tpots),
 
 		Requests:             len(recs),
-		NotSent:              max(p.Planned-len(recs), 0),
 		Stopped:              p.Stopped,
-		Failed:               len(recs) - a.completed,
 		ScheduledRequestRate: spanRate(a.nSched, a.minSched, a.maxSched),
 		ActualRequestRate:    spanRate(a.nSent, a.minSent, a.maxSent),
 		ClientQueue:          ComputeStats(queues),
 		E2EIncludingQueue:    ComputeStats(e2eQ),
 		Compat:               p.Compat,
 	}
+	if k := a.sk; k != nil {
+		s.E2ELatency, s.TTFT, s.TPOT = k.e2e.Stats(), k.ttft.Stats(), k.tpot.Stats()
+		s.ClientQueue, s.E2EIncludingQueue = k.queue.Stats(), k.e2eQ.Stats()
+		s.Concurrency = per(k.sum())
+		s.ITLSamples, s.TPOTSamples = k.itl.Count(), k.tpot.Count()
+		s.Requests = k.requests
+	}
+	s.NotSent = max(p.Planned-s.Requests, 0)
+	s.Failed = s.Requests - a.completed
 	if len(a.outcomes) > 0 {
 		s.Outcomes = make(map[prober.Outcome]int, len(a.outcomes))
 		for k, v := range a.outcomes {
@@ -594,13 +619,8 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	}
 	for _, m := range p.PercentileMetrics {
 		v := lists[m]
-		if m == MetricITL && a.itlSk != nil {
-			st := a.itlSk.Stats()
-			ms := MetricStats{Metric: m, Mean: st.Mean, Median: st.Median, Std: st.Std}
-			for _, q := range p.MetricPercentiles {
-				ms.Percentiles = append(ms.Percentiles, PercentileValue{P: q, Value: a.itlSk.Quantile(q/100) * 1000})
-			}
-			s.Percentiles = append(s.Percentiles, ms)
+		if a.sk != nil {
+			s.Percentiles = append(s.Percentiles, metricStats(m, a.sk.byMetric(m), p.MetricPercentiles))
 			continue
 		}
 		ms := MetricStats{Metric: m}

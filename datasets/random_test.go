@@ -219,3 +219,17 @@ func trunc(s string) string {
 	}
 	return s
 }
+
+// BenchmarkRandomIDs128 is random-ids' exact-length generation, one
+// 128-token prompt per op (decode the id run, measure, repair).
+func BenchmarkRandomIDs128(b *testing.B) {
+	tok := qwen3(b)
+	d := mustNew(b, "random-ids", randomOpts("", 128, 1, 1), tok)
+	r := seeded(1)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := d.Generate(1, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -215,7 +215,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	track(cmd.Flag("max-concurrency", "Requests in flight at most; arrivals queue on the client and the wait is reported.")).IntVar(&f.maxConcurrency)
 	cmd.Flag("output-file", "JSONL file the result is appended to (default: bench_serving's name).").StringVar(&f.outputFile)
 	cmd.Flag("output-details", "Add per-request arrays to the JSONL record.").BoolVar(&f.outputDetails)
-	cmd.Flag("stats", "exact keeps every inter-token gap for NumPy's percentiles; sketch keeps them in a quantile sketch (1% relative error, labelled in the table and JSONL) so that memory does not grow with the tokens of a long run.").Default(bench.StatsExact).EnumVar(&f.stats, bench.StatsExact, bench.StatsSketch)
+	cmd.Flag("stats", "exact keeps every sample (4 bytes an inter-token gap) for NumPy's percentiles; sketch keeps every latency in quantile sketches (1% relative error; means, maxima and counts exact; peaks on a 10 ms grid; labelled in the table and JSONL), so that memory does not grow with the requests of a long run.").Default(bench.StatsExact).EnumVar(&f.stats, bench.StatsExact, bench.StatsSketch)
 	track(cmd.Flag("print-requests", "Not supported.")).BoolVar(&f.printRequests)
 	cmd.Flag("disable-tqdm", "No progress bar.").BoolVar(&f.disableTqdm)
 	cmd.Flag("disable-stream", "Non-streaming requests.").BoolVar(&f.disableStream)

@@ -305,7 +305,7 @@ func TestBenchStatsSketch(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if !regexp.MustCompile(`(?m)^ITL statistics:\s+sketch, within 1%`).MatchString(stdout) {
+	if !regexp.MustCompile(`(?m)^Latency statistics:\s+sketch, within 1%`).MatchString(stdout) {
 		t.Errorf("table lacks the sketch label:\n%s", stdout)
 	}
 	recs := readRecords(t, out)
