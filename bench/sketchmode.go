@@ -151,7 +151,7 @@ func (g *peakGrid) add(r reqRec, firstTok int, gaps func(yield func(float64) boo
 		g.at(cur).tokens++
 	}
 	g.at(r.start).flight++
-	g.at(r.start + r.e2e).flight--
+	g.at(r.start+r.e2e).flight--
 	if compatBuckets {
 		lo, hi := int(math.Floor(r.start)), int(math.Floor(r.start+r.e2e))
 		g.touch = grow(g.touch, &g.secBase, lo)
