@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -202,4 +203,51 @@ func FuzzParseCustomRow(f *testing.F) {
 			t.Errorf("parseCustomRow(%q) = %+v", line, p)
 		}
 	})
+}
+
+// TestInOrder: prompts made on several goroutines come out in order, and
+// the first error ends them, after the prompts before it.
+func TestInOrder(t *testing.T) {
+	for _, workers := range []int{1, 3, 8} {
+		for _, n := range []int{0, 1, 47, 200} {
+			var got []int
+			inOrder(n, workers, func(i int) (Prompt, error) { return Prompt{PromptLen: i}, nil }, func(p Prompt, err error) bool {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, p.PromptLen)
+				return true
+			})
+			if len(got) != n {
+				t.Fatalf("workers %d, n %d: %d prompts", workers, n, len(got))
+			}
+			for i, v := range got {
+				if v != i {
+					t.Fatalf("workers %d: prompt %d is %d", workers, i, v)
+				}
+			}
+		}
+		fail := errors.New("no prompt 60")
+		var got []int
+		var last error
+		inOrder(200, workers, func(i int) (Prompt, error) {
+			if i == 60 {
+				return Prompt{}, fail
+			}
+			return Prompt{PromptLen: i}, nil
+		}, func(p Prompt, err error) bool {
+			if last = err; err == nil {
+				got = append(got, p.PromptLen)
+			}
+			return true
+		})
+		if last != fail || len(got) != 60 {
+			t.Errorf("workers %d: %d prompts then %v; want 60 then %v", workers, len(got), last, fail)
+		}
+		stopped := 0
+		inOrder(200, workers, func(i int) (Prompt, error) { return Prompt{}, nil }, func(Prompt, error) bool { stopped++; return stopped < 5 })
+		if stopped != 5 {
+			t.Errorf("workers %d: yield called %d times after returning false at 5", workers, stopped)
+		}
+	}
 }

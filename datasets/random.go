@@ -3,6 +3,8 @@ package datasets
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 )
 
 // randomDataset is bench_serving's "random": token-space samples of a text
@@ -76,7 +78,7 @@ func (d *randomDataset) Stream(n int, newRand func() *rand.Rand) (*Source, bool,
 	if d.entries != nil {
 		return nil, false, nil
 	}
-	return lengthStream(n, newRand, d.opts, d.promptLen, func(r *rand.Rand) func(i, in, out int) (Prompt, error) {
+	return lengthStream(n, newRand, d.opts, d.promptLen, false, func(r *rand.Rand) func(i, in, out int) (Prompt, error) {
 		return func(i, in, out int) (Prompt, error) {
 			p, err := d.fromCorpus(in, r)
 			if err != nil {
@@ -91,8 +93,10 @@ func (d *randomDataset) Stream(n int, newRand func() *rand.Rand) (*Source, bool,
 // lengthStream is a Source whose n prompts have their lengths drawn first
 // (bench_serving's order), so their totals are known before any is made:
 // each pass draws the lengths again from a new generator, then lets
-// prepare draw more (offsets, say) and make prompt i.
-func lengthStream(n int, newRand func() *rand.Rand, o Options, promptLen func(int) int,
+// prepare draw more (offsets, say) and make prompt i. independent says
+// prompt i depends on nothing but its arguments (no generator), so that
+// the prompts are made on every core (see inOrder).
+func lengthStream(n int, newRand func() *rand.Rand, o Options, promptLen func(int) int, independent bool,
 	prepare func(r *rand.Rand) func(i, in, out int) (Prompt, error)) (*Source, bool, error) {
 	draw := func() (*rand.Rand, []int, []int) {
 		r := newRand()
@@ -114,13 +118,47 @@ func lengthStream(n int, newRand func() *rand.Rand, o Options, promptLen func(in
 	return OnDemand(n, in, out, first, func(yield func(Prompt, error) bool) {
 		r, inLens, outLens := draw()
 		mk := prepare(r)
+		workers := 1
+		if independent {
+			workers = runtime.GOMAXPROCS(0)
+		}
+		inOrder(n, workers, func(i int) (Prompt, error) { return mk(i, inLens[i], outLens[i]) }, yield)
+	}), true, nil
+}
+
+// inOrder yields mk(0), ..., mk(n-1) in order, making them on the
+// given number of goroutines, a batch at a time, and stops at the first
+// error (yielded) or when yield returns false.
+func inOrder(n, workers int, mk func(i int) (Prompt, error), yield func(Prompt, error) bool) {
+	if workers <= 1 {
 		for i := range n {
-			p, err := mk(i, inLens[i], outLens[i])
+			p, err := mk(i)
 			if !yield(p, err) || err != nil {
 				return
 			}
 		}
-	}), true, nil
+		return
+	}
+	batch := make([]Prompt, 0, 16*workers)
+	errs := make([]error, cap(batch))
+	for lo := 0; lo < n; lo += cap(batch) {
+		k := min(cap(batch), n-lo)
+		batch = batch[:k]
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for j := w; j < k; j += workers {
+					batch[j], errs[j] = mk(lo + j)
+				}
+			})
+		}
+		wg.Wait()
+		for j := range k {
+			if !yield(batch[j], errs[j]) || errs[j] != nil {
+				return
+			}
+		}
+	}
 }
 
 // promptLen is the PromptLen a drawn length l gives (see finish).
@@ -257,13 +295,15 @@ func (d *randomIDsDataset) Generate(n int, r *rand.Rand) ([]Prompt, error) {
 	inLens := randomLens(d.opts.RandomInputLen, d.opts.RandomRangeRatio, n, r)
 	outLens := randomLens(d.opts.RandomOutputLen, d.opts.RandomRangeRatio, n, r)
 	offsets := d.offsets(n, r)
-	out := make([]Prompt, n)
-	for i := range out {
-		p, err := d.prompt(i, offsets[i], inLens[i], outLens[i])
-		if err != nil {
-			return nil, err
-		}
-		out[i] = p
+	out := make([]Prompt, 0, n)
+	var err error
+	inOrder(n, runtime.GOMAXPROCS(0), func(i int) (Prompt, error) { return d.prompt(i, offsets[i], inLens[i], outLens[i]) },
+		func(p Prompt, e error) bool {
+			out, err = append(out, p), e
+			return true
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -271,7 +311,7 @@ func (d *randomIDsDataset) Generate(n int, r *rand.Rand) ([]Prompt, error) {
 // Stream makes the prompts while they are sent (see Streamer). The
 // offsets are drawn up front, after the lengths, as Generate draws them.
 func (d *randomIDsDataset) Stream(n int, newRand func() *rand.Rand) (*Source, bool, error) {
-	return lengthStream(n, newRand, d.opts, d.promptLen, func(r *rand.Rand) func(i, in, out int) (Prompt, error) {
+	return lengthStream(n, newRand, d.opts, d.promptLen, true, func(r *rand.Rand) func(i, in, out int) (Prompt, error) {
 		offsets := d.offsets(n, r)
 		return func(i, in, out int) (Prompt, error) { return d.prompt(i, offsets[i], in, out) }
 	})

@@ -220,16 +220,18 @@ func trunc(s string) string {
 	return s
 }
 
-// BenchmarkRandomIDs128 is random-ids' exact-length generation, one
-// 128-token prompt per op (decode the id run, measure, repair).
+// BenchmarkRandomIDs128 is random-ids' exact-length generation of 256
+// prompts of 128 tokens per op (decode the id run, measure, repair), on
+// every core (-cpu sets how many).
 func BenchmarkRandomIDs128(b *testing.B) {
 	tok := qwen3(b)
 	d := mustNew(b, "random-ids", randomOpts("", 128, 1, 1), tok)
 	r := seeded(1)
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := d.Generate(1, r); err != nil {
+		if _, err := d.Generate(256, r); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*256), "µs/prompt")
 }
