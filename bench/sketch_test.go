@@ -122,16 +122,7 @@ func trimZeros(c []uint64) []uint64 {
 // statistics they are, and the record reads back with the label.
 func TestAccumulatorSketch(t *testing.T) {
 	results, rows := fixture()
-	p := fixtureParams()
-	exact, err := Summarize(results, rows, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Stats = StatsSketch
-	sk, err := Summarize(results, rows, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exact, sk := exactAndSketch(t, results, rows, fixtureParams())
 	if sk.ITLSamples != exact.ITLSamples || sk.ITL.Max != exact.ITL.Max || math.Abs(sk.ITL.Mean-exact.ITL.Mean) > 1e-9 {
 		t.Errorf("sketch ITL %+v (%d samples), exact %+v (%d)", sk.ITL, sk.ITLSamples, exact.ITL, exact.ITLSamples)
 	}
@@ -268,15 +259,7 @@ func TestSketchRunWithinError(t *testing.T) {
 	p.Duration = 11 * time.Second
 	p.PercentileMetrics = []string{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL, MetricClientQueueTime, MetricE2ELIncludingClientQueue}
 	p.MetricPercentiles = []float64{1, 25, 50, 90, 95, 99, 99.9}
-	exact, err := Summarize(results, rows, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Stats = StatsSketch
-	sk, err := Summarize(results, rows, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exact, sk := exactAndSketch(t, results, rows, p)
 	// The exact samples, sorted, per metric.
 	lists := map[string][]float64{}
 	for _, r := range results {
@@ -339,10 +322,23 @@ func TestSketchRunWithinError(t *testing.T) {
 	// bench_serving's concurrency buckets: seconds from the first request
 	// sent instead of the first success's start, so within a request or two.
 	p.Compat, _ = ParseCompat("bucket-concurrency")
-	sk, _ = Summarize(results, rows, p)
-	p.Stats = StatsExact
-	exact, _ = Summarize(results, rows, p)
+	exact, sk = exactAndSketch(t, results, rows, p)
 	if d := sk.MaxConcurrentRequests - exact.MaxConcurrentRequests; d < -2 || d > 2 || exact.MaxConcurrentRequests == 0 {
 		t.Errorf("bucket concurrency %d, exact %d", sk.MaxConcurrentRequests, exact.MaxConcurrentRequests)
 	}
+}
+
+// exactAndSketch summarizes a run with exact statistics and with the sketch.
+func exactAndSketch(t *testing.T, results []prober.Result, rows []datasets.Prompt, p Params) (exact, sk Summary) {
+	t.Helper()
+	p.Stats = StatsExact
+	exact, err := Summarize(results, rows, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stats = StatsSketch
+	if sk, err = Summarize(results, rows, p); err != nil {
+		t.Fatal(err)
+	}
+	return exact, sk
 }
