@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
@@ -201,6 +202,16 @@ type JSONOptions struct {
 // standard ones (request_goodput and p{P}_{metric}_ms as vLLM names them,
 // and a "servingprobe" object), then the details.
 func (s *Summary) Record(o JSONOptions) ([]byte, error) {
+	if o.Details && s.Details == nil && s.SpooledDetails != nil {
+		var b bytes.Buffer
+		err := s.WriteRecord(&b, o)
+		return b.Bytes(), err
+	}
+	return s.record(o)
+}
+
+// record is Record with the details in memory, if any.
+func (s *Summary) record(o JSONOptions) ([]byte, error) {
 	nullable := func(ok bool, v any) any {
 		if ok {
 			return v
@@ -289,6 +300,35 @@ func (s *Summary) Record(o JSONOptions) ([]byte, error) {
 	}
 	e.buf.WriteByte('\n')
 	return e.buf.Bytes(), nil
+}
+
+// WriteRecord writes Record's line to w. Details kept on disk
+// (SpooledDetails) are streamed from there, so that the line is never
+// whole in memory.
+func (s *Summary) WriteRecord(w io.Writer, o JSONOptions) error {
+	if !o.Details || s.Details != nil || s.SpooledDetails == nil {
+		line, err := s.record(o)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(line)
+		return err
+	}
+	o.Details = false
+	line, err := s.record(o)
+	if err != nil {
+		return err
+	}
+	// The record without the details, its closing brace and newline cut,
+	// then the arrays, then those again.
+	if _, err := w.Write(line[:len(line)-2]); err != nil {
+		return err
+	}
+	if err := s.SpooledDetails.d.write(w, o.StandardOnly); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, "}\n")
+	return err
 }
 
 func (s *Summary) appendExtras(r record) record {
@@ -392,15 +432,28 @@ func (s *Summary) appendExtras(r record) record {
 // a single write to a file opened with O_APPEND, as bench_serving's
 // open(path, "a").
 func (s *Summary) AppendJSONL(path string, o JSONOptions) error {
-	line, err := s.Record(o)
-	if err != nil {
-		return err
+	var line bytes.Buffer
+	if s.SpooledDetails == nil || !o.Details {
+		// Whole before the file is opened: an encoding error leaves it as
+		// it was.
+		if err := s.WriteRecord(&line, o); err != nil {
+			return err
+		}
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(line); err != nil {
+	w := bufio.NewWriterSize(f, 1<<20)
+	if line.Len() > 0 {
+		_, err = w.Write(line.Bytes())
+	} else {
+		err = s.WriteRecord(w, o)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
 		f.Close()
 		return fmt.Errorf("append %s: %w", path, err)
 	}

@@ -59,6 +59,11 @@ type Params struct {
 	// DetailsNoTexts leaves the generated texts out of the details: a
 	// report or a plot needs the times, not a copy of every output.
 	DetailsNoTexts bool
+	// SpoolDetails keeps the details in a temporary file instead of
+	// memory, for a record to be written from (Summary.WriteRecord):
+	// Summary.Details is then nil and Summary.SpooledDetails set. If the
+	// file cannot be made, they are kept in memory.
+	SpoolDetails bool
 	// Stats is StatsExact ("" too) or StatsSketch: every latency then goes
 	// into a Sketch and no record is kept per request, so that memory does
 	// not grow with the requests of a run (see sketches).
@@ -223,6 +228,9 @@ type Summary struct {
 	Percentiles    []MetricStats `json:"percentiles,omitempty"`
 	Compat         Compat        `json:"compat"`
 	Details        *Details      `json:"details,omitempty"`
+	// SpooledDetails are the details kept on disk (Params.SpoolDetails),
+	// which WriteRecord and AppendJSONL write out; nil otherwise.
+	SpooledDetails *SpooledDetails `json:"-"`
 	// Sweep says which point of a sweep or SLO search the run was; nil for
 	// a single run.
 	Sweep *SweepInfo `json:"sweep,omitempty"`
@@ -267,6 +275,7 @@ type Accumulator struct {
 	nSched, nSent                        int
 
 	details *Details
+	spool   *detailSpool   // the details, under SpoolDetails
 	sk      *sketches      // under StatsSketch, instead of recs and the samples in itl
 	final   *final         // what the first Summary computed from itl, which it sorted
 	times   [][4]time.Time // the details' scheduled, sent, first-token and end times
@@ -295,6 +304,11 @@ func NewAccumulator(p Params) *Accumulator {
 	}
 	if p.Details {
 		a.details = &Details{}
+		if p.SpoolDetails {
+			if sp, err := newDetailSpool(); err == nil {
+				a.details, a.spool = nil, sp
+			}
+		}
 	}
 	if p.Stats == StatsSketch {
 		a.sk = newSketches()
@@ -388,6 +402,14 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		a.clocks[r.Clock]++
 	}
 
+	if a.spool != nil {
+		row := spoolRow{inputLen: in, outputLen: outLen, ttft: rec.ttft, times: [4]time.Time{r.Scheduled, r.Sent, r.FirstToken, r.End},
+			itls: a.itl.values(rec.itlOff, rec.itlLen), err: r.Err, outcome: string(r.Outcome)}
+		if !a.p.DetailsNoTexts {
+			row.text = r.GeneratedText
+		}
+		a.spool.add(i, row)
+	}
 	if d := a.details; d != nil {
 		for len(d.InputLens) <= i {
 			d.InputLens = append(d.InputLens, 0)
@@ -643,12 +665,15 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		}
 		s.Percentiles = append(s.Percentiles, ms)
 	}
+	start := a.start
+	if start.IsZero() {
+		start = a.minSent // the first request sent, whatever the order of Add
+	}
+	if a.spool != nil {
+		s.SpooledDetails = &SpooledDetails{d: spooledDetails{sp: a.spool, n: len(a.spool.offsets), start: start}}
+	}
 	if a.details != nil {
 		d := *a.details
-		start := a.start
-		if start.IsZero() {
-			start = a.minSent // the first request sent, whatever the order of Add
-		}
 		rel := func(t time.Time) float64 {
 			if t.IsZero() || start.IsZero() {
 				return -1

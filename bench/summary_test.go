@@ -340,6 +340,22 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			goldenCompare(t, tc.name+".jsonl.golden", line)
+			if p.Details {
+				// The details kept on disk write the same bytes.
+				p.SpoolDetails = true
+				sp, err := Summarize(res, rws, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sp.SpooledDetails.Close()
+				if sp.Details != nil || sp.SpooledDetails == nil {
+					t.Fatal("SpoolDetails kept the details in memory")
+				}
+				got, err := sp.Record(tc.opts)
+				if err != nil || !bytes.Equal(got, line) {
+					t.Errorf("spooled record (%v):\n%s\nin memory:\n%s", err, got, line)
+				}
+			}
 			// The record read back prints the same table (a report drawn
 			// from a JSONL file shows the console's numbers); a standard-only
 			// record has no servingprobe block, so only bench_serving's part

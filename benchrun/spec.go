@@ -95,6 +95,10 @@ type Spec struct {
 	// DetailsNoTexts keeps the details' times without the generated texts
 	// (details for a report or a plot, not for --output-details).
 	DetailsNoTexts bool
+	// SpoolDetails keeps the details on disk until the record is written
+	// (bench.Params.SpoolDetails): --output-details without a report or a
+	// plot, which need them in memory.
+	SpoolDetails bool
 }
 
 // Profile is --profile and its options (bench_serving §3).
@@ -279,6 +283,7 @@ func (s *Spec) Params() bench.Params {
 		MetricPercentiles:  s.MetricPercentiles,
 		Details:            s.Details,
 		DetailsNoTexts:     s.DetailsNoTexts,
+		SpoolDetails:       s.SpoolDetails,
 		Stats:              s.Stats,
 	}
 }

@@ -477,6 +477,7 @@ func (f *benchFlags) spec(getenv func(string) string) (benchrun.Spec, error) {
 	// carries them only with --output-details.
 	s.Details = f.outputDetails || f.plotThroughput || f.report != ""
 	s.DetailsNoTexts = !f.outputDetails
+	s.SpoolDetails = f.outputDetails && !f.plotThroughput && f.report == ""
 	s.Stats = f.stats
 	if envflag.Truthy(getenv("SGLANG_USE_MODELSCOPE")) {
 		bad("SGLANG_USE_MODELSCOPE is set: ModelScope downloads are not supported; pass --tokenizer with a local path")

@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+)
+
+// detailSpool keeps --output-details on disk: each request's row is
+// appended to a temporary file as it finishes, and the record's arrays are
+// written from it (Summary.WriteRecord), so that the details cost 12 bytes
+// a request in memory instead of the request's generated text, its gaps as
+// float64 and its times.
+//
+// The file is unlinked as soon as it is made where the system allows it
+// (it then disappears with the process, whatever happens), else when the
+// spool is closed.
+type detailSpool struct {
+	f       *os.File
+	path    string // still to remove on close; "" once unlinked
+	w       *bufio.Writer
+	size    int64
+	offsets []int64  // by request index; -1 where none was added
+	lens    []uint32 // row lengths
+	row     []byte
+	err     error // the first write error, reported when the record is written
+}
+
+func newDetailSpool() (*detailSpool, error) {
+	f, err := os.CreateTemp("", "servingprobe-details-*")
+	if err != nil {
+		return nil, fmt.Errorf("details spool: %w", err)
+	}
+	sp := &detailSpool{f: f, path: f.Name(), w: bufio.NewWriterSize(f, 256<<10)}
+	if os.Remove(f.Name()) == nil {
+		sp.path = ""
+	}
+	return sp, nil
+}
+
+// spoolRow is one request's details, as the in-memory Details hold them.
+type spoolRow struct {
+	inputLen, outputLen int
+	ttft                float64
+	times               [4]time.Time
+	itls                []float64
+	text, err, outcome  string
+}
+
+func (sp *detailSpool) add(i int, r spoolRow) {
+	b := sp.row[:0]
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.inputLen))
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.outputLen))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.ttft))
+	for _, t := range r.times {
+		var ns int64
+		if !t.IsZero() {
+			ns = t.UnixNano()
+		}
+		b = binary.LittleEndian.AppendUint64(b, uint64(ns))
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(r.itls)))
+	for _, v := range r.itls {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	for _, s := range []string{r.text, r.err, r.outcome} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+		b = append(b, s...)
+	}
+	sp.row = b
+	for len(sp.offsets) <= i {
+		sp.offsets = append(sp.offsets, -1)
+		sp.lens = append(sp.lens, 0)
+	}
+	sp.offsets[i], sp.lens[i] = sp.size, uint32(len(b))
+	if _, err := sp.w.Write(b); err != nil && sp.err == nil {
+		sp.err = fmt.Errorf("details spool: %w", err)
+	}
+	sp.size += int64(len(b))
+}
+
+// read returns row i; a request never added reads as the in-memory
+// Details' zero row.
+func (sp *detailSpool) read(i int) (spoolRow, error) {
+	if sp.offsets[i] < 0 {
+		return spoolRow{}, nil
+	}
+	if cap(sp.row) < int(sp.lens[i]) {
+		sp.row = make([]byte, sp.lens[i])
+	}
+	b := sp.row[:sp.lens[i]]
+	if _, err := sp.f.ReadAt(b, sp.offsets[i]); err != nil {
+		return spoolRow{}, fmt.Errorf("details spool: %w", err)
+	}
+	u64 := func() uint64 { v := binary.LittleEndian.Uint64(b); b = b[8:]; return v }
+	u32 := func() uint32 { v := binary.LittleEndian.Uint32(b); b = b[4:]; return v }
+	var r spoolRow
+	r.inputLen, r.outputLen = int(int64(u64())), int(int64(u64()))
+	r.ttft = math.Float64frombits(u64())
+	for k := range r.times {
+		if ns := int64(u64()); ns != 0 {
+			r.times[k] = time.Unix(0, ns)
+		}
+	}
+	r.itls = make([]float64, u32())
+	for k := range r.itls {
+		r.itls[k] = math.Float64frombits(u64())
+	}
+	str := func() string { n := u32(); s := string(b[:n]); b = b[n:]; return s }
+	r.text, r.err, r.outcome = str(), str(), str()
+	return r, nil
+}
+
+// SpooledDetails are a summary's details kept on disk.
+type SpooledDetails struct{ d spooledDetails }
+
+// Close releases the file. Safe on nil.
+func (s *SpooledDetails) Close() error {
+	if s == nil {
+		return nil
+	}
+	return s.d.sp.close()
+}
+
+// spooledDetails is a summary's view of the spool: how many rows its
+// arrays have and what their times count from.
+type spooledDetails struct {
+	sp    *detailSpool
+	n     int
+	start time.Time
+}
+
+// detailKeys are the details' keys in the record's order; the first six
+// are bench_serving's.
+var detailKeys = []string{"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors",
+	"scheduled_times", "sent_times", "first_token_times", "end_times", "request_outcomes"}
+
+const standardDetailKeys = 6
+
+// write writes the details' arrays, each as `, "key": [...]`, exactly as
+// pyEncoder writes the in-memory Details: one pass over the rows in index
+// order fills a temporary file per array, then the arrays are copied out.
+func (d spooledDetails) write(w io.Writer, standardOnly bool) error {
+	sp := d.sp
+	if sp.err != nil {
+		return sp.err
+	}
+	if err := sp.w.Flush(); err != nil {
+		return fmt.Errorf("details spool: %w", err)
+	}
+	keys := detailKeys
+	if standardOnly {
+		keys = keys[:standardDetailKeys]
+	}
+	cols := make([]*detailSpool, len(keys))
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.close()
+			}
+		}
+	}()
+	for k := range cols {
+		c, err := newDetailSpool()
+		if err != nil {
+			return err
+		}
+		cols[k] = c
+	}
+	rel := func(t time.Time) float64 {
+		if t.IsZero() || d.start.IsZero() {
+			return -1
+		}
+		return t.Sub(d.start).Seconds()
+	}
+	var e pyEncoder
+	for i := range d.n {
+		r, err := sp.read(i)
+		if err != nil {
+			return err
+		}
+		for k, c := range cols {
+			e.buf.Reset()
+			if i > 0 {
+				e.buf.WriteString(", ")
+			}
+			switch k {
+			case 0:
+				e.int(r.inputLen)
+			case 1:
+				e.int(r.outputLen)
+			case 2:
+				e.float(r.ttft)
+			case 3:
+				_ = e.value(r.itls)
+			case 4:
+				e.string(r.text)
+			case 5:
+				e.string(r.err)
+			case 6, 7, 8, 9:
+				e.float(rel(r.times[k-6]))
+			case 10:
+				e.string(r.outcome)
+			}
+			if _, err := c.w.Write(e.buf.Bytes()); err != nil {
+				return fmt.Errorf("details spool: %w", err)
+			}
+		}
+	}
+	for k, c := range cols {
+		e.buf.Reset()
+		e.buf.WriteString(", ")
+		e.string(keys[k])
+		e.buf.WriteString(": [")
+		if _, err := w.Write(e.buf.Bytes()); err != nil {
+			return err
+		}
+		if err := c.w.Flush(); err != nil {
+			return fmt.Errorf("details spool: %w", err)
+		}
+		if _, err := io.Copy(w, io.NewSectionReader(c.f, 0, math.MaxInt64)); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, "]"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (sp *detailSpool) close() error {
+	err := sp.f.Close()
+	if sp.path != "" {
+		err = errors.Join(err, os.Remove(sp.path))
+		sp.path = ""
+	}
+	return err
+}
