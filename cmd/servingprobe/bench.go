@@ -68,6 +68,7 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 
 // writeBenchOutput prints the table and appends the JSONL record.
 func writeBenchOutput(w io.Writer, sum *bench.Summary, f *benchFlags, p bench.Params) error {
+	defer sum.SpooledDetails.Close() // the record is their last reader
 	if err := sum.WriteTable(w); err != nil {
 		return err
 	}
