@@ -319,6 +319,22 @@ func TestSketchRunWithinError(t *testing.T) {
 	if math.Abs(sk.MaxOutputTokensPerS-exact.MaxOutputTokensPerS) > 0.02*exact.MaxOutputTokensPerS {
 		t.Errorf("peak tokens/s %v, exact %v", sk.MaxOutputTokensPerS, exact.MaxOutputTokensPerS)
 	}
+	// Added in completion order (here reversed: every request is a new
+	// earliest one, so the grid prepends each time, and its slots fall
+	// elsewhere), the peaks keep the same bounds.
+	p.Stats = StatsSketch
+	rev := NewAccumulator(p)
+	for i := len(results) - 1; i >= 0; i-- {
+		rev.Add(i, results[i], rows[i])
+	}
+	back, err := rev.Summary(p.Duration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.MaxConcurrentRequests > exact.MaxConcurrentRequests || float64(back.MaxConcurrentRequests) < 0.98*float64(exact.MaxConcurrentRequests) ||
+		math.Abs(back.MaxOutputTokensPerS-exact.MaxOutputTokensPerS) > 0.02*exact.MaxOutputTokensPerS {
+		t.Errorf("peaks added in reverse %v, %d; exact %v, %d", back.MaxOutputTokensPerS, back.MaxConcurrentRequests, exact.MaxOutputTokensPerS, exact.MaxConcurrentRequests)
+	}
 	// bench_serving's concurrency buckets: seconds from the first request
 	// sent instead of the first success's start, so within a request or two.
 	p.Compat, _ = ParseCompat("bucket-concurrency")

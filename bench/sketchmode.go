@@ -114,15 +114,17 @@ type slot struct {
 	flight int32 // arrivals minus departures of successes
 }
 
-// grow makes index i of a slice based at *base addressable; times before
-// the origin (a request sent before the first one added) prepend.
+// grow makes index i of a slice based at *base addressable. Times before
+// the origin (requests sent before the first one added) prepend, with
+// headroom, so that a run of new earliest times costs amortised O(1).
 func grow[T any](s []T, base *int, i int) []T {
 	if len(s) == 0 {
 		*base = i
 	}
 	if i < *base {
-		s = slices.Insert(s, 0, make([]T, *base-i)...)
-		*base = i
+		n := max(*base-i, len(s)/2)
+		s = slices.Insert(s, 0, make([]T, n)...)
+		*base -= n
 	}
 	if k := i - *base; k >= len(s) {
 		s = append(s, make([]T, k-len(s)+1)...)
