@@ -251,8 +251,8 @@ func sketchRun(n int) ([]prober.Result, []datasets.Prompt) {
 // relative error of the exact samples around its rank (NumPy interpolates
 // between two neighbours; the sketch reports one of them, within 1%);
 // means, maxima and counts match the exact run, the concurrency to the
-// last digits; the peaks, taken on a 10 ms grid, are within 2% and never
-// above the exact ones.
+// last digits; the peaks, taken on a 10 ms grid, are within 2%, the
+// concurrency never above the exact one, whatever the order of adding.
 func TestSketchRunWithinError(t *testing.T) {
 	results, rows := sketchRun(5000)
 	p := fixtureParams()
