@@ -145,7 +145,7 @@ const standardDetailKeys = 6
 // write writes the details' arrays, each as `, "key": [...]`, exactly as
 // pyEncoder writes the in-memory Details: one pass over the rows in index
 // order fills a temporary file per array, then the arrays are copied out.
-func (d spooledDetails) write(w io.Writer, standardOnly bool) error {
+func (d spooledDetails) write(w io.Writer, o JSONOptions) error {
 	sp := d.sp
 	if sp.err != nil {
 		return sp.err
@@ -154,7 +154,7 @@ func (d spooledDetails) write(w io.Writer, standardOnly bool) error {
 		return fmt.Errorf("details spool: %w", err)
 	}
 	keys := detailKeys
-	if standardOnly {
+	if o.StandardOnly {
 		keys = keys[:standardDetailKeys]
 	}
 	cols := make([]*detailSpool, len(keys))
@@ -178,7 +178,7 @@ func (d spooledDetails) write(w io.Writer, standardOnly bool) error {
 		}
 		return t.Sub(d.start).Seconds()
 	}
-	var e pyEncoder
+	e := pyEncoder{strict: o.Strict}
 	for i := range d.n {
 		r, err := sp.read(i)
 		if err != nil {
