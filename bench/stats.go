@@ -19,48 +19,43 @@ type Stats struct {
 
 // ComputeStats computes Stats of values in seconds, reported in ms, with
 // NumPy's definitions. An empty list gives zeros, as bench_serving's
-// `np.mean(ttfts or 0)`. values is not modified. It is the one place
-// servingprobe computes percentiles of a sample list.
+// `np.mean(ttfts or 0)`. values is not modified. The inter-token gaps,
+// which are not kept as a []float64, take the same path through statsOf.
 func ComputeStats(values []float64) Stats {
-	return statsInPlace(slices.Clone(values))
-}
-
-// statsInPlace is ComputeStats of a list it may reorder, so that a large
-// list (every inter-token gap of a run) is not copied again: the mean and
-// the std first, in the order given (NumPy's pairwise sums depend on it),
-// then it sorts values in place for the median and percentiles.
-func statsInPlace(values []float64) Stats {
 	if len(values) == 0 {
 		return Stats{}
 	}
-	st := Stats{Mean: mean(values) * 1000, Std: std(values) * 1000}
-	slices.Sort(values)
-	st.Median = median(values) * 1000
-	st.P90 = percentile(values, 90) * 1000
-	st.P95 = percentile(values, 95) * 1000
-	st.P99 = percentile(values, 99) * 1000
-	st.Max = values[len(values)-1] * 1000
-	return st
+	at := func(i int) float64 { return values[i] }
+	m := meanAt(len(values), at)
+	sd := stdAround(len(values), m, at)
+	sorted := slices.Sorted(slices.Values(values))
+	return statsOf(m, sd, len(sorted), func(i int) float64 { return sorted[i] })
+}
+
+// statsOf is the Stats of n samples of mean m and standard deviation sd
+// (taken in the samples' order: NumPy's pairwise sums depend on it), the
+// i-th smallest being sorted(i).
+func statsOf(m, sd float64, n int, sorted func(int) float64) Stats {
+	if n == 0 {
+		return Stats{}
+	}
+	return Stats{Mean: m * 1000, Std: sd * 1000, Median: medianAt(n, sorted) * 1000,
+		P90: percentileAt(n, sorted, 90) * 1000, P95: percentileAt(n, sorted, 95) * 1000,
+		P99: percentileAt(n, sorted, 99) * 1000, Max: sorted(n-1) * 1000}
 }
 
 // pairwiseSum is NumPy's pairwise_sum for float64 (numpy/_core/src/umath/
 // loops_utils.h.src): blocks of up to 128 summed with eight accumulators,
 // larger arrays split in halves rounded to a multiple of 8. Matching it
 // makes means agree with NumPy to the last bit on the same input order.
-func pairwiseSum(a []float64) float64 { return pairwiseSumOf(a, nil) }
-
-// pairwiseSumOf is pairwiseSum of f(a[i]) (of a[i] when f is nil), so that
-// the std needs no array of squared deviations.
-func pairwiseSumOf(a []float64, f func(float64) float64) float64 {
-	if f == nil {
-		return pairwiseSumAt(0, len(a), func(i int) float64 { return a[i] })
-	}
-	return pairwiseSumAt(0, len(a), func(i int) float64 { return f(a[i]) })
+func pairwiseSum(a []float64) float64 {
+	return pairwiseSumAt(0, len(a), func(i int) float64 { return a[i] })
 }
 
 // pairwiseSumAt is pairwiseSum of at(lo), ..., at(lo+n-1): the one
-// implementation, for samples that are not kept as a []float64 (the
-// inter-token gaps, see itlStore).
+// implementation, also for samples that are not kept as a []float64 (the
+// inter-token gaps, see itlStore) and for the std's squared deviations.
+// It calls at with strictly increasing indices.
 func pairwiseSumAt(lo, n int, at func(int) float64) float64 {
 	switch {
 	case n < 8:

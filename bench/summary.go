@@ -552,9 +552,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 			m := meanAt(nITL, a.itl.cursor(recs).next)
 			sd := stdAround(nITL, m, a.itl.cursor(recs).next)
 			f.n, f.sorted = a.itl.sortInPlace()
-			f.itl = Stats{Mean: m * 1000, Std: sd * 1000, Median: medianAt(f.n, f.sorted) * 1000,
-				P90: percentileAt(f.n, f.sorted, 90) * 1000, P95: percentileAt(f.n, f.sorted, 95) * 1000,
-				P99: percentileAt(f.n, f.sorted, 99) * 1000, Max: f.sorted(f.n-1) * 1000}
+			f.itl = statsOf(m, sd, f.n, f.sorted)
 		}
 		a.final = f
 	}
