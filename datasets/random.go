@@ -161,7 +161,9 @@ func inOrder(n, workers int, mk func(i int) (Prompt, error), yield func(Prompt, 
 	}
 }
 
-// promptLen is the PromptLen a drawn length l gives (see finish).
+// promptLen is the PromptLen a drawn length l gives. In compat mode it is
+// the reduced target, as bench_serving records it; in exact mode what the
+// server counts: the measured text tokens plus the special tokens.
 func (d *randomDataset) promptLen(l int) int {
 	if d.opts.TokenizePrompt {
 		return l
@@ -179,14 +181,10 @@ func (d *randomDataset) textTarget(l int) int {
 	return max(0, l-d.nspecial)
 }
 
-// finish fills the length fields. In compat mode prompt_len is the reduced
-// target, as bench_serving records it; in exact mode it is what the server
-// counts: the measured text tokens plus the special tokens.
-func (d *randomDataset) finish(p *Prompt, target int) {
-	p.PromptLen = target
-	if !d.opts.Compat {
-		p.PromptLen = target + d.nspecial
-	}
+// finish fills the length fields of a text prompt of drawn length l (see
+// promptLen, which the totals of prompts made on demand also use).
+func (d *randomDataset) finish(p *Prompt, l int) {
+	p.PromptLen = d.promptLen(l)
 	p.TextPromptLen = p.PromptLen
 }
 
@@ -212,7 +210,7 @@ func (d *randomDataset) fromCorpus(l int, r *rand.Rand) (Prompt, error) {
 		return Prompt{}, err
 	}
 	p := Prompt{Text: text}
-	d.finish(&p, target)
+	d.finish(&p, l)
 	return p, nil
 }
 
@@ -259,7 +257,7 @@ func (d *randomDataset) fromEntries(inLens, outLens []int, r *rand.Rand) ([]Prom
 			return nil, fmt.Errorf("random prompt %d: %w", i, err)
 		}
 		p := Prompt{Text: text, OutputLen: outLens[i]}
-		d.finish(&p, target)
+		d.finish(&p, l)
 		out = append(out, p)
 	}
 	return out, nil
@@ -353,6 +351,6 @@ func (d *randomIDsDataset) prompt(i, offset, inLen, outLen int) (Prompt, error) 
 		return Prompt{}, fmt.Errorf("random-ids prompt %d: %w", i, err)
 	}
 	p := Prompt{Text: text, OutputLen: outLen}
-	d.finish(&p, target)
+	d.finish(&p, inLen)
 	return p, nil
 }
