@@ -324,7 +324,7 @@ func (s *Summary) WriteRecord(w io.Writer, o JSONOptions) error {
 	if _, err := w.Write(line[:len(line)-2]); err != nil {
 		return err
 	}
-	if err := s.SpooledDetails.d.write(w, o); err != nil {
+	if err := s.SpooledDetails.write(w, o); err != nil {
 		return err
 	}
 	_, err = io.WriteString(w, "}\n")

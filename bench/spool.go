@@ -116,23 +116,20 @@ func (sp *detailSpool) read(i int) (spoolRow, error) {
 	return r, nil
 }
 
-// SpooledDetails are a summary's details kept on disk.
-type SpooledDetails struct{ d spooledDetails }
-
-// Close releases the file. Safe on nil.
-func (s *SpooledDetails) Close() error {
-	if s == nil {
-		return nil
-	}
-	return s.d.sp.close()
-}
-
-// spooledDetails is a summary's view of the spool: how many rows its
-// arrays have and what their times count from.
-type spooledDetails struct {
+// SpooledDetails are a summary's details kept on disk: the spool, how
+// many rows its arrays have and what their times count from.
+type SpooledDetails struct {
 	sp    *detailSpool
 	n     int
 	start time.Time
+}
+
+// Close releases the file. Safe on nil.
+func (d *SpooledDetails) Close() error {
+	if d == nil {
+		return nil
+	}
+	return d.sp.close()
 }
 
 // detailKeys are the details' keys in the record's order; the first six
@@ -145,7 +142,7 @@ const standardDetailKeys = 6
 // write writes the details' arrays, each as `, "key": [...]`, exactly as
 // pyEncoder writes the in-memory Details: one pass over the rows in index
 // order fills a temporary file per array, then the arrays are copied out.
-func (d spooledDetails) write(w io.Writer, o JSONOptions) error {
+func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 	sp := d.sp
 	if sp.err != nil {
 		return sp.err

@@ -668,7 +668,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		start = a.minSent // the first request sent, whatever the order of Add
 	}
 	if a.spool != nil {
-		s.SpooledDetails = &SpooledDetails{d: spooledDetails{sp: a.spool, n: len(a.spool.offsets), start: start}}
+		s.SpooledDetails = &SpooledDetails{sp: a.spool, n: len(a.spool.offsets), start: start}
 	}
 	if a.details != nil {
 		d := *a.details
