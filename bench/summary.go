@@ -17,8 +17,12 @@ import (
 // Params are the run's parameters that the summary echoes or depends on.
 // Field names follow bench_serving's flags.
 type Params struct {
-	Backend     string
-	DatasetName string
+	Backend string
+	// SplitChunkGaps and Embedding are the backend's traits
+	// (prober.BackendInfo).
+	SplitChunkGaps bool
+	Embedding      bool
+	DatasetName    string
 	// RequestRate is the configured rate in req/s; +Inf for a burst.
 	RequestRate float64
 	// UseTraceTimestamps prints and writes the rate as "trace".

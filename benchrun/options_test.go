@@ -17,10 +17,15 @@ import (
 func TestRequestOptions(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	no := false
-	mod := prober.ModuleOptions(config.Target{URL: "http://s"}, config.Module{
+	win := ModuleSpec(config.Target{URL: "http://s"}, config.Module{
 		Temperature: f(0.7), TopP: f(0.9), IncludeUsage: &no,
 		ExtraBody: map[string]any{"seed": 3}, Headers: map[string]string{"X-Team": "llm"},
 	})
+	mod := *win.Module
+	// The module's headers go with the window's client, once.
+	if win.Headers["X-Team"] != "llm" || mod.Headers != nil {
+		t.Errorf("ModuleSpec headers %v, module options' %v: want them on the Spec only", win.Headers, mod.Headers)
+	}
 	spec := func(edit func(*Spec)) Spec {
 		s := DefaultSpec()
 		s.BaseURL = "http://s"

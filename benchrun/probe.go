@@ -69,16 +69,9 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	dopts := datasets.DefaultOptions()
-	dopts.DatasetPath = m.DatasetPath
-	dopts.ApplyChatTemplate = m.ApplyChatTemplate
-	dopts.FixedPrompt = m.Prompt
-	dopts.FixedOutputLen = m.OutputLen
-	dopts.RandomInputLen = m.InputLen
-	dopts.RandomOutputLen = m.OutputLen
-	dopts.RandomRangeRatio = m.RangeRatio
-	dopts.SharegptOutputLen = m.OutputLen
-	ds, err := datasets.New(m.Dataset, dopts, tok)
+	// The module's dataset, as a bench window of the module draws it.
+	spec := ModuleSpec(t, m)
+	ds, err := datasets.New(spec.Dataset, spec.Options, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +79,7 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 	if m.Dataset == "fixed" {
 		n = 1
 	}
-	prompts, err := ds.Generate(n, mrand.New(mrand.NewPCG(uint64(m.Seed), 0)))
+	prompts, err := ds.Generate(n, mrand.New(mrand.NewPCG(uint64(spec.Seed), 0)))
 	if err != nil {
 		return nil, fmt.Errorf("generate prompts: %w", err)
 	}

@@ -117,7 +117,7 @@ func Prepare(ctx context.Context, s Spec, env Env) (*Prepared, error) {
 		// echo it where bench_serving's records put the input and output
 		// lengths (exact, so a range ratio of 1), not the random
 		// dataset's defaults that a bench window's request carries.
-		o := &s.DatasetOptions
+		o := &s.Options
 		first := prompts.First()
 		o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = first.PromptLen, first.OutputLen, 1
 	}
@@ -234,7 +234,7 @@ const (
 )
 
 func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) (*datasets.Source, error) {
-	opts := s.DatasetOptions
+	opts := s.Options
 	opts.Compat = s.Compat.RandomLengths
 	if ct, ok := tok.(datasets.ChatTemplater); ok {
 		opts.ChatTemplate = ct
@@ -342,7 +342,6 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 	o := prober.RequestOptions{IncludeUsage: true}
 	if s.Module != nil {
 		o = *s.Module
-		o.Headers = nil // the window's client sends them (Spec.Headers)
 	}
 	o.BaseURL, o.Model = s.BaseURL, model
 	o.Stream, o.IgnoreEOS = !s.DisableStream, !s.DisableIgnoreEOS

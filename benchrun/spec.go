@@ -1,7 +1,6 @@
 package benchrun
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -13,122 +12,144 @@ import (
 	"github.com/servingprobe/servingprobe/prober"
 )
 
-// Spec is one benchmark, as values: the CLI's flags after parsing, or a
-// daemon request after validation. Start from DefaultSpec, whose values are
+// Spec is one benchmark, and the only description of one: the bench CLI's
+// flags bind into its fields, a bench window's JSON body decodes onto it
+// (its JSON keys are the flag names with underscores), a configured
+// target and module map onto it in ModuleSpec, and Validate checks it
+// once for every caller. Start from DefaultSpec, whose values are
 // bench_serving's defaults.
 type Spec struct {
-	Backend string
+	Backend string `json:"backend"`
 	// BaseURL is --base-url, or http://Host:Port.
-	BaseURL string
+	BaseURL string `json:"base_url"`
 	// Model is --model; empty means GET /v1/models. ServedModelName, if
 	// set, is what the requests send as "model".
-	Model, ServedModelName string
+	Model           string `json:"model"`
+	ServedModelName string `json:"served_model_name"`
 	// Tokenizer is a path or hub id; empty means GET /model_info, then
 	// Model (newest sglang).
-	Tokenizer string
+	Tokenizer string `json:"tokenizer"`
 	// Module, for a daemon bench window, is what the measured module's
-	// probes send (prober.ModuleOptions): its sampling, include_usage and
-	// extra body apply to the window's requests on every backend. Nil for
-	// the CLI, whose requests follow bench_serving's flags.
-	Module *prober.RequestOptions
+	// probes put in a request body (prober.ModuleOptions: sampling,
+	// include_usage, extra body), applied on every backend. Nil for the
+	// CLI, whose requests follow bench_serving's flags. Its streaming,
+	// ignore_eos and headers are this Spec's (DisableStream,
+	// DisableIgnoreEOS, Headers), set by ModuleSpec.
+	Module *prober.RequestOptions `json:"-"`
 
-	Dataset        string
-	DatasetOptions datasets.Options
-	NumPrompts     int
+	Dataset string `json:"dataset_name"`
+	// Options are the dataset's flags (--random-input-len, ...).
+	datasets.Options
+	NumPrompts int `json:"num_prompts"`
 
-	// RequestRate is requests per second; +Inf sends everything at once.
-	RequestRate float64
+	// RequestRate is requests per second; +Inf sends everything at once
+	// (JSON: a number or "inf").
+	RequestRate float64 `json:"request_rate"`
 	// Burstiness is the gamma shape of arrival gaps (vLLM); 1 is Poisson.
-	Burstiness float64
+	Burstiness float64 `json:"burstiness"`
 	// RampUp, if set, moves the rate from RampUpStartRPS to RampUpEndRPS.
-	RampUp                       prober.RampStrategy
-	RampUpStartRPS, RampUpEndRPS float64
+	RampUp         prober.RampStrategy `json:"ramp_up_strategy"`
+	RampUpStartRPS float64             `json:"ramp_up_start_rps"`
+	RampUpEndRPS   float64             `json:"ramp_up_end_rps"`
 	// UseTraceTimestamps schedules by the dataset's timestamps. bench_serving
 	// only prints "trace" and ignores them; we really replay them.
-	UseTraceTimestamps bool
-	MaxConcurrency     int
+	UseTraceTimestamps bool `json:"use_trace_timestamps"`
+	// MaxConcurrency bounds the requests in flight; 0: unbounded.
+	MaxConcurrency int `json:"max_concurrency"`
 	// MaxDuration is a hard cap on the measured run (0: none). At the cap,
-	// dispatching stops and requests in flight are cancelled.
-	MaxDuration time.Duration
+	// dispatching stops and requests in flight are cancelled. JSON: a
+	// duration string such as "5m".
+	MaxDuration time.Duration `json:"max_duration"`
 
-	Seed           int64
-	WarmupRequests int
+	Seed           int64 `json:"seed"`
+	WarmupRequests int   `json:"warmup_requests"`
 
-	DisableStream, DisableIgnoreEOS bool
-	Temperature, TopP               float64
-	ExtraBody                       map[string]any
-	Headers                         map[string]string
+	DisableStream    bool    `json:"disable_stream"`
+	DisableIgnoreEOS bool    `json:"disable_ignore_eos"`
+	Temperature      float64 `json:"temperature"`
+	TopP             float64 `json:"top_p"`
+	// ExtraBody is merged into every request body, last.
+	ExtraBody map[string]any    `json:"extra_request_body"`
+	Headers   map[string]string `json:"header"`
 
 	// Logprob options of sglang's native /generate (--return-logprob etc.).
-	ReturnLogprob       bool
-	TopLogprobsNum      int
-	TokenIDsLogprob     []int
-	LogprobStartLen     int
-	ReturnRoutedExperts bool
+	ReturnLogprob       bool  `json:"return_logprob"`
+	TopLogprobsNum      int   `json:"top_logprobs_num"`
+	TokenIDsLogprob     []int `json:"token_ids_logprob"`
+	LogprobStartLen     int   `json:"logprob_start_len"`
+	ReturnRoutedExperts bool  `json:"return_routed_experts"`
 
-	LoRANames        []string
-	LoRADistribution string
-	LoRAZipfAlpha    float64
+	LoRANames        []string `json:"lora_name"`
+	LoRADistribution string   `json:"lora_request_distribution"`
+	LoRAZipfAlpha    float64  `json:"lora_zipf_alpha"`
 
-	FlushCache        bool
-	FlushCacheTimeout time.Duration
-	Profile           Profile
+	FlushCache        bool          `json:"flush_cache"`
+	FlushCacheTimeout time.Duration `json:"flush_cache_timeout"`
+	Profile           Profile       `json:"profile"`
 
 	// ReadyCheckTimeout polls the server until it answers; 0 skips.
-	ReadyCheckTimeout time.Duration
+	ReadyCheckTimeout time.Duration `json:"ready_check_timeout_sec"`
 	// RequestTimeout bounds each request, warmup included, body and all;
 	// a request past it ends as timeout. 0 means no bound.
-	RequestTimeout time.Duration
+	RequestTimeout time.Duration `json:"request_timeout_sec"`
 
-	Compat bench.Compat
-	Tag    string
+	// Compat restores bench_serving's numbers where servingprobe differs
+	// on purpose (JSON: "all" or a comma-separated list).
+	Compat bench.Compat `json:"compat"`
+	Tag    string       `json:"tag"`
 
 	// Goodput, PercentileMetrics and MetricPercentiles are vLLM's
 	// --goodput, --percentile-metrics and --metric-percentiles.
-	Goodput           bench.Goodput
-	PercentileMetrics []string
-	MetricPercentiles []float64
-	// Details keeps the per-request arrays (--output-details).
-	Details bool
+	Goodput           bench.Goodput `json:"goodput"`
+	PercentileMetrics []string      `json:"percentile_metrics"`
+	MetricPercentiles []float64     `json:"metric_percentiles"`
 	// Stats is bench.StatsExact or bench.StatsSketch (--stats).
-	Stats string
+	Stats string `json:"stats"`
+
+	// Sweep makes the bench a sweep or an SLO search; nil: one run.
+	Sweep *SweepSpec `json:"sweep"`
+
+	// Details keeps the per-request arrays (--output-details).
+	Details bool `json:"-"`
 	// DetailsNoTexts keeps the details' times without the generated texts
 	// (details for a report or a plot, not for --output-details).
-	DetailsNoTexts bool
+	DetailsNoTexts bool `json:"-"`
 	// SpoolDetails keeps the details on disk until the record is written
 	// (bench.Params.SpoolDetails): --output-details without a report or a
 	// plot, which need them in memory.
-	SpoolDetails bool
+	SpoolDetails bool `json:"-"`
 }
 
-// Profile is --profile and its options (bench_serving §3).
+// Profile is --profile and its options, as bench_serving sends them to
+// /start_profile.
 type Profile struct {
-	Enabled        bool
-	Activities     []string
-	StartStep      int // -1: not sent
-	Steps          int // -1: not sent (newest's --profile-steps)
-	NumSteps       int // -1: not sent
-	ByStage        bool
-	Stages         []string
-	OutputDir      string
-	Prefix         string
-	PrefillURLs    []string // --pd-separated: profile these instead of the base URL
-	DecodeURLs     []string
-	PDSeparated    bool
-	StopAfterSteps bool // set when the server stops by itself
+	Enabled     bool     `json:"enabled"`
+	Activities  []string `json:"activities"`
+	StartStep   int      `json:"start_step"` // -1: not sent
+	Steps       int      `json:"steps"`      // -1: not sent (newest's --profile-steps)
+	NumSteps    int      `json:"num_steps"`  // -1: not sent
+	ByStage     bool     `json:"by_stage"`
+	Stages      []string `json:"stages"`
+	OutputDir   string   `json:"output_dir"`
+	Prefix      string   `json:"prefix"`
+	PrefillURLs []string `json:"prefill_url"` // --pd-separated: profile these instead of the base URL
+	DecodeURLs  []string `json:"decode_url"`
+	PDSeparated bool     `json:"pd_separated"`
+	// StopAfterSteps is set when the server stops by itself.
+	StopAfterSteps bool `json:"-"`
 }
 
-// DefaultSpec returns bench_serving's defaults (newest versions, §6).
 // DefaultRequestTimeout is --request-timeout-sec's default: far past any
 // sane generation (bench_serving's aiohttp session allows 6 h), but a
 // bench against a server that stalls mid-stream still ends.
 const DefaultRequestTimeout = 30 * time.Minute
 
+// DefaultSpec returns bench_serving's defaults (its newest version).
 func DefaultSpec() Spec {
 	return Spec{
 		Backend:           "sglang",
 		Dataset:           "sharegpt",
-		DatasetOptions:    datasets.DefaultOptions(),
+		Options:           datasets.DefaultOptions(),
 		NumPrompts:        1000,
 		RequestRate:       math.Inf(1),
 		Burstiness:        1,
@@ -176,95 +197,148 @@ func hostPort(host string, port int) string {
 	return host + ":" + strconv.Itoa(port)
 }
 
-// Validate checks what can be checked without the network, returning every
-// problem at once.
+// Validate checks what can be checked without the network, for the CLI
+// and the bench window API alike, returning every problem at once as
+// Problems (each names its field; the caller spells it as its user wrote
+// it). The daemon's limits are the API's to check, on top of these.
 func (s *Spec) Validate() error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	var p problems
 	info, err := prober.LookupBackend(s.Backend)
 	if err != nil {
-		bad("--backend: %w", err)
+		p.add("backend", "%v", err)
 	}
 	if s.BaseURL == "" {
-		bad("no base URL")
+		p.add("", "no base URL")
 	}
-	if s.NumPrompts < 1 {
-		bad("--num-prompts must be at least 1, got %d", s.NumPrompts)
+	atLeast := func(field string, v, lo int) {
+		if v < lo {
+			p.add(field, "must be at least %d, got %d", lo, v)
+		}
 	}
+	unit := func(field string, v float64) {
+		if !(v >= 0 && v <= 1) {
+			p.add(field, "must be between 0 and 1, got %v", v)
+		}
+	}
+	positive := func(field string, v float64) {
+		if !(v > 0) || math.IsInf(v, 0) {
+			p.add(field, "must be above 0, got %v", v)
+		}
+	}
+	atLeast("num_prompts", s.NumPrompts, 1)
 	if math.IsNaN(s.RequestRate) || s.RequestRate <= 0 {
-		bad("--request-rate must be > 0 (inf sends all at once), got %v", s.RequestRate)
+		p.add("request_rate", "must be > 0 (inf sends all at once), got %v", s.RequestRate)
 	}
-	if math.IsNaN(s.Burstiness) || s.Burstiness <= 0 {
-		bad("--burstiness must be > 0, got %v", s.Burstiness)
+	positive("burstiness", s.Burstiness)
+	atLeast("max_concurrency", s.MaxConcurrency, 0)
+	atLeast("warmup_requests", s.WarmupRequests, 0)
+	if s.MaxDuration < 0 {
+		p.add("max_duration", "must be at least 0, got %s", s.MaxDuration)
 	}
-	if s.MaxConcurrency < 0 {
-		bad("--max-concurrency must be >= 1, got %d", s.MaxConcurrency)
+	if s.RequestTimeout < 0 {
+		p.add("request_timeout_sec", "must be at least 0 (0: no timeout)")
 	}
-	if s.WarmupRequests < 0 {
-		bad("--warmup-requests must be >= 0, got %d", s.WarmupRequests)
+	if s.ReadyCheckTimeout < 0 {
+		p.add("ready_check_timeout_sec", "must be at least 0 (0 skips the check)")
 	}
+	if s.FlushCacheTimeout < 0 {
+		p.add("flush_cache_timeout", "must be at least 0")
+	}
+
+	// The dataset's lengths: values argparse would take but that make no
+	// run (a zero or negative length sends empty prompts).
+	o := &s.Options
+	atLeast("random_input_len", o.RandomInputLen, 1)
+	atLeast("random_output_len", o.RandomOutputLen, 1)
+	unit("random_range_ratio", o.RandomRangeRatio)
+	atLeast("image_count", o.ImageCount, 1)
+	atLeast("sharegpt_output_len", o.SharegptOutputLen, 0)
+	atLeast("sharegpt_context_len", o.SharegptContextLen, 0)
+	atLeast("top_logprobs_num", s.TopLogprobsNum, 0)
+	atLeast("gsp_num_groups", o.GSPNumGroups, 1)
+	atLeast("gsp_prompts_per_group", o.GSPPromptsPerGroup, 1)
+	atLeast("gsp_system_prompt_len", o.GSPSystemPromptLen, 0)
+	atLeast("gsp_question_len", o.GSPQuestionLen, 1)
+	atLeast("gsp_output_len", o.GSPOutputLen, 1)
+	atLeast("gsp_num_turns", o.GSPNumTurns, 1)
+	unit("gsp_range_ratio", o.GSPRangeRatio)
+	atLeast("mooncake_num_rounds", o.MooncakeNumRounds, 1)
+	positive("mooncake_slowdown_factor", o.MooncakeSlowdownFactor)
+	if s.NumPrompts >= 1 {
+		if err := datasets.CheckCount(s.Dataset, s.NumPrompts, *o); err != nil {
+			p.add("", "%v", err)
+		}
+	}
+
 	if s.RampUp != "" {
 		if s.RampUp != prober.RampLinear && s.RampUp != prober.RampExponential {
-			bad("--ramp-up-strategy must be linear or exponential, got %q", s.RampUp)
+			p.add("ramp_up_strategy", "must be linear or exponential, got %q", s.RampUp)
 		}
-		if !(s.RampUpStartRPS > 0) || !(s.RampUpEndRPS > 0) || math.IsInf(s.RampUpStartRPS, 0) || math.IsInf(s.RampUpEndRPS, 0) {
-			bad("--ramp-up-strategy needs finite --ramp-up-start-rps and --ramp-up-end-rps > 0")
-		}
+		positive("ramp_up_start_rps", s.RampUpStartRPS)
+		positive("ramp_up_end_rps", s.RampUpEndRPS)
 		if !math.IsInf(s.RequestRate, 1) {
-			bad("--ramp-up-strategy replaces --request-rate; do not set both")
+			p.add("ramp_up_strategy", "replaces the request rate; do not set both")
 		}
 		if s.UseTraceTimestamps {
-			bad("--ramp-up-strategy and --use-trace-timestamps exclude each other")
+			p.add("ramp_up_strategy", "excludes replaying trace timestamps")
 		}
 	} else if s.RampUpStartRPS != 0 || s.RampUpEndRPS != 0 {
-		bad("--ramp-up-start-rps and --ramp-up-end-rps need --ramp-up-strategy")
+		p.add("ramp_up_start_rps", "the ramp's rates need a ramp-up strategy")
 	}
-	if s.TokenizePrompt() && s.Backend != "sglang" {
-		bad("--tokenize-prompt works only with --backend sglang (it sends input_ids)")
+	if s.TokenizePrompt() && !info.InputIDs {
+		p.add("tokenize_prompt", "works only with a backend that sends input_ids: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.InputIDs }), ", "))
 	}
-	if s.TokenizePrompt() && (s.Dataset != "random" && s.Dataset != "random-ids" && !strings.HasPrefix(s.Dataset, "random")) {
-		bad("--tokenize-prompt works only with the random and random-ids datasets")
+	if s.TokenizePrompt() && !strings.HasPrefix(s.Dataset, "random") {
+		p.add("tokenize_prompt", "works only with the random and random-ids datasets")
 	}
 	if s.Dataset == "image" || s.Dataset == "mmmu" {
 		if s.TokenizePrompt() {
-			bad("--dataset-name %s forbids --tokenize-prompt", s.Dataset)
+			p.add("tokenize_prompt", "cannot be used with the %s dataset", s.Dataset)
 		}
-		// Images ride in every OpenAI chat body (image_url content items,
-		// bench_serving's chat path), in sglang's /generate image_data,
-		// and in sglang's completions extension; nowhere else.
-		if info.Protocol != prober.ProtocolOpenAIChat && info.Protocol != prober.ProtocolSGLangGenerate && s.Backend != "sglang-oai" {
-			var can []string
-			for _, name := range prober.BackendNames() {
-				if i, err := prober.LookupBackend(name); err == nil && (i.Protocol == prober.ProtocolOpenAIChat || i.Protocol == prober.ProtocolSGLangGenerate || name == "sglang-oai") {
-					can = append(can, name)
-				}
-			}
-			bad("--dataset-name %s needs a backend that carries images: %s", s.Dataset, strings.Join(can, ", "))
+		if err == nil && !info.Images {
+			p.add("dataset_name", "%s needs a backend that carries images: %s", s.Dataset, strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Images }), ", "))
 		}
 	}
 	if info.ModelRequired && s.Model == "" {
-		bad("--backend %s requires --model", s.Backend)
+		p.add("model", "backend %s requires a model", s.Backend)
 	}
 	if s.Profile.PDSeparated && len(s.Profile.PrefillURLs) > 0 && len(s.Profile.DecodeURLs) > 0 {
-		bad("--profile-prefill-url and --profile-decode-url exclude each other")
+		p.add("profile.prefill_url", "excludes the decode URLs: profile one side")
 	}
 	if (len(s.Profile.PrefillURLs) > 0 || len(s.Profile.DecodeURLs) > 0) && !s.Profile.PDSeparated {
-		bad("--profile-prefill-url and --profile-decode-url need --pd-separated")
+		p.add("profile.pd_separated", "must be set with a prefill or decode URL to profile")
 	}
 	if _, err := datasets.NewLoRAPicker(s.LoRANames, s.LoRADistribution, s.LoRAZipfAlpha); err != nil {
-		bad("--lora-name: %w", err)
+		p.add("lora_name", "%v", err)
 	}
-	if s.MaxDuration < 0 {
-		bad("max duration must be >= 0")
+	if s.Stats != "" && s.Stats != bench.StatsExact && s.Stats != bench.StatsSketch {
+		p.add("stats", "must be %s or %s, got %q", bench.StatsExact, bench.StatsSketch, truncate(s.Stats, 40))
 	}
-	return errors.Join(errs...)
+	if s.Sweep != nil {
+		s.Sweep.validate(s, &p)
+	}
+	return p.err()
+}
+
+// backendsWith lists the backends that have a trait, for messages.
+func backendsWith(has func(prober.BackendInfo) bool) []string {
+	var out []string
+	for _, name := range prober.BackendNames() {
+		if i, err := prober.LookupBackend(name); err == nil && has(i) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Params are the bench package's parameters of this run.
 func (s *Spec) Params() bench.Params {
-	o := s.DatasetOptions
+	o := s.Options
+	info, _ := prober.LookupBackend(s.Backend)
 	return bench.Params{
 		Backend:            s.Backend,
+		SplitChunkGaps:     info.SplitChunkGaps,
+		Embedding:          info.Embedding,
 		DatasetName:        s.Dataset,
 		RequestRate:        s.RequestRate,
 		UseTraceTimestamps: s.UseTraceTimestamps,
@@ -289,7 +363,7 @@ func (s *Spec) Params() bench.Params {
 }
 
 // TokenizePrompt reports --tokenize-prompt.
-func (s *Spec) TokenizePrompt() bool { return s.DatasetOptions.TokenizePrompt }
+func (s *Spec) TokenizePrompt() bool { return s.Options.TokenizePrompt }
 
 // RateLabel is the rate as bench_serving prints it: "trace" with
 // --use-trace-timestamps, else a Python float ("inf", "50.0").

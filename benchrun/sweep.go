@@ -3,7 +3,7 @@ package benchrun
 import (
 	"context"
 	"errors"
-	"fmt"
+		"fmt"
 	"math"
 	"slices"
 	"time"
@@ -50,53 +50,64 @@ const (
 	minSearchRateFraction = 1.0 / 64 // of Start: below it, nothing meets the SLO
 )
 
-// Validate checks a sweep against its run's Spec.
-func (w *SweepSpec) Validate(s Spec) error {
-	var errs []error
-	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf(f, a...)) }
+// DefaultSweepSpec is a sweep with every setting at its default and no
+// mode: set Mode and its values, or decode a sweep's JSON onto it.
+func DefaultSweepSpec() SweepSpec {
+	return SweepSpec{Points: DefaultSweepPoints, Cooldown: DefaultSweepCooldown, Precision: DefaultSLOPrecision,
+		Start: DefaultSLOStart, Max: DefaultSLOMax, MaxPoints: DefaultSLOMaxPoints}
+}
+
+// validate checks a sweep against its run's Spec (Spec.Validate).
+func (w *SweepSpec) validate(s *Spec, p *problems) {
 	switch w.Mode {
 	case bench.SweepRates, bench.SweepConcurrency:
+		field := "sweep.request_rates"
+		if w.Mode == bench.SweepConcurrency {
+			field = "sweep.max_concurrency"
+		}
 		if len(w.Values) == 0 {
-			bad("the sweep has no values")
+			p.add(field, "the sweep has no values")
 		}
 		for _, v := range w.Values {
 			if !(v > 0) || math.IsInf(v, 0) {
-				bad("sweep value %v: want a positive number", v)
+				p.add(field, "%v: want a positive number", v)
 			}
 			if w.Mode == bench.SweepConcurrency && v != math.Trunc(v) {
-				bad("--sweep-max-concurrency %v: want whole numbers", v)
+				p.add(field, "%v: want whole numbers", v)
 			}
 		}
 	case bench.SweepAuto:
 		if w.Points < 1 || w.Points > 100 {
-			bad("--sweep-points must be in [1, 100], got %d", w.Points)
+			p.add("sweep.points", "must be in [1, 100], got %d", w.Points)
 		}
 	case bench.SweepSLO:
 		if len(w.SLO) == 0 {
-			bad("--slo has no objective")
+			p.add("sweep.slo", "has no objective")
 		}
 		if w.By != bench.ByRequestRate && w.By != bench.ByMaxConcurrency {
-			bad("--slo-search must be request-rate or max-concurrency")
+			p.add("sweep.slo_search", "must be request-rate or max-concurrency")
 		}
 		if !(w.Precision > 0 && w.Precision < 1) {
-			bad("--slo-precision must be in (0, 1), got %v", w.Precision)
+			p.add("sweep.slo_precision", "must be in (0, 1), got %v", w.Precision)
 		}
-		if !(w.Start > 0) || !(w.Max >= w.Start) || math.IsInf(w.Max, 0) {
-			bad("--slo-start (%v) and --slo-max (%v) must be positive, the start at most the max", w.Start, w.Max)
+		if !(w.Start > 0) || math.IsInf(w.Start, 0) {
+			p.add("sweep.slo_start", "must be > 0, got %v", w.Start)
+		}
+		if !(w.Max >= w.Start) || math.IsInf(w.Max, 0) {
+			p.add("sweep.slo_max", "must be finite and at least slo_start (%v), got %v", w.Start, w.Max)
 		}
 		if w.MaxPoints < 2 {
-			bad("--slo-max-points must be at least 2, got %d", w.MaxPoints)
+			p.add("sweep.slo_max_points", "must be at least 2, got %d", w.MaxPoints)
 		}
 	default:
-		bad("unknown sweep mode %q", w.Mode)
+		p.add("sweep", "unknown sweep mode %q", w.Mode)
 	}
 	if w.Cooldown < 0 {
-		bad("--sweep-cooldown must be >= 0")
+		p.add("sweep.cooldown", "must be at least 0")
 	}
 	if s.UseTraceTimestamps || s.Dataset == "mooncake" || s.RampUp != "" {
-		bad("a sweep sets the request rate or concurrency of each point; it cannot replay trace timestamps or ramp up")
+		p.add("sweep", "a sweep sets the request rate or concurrency of each point; it cannot replay trace timestamps or ramp up")
 	}
-	return errors.Join(errs...)
 }
 
 // SweepPoint is one finished point.
@@ -136,13 +147,18 @@ func (p *Prepared) at(rate float64, conc int, slo bench.SLO) (*Prepared, error) 
 	return &q, nil
 }
 
-// Sweep runs every point of w in order, calling onPoint after each (to
-// print and record it). A failed point is a result, not an error; an
-// error (a cancelled ctx, onPoint's) stops the sweep and returns what ran.
-func (p *Prepared) Sweep(ctx context.Context, env Env, w SweepSpec, onPoint func(SweepPoint) error) (*SweepResult, error) {
-	if err := w.Validate(p.Spec); err != nil {
+// Sweep runs every point of the Spec's sweep in order, calling onPoint
+// after each (to print and record it). A failed point is a result, not an
+// error; an error (a cancelled ctx, onPoint's) stops the sweep and
+// returns what ran.
+func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) error) (*SweepResult, error) {
+	if p.Spec.Sweep == nil {
+		return nil, errors.New("the bench has no sweep")
+	}
+	if err := p.Spec.Validate(); err != nil {
 		return nil, err
 	}
+	w := *p.Spec.Sweep
 	res := &SweepResult{Spec: w}
 	by := bench.ByRequestRate
 	if w.Mode == bench.SweepConcurrency || (w.Mode == bench.SweepSLO && w.By == bench.ByMaxConcurrency) {
@@ -175,7 +191,7 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, w SweepSpec, onPoint func
 		if err != nil {
 			return nil, err
 		}
-		level.Info(env.Logger).Log("msg", "Sweep point", "index", len(res.Points)+1, by, fmtValue(by, v), "role", role)
+		level.Info(env.Logger).Log("msg", "Sweep point", "index", len(res.Points)+1, by, FormatValue(by, v), "role", role)
 		out, err := q.Run(ctx, env)
 		if err != nil {
 			return nil, err
@@ -327,8 +343,8 @@ func gridPoints(pts []SweepPoint, precision float64) int {
 	return int(math.Ceil(math.Log(hi/lo)/math.Log(1+precision))) + 1
 }
 
-// fmtValue prints a point's value in its unit.
-func fmtValue(by string, v float64) string {
+// FormatValue prints a point's value in its unit (req/s or a concurrency).
+func FormatValue(by string, v float64) string {
 	if by == bench.ByMaxConcurrency {
 		return fmt.Sprintf("%d", int(v))
 	}

@@ -33,7 +33,7 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 		"", "", "req/s", "tok/s", "ms", "ms", "ms", "ms", "ms", "req/s")
 	for _, p := range r.Points {
 		s := p.Summary
-		value := fmtValue(by, p.Info.Value)
+		value := FormatValue(by, p.Info.Value)
 		if by == bench.ByRequestRate {
 			value = fmt.Sprintf("%.3g", p.Info.Value)
 		}
@@ -49,7 +49,7 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 			s.ITL.Median, s.ITL.P99, s.E2ELatency.P90, good, verdictWord(p.Info.SLO, s))
 	}
 	if r.Spec.Mode == bench.SweepSLO {
-		b.WriteString(r.answer(by))
+		b.WriteString(r.Answer(by))
 	}
 	b.WriteString(strings.Repeat("=", 110) + "\n")
 	_, err := io.WriteString(w, b.String())
@@ -92,7 +92,7 @@ func msOrNone(ms float64) string {
 
 // answer states what an SLO search found, how sure it is, and what it
 // cost next to a fixed grid.
-func (r *SweepResult) answer(by string) string {
+func (r *SweepResult) Answer(by string) string {
 	var b strings.Builder
 	what := "request rate"
 	if by == bench.ByMaxConcurrency {
@@ -100,12 +100,12 @@ func (r *SweepResult) answer(by string) string {
 	}
 	switch {
 	case r.Capacity == 0:
-		fmt.Fprintf(&b, "No %s tried meets the SLO (the lowest, %s, did not).\n", what, fmtValue(by, r.Bound))
+		fmt.Fprintf(&b, "No %s tried meets the SLO (the lowest, %s, did not).\n", what, FormatValue(by, r.Bound))
 	case r.Bound == 0:
-		fmt.Fprintf(&b, "The SLO holds at every %s tried, up to %s: the limit is higher (raise --slo-max, slo_max in a bench window).\n", what, fmtValue(by, r.Capacity))
+		fmt.Fprintf(&b, "The SLO holds at every %s tried, up to %s: the limit is higher (raise --slo-max, slo_max in a bench window).\n", what, FormatValue(by, r.Capacity))
 	default:
 		fmt.Fprintf(&b, "Highest %s meeting the SLO: %s (it breaks by %s; the limit is within %.0f%% of the answer).\n",
-			what, fmtValue(by, r.Capacity), fmtValue(by, r.Bound), 100*(r.Bound-r.Capacity)/r.Capacity)
+			what, FormatValue(by, r.Capacity), FormatValue(by, r.Bound), 100*(r.Bound-r.Capacity)/r.Capacity)
 	}
 	if len(r.Broke) > 0 {
 		var parts []string

@@ -14,64 +14,66 @@ type ChatTemplater interface {
 }
 
 // Options mirrors bench_serving's dataset flags. Field names follow the flag
-// names (--random-input-len is RandomInputLen). Start from DefaultOptions:
+// names (--random-input-len is RandomInputLen), and so do the JSON keys
+// (random_input_len) of a bench window's body; fields that are no flag
+// have none. Start from DefaultOptions:
 // several defaults are not the zero value (GSPRangeRatio is 1.0).
 type Options struct {
 	// DatasetPath is --dataset-path: a local file. Nothing here downloads.
-	DatasetPath string
+	DatasetPath string `json:"dataset_path"`
 	// Compat reproduces bench_serving's length semantics instead of exact
 	// lengths; see the package documentation.
-	Compat bool
+	Compat bool `json:"-"`
 	// TokenizePrompt keeps random and random-ids prompts as token ids
 	// (Prompt.IDs) for backends that send input_ids.
-	TokenizePrompt bool
+	TokenizePrompt bool `json:"tokenize_prompt"`
 
-	PromptSuffix      string
-	ApplyChatTemplate bool
+	PromptSuffix      string `json:"prompt_suffix"`
+	ApplyChatTemplate bool   `json:"apply_chat_template"`
 	// ChatTemplate renders chat templates (sharegpt with ApplyChatTemplate,
 	// mooncake, custom message rows, image). Nil means no template.
-	ChatTemplate ChatTemplater
+	ChatTemplate ChatTemplater `json:"-"`
 	// BOSToken is the tokenizer's BOS string, deleted from templated prompts
 	// as bench_serving does (the server adds its own).
-	BOSToken string
+	BOSToken string `json:"-"`
 
-	SharegptOutputLen  int // 0 means use each completion's length
-	SharegptContextLen int // 0 means no context filter
+	SharegptOutputLen  int `json:"sharegpt_output_len"`  // 0 means use each completion's length
+	SharegptContextLen int `json:"sharegpt_context_len"` // 0 means no context filter
 
-	RandomInputLen   int
-	RandomOutputLen  int
-	RandomRangeRatio float64
+	RandomInputLen   int     `json:"random_input_len"`
+	RandomOutputLen  int     `json:"random_output_len"`
+	RandomRangeRatio float64 `json:"random_range_ratio"`
 
-	ImageCount       int
-	RandomImageCount bool
-	ImageResolution  string // 4k, 1080p, 720p, 360p, HxW or random:<minH>x<minW>-<maxH>x<maxW>
-	ImageFormat      string // jpeg or png
-	ImageContent     string // random or blank
+	ImageCount       int    `json:"image_count"`
+	RandomImageCount bool   `json:"random_image_count"`
+	ImageResolution  string `json:"image_resolution"` // 4k, 1080p, 720p, 360p, HxW or random:<minH>x<minW>-<maxH>x<maxW>
+	ImageFormat      string `json:"image_format"`     // jpeg or png
+	ImageContent     string `json:"image_content"`    // random or blank
 
-	GSPNumGroups         int
-	GSPPromptsPerGroup   int
-	GSPSystemPromptLen   int
-	GSPQuestionLen       int
-	GSPOutputLen         int
-	GSPRangeRatio        float64
-	GSPNumTurns          int
-	GSPOrdered           bool
-	GSPFastPrepare       bool
-	GSPSendRoutingKey    bool
-	GSPGroupDistribution string // uniform or zipf
-	GSPZipfAlpha         float64
+	GSPNumGroups         int     `json:"gsp_num_groups"`
+	GSPPromptsPerGroup   int     `json:"gsp_prompts_per_group"`
+	GSPSystemPromptLen   int     `json:"gsp_system_prompt_len"`
+	GSPQuestionLen       int     `json:"gsp_question_len"`
+	GSPOutputLen         int     `json:"gsp_output_len"`
+	GSPRangeRatio        float64 `json:"gsp_range_ratio"`
+	GSPNumTurns          int     `json:"gsp_num_turns"`
+	GSPOrdered           bool    `json:"gsp_ordered"`
+	GSPFastPrepare       bool    `json:"gsp_fast_prepare"`
+	GSPSendRoutingKey    bool    `json:"gsp_send_routing_key"`
+	GSPGroupDistribution string  `json:"gsp_group_distribution"` // uniform or zipf
+	GSPZipfAlpha         float64 `json:"gsp_zipf_alpha"`
 	// GSPRoutingKeyPrefix prefixes routing keys ("<prefix>_<group>").
 	// bench_serving uses "<8 random hex>_<YYYYmmddHHMMSS>"; the caller builds
 	// it so that generation stays deterministic.
-	GSPRoutingKeyPrefix string
+	GSPRoutingKeyPrefix string `json:"-"`
 
-	MooncakeSlowdownFactor float64
-	MooncakeNumRounds      int
+	MooncakeSlowdownFactor float64 `json:"mooncake_slowdown_factor"`
+	MooncakeNumRounds      int     `json:"mooncake_num_rounds"`
 
 	// FixedPrompt and FixedOutputLen configure the fixed dataset used by
 	// continuous probes.
-	FixedPrompt    string
-	FixedOutputLen int
+	FixedPrompt    string `json:"-"`
+	FixedOutputLen int    `json:"-"`
 }
 
 // DefaultOptions returns bench_serving's defaults (newest versions).

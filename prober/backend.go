@@ -157,6 +157,17 @@ type BackendInfo struct {
 	// Chat marks backends that send a chat history (messages), so that
 	// they can replay multi-turn conversations.
 	Chat bool
+	// SplitChunkGaps: bench_serving splits a multi-token chunk's gap per
+	// token on this backend even when it counts other backends' gaps per
+	// chunk (sglang's native /generate).
+	SplitChunkGaps bool
+	// Images: the backend carries images (OpenAI chat content items,
+	// sglang's image_data, sglang's completions extension).
+	Images bool
+	// InputIDs: the backend can send a prompt as token ids.
+	InputIDs bool
+	// Embedding: the backend measures embeddings, not generation.
+	Embedding bool
 
 	newBackend func() Backend
 }
@@ -185,16 +196,16 @@ func newOllamaChat() Backend  { return ollama{chat: true} }
 // backends maps every accepted --backend name to its protocol, as
 // blackbox_exporter's Probers map does.
 var backends = map[string]BackendInfo{
-	"sglang":          {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, newBackend: newSGLang},
-	"sglang-native":   {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, newBackend: newSGLang},
-	"sglang-oai":      {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 30000, SGLang: true, newBackend: newCompletions},
+	"sglang":          {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, SplitChunkGaps: true, Images: true, InputIDs: true, newBackend: newSGLang},
+	"sglang-native":   {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, SplitChunkGaps: true, Images: true, newBackend: newSGLang},
+	"sglang-oai":      {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 30000, SGLang: true, Images: true, newBackend: newCompletions},
 	"vllm":            {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000, newBackend: newCompletions},
 	"lmdeploy":        {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 23333, newBackend: newCompletions},
 	"openai":          {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000, newBackend: newCompletions},
-	"sglang-oai-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, SGLang: true, newBackend: newChat},
-	"vllm-chat":       {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, newBackend: newChat},
-	"lmdeploy-chat":   {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, newBackend: newChat},
-	"openai-chat":     {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 8000, newBackend: newChat},
+	"sglang-oai-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true, DefaultPort: 30000, SGLang: true, newBackend: newChat},
+	"vllm-chat":       {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true, DefaultPort: 30000, newBackend: newChat},
+	"lmdeploy-chat":   {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true, DefaultPort: 30000, newBackend: newChat},
+	"openai-chat":     {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true, DefaultPort: 8000, newBackend: newChat},
 	"trt":             {Protocol: ProtocolTRT, Path: pathTRT, DefaultPort: 8000, NoAuth: true, ModelRequired: true, newBackend: newTRT},
 	"truss":           {Protocol: ProtocolTruss, Path: pathTruss, DefaultPort: 8080, ModelRequired: true, newBackend: newTruss},
 	// Not bench_serving's: ollama's native API (its OpenAI routes work with

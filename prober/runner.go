@@ -156,6 +156,11 @@ func Benchmark(ctx context.Context, cfg BenchmarkConfig) (BenchmarkRun, error) {
 		src = datasets.FromPrompts(cfg.Prompts)
 	}
 	planned := src.Requests()
+	// A Progress counts one run: a sweep's points reuse it, and each
+	// point's done must not be read against another point's total.
+	prog.done.Store(0)
+	prog.dispatched.Store(0)
+	prog.failed.Store(0)
 	prog.total.Store(int64(planned))
 
 	var slots chan struct{}

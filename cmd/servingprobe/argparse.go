@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -22,7 +20,9 @@ var argparseCommands = []string{"bench"}
 //     and an ambiguous prefix is refused with argparse's message;
 //   - a flag given twice takes its last value (scripts build command lines
 //     by appending), except list flags (--lora-name, --header), which
-//     keep every value as before.
+//     keep every value as before. A flagValue takes the last value itself;
+//     the pre-pass drops the earlier occurrences of kingpin's own flags
+//     (booleans, durations).
 //
 // Other commands are returned as they are.
 func argparseArgs(app *kingpin.Application, args []string) ([]string, error) {
@@ -111,51 +111,19 @@ func argparseArgs(app *kingpin.Application, args []string) ([]string, error) {
 	return kept, nil
 }
 
-// checkValue refuses a value that does not parse as the flag's number
-// type, or is not one of an enum flag's choices, with argparse's message,
-// which names the flag; kingpin's names neither ("strconv.ParseFloat:
-// parsing "abc": invalid syntax", "enum value must be one of a,b").
+// checkValue refuses a value that does not parse as the flag's type, or
+// is not one of an enum flag's choices, with argparse's message, which
+// names the flag; kingpin's names neither. Every bench flag that takes a
+// value is a flagValue, which knows how it parses.
 func checkValue(f *kingpin.FlagModel, v string) error {
-	var err error
-	kind := ""
-	switch fmt.Sprintf("%T", f.Value) {
-	case "*kingpin.intValue", "*kingpin.int64Value":
-		kind = "int"
-		_, err = strconv.ParseInt(v, 0, 64)
-	case "*kingpin.float64Value":
-		kind = "float"
-		_, err = strconv.ParseFloat(v, 64)
-	case "*kingpin.enumValue":
-		if choices := enumChoices(f.Value); len(choices) > 0 && !slices.Contains(choices, v) {
-			quoted := make([]string, len(choices))
-			for i, c := range choices {
-				quoted[i] = "'" + c + "'"
-			}
-			return fmt.Errorf("argument --%s: invalid choice: '%s' (choose from %s)", f.Name, v, strings.Join(quoted, ", "))
-		}
+	c, ok := f.Value.(flagValue)
+	if !ok {
+		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("argument --%s: invalid %s value: '%s'", f.Name, kind, v)
+	if err := c.argCheck(v); err != nil {
+		return fmt.Errorf("argument --%s: %v", f.Name, err)
 	}
 	return nil
-}
-
-// enumChoices reads an enum flag's choices: kingpin keeps them in an
-// unexported field, which reflect may read (not write).
-func enumChoices(v kingpin.Value) []string {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
-		return nil
-	}
-	opts := rv.Elem().FieldByName("options")
-	if !opts.IsValid() || opts.Kind() != reflect.Slice {
-		return nil
-	}
-	out := make([]string, opts.Len())
-	for i := range out {
-		out[i] = opts.Index(i).String()
-	}
-	return out
 }
 
 // lookupFlag finds the flag a long option names: by its exact name, else

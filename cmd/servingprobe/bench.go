@@ -30,14 +30,7 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 	if f.remote.url != "" {
 		return runRemoteBench(ctx, env, f)
 	}
-	s, err := f.spec(getenv)
-	if err != nil {
-		return err
-	}
-	sw, err := f.sweep.spec()
-	if err == nil && sw != nil {
-		err = sw.Validate(s)
-	}
+	s, err := f.benchSpec(getenv)
 	if err != nil {
 		return err
 	}
@@ -47,8 +40,8 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 	if err != nil {
 		return err
 	}
-	if sw != nil {
-		return runSweep(ctx, env, f, prep, sw, renv)
+	if s.Sweep != nil {
+		return runSweep(ctx, env, f, prep, renv)
 	}
 	stop := startProgressBar(env.Stderr, prog, !f.disableTqdm && isTerminal(env.Stderr), time.Now)
 	out, err := prep.Run(ctx, renv)

@@ -84,9 +84,10 @@ func TestArgparseArgs(t *testing.T) {
 			want: "bench --profile --profile-steps 3",
 		},
 		{
-			name: "the last of a repeated flag wins, with its value",
+			// The flag's value takes the last itself (TestBenchArgparseCLI).
+			name: "a repeated flag with a value is left to its value",
 			in:   "bench --backend vllm --port 8000 --backend sglang",
-			want: "bench --port 8000 --backend sglang",
+			want: "bench --backend vllm --port 8000 --backend sglang",
 		},
 		{
 			name: "a repeated bool flag is kept once",
@@ -159,11 +160,11 @@ func TestBenchFlagRanges(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--random-input-len", "0"}, []string{"--random-input-len 0: must be at least 1"}},
-		{[]string{"--random-input-len", "-3", "--random-output-len", "0"}, []string{"--random-input-len -3: must be at least 1", "--random-output-len 0: must be at least 1"}},
-		{[]string{"--num-prompts", "0"}, []string{"--num-prompts must be at least 1"}},
-		{[]string{"--request-rate", "0"}, []string{"--request-rate must be > 0"}},
-		{[]string{"--random-range-ratio", "1.5"}, []string{"--random-range-ratio 1.5: must be between 0 and 1"}},
+		{[]string{"--random-input-len", "0"}, []string{"--random-input-len: must be at least 1, got 0"}},
+		{[]string{"--random-input-len", "-3", "--random-output-len", "0"}, []string{"--random-input-len: must be at least 1, got -3", "--random-output-len: must be at least 1, got 0"}},
+		{[]string{"--num-prompts", "0"}, []string{"--num-prompts: must be at least 1"}},
+		{[]string{"--request-rate", "0"}, []string{"--request-rate: must be > 0"}},
+		{[]string{"--random-range-ratio", "1.5"}, []string{"--random-range-ratio: must be between 0 and 1, got 1.5"}},
 		{[]string{"--dataset-name", "random", "--num-prompts", "1000000000"}, []string{"--num-prompts 1000000000: the prompts would need about"}},
 	} {
 		args := append([]string{"bench", "--base-url", "http://127.0.0.1:1"}, tc.args...)

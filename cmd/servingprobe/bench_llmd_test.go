@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/servingprobe/servingprobe/internal/llmtest"
 	"net"
 	"net/http"
 	"os/exec"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/servingprobe/servingprobe/internal/llmtest"
 )
 
 func llmdSim(t *testing.T) string { return llmtest.LLMDSim(t) }

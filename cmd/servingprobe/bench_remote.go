@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	promconfig "github.com/prometheus/common/config"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/benchapi"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/report"
@@ -44,56 +46,65 @@ func addRemoteFlags(cmd *kingpin.CmdClause, r *remoteFlags) {
 	cmd.Flag("remote.poll-interval", "How often to poll the run's progress.").Default("1s").DurationVar(&r.pollInterval)
 }
 
-// remoteRequest maps the flags that a daemon run honours onto the API
-// body. The server address, tokenizer and dataset files come from the
-// daemon's config; flags that only make sense locally are refused.
-func (f *benchFlags) remoteRequest() (benchrun.BenchRequest, error) {
+// remoteBody is the bench window body --remote sends: the Spec's JSON
+// keys that a body may set (benchapi.BodyKeys) and that the user gave,
+// plus the prompt count, seed, burstiness and warmup, whose bench_serving
+// defaults a CLI user expects over the daemon's. Flags that set any other
+// key are refused: the daemon's config defines the server, its address,
+// tokenizer, files, headers and bodies.
+func (f *benchFlags) remoteBody(s benchrun.Spec) ([]byte, error) {
 	if f.remote.target == "" {
-		return benchrun.BenchRequest{}, fmt.Errorf("--remote needs --remote.target (a target name of the daemon's config)")
+		return nil, fmt.Errorf("--remote needs --remote.target (a target name of the daemon's config)")
 	}
-	for name, set := range map[string]bool{
-		"base-url": f.baseURL != "", "port": f.port != 0, "model": f.model != "", "tokenizer": f.tokenizer != "",
-		"dataset-path": f.datasetPath != "", "extra-request-body": f.extraRequestBody != "", "header": len(f.headers) > 0,
-		"lora-name": len(f.loraNames) > 0, "profile": f.profile, "flush-cache": f.flushCache,
-		"use-trace-timestamps": f.useTraceTimestamps, "ramp-up-strategy": f.rampUpStrategy != "",
-	} {
-		if set {
-			return benchrun.BenchRequest{}, fmt.Errorf("--%s cannot be used with --remote: the daemon's config defines the target and its module", name)
+	for _, name := range []string{"host", "port"} {
+		if f.given(name) {
+			return nil, fmt.Errorf("--%s cannot be used with --remote: the daemon's config defines the target and its module", name)
 		}
 	}
-	req := benchrun.BenchRequest{
-		Target: f.remote.target, Module: f.remote.module,
-		Burstiness: &f.burstiness, Seed: &f.seed, WarmupRequests: &f.warmupRequests,
-		DisableStream: f.disableStream, DisableIgnoreEOS: f.disableIgnoreEOS,
-		Compat: strings.Join(f.compat, ","), Goodput: f.goodput, Tag: f.tag,
-		NumPrompts: &f.numPrompts,
+	send := map[string]bool{"num_prompts": true, "seed": true, "burstiness": true, "warmup_requests": true}
+	names := slices.Sorted(maps.Keys(f.keys))
+	for _, name := range names {
+		if !f.given(name) {
+			continue
+		}
+		k, _, _ := strings.Cut(f.keys[name], ".")
+		if !slices.Contains(benchapi.BodyKeys, k) {
+			return nil, fmt.Errorf("--%s cannot be used with --remote: the daemon's config defines the target and its module", name)
+		}
+		send[k] = true
 	}
-	if f.datasetName != "sharegpt" { // the default means "the module's dataset"
-		req.DatasetName = f.datasetName
-		req.RandomInputLen, req.RandomOutputLen, req.RandomRangeRatio = &f.randomInputLen, &f.randomOutputLen, &f.randomRangeRatio
+	if send["dataset_name"] {
+		// bench_serving's lengths go with its dataset, as locally.
+		send["random_input_len"], send["random_output_len"], send["random_range_ratio"] = true, true, true
 	}
-	if !math.IsInf(f.requestRate, 1) {
-		rr := benchrun.RequestRate(f.requestRate)
-		req.RequestRate = &rr
+	if s.Sweep != nil {
+		send["sweep"] = true
+		w := s.Sweep
+		if w.Mode == bench.SweepRates || w.Mode == bench.SweepAuto || (w.Mode == bench.SweepSLO && w.By == bench.ByRequestRate) {
+			delete(send, "request_rate") // each point sets its own
+		} else {
+			delete(send, "max_concurrency")
+		}
 	}
-	if f.maxConcurrency > 0 {
-		req.MaxConcurrency = &f.maxConcurrency
-	}
-	if f.maxDuration > 0 {
-		req.MaxDuration = f.maxDuration.String()
-	}
-	sw, err := f.sweep.request()
+	all, err := json.Marshal(s)
 	if err != nil {
-		return req, err
+		return nil, err
 	}
-	if req.Sweep = sw; sw != nil && (len(sw.RequestRates) > 0 || sw.Auto || (sw.SLO != "" && sw.SLOSearch == bench.ByRequestRate)) {
-		req.RequestRate = nil // each point sets its own
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(all, &keys); err != nil {
+		return nil, err
 	}
-	if sw != nil && (len(sw.MaxConcurrency) > 0 || sw.SLOSearch == bench.ByMaxConcurrency) {
-		req.MaxConcurrency = nil
+	body := map[string]json.RawMessage{"target": mustJSON(f.remote.target)}
+	if f.remote.module != "" {
+		body["module"] = mustJSON(f.remote.module)
 	}
-	return req, nil
+	for k := range send {
+		body[k] = keys[k]
+	}
+	return json.Marshal(body)
 }
+
+func mustJSON(v string) json.RawMessage { b, _ := json.Marshal(v); return b }
 
 func (r *remoteFlags) client() (*http.Client, error) {
 	cfg := promconfig.HTTPClientConfig{
@@ -109,7 +120,11 @@ func (r *remoteFlags) client() (*http.Client, error) {
 }
 
 func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
-	req, err := f.remoteRequest()
+	s, err := f.benchSpec(func(string) string { return "" })
+	if err != nil {
+		return err
+	}
+	body, err := f.remoteBody(s)
 	if err != nil {
 		return err
 	}
@@ -121,8 +136,7 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
-	body, _ := json.Marshal(req)
-	var view benchrun.BenchView
+	var view benchapi.View
 	if err := remoteCall(ctx, c, http.MethodPost, base.String()+"/api/v1/benches", body, http.StatusAccepted, &view); err != nil {
 		return err
 	}
@@ -185,7 +199,7 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	if err := json.Unmarshal(view.Summary, &sum); err != nil {
 		return fmt.Errorf("decode the run's summary: %w", err)
 	}
-	p := bench.Params{Backend: sum.Backend, DatasetName: sum.DatasetName, NumPrompts: f.numPrompts,
+	p := bench.Params{Backend: sum.Backend, DatasetName: sum.DatasetName, NumPrompts: f.spec.NumPrompts,
 		RandomInputLen: sum.RandomInputLen, RandomOutputLen: sum.RandomOutputLen}
 	return writeBenchOutput(env.Stdout, &sum, f, p)
 }

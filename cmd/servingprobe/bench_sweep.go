@@ -8,47 +8,48 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/benchapi"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/report"
 )
 
-// sweepFlags are the sweep and SLO search flags of bench.
+// sweepFlags are the sweep and SLO search flags of bench. The search's
+// settings bind into w; the four ways of sweeping are kept as given, to
+// refuse two at once and to parse the one given.
 type sweepFlags struct {
+	w                    benchrun.SweepSpec
 	rates, concurrencies string
 	auto                 string
-	points               int
 	slo, sloSearch       string
-	precision            float64
-	start, max           float64
-	maxPoints            int
-	cooldown             time.Duration
 }
 
-func addSweepFlags(cmd *kingpin.CmdClause, w *sweepFlags) {
-	cmd.Flag("sweep-request-rates", "Sweep: run once per request rate in this comma-separated list (req/s), each a full run with its own table and JSONL record.").StringVar(&w.rates)
-	cmd.Flag("sweep-max-concurrency", "Sweep: run once per max concurrency in this comma-separated list, at --request-rate (default: all at once).").StringVar(&w.concurrencies)
-	cmd.Flag("sweep", "auto: measure one request at a time and the saturated throughput, then --sweep-points rates evenly between them.").EnumVar(&w.auto, "auto")
-	cmd.Flag("sweep-points", "Rates an auto sweep runs between its two anchors.").Default(strconv.Itoa(benchrun.DefaultSweepPoints)).IntVar(&w.points)
-	cmd.Flag("sweep-cooldown", "Pause between the points of a sweep or search.").Default(benchrun.DefaultSweepCooldown.String()).DurationVar(&w.cooldown)
-	cmd.Flag("slo", "SLO search: find the highest request rate (or concurrency) at which every objective holds, e.g. 'ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s'.").StringVar(&w.slo)
-	cmd.Flag("slo-search", "What the SLO search varies: request-rate or max-concurrency.").Default("request-rate").EnumVar(&w.sloSearch, "request-rate", "max-concurrency")
-	cmd.Flag("slo-precision", "Stop when the limit is bracketed within this fraction of the answer.").Default(strconv.FormatFloat(benchrun.DefaultSLOPrecision, 'g', -1, 64)).Float64Var(&w.precision)
-	cmd.Flag("slo-start", "The SLO search's first value (req/s or concurrency).").Default(strconv.Itoa(benchrun.DefaultSLOStart)).Float64Var(&w.start)
-	cmd.Flag("slo-max", "The highest value the SLO search tries.").Default(strconv.Itoa(benchrun.DefaultSLOMax)).Float64Var(&w.max)
-	cmd.Flag("slo-max-points", "The most runs the SLO search makes.").Default(strconv.Itoa(benchrun.DefaultSLOMaxPoints)).IntVar(&w.maxPoints)
+func addSweepFlags(b *binder, f *sweepFlags) {
+	f.w, f.sloSearch = benchrun.DefaultSweepSpec(), "request-rate"
+	w := &f.w
+	s := func(name, key, help string, v kingpin.Value) { b.flag(name, "sweep."+key, help, v) }
+	s("sweep-request-rates", "request_rates", "Sweep: run once per request rate in this comma-separated list (req/s), each a full run with its own table and JSONL record.", stringValue(&f.rates))
+	s("sweep-max-concurrency", "max_concurrency", "Sweep: run once per max concurrency in this comma-separated list, at --request-rate (default: all at once).", stringValue(&f.concurrencies))
+	s("sweep", "auto", "auto: measure one request at a time and the saturated throughput, then --sweep-points rates evenly between them.", enumValue(&f.auto, "auto"))
+	s("sweep-points", "points", "Rates an auto sweep runs between its two anchors.", intValue(&w.Points))
+	b.cmd.Flag("sweep-cooldown", "Pause between the points of a sweep or search.").Default(w.Cooldown.String()).IsSetByUser(b.track("sweep-cooldown", "sweep.cooldown")).DurationVar(&w.Cooldown)
+	s("slo", "slo", "SLO search: find the highest request rate (or concurrency) at which every objective holds, e.g. 'ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s'.", stringValue(&f.slo))
+	s("slo-search", "slo_search", "What the SLO search varies: request-rate or max-concurrency.", enumValue(&f.sloSearch, "request-rate", "max-concurrency"))
+	s("slo-precision", "slo_precision", "Stop when the limit is bracketed within this fraction of the answer.", floatValue(&w.Precision))
+	s("slo-start", "slo_start", "The SLO search's first value (req/s or concurrency).", floatValue(&w.Start))
+	s("slo-max", "slo_max", "The highest value the SLO search tries.", floatValue(&w.Max))
+	s("slo-max-points", "slo_max_points", "The most runs the SLO search makes.", intValue(&w.MaxPoints))
 }
 
 // spec returns the sweep the flags ask for, or nil for a single run.
-func (w *sweepFlags) spec() (*benchrun.SweepSpec, error) {
+func (f *sweepFlags) spec() (*benchrun.SweepSpec, error) {
 	n := 0
-	for _, set := range []bool{w.rates != "", w.concurrencies != "", w.auto != "", w.slo != ""} {
+	for _, set := range []bool{f.rates != "", f.concurrencies != "", f.auto != "", f.slo != ""} {
 		if set {
 			n++
 		}
@@ -59,34 +60,34 @@ func (w *sweepFlags) spec() (*benchrun.SweepSpec, error) {
 	case n > 1:
 		return nil, errors.New("--sweep-request-rates, --sweep-max-concurrency, --sweep auto and --slo exclude each other")
 	}
-	s := &benchrun.SweepSpec{Points: w.points, Cooldown: w.cooldown, Precision: w.precision, Start: w.start, Max: w.max, MaxPoints: w.maxPoints}
+	w := f.w
 	var err error
 	switch {
-	case w.rates != "":
-		s.Mode = bench.SweepRates
-		if s.Values, err = parseFloats(w.rates); err != nil {
+	case f.rates != "":
+		w.Mode = bench.SweepRates
+		if w.Values, err = parseFloats(f.rates); err != nil {
 			err = fmt.Errorf("--sweep-request-rates: %w", err)
 		}
-	case w.concurrencies != "":
-		s.Mode = bench.SweepConcurrency
-		if s.Values, err = parseFloats(w.concurrencies); err != nil {
+	case f.concurrencies != "":
+		w.Mode = bench.SweepConcurrency
+		if w.Values, err = parseFloats(f.concurrencies); err != nil {
 			err = fmt.Errorf("--sweep-max-concurrency: %w", err)
 		}
-	case w.auto != "":
-		s.Mode = bench.SweepAuto
+	case f.auto != "":
+		w.Mode = bench.SweepAuto
 	default:
-		s.Mode = bench.SweepSLO
-		s.By = map[string]string{"request-rate": bench.ByRequestRate, "max-concurrency": bench.ByMaxConcurrency}[w.sloSearch]
-		if s.SLO, err = bench.ParseSLO(w.slo); err != nil {
+		w.Mode = bench.SweepSLO
+		w.By = map[string]string{"request-rate": bench.ByRequestRate, "max-concurrency": bench.ByMaxConcurrency}[f.sloSearch]
+		if w.SLO, err = bench.ParseSLO(f.slo); err != nil {
 			err = fmt.Errorf("--slo: %w", err)
 		}
 	}
-	return s, err
+	return &w, err
 }
 
 // runSweep runs every point as a full bench run: its table and JSONL
 // record (with the "sweep" object) as it ends, then the sweep table.
-func runSweep(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Prepared, sw *benchrun.SweepSpec, renv benchrun.Env) error {
+func runSweep(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Prepared, renv benchrun.Env) error {
 	var stop func()
 	var points []report.Run
 	onPoint := func(p benchrun.SweepPoint) error {
@@ -102,7 +103,7 @@ func runSweep(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Pr
 		return err
 	}
 	stop = startProgressBar(env.Stderr, renv.Progress, !f.disableTqdm && isTerminal(env.Stderr), time.Now)
-	res, err := prep.Sweep(ctx, renv, *sw, onPoint)
+	res, err := prep.Sweep(ctx, renv, onPoint)
 	stop()
 	if res != nil {
 		if werr := res.WriteTable(env.Stdout); werr != nil {
@@ -129,45 +130,9 @@ func pointLabel(w bench.SweepInfo) string {
 	return "request rate " + prober.PyFloat(w.Value)
 }
 
-// request maps the sweep flags onto a bench window's sweep object, for
-// --remote; nil for a single run. Search bounds left at their defaults
-// are left out, so that the daemon applies its own limits.
-func (w *sweepFlags) request() (*benchrun.SweepRequest, error) {
-	s, err := w.spec()
-	if s == nil || err != nil {
-		return nil, err
-	}
-	r := &benchrun.SweepRequest{Cooldown: w.cooldown.String()}
-	switch s.Mode {
-	case bench.SweepRates:
-		r.RequestRates = s.Values
-	case bench.SweepConcurrency:
-		for _, v := range s.Values {
-			r.MaxConcurrency = append(r.MaxConcurrency, int(v))
-		}
-	case bench.SweepAuto:
-		r.Auto, r.Points = true, &s.Points
-	case bench.SweepSLO:
-		r.SLO, r.SLOSearch = w.slo, s.By
-		if s.Precision != benchrun.DefaultSLOPrecision {
-			r.SLOPrecision = &s.Precision
-		}
-		if s.Start != benchrun.DefaultSLOStart {
-			r.SLOStart = &s.Start
-		}
-		if s.Max != benchrun.DefaultSLOMax {
-			r.SLOMax = &s.Max
-		}
-		if s.MaxPoints != benchrun.DefaultSLOMaxPoints {
-			r.SLOMaxPoints = &s.MaxPoints
-		}
-	}
-	return r, nil
-}
-
 // writeRemoteSweep prints a daemon sweep's points and answer, and appends
 // its records to the output file as a local sweep would.
-func writeRemoteSweep(w io.Writer, sw *benchrun.SweepOutput, f *benchFlags) error {
+func writeRemoteSweep(w io.Writer, sw *benchapi.SweepOutput, f *benchFlags) error {
 	fmt.Fprintf(w, "Sweep (%s over %s): %d points\n", sw.Mode, sw.By, len(sw.Records))
 	for _, raw := range sw.Records {
 		var rec struct {
@@ -204,7 +169,7 @@ func writeRemoteSweep(w io.Writer, sw *benchrun.SweepOutput, f *benchFlags) erro
 		}{&p.Backend, &p.DatasetName, &p.RandomInputLen, &p.RandomOutputLen}); err != nil {
 			return fmt.Errorf("decode a sweep record: %w", err)
 		}
-		p.NumPrompts = f.numPrompts
+		p.NumPrompts = f.spec.NumPrompts
 		path = bench.DefaultOutputFile(p, time.Now())
 	}
 	// The daemon's records are strict JSON (no bare Infinity) whatever

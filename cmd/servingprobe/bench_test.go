@@ -47,7 +47,7 @@ func TestBenchFlagDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := f.spec(noEnv)
+	s, err := f.benchSpec(noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestBenchFlagDefaults(t *testing.T) {
 	}
 	o := datasets.DefaultOptions()
 	o.GSPGroupDistribution = "uniform"
-	want.DatasetOptions = o
+	want.Options = o
 	if diff := cmp.Diff(want, s, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(datasets.Options{}, "ChatTemplate")); diff != "" {
 		t.Errorf("defaults differ from bench_serving's (-want +got):\n%s", diff)
 	}
@@ -78,31 +78,31 @@ func TestBenchFlagDefaults(t *testing.T) {
 		got  any
 		want any
 	}{
-		{"--random-input-len", f.randomInputLen, 1024},
-		{"--random-output-len", f.randomOutputLen, 1024},
-		{"--random-range-ratio", f.randomRangeRatio, 0.0},
-		{"--gsp-range-ratio", f.gspRangeRatio, 1.0},
-		{"--gsp-num-groups", f.gspNumGroups, 64},
-		{"--gsp-prompts-per-group", f.gspPromptsPerGroup, 16},
-		{"--gsp-system-prompt-len", f.gspSystemPromptLen, 2048},
-		{"--gsp-question-len", f.gspQuestionLen, 128},
-		{"--gsp-output-len", f.gspOutputLen, 256},
-		{"--image-resolution", f.imageResolution, "1080p"},
-		{"--image-format", f.imageFormat, "jpeg"},
-		{"--image-content", f.imageContent, "random"},
-		{"--image-count", f.imageCount, 1},
+		{"--random-input-len", s.RandomInputLen, 1024},
+		{"--random-output-len", s.RandomOutputLen, 1024},
+		{"--random-range-ratio", s.RandomRangeRatio, 0.0},
+		{"--gsp-range-ratio", s.GSPRangeRatio, 1.0},
+		{"--gsp-num-groups", s.GSPNumGroups, 64},
+		{"--gsp-prompts-per-group", s.GSPPromptsPerGroup, 16},
+		{"--gsp-system-prompt-len", s.GSPSystemPromptLen, 2048},
+		{"--gsp-question-len", s.GSPQuestionLen, 128},
+		{"--gsp-output-len", s.GSPOutputLen, 256},
+		{"--image-resolution", s.ImageResolution, "1080p"},
+		{"--image-format", s.ImageFormat, "jpeg"},
+		{"--image-content", s.ImageContent, "random"},
+		{"--image-count", s.ImageCount, 1},
 		{"--mooncake-workload", f.mooncakeWorkload, "conversation"},
-		{"--mooncake-slowdown-factor", f.mooncakeSlowdownFactor, 1.0},
-		{"--mooncake-num-rounds", f.mooncakeNumRounds, 1},
-		{"--speed-bench-output-len", f.speedBenchOutputLen, 512},
+		{"--mooncake-slowdown-factor", s.MooncakeSlowdownFactor, 1.0},
+		{"--mooncake-num-rounds", s.MooncakeNumRounds, 1},
+		{"--speed-bench-output-len", f.unused.speedBenchOutputLen, 512},
 		{"--host", f.host, "0.0.0.0"},
-		{"--seed", f.seed, int64(42)},
-		{"--warmup-requests", f.warmupRequests, 1},
-		{"--ready-check-timeout-sec", f.readyCheckTimeoutSec, 60.0},
-		{"--flush-cache-timeout", f.flushCacheTimeout, 60.0},
-		{"--top-logprobs-num", f.topLogprobsNum, 0},
-		{"--logprob-start-len", f.logprobStartLen, -1},
-		{"--burstiness", f.burstiness, 1.0},
+		{"--seed", s.Seed, int64(42)},
+		{"--warmup-requests", s.WarmupRequests, 1},
+		{"--ready-check-timeout-sec", s.ReadyCheckTimeout, 60 * time.Second},
+		{"--flush-cache-timeout", s.FlushCacheTimeout, 60 * time.Second},
+		{"--top-logprobs-num", s.TopLogprobsNum, 0},
+		{"--logprob-start-len", s.LogprobStartLen, -1},
+		{"--burstiness", s.Burstiness, 1.0},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s default = %v, want %v", tc.flag, tc.got, tc.want)
@@ -127,7 +127,7 @@ func TestBenchDefaultPorts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := f.spec(noEnv)
+		s, err := f.benchSpec(noEnv)
 		if err != nil {
 			t.Fatalf("--backend %s: %v", backend, err)
 		}
@@ -151,15 +151,15 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"unknown backend", []string{"--backend", "tgi"}, `--backend "tgi": unknown backend (one of lmdeploy,`},
 		{"unknown flag", []string{"--num-prompt", "3"}, "unknown long flag '--num-prompt'"},
 		{"stray argument", []string{"foo"}, `unexpected argument "foo"`},
-		{"tokenize prompt", []string{"--backend", "vllm", "--tokenize-prompt", "--dataset-name", "random"}, "--tokenize-prompt works only with --backend sglang"},
-		{"extra body", []string{"--extra-request-body", "[1]"}, "--extra-request-body must be a JSON object"},
+		{"tokenize prompt", []string{"--backend", "vllm", "--tokenize-prompt", "--dataset-name", "random"}, "--tokenize-prompt: works only with a backend that sends input_ids: sglang"},
+		{"extra body", []string{"--extra-request-body", "[1]"}, "--extra-request-body: must be a JSON object"},
 		{"header", []string{"--header", "novalue"}, `--header "novalue": want K=V`},
 		{"compat", []string{"--compat", "bogus"}, `unknown compat switch "bogus"`},
 		{"goodput", []string{"--goodput", "ttft"}, "invalid goodput"},
 		{"ramp without rates", []string{"--ramp-up-strategy", "linear"}, "--ramp-up-start-rps"},
-		{"rate", []string{"--request-rate=-1"}, "--request-rate must be > 0"},
-		{"concurrency", []string{"--max-concurrency", "0"}, "--max-concurrency must be at least 1"},
-		{"trt needs model", []string{"--backend", "trt"}, "--backend trt requires --model"},
+		{"rate", []string{"--request-rate=-1"}, "--request-rate: must be > 0"},
+		{"concurrency", []string{"--max-concurrency", "0"}, "--max-concurrency: must be at least 1"},
+		{"trt needs model", []string{"--backend", "trt"}, "--model: backend trt requires a model"},
 		{"lora skewed", []string{"--lora-name", "a", "--lora-request-distribution", "skewed"}, "needs at least 2 names"},
 		{"modelscope", []string{}, "SGLANG_USE_MODELSCOPE"},
 	} {
@@ -175,7 +175,7 @@ func TestBenchFlagErrors(t *testing.T) {
 			}
 			f, err := parseBenchFlags(t, tc.args...)
 			if err == nil {
-				_, err = f.spec(env)
+				_, err = f.benchSpec(env)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("bench %v: error %v, want it to contain %q", tc.args, err, tc.want)
@@ -190,7 +190,7 @@ func TestBenchListFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := f.spec(func(k string) string {
+	s, err := f.benchSpec(func(k string) string {
 		if k == "OPENAI_API_KEY" {
 			return "sk-test"
 		}

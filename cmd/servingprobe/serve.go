@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/servingprobe/servingprobe/benchapi"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/exporter"
@@ -111,7 +112,7 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	benches, err := benchrun.EnableBenches(d, benchrun.BenchOptions{Run: benchrun.DaemonRunner()})
+	benches, err := benchapi.Enable(d, benchapi.Options{Run: benchapi.Runner()})
 	if err != nil {
 		return err
 	}

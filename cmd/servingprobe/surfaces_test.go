@@ -404,7 +404,7 @@ func TestSurfacesExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec, err := f.spec(noEnv)
+			spec, err := f.benchSpec(noEnv)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package benchrun
+package benchapi
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/simulator"
 )
 
@@ -53,7 +54,7 @@ bench:
   max_duration: 1m
   results_dir: %s
 `, srv.URL, cfg.Model, t.TempDir())
-	e := startBenchDaemonWith(t, conf, "", DaemonRunner())
+	e := startBenchDaemonWith(t, conf, "", Runner())
 	e.client.Timeout = time.Minute
 
 	code, m := e.do(t, http.MethodPost, "/api/v1/benches",
@@ -62,7 +63,7 @@ bench:
 		t.Fatalf("POST = %d %v, want 202", code, m)
 	}
 	id := m["id"].(string)
-	var view BenchView
+	var view View
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		resp, err := e.client.Get(e.url + "/api/v1/benches/" + id)
@@ -166,7 +167,7 @@ bench:
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if want := fmt.Sprintf("capacity %s", fmtValue("request_rate", *sw.Capacity)); !strings.Contains(string(page), want) {
+	if want := fmt.Sprintf("capacity %s", benchrun.FormatValue("request_rate", *sw.Capacity)); !strings.Contains(string(page), want) {
 		t.Errorf("landing page lacks %q", want)
 	}
 }

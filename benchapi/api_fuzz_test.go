@@ -1,4 +1,4 @@
-package benchrun
+package benchapi
 
 import (
 	"bytes"
@@ -51,20 +51,14 @@ func FuzzBenchRequest(f *testing.F) {
 	cfg := fuzzBenchConfig(f)
 	lim := cfg.Bench
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, aerr := decodeBenchRequest(bytes.NewReader(body), lim.MaxBodyBytes)
+		req, aerr := decodeRequest(bytes.NewReader(body), cfg)
 		if aerr != nil {
-			if aerr.status != 400 && aerr.status != 413 && aerr.status != 422 {
-				t.Fatalf("decode error status %d (%s)", aerr.status, aerr.msg)
+			if aerr.status != 400 && aerr.status != 413 && aerr.status != 422 || aerr.msg == "" {
+				t.Fatalf("decode error status %d (%q)", aerr.status, aerr.msg)
 			}
 			return
 		}
-		spec, aerr := req.validate(cfg)
-		if aerr != nil {
-			if aerr.status != 400 && aerr.status != 422 || aerr.msg == "" {
-				t.Fatalf("validate error status %d (%q)", aerr.status, aerr.msg)
-			}
-			return
-		}
+		spec := req.Spec
 		switch {
 		case spec.NumPrompts < 1 || spec.NumPrompts > lim.MaxPrompts:
 			t.Fatalf("accepted num_prompts %d", spec.NumPrompts)
@@ -74,17 +68,17 @@ func FuzzBenchRequest(f *testing.F) {
 			t.Fatalf("accepted max_concurrency %d", spec.MaxConcurrency)
 		case spec.MaxDuration <= 0 || spec.MaxDuration > time.Duration(lim.MaxDuration):
 			t.Fatalf("accepted max_duration %s", spec.MaxDuration)
-		case spec.InputLen < 1 || spec.OutputLen < 1 || spec.InputLen > maxBenchTokens || spec.OutputLen > maxBenchTokens:
-			t.Fatalf("accepted lengths %d/%d", spec.InputLen, spec.OutputLen)
-		case !(spec.RangeRatio >= 0 && spec.RangeRatio <= 1):
-			t.Fatalf("accepted range ratio %v", spec.RangeRatio)
+		case spec.RandomInputLen < 1 || spec.RandomOutputLen < 1 || spec.RandomInputLen > maxTokens || spec.RandomOutputLen > maxTokens:
+			t.Fatalf("accepted lengths %d/%d", spec.RandomInputLen, spec.RandomOutputLen)
+		case !(spec.RandomRangeRatio >= 0 && spec.RandomRangeRatio <= 1):
+			t.Fatalf("accepted range ratio %v", spec.RandomRangeRatio)
 		case !(spec.Burstiness > 0) || math.IsInf(spec.Burstiness, 0):
 			t.Fatalf("accepted burstiness %v", spec.Burstiness)
-		case spec.WarmupRequests < 0 || spec.WarmupRequests > maxBenchWarmup:
+		case spec.WarmupRequests < 0 || spec.WarmupRequests > maxWarmup:
 			t.Fatalf("accepted warmup %d", spec.WarmupRequests)
 		}
 		// What is accepted is stored in the results file: it must encode.
-		if _, err := json.Marshal(BenchView{ID: "0", Request: req}); err != nil {
+		if _, err := json.Marshal(View{ID: "0", Request: req.Body}); err != nil {
 			t.Fatalf("accepted request does not encode: %v", err)
 		}
 	})

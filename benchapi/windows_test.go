@@ -1,4 +1,4 @@
-package benchrun
+package benchapi
 
 import (
 	"context"
@@ -15,10 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/exporter-toolkit/web"
-	"golang.org/x/crypto/bcrypt"
 	"log/slog"
 
+	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/tokenizer"
@@ -56,32 +58,32 @@ bench:
 type fakeRunner struct {
 	mu      sync.Mutex
 	release chan struct{}
-	jobs    []BenchJob
+	jobs    []Job
 }
 
 func newFakeRunner() *fakeRunner { return &fakeRunner{release: make(chan struct{})} }
 
-func (f *fakeRunner) run(ctx context.Context, job BenchJob) (BenchOutput, error) {
+func (f *fakeRunner) run(ctx context.Context, job Job) (Output, error) {
 	f.mu.Lock()
 	f.jobs = append(f.jobs, job)
 	release := f.release
 	f.mu.Unlock()
-	job.Started(job.Spec.RequestRate, job.Spec.MaxConcurrency)
+	job.Started(job.Request.Spec.RequestRate, job.Request.Spec.MaxConcurrency)
 	select {
 	case <-release:
 	case <-ctx.Done():
-		return BenchOutput{Summary: json.RawMessage(`{"completed":1}`)}, context.Cause(ctx)
+		return Output{Summary: json.RawMessage(`{"completed":1}`)}, context.Cause(ctx)
 	}
-	return BenchOutput{
-		Summary:  json.RawMessage(fmt.Sprintf(`{"completed":%d}`, job.Spec.NumPrompts)),
+	return Output{
+		Summary:  json.RawMessage(fmt.Sprintf(`{"completed":%d}`, job.Request.Spec.NumPrompts)),
 		Record:   json.RawMessage(`{"backend":"vllm","completed":3}`),
-		Headline: exporter.BenchHeadline{RequestThroughput: 1.5, Completed: job.Spec.NumPrompts},
+		Headline: exporter.BenchHeadline{RequestThroughput: 1.5, Completed: job.Request.Spec.NumPrompts},
 	}, nil
 }
 
 type benchEnv struct {
 	d       *exporter.Daemon
-	b       *Benches
+	b       *Windows
 	url     string
 	dir     string
 	cfgPath string
@@ -101,17 +103,17 @@ func startBenchDaemon(t *testing.T, dir, webConfig string) *benchEnv {
 
 // startBenchDaemonWith serves a daemon with config cfg whose bench windows
 // run with run.
-func startBenchDaemonWith(t *testing.T, cfg, webConfig string, run BenchRunFunc) *benchEnv {
+func startBenchDaemonWith(t *testing.T, cfg, webConfig string, run RunFunc) *benchEnv {
 	t.Helper()
 	cfgPath := filepath.Join(t.TempDir(), "config.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d, err := exporter.New(exporter.Options{ConfigFile: cfgPath, BuildProbe: NewProbeBuilder(ProberOptions{Tokenizer: func(string) (datasets.Tokenizer, error) { return tokenizer.Default() }}), Seed: 1})
+	d, err := exporter.New(exporter.Options{ConfigFile: cfgPath, BuildProbe: benchrun.NewProbeBuilder(benchrun.ProberOptions{Tokenizer: func(string) (datasets.Tokenizer, error) { return tokenizer.Default() }}), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := EnableBenches(d, BenchOptions{Run: run, WatchInterval: 20 * time.Millisecond})
+	b, err := Enable(d, Options{Run: run, WatchInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +278,8 @@ func TestBenchAPILifecycle(t *testing.T) {
 	e.runner.mu.Lock()
 	job := e.runner.jobs[0]
 	e.runner.mu.Unlock()
-	if job.Spec.NumPrompts != 3 || job.Spec.RequestRate != 5 || job.Spec.MaxConcurrency != 8 || job.Spec.MaxDuration != time.Minute || job.Spec.ModuleName != "short" {
-		t.Errorf("job spec %+v: want the request's values and the limits as defaults", job.Spec)
+	if s := job.Request.Spec; s.NumPrompts != 3 || s.RequestRate != 5 || s.MaxConcurrency != 8 || s.MaxDuration != time.Minute || job.Request.ModuleName != "short" {
+		t.Errorf("job spec %+v: want the request's values and the limits as defaults", job.Request)
 	}
 	close(e.runner.release)
 	got := e.waitStatus(t, id, "completed")
@@ -300,7 +302,7 @@ func TestBenchAPILifecycle(t *testing.T) {
 		t.Fatalf("results dir holds %v, want only bench-%s.jsonl", entries, id)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, entries[0].Name()))
-	var v BenchView
+	var v View
 	if err := json.Unmarshal(b, &v); err != nil || v.Status != exporter.BenchSucceeded || v.Tag != "t1" || string(v.Record) != `{"backend":"vllm","completed":3}` {
 		t.Errorf("results file %s: err %v, view %+v", b, err, v)
 	}

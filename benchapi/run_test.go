@@ -1,8 +1,7 @@
-package benchrun
+package benchapi
 
 import (
 	"encoding/json"
-	"math"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/simulator"
 	"github.com/servingprobe/servingprobe/tokenizer"
@@ -36,21 +36,17 @@ func TestDaemonRunnerFixedLengths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := BenchJob{
-		ID: "fixed",
-		Spec: BenchSpec{
-			Target:     config.Target{Name: "sim", URL: srv.URL, Backend: "vllm", Model: simulator.DefaultConfig().Model},
-			ModuleName: "short",
-			Module:     config.Module{Dataset: "fixed", Prompt: prompt, OutputLen: outputLen},
-			Dataset:    "fixed",
-			// The API's defaults for a request that names no lengths.
-			InputLen: 128, OutputLen: outputLen, NumPrompts: n,
-			RequestRate: math.Inf(1), Burstiness: 1, MaxConcurrency: 2, MaxDuration: time.Minute, Seed: 1,
-		},
+	target := config.Target{Name: "sim", URL: srv.URL, Backend: "vllm", Model: simulator.DefaultConfig().Model}
+	spec := benchrun.ModuleSpec(target, config.Module{Dataset: "fixed", Prompt: prompt, OutputLen: outputLen, InputLen: 128, Seed: 1})
+	// The API's defaults for a request that names no lengths.
+	spec.NumPrompts, spec.MaxConcurrency, spec.MaxDuration, spec.ReadyCheckTimeout = n, 2, time.Minute, 0
+	job := Job{
+		ID:      "fixed",
+		Request: Request{Target: target, ModuleName: "short", Spec: spec},
 		Started: func(float64, int) {},
 		Logger:  log.NewNopLogger(),
 	}
-	out, err := DaemonRunner()(t.Context(), job)
+	out, err := Runner()(t.Context(), job)
 	if err != nil {
 		t.Fatal(err)
 	}

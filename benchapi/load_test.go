@@ -1,4 +1,4 @@
-package benchrun
+package benchapi
 
 import (
 	"os"
@@ -13,14 +13,14 @@ import (
 func TestLoadRemovesInterruptedWrites(t *testing.T) {
 	dir := t.TempDir()
 	id := "0123456789abcdef01234567"
-	if err := writeResult(dir, BenchView{ID: id, Target: "t", Status: exporter.BenchSucceeded}); err != nil {
+	if err := writeResult(dir, View{ID: id, Target: "t", Status: exporter.BenchSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	tmp := filepath.Join(dir, ".bench-"+id+"-123.tmp")
 	if err := os.WriteFile(tmp, []byte(`{"id":"half`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := &Benches{logger: log.NewNopLogger(), runs: map[string]*benchRun{}, o: BenchOptions{MaxListed: 10}}
+	b := &Windows{logger: log.NewNopLogger(), runs: map[string]*benchRun{}, o: Options{MaxListed: 10}}
 	if err := b.load(dir); err != nil {
 		t.Fatal(err)
 	}

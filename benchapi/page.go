@@ -1,4 +1,4 @@
-package benchrun
+package benchapi
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"time"
 
+	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
 )
 
@@ -16,7 +18,7 @@ const landingBenches = 10
 
 // benchRow is one bench window on the landing page.
 type benchRow struct {
-	BenchView
+	View
 	Done, Total, Failed int
 	// Headline numbers from the summary; "" before the run ends.
 	ReqRate, OutRate, TTFTp99, ITLp99 string
@@ -27,32 +29,29 @@ type benchRow struct {
 // landingSection renders the newest bench windows for the daemon's
 // landing page: their state, progress and headline numbers, each linking
 // to its full result.
-func (b *Benches) landingSection() template.HTML {
+func (b *Windows) landingSection() template.HTML {
 	b.mu.Lock()
 	views := b.listLocked()
 	b.mu.Unlock()
 	rows := make([]benchRow, 0, min(len(views), landingBenches))
 	for _, v := range views[:min(len(views), landingBenches)] {
-		r := benchRow{BenchView: v}
+		r := benchRow{View: v}
 		if v.Progress != nil {
 			r.Done, r.Total, r.Failed = v.Progress.Done, v.Progress.Total, v.Progress.Failed
 		}
-		var s struct {
-			ReqRate   float64 `json:"request_throughput"`
-			OutRate   float64 `json:"output_throughput"`
-			P99TTFTms float64 `json:"p99_ttft_ms"`
-			P99ITLms  float64 `json:"p99_itl_ms"`
-		}
+		// The API's summary, read back into the type it was written
+		// from: a field it does not have fails to compile, not to show.
+		var s bench.Summary
 		if len(v.Summary) > 0 && json.Unmarshal(v.Summary, &s) == nil {
-			r.ReqRate = fmt.Sprintf("%.2f req/s", s.ReqRate)
-			r.OutRate = fmt.Sprintf("%.1f tok/s", s.OutRate)
-			r.TTFTp99 = fmt.Sprintf("%.1f ms", s.P99TTFTms)
-			r.ITLp99 = fmt.Sprintf("%.1f ms", s.P99ITLms)
+			r.ReqRate = fmt.Sprintf("%.2f req/s", s.RequestThroughput)
+			r.OutRate = fmt.Sprintf("%.1f tok/s", s.OutputThroughput)
+			r.TTFTp99 = fmt.Sprintf("%.1f ms", s.TTFT.P99)
+			r.ITLp99 = fmt.Sprintf("%.1f ms", s.ITL.P99)
 		}
 		if sw := v.Sweep; sw != nil {
 			r.Sweep = fmt.Sprintf("%s sweep, %d points", sw.Mode, len(sw.Records))
 			if sw.Capacity != nil {
-				r.Sweep = fmt.Sprintf("SLO search, %d points: capacity %s", len(sw.Records), fmtValue(sw.By, *sw.Capacity))
+				r.Sweep = fmt.Sprintf("SLO search, %d points: capacity %s", len(sw.Records), benchrun.FormatValue(sw.By, *sw.Capacity))
 			}
 		}
 		rows = append(rows, r)

@@ -1,4 +1,4 @@
-package benchrun
+package benchapi
 
 import (
 	"bufio"
@@ -23,10 +23,10 @@ import (
 	"github.com/servingprobe/servingprobe/prober"
 )
 
-// BenchJob is one run handed to the BenchRunFunc.
-type BenchJob struct {
-	ID   string
-	Spec BenchSpec
+// Job is one run handed to the RunFunc.
+type Job struct {
+	ID      string
+	Request Request
 	// Observer records each measured Result with mode="bench".
 	Observer prober.Observer
 	Progress *prober.Progress
@@ -38,8 +38,8 @@ type BenchJob struct {
 	Logger  log.Logger
 }
 
-// BenchOutput is what a finished run produced.
-type BenchOutput struct {
+// Output is what a finished run produced.
+type Output struct {
 	// Summary is the summary as the CLI's JSON (bench.Summary).
 	Summary json.RawMessage
 	// Record is the bench_serving JSONL record (strict JSON), written to the
@@ -53,13 +53,13 @@ type BenchOutput struct {
 	Report []byte
 }
 
-// BenchRunFunc runs one bench job. It returns when the run ends or ctx is
+// RunFunc runs one bench job. It returns when the run ends or ctx is
 // done; a cancelled run may still return a partial output.
-type BenchRunFunc func(ctx context.Context, job BenchJob) (BenchOutput, error)
+type RunFunc func(ctx context.Context, job Job) (Output, error)
 
-// BenchOptions configure EnableBenches.
-type BenchOptions struct {
-	Run BenchRunFunc
+// Options configure Enable.
+type Options struct {
+	Run RunFunc
 	// WatchInterval is how often a run checks that its target is still
 	// configured; default 1 s.
 	WatchInterval time.Duration
@@ -69,9 +69,9 @@ type BenchOptions struct {
 }
 
 // Benches runs bench windows for a Daemon and serves /api/v1/benches.
-type Benches struct {
+type Windows struct {
 	d      *exporter.Daemon
-	o      BenchOptions
+	o      Options
 	logger log.Logger
 
 	mu     sync.Mutex
@@ -87,21 +87,22 @@ type benchRun struct {
 	cancel   context.CancelCauseFunc
 
 	mu   sync.Mutex
-	view BenchView
+	view View
 }
 
-// BenchView is a run as the API shows it and the results file stores it.
-type BenchView struct {
-	ID       string                   `json:"id"`
-	Target   string                   `json:"target"`
-	Module   string                   `json:"module"`
-	Tag      string                   `json:"tag,omitempty"`
-	Status   exporter.BenchStatus     `json:"status"`
-	Created  time.Time                `json:"created"`
-	Started  *time.Time               `json:"started"`
-	Ended    *time.Time               `json:"ended"`
-	Error    string                   `json:"error,omitempty"`
-	Request  BenchRequest             `json:"request"`
+// View is a run as the API shows it and the results file stores it.
+type View struct {
+	ID      string               `json:"id"`
+	Target  string               `json:"target"`
+	Module  string               `json:"module"`
+	Tag     string               `json:"tag,omitempty"`
+	Status  exporter.BenchStatus `json:"status"`
+	Created time.Time            `json:"created"`
+	Started *time.Time           `json:"started"`
+	Ended   *time.Time           `json:"ended"`
+	Error   string               `json:"error,omitempty"`
+	// Request is the body as sent.
+	Request  json.RawMessage          `json:"request"`
 	Progress *prober.ProgressSnapshot `json:"progress,omitempty"`
 	Summary  json.RawMessage          `json:"summary"`
 	// Record is bench_serving's JSONL record of the run.
@@ -113,11 +114,11 @@ type BenchView struct {
 	Report string `json:"report,omitempty"`
 }
 
-// EnableBenches registers the bench API on d's mux and lists the runs
+// Enable registers the bench API on d's mux and lists the runs
 // already in bench.results_dir. Call it before the handler serves.
-func EnableBenches(d *exporter.Daemon, o BenchOptions) (*Benches, error) {
+func Enable(d *exporter.Daemon, o Options) (*Windows, error) {
 	if o.Run == nil {
-		return nil, errors.New("exporter: no bench run function")
+		return nil, errors.New("benchapi: no run function")
 	}
 	if o.WatchInterval <= 0 {
 		o.WatchInterval = time.Second
@@ -125,7 +126,7 @@ func EnableBenches(d *exporter.Daemon, o BenchOptions) (*Benches, error) {
 	if o.MaxListed <= 0 {
 		o.MaxListed = 1000
 	}
-	b := &Benches{d: d, o: o, logger: d.Logger(), runs: map[string]*benchRun{}, active: map[string]string{}}
+	b := &Windows{d: d, o: o, logger: d.Logger(), runs: map[string]*benchRun{}, active: map[string]string{}}
 	if err := b.load(d.Config().Bench.ResultsDir); err != nil {
 		return nil, err
 	}
@@ -139,7 +140,7 @@ func EnableBenches(d *exporter.Daemon, o BenchOptions) (*Benches, error) {
 }
 
 // Close cancels every run and waits for them to end and be written.
-func (b *Benches) Close() {
+func (b *Windows) Close() {
 	b.mu.Lock()
 	b.closed = true
 	for _, r := range b.runs {
@@ -169,18 +170,13 @@ func writeAPIError(w http.ResponseWriter, e *apiError) {
 	writeJSON(w, e.status, map[string]string{"error": e.msg})
 }
 
-func (b *Benches) handleCreate(w http.ResponseWriter, r *http.Request) {
+func (b *Windows) handleCreate(w http.ResponseWriter, r *http.Request) {
 	cfg := b.d.Config()
 	if !cfg.Bench.Enabled {
 		writeAPIError(w, &apiError{http.StatusForbidden, "bench windows are disabled (bench.enabled: false)"})
 		return
 	}
-	req, aerr := decodeBenchRequest(r.Body, cfg.Bench.MaxBodyBytes)
-	if aerr != nil {
-		writeAPIError(w, aerr)
-		return
-	}
-	spec, aerr := req.validate(cfg)
+	req, aerr := decodeRequest(r.Body, cfg)
 	if aerr != nil {
 		writeAPIError(w, aerr)
 		return
@@ -188,8 +184,8 @@ func (b *Benches) handleCreate(w http.ResponseWriter, r *http.Request) {
 	id := newBenchID()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	run := &benchRun{progress: &prober.Progress{}, cancel: cancel}
-	run.view = BenchView{ID: id, Target: spec.Target.Name, Module: spec.ModuleName, Tag: req.Tag,
-		Status: exporter.BenchQueued, Created: time.Now().UTC(), Request: req}
+	run.view = View{ID: id, Target: req.Target.Name, Module: req.ModuleName, Tag: req.Spec.Tag,
+		Status: exporter.BenchQueued, Created: time.Now().UTC(), Request: req.Body}
 
 	b.mu.Lock()
 	if b.closed {
@@ -198,10 +194,10 @@ func (b *Benches) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, &apiError{http.StatusServiceUnavailable, "the daemon is shutting down"})
 		return
 	}
-	if other, busy := b.active[spec.Target.Name]; busy {
+	if other, busy := b.active[req.Target.Name]; busy {
 		b.mu.Unlock()
 		cancel(nil)
-		writeJSON(w, http.StatusConflict, map[string]string{"error": fmt.Sprintf("a bench run is already active on target %q", spec.Target.Name), "id": other})
+		writeJSON(w, http.StatusConflict, map[string]string{"error": fmt.Sprintf("a bench run is already active on target %q", req.Target.Name), "id": other})
 		return
 	}
 	if len(b.active) >= cfg.Bench.MaxConcurrentRuns {
@@ -210,26 +206,26 @@ func (b *Benches) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, overLimit("%d bench runs are active: bench.max_concurrent_runs is %d", len(b.active), cfg.Bench.MaxConcurrentRuns))
 		return
 	}
-	b.active[spec.Target.Name] = id
+	b.active[req.Target.Name] = id
 	b.runs[id] = run
 	b.forgetOldLocked()
 	b.wg.Add(1)
 	b.mu.Unlock()
 
-	b.d.Metrics().PrepareBench(spec.Target.Name, spec.ModuleName)
-	go b.execute(ctx, run, spec)
-	level.Info(b.logger).Log("msg", "Bench run accepted", "id", id, "target", spec.Target.Name, "module", spec.ModuleName,
-		"num_prompts", spec.NumPrompts, "request_rate", prober.PyFloat(spec.RequestRate), "max_concurrency", spec.MaxConcurrency)
+	b.d.Metrics().PrepareBench(req.Target.Name, req.ModuleName)
+	go b.execute(ctx, run, req)
+	level.Info(b.logger).Log("msg", "Bench run accepted", "id", id, "target", req.Target.Name, "module", req.ModuleName,
+		"num_prompts", req.Spec.NumPrompts, "request_rate", prober.PyFloat(req.Spec.RequestRate), "max_concurrency", req.Spec.MaxConcurrency)
 	w.Header().Set("Location", "/api/v1/benches/"+id)
 	writeJSON(w, http.StatusAccepted, run.snapshot())
 }
 
 // execute runs one bench, watches for its target's removal, records the
 // end, writes the results file and frees the target.
-func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
+func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	defer b.wg.Done()
 	defer run.cancel(nil)
-	id, target := run.view.ID, spec.Target.Name
+	id, target := run.view.ID, req.Target.Name
 	logger := log.With(b.logger, "id", id, "target", target)
 
 	watchDone := make(chan struct{})
@@ -252,8 +248,8 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 	}()
 
 	var started time.Time
-	job := BenchJob{
-		ID: id, Spec: spec,
+	job := Job{
+		ID: id, Request: req,
 		Observer: b.d.Metrics().Observer(exporter.ModeBench),
 		Progress: run.progress,
 		Logger:   logger,
@@ -336,7 +332,7 @@ func (b *Benches) execute(ctx context.Context, run *benchRun, spec BenchSpec) {
 }
 
 // snapshot copies the view with live progress.
-func (r *benchRun) snapshot() BenchView {
+func (r *benchRun) snapshot() View {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := r.view
@@ -348,7 +344,7 @@ func (r *benchRun) snapshot() BenchView {
 }
 
 // forgetOldLocked drops the oldest finished runs beyond MaxListed.
-func (b *Benches) forgetOldLocked() {
+func (b *Windows) forgetOldLocked() {
 	if len(b.runs) <= b.o.MaxListed {
 		return
 	}
@@ -362,12 +358,12 @@ func (b *Benches) forgetOldLocked() {
 }
 
 // listLocked returns every run, newest first.
-func (b *Benches) listLocked() []BenchView {
-	out := make([]BenchView, 0, len(b.runs))
+func (b *Windows) listLocked() []View {
+	out := make([]View, 0, len(b.runs))
 	for _, r := range b.runs {
 		out = append(out, r.snapshot())
 	}
-	slices.SortFunc(out, func(x, y BenchView) int {
+	slices.SortFunc(out, func(x, y View) int {
 		if c := y.Created.Compare(x.Created); c != 0 {
 			return c
 		}
@@ -376,7 +372,7 @@ func (b *Benches) listLocked() []BenchView {
 	return out
 }
 
-func (b *Benches) handleList(w http.ResponseWriter, _ *http.Request) {
+func (b *Windows) handleList(w http.ResponseWriter, _ *http.Request) {
 	b.mu.Lock()
 	views := b.listLocked()
 	b.mu.Unlock()
@@ -390,11 +386,11 @@ func (b *Benches) handleList(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Benches []BenchView `json:"benches"`
+		Benches []View `json:"benches"`
 	}{views})
 }
 
-func (b *Benches) lookup(w http.ResponseWriter, r *http.Request) *benchRun {
+func (b *Windows) lookup(w http.ResponseWriter, r *http.Request) *benchRun {
 	id := r.PathValue("id")
 	if !validBenchID(id) {
 		writeAPIError(w, &apiError{http.StatusNotFound, "no such bench run (ids are 24 lower-case hex digits)"})
@@ -409,13 +405,13 @@ func (b *Benches) lookup(w http.ResponseWriter, r *http.Request) *benchRun {
 	return run
 }
 
-func (b *Benches) handleGet(w http.ResponseWriter, r *http.Request) {
+func (b *Windows) handleGet(w http.ResponseWriter, r *http.Request) {
 	if run := b.lookup(w, r); run != nil {
 		writeJSON(w, http.StatusOK, run.snapshot())
 	}
 }
 
-func (b *Benches) handleDelete(w http.ResponseWriter, r *http.Request) {
+func (b *Windows) handleDelete(w http.ResponseWriter, r *http.Request) {
 	run := b.lookup(w, r)
 	if run == nil {
 		return
@@ -436,7 +432,7 @@ func newBenchID() string {
 }
 
 // handleReport serves a finished run's HTML report.
-func (b *Benches) handleReport(w http.ResponseWriter, r *http.Request) {
+func (b *Windows) handleReport(w http.ResponseWriter, r *http.Request) {
 	run := b.lookup(w, r)
 	if run == nil {
 		return
@@ -472,7 +468,7 @@ func resultFile(dir, id string) string { return filepath.Join(dir, "bench-"+id+"
 // writeResult writes one JSON line atomically: a temporary file in the same
 // directory, fsync, rename over the final name, fsync of the directory. A
 // crash leaves either no file or the whole record.
-func writeResult(dir string, v BenchView) error {
+func writeResult(dir string, v View) error {
 	line, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -523,7 +519,7 @@ func writeAtomic(dir, id, path string, data []byte) error {
 
 // load lists the finished runs in dir. Unreadable files are skipped with a
 // warning: one bad file must not keep the daemon from starting.
-func (b *Benches) load(dir string) error {
+func (b *Windows) load(dir string) error {
 	if dir == "" {
 		return nil
 	}
@@ -563,8 +559,8 @@ func (b *Benches) load(dir string) error {
 	return nil
 }
 
-func readResult(path string) (BenchView, error) {
-	var v BenchView
+func readResult(path string) (View, error) {
+	var v View
 	f, err := os.Open(path)
 	if err != nil {
 		return v, err

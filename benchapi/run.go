@@ -1,0 +1,108 @@
+package benchapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/report"
+)
+
+// Runner runs the daemon's bench windows with the same code as the CLI:
+// the request's Spec runs on the target's client (its
+// http_client_config carries auth and TLS).
+func Runner() RunFunc {
+	return func(ctx context.Context, job Job) (Output, error) {
+		s := job.Request.Spec
+		if s.Tokenizer == "server" {
+			return Output{}, errors.New("module tokenizer \"server\" is not supported for bench runs: the datasets need a local tokenizer (a path or hub id)")
+		}
+		t := job.Request.Target
+		env := benchrun.Env{
+			Logger: job.Logger, Target: &t, Module: job.Request.ModuleName,
+			Observer: job.Observer, Progress: job.Progress, OnStart: job.Started,
+		}
+		// The window's report draws every request.
+		s.Details, s.DetailsNoTexts = true, true
+		prep, err := benchrun.Prepare(ctx, s, env)
+		if err != nil {
+			return Output{}, err
+		}
+		if s.Sweep != nil {
+			return daemonSweep(ctx, prep, env, job.ID)
+		}
+		out, runErr := prep.Run(ctx, env)
+		if out == nil || out.Summary.Backend == "" {
+			return Output{}, runErr
+		}
+		html := reportHTML(job.ID, []report.Run{{Name: job.ID, Summary: &out.Summary}})
+		// The per-request data went into the report; the summary the API
+		// and the results file keep stays small.
+		out.Summary.Details = nil
+		res, err := benchOutput(&out.Summary)
+		res.Report = html
+		return res, errors.Join(runErr, err)
+	}
+}
+
+// reportHTML is a window's HTML report, nil if it cannot be drawn.
+func reportHTML(id string, runs []report.Run) []byte {
+	var b bytes.Buffer
+	if err := report.Write(&b, runs, report.Options{Title: "servingprobe bench window " + id}); err != nil {
+		return nil
+	}
+	return b.Bytes()
+}
+
+// daemonSweep runs a sweep window: each point's record as it ends, the
+// answer at the end. A sweep cut short returns the points that ran.
+func daemonSweep(ctx context.Context, prep *benchrun.Prepared, env benchrun.Env, id string) (Output, error) {
+	var records []json.RawMessage
+	var runs []report.Run
+	res, runErr := prep.Sweep(ctx, env, func(pt benchrun.SweepPoint) error {
+		rec, err := pt.Summary.Record(bench.JSONOptions{Strict: true})
+		if err != nil {
+			return err
+		}
+		records = append(records, json.RawMessage(strings.TrimSpace(string(rec))))
+		runs = append(runs, report.Run{Name: fmt.Sprintf("point %d", pt.Info.Index), Summary: pt.Summary})
+		return nil
+	})
+	if res == nil || len(res.Points) == 0 {
+		return Output{}, runErr
+	}
+	sw, h := sweepOutput(res, records)
+	if runErr != nil {
+		// A search cut short has no answer to export.
+		h.Capacity = nil
+	}
+	return Output{Sweep: sw, Headline: h, Report: reportHTML(id, runs)}, runErr
+}
+
+// benchOutput is the API's form of a summary.
+func benchOutput(sum *bench.Summary) (Output, error) {
+	js, err := json.Marshal(sum)
+	if err != nil {
+		return Output{}, err
+	}
+	rec, err := sum.Record(bench.JSONOptions{Strict: true})
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{
+		Summary: js,
+		Record:  json.RawMessage(strings.TrimSpace(string(rec))),
+		Headline: exporter.BenchHeadline{
+			RequestThroughput: sum.RequestThroughput,
+			OutputThroughput:  sum.OutputThroughput,
+			Completed:         sum.Completed,
+			Failed:            sum.Failed,
+		},
+	}, nil
+}

@@ -1,0 +1,51 @@
+package benchrun
+
+import (
+	"maps"
+	"strings"
+
+	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/tokenizer"
+)
+
+// ModuleSpec is the one mapping from a configured target and module to a
+// bench: what the module's probes send, and the dataset they draw from.
+// The daemon's probes take their dataset from it and a bench window
+// starts from it (its body is a patch over it), so that a window
+// measures what the module probes.
+//
+// A module states no tokenizer for the embedded default, as its probes
+// do; "server" (the server counts) stays "server", which a bench refuses
+// because its datasets need a local tokenizer.
+func ModuleSpec(t config.Target, m config.Module) Spec {
+	s := DefaultSpec()
+	s.Backend = t.Backend
+	s.BaseURL = strings.TrimRight(t.URL, "/")
+	s.Model = t.Model
+	s.Tokenizer = m.Tokenizer
+	if s.Tokenizer == "" {
+		s.Tokenizer = tokenizer.DefaultName
+	}
+	s.Dataset = m.Dataset
+	o := &s.Options
+	o.DatasetPath = m.DatasetPath
+	o.ApplyChatTemplate = m.ApplyChatTemplate
+	o.FixedPrompt, o.FixedOutputLen = m.Prompt, m.OutputLen
+	o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = m.InputLen, m.OutputLen, m.RangeRatio
+	o.SharegptOutputLen = m.OutputLen
+	s.Seed = m.Seed
+
+	// What a request sends: the module's body settings, with streaming,
+	// ignore_eos and headers held here once.
+	mo := prober.ModuleOptions(t, m)
+	s.DisableStream, s.DisableIgnoreEOS = !mo.Stream, !mo.IgnoreEOS
+	s.Headers = maps.Clone(mo.Headers)
+	mo.Stream, mo.IgnoreEOS, mo.Headers = false, false, nil
+	mo.BaseURL, mo.Model = "", ""
+	s.Module = &mo
+	if m.LoRA != "" {
+		s.LoRANames = []string{m.LoRA}
+	}
+	return s
+}
