@@ -3,7 +3,7 @@ package benchrun
 import (
 	"context"
 	"errors"
-		"fmt"
+	"fmt"
 	"math"
 	"slices"
 	"time"
