@@ -43,6 +43,10 @@ func errorType(status int) string {
 	switch status {
 	case http.StatusBadRequest:
 		return "BadRequestError"
+	case http.StatusUnauthorized:
+		return "AuthenticationError"
+	case http.StatusForbidden:
+		return "PermissionDeniedError"
 	case http.StatusNotFound:
 		return "NotFoundError"
 	case http.StatusTooManyRequests:

@@ -203,7 +203,7 @@ func (s *Server) generation(ep Endpoint, parse parseFunc) http.HandlerFunc {
 // run serves one admitted-or-queued generation and reports how it ended.
 func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, req *genRequest, fault Fault, rng *rand.Rand, rec *record, conn *stampConn, id string, arrived time.Time) string {
 	switch fault {
-	case Fault500, Fault503, Fault429:
+	case Fault401, Fault403, Fault429, Fault500, Fault503:
 		status, _ := strconv.Atoi(string(fault))
 		if fault == Fault429 {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(s.cfg.RetryAfter.Seconds()))))
@@ -214,6 +214,18 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 		if !s.stall(ctx) {
 			return "client_gone"
 		}
+	case FaultHTML200:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, gatewayErrorPage)
+		_ = http.NewResponseController(w).Flush()
+		if rec != nil {
+			rec.add(ChunkBody, 0, len(gatewayErrorPage))
+			rec.flushed(time.Now(), time.Time{})
+		}
+		return "fault"
+	case FaultJSONNotStream:
+		req.stream = false
 	}
 
 	sw := newStreamWriter(w, s.cfg.Coalesce && req.stream, s.cfg.CoalesceBytes, rec, conn)
@@ -452,6 +464,10 @@ func (s *Server) unary(w http.ResponseWriter, ep Endpoint, sw *streamWriter, em 
 	}
 	return "ok"
 }
+
+// gatewayErrorPage is FaultHTML200's body: a reverse proxy's error page.
+const gatewayErrorPage = "<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n" +
+	"<body><h1>Bad Gateway</h1>\n<p>The upstream server is unavailable.</p></body></html>\n"
 
 // stall holds for FaultStall, or until the client leaves when it is zero.
 // It reports whether to carry on.
