@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/servingprobe/servingprobe/internal/llmtest"
+	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 	"net"
 	"net/http"
 	"os/exec"

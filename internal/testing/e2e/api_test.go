@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/config"
-	"github.com/servingprobe/servingprobe/internal/hostile"
+	"github.com/servingprobe/servingprobe/internal/testing/hostile"
 	"github.com/servingprobe/servingprobe/simulator"
 )
 
@@ -313,7 +313,7 @@ func TestHostileAPIInput(t *testing.T) {
 // not a hub id.
 func testTokenizer(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs("../../tokenizer/testdata/metaspace-legacy")
+	p, err := filepath.Abs("../../../tokenizer/testdata/metaspace-legacy")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package hostile serves, on loopback, the abuse that is not an answer a
-// model server gives, for the robustness tests (internal/e2e) and the soak
-// command (internal/soak). Every misbehaviour a server can answer to a
+// model server gives, for the robustness tests (internal/testing/e2e) and the
+// soak command (tools/soak). Every misbehaviour a server can answer to a
 // well-formed request (error statuses, stalls, resets, cut or malformed
 // streams, errors and aborts in a 200, an HTML page or a whole JSON body
 // instead of a stream) is a simulator.Fault, asked for with the
