@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"tokenizer":              {"datasets", "tokenizer/hub", "tokenizer/hftokenizers", "internal/envflag"},
 	"tokenizer/hub":          {"internal/envflag"},
 	"tokenizer/hftokenizers": {"datasets"},
-	"simulator":              {"internal/rxstamp"},
+	"simulator":              {"internal/rxstamp", "tokenizer", "datasets"},
 	"benchrun":               {"bench", "config", "datasets", "exporter", "prober", "report", "tokenizer", "tokenizer/hub", "internal/envflag"},
 	"deploy":                 {},
 	"report":                 {"bench"},
