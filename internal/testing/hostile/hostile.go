@@ -345,8 +345,9 @@ var (
 
 // bomb builds the gzip bomb once: a first gzip member holding a valid
 // stream's first event, then a member of 1 MiB of NUL bytes (about 1 KiB
-// compressed) to be sent many times. Concatenated members are one valid
-// gzip stream (RFC 1952 §2.2), which Go's gzip.Reader reads through.
+// compressed) to be sent many times. A gzip file may hold several members
+// one after another, and Go's gzip.Reader reads through them all (its
+// multistream mode, on by default), so the client sees one stream.
 func bomb() bombParts {
 	bombOnce.Do(func() {
 		gz := func(p []byte) []byte {
