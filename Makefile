@@ -30,15 +30,15 @@ deps:
 # Built once here (2-4 minutes) so that test packages running in parallel do
 # not each build it.
 LLMD_SIM ?= $(CURDIR)/.build/llm-d-inference-sim
-$(LLMD_SIM): tools/go.mod tools/go.sum
-	CGO_ENABLED=0 $(GO) build -C tools -o $(LLMD_SIM) github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim
+$(LLMD_SIM): tools/llmdsim/go.mod tools/llmdsim/go.sum
+	CGO_ENABLED=0 $(GO) build -C tools/llmdsim -o $(LLMD_SIM) github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim
 
 # The README's test command; .ci/run calls exactly this.
-# The test run goes through internal/testreport, which prints every
+# The test run goes through tools/testreport, which prints every
 # package's verdict, failures in full, each skipped test with its reason
 # and a closing count: a skipped check must never pass unseen.
 test: deps lint $(LLMD_SIM)
-	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(LLMD_SIM) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m -json ./... | $(GO) run ./internal/testreport
+	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(LLMD_SIM) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m -json ./... | $(GO) run ./tools/testreport
 	# Allocation counts mean nothing under -race (sync.Pool drops items), so the
 	# zero-allocation tests run once more without it.
 	$(GO) test -count=1 -run 'Alloc' ./prober ./simulator

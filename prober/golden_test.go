@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/internal/llmtest"
+	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite golden files")

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/internal/llmtest"
+	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/tokenizer"
 )

@@ -52,8 +52,8 @@ func BenchmarkServerZeroITL(b *testing.B) {
 }
 
 // BenchmarkLoopbackZeroITLCoalesced streams over a real loopback socket to a
-// client that only reads bytes: the coalesced zero-ITL path that client
-// capacity benchmarks rely on (issue 10).
+// client that only reads bytes: the coalesced zero-ITL path that the client
+// capacity measurements of servingprobe selftest rely on.
 func BenchmarkLoopbackZeroITLCoalesced(b *testing.B) {
 	for _, coalesce := range []bool{true, false} {
 		b.Run("coalesce="+strconv.FormatBool(coalesce), func(b *testing.B) {

@@ -22,17 +22,29 @@ const (
 
 // Fault is a failure the simulator can inject. It is a closed enum; the names
 // are accepted in the X-Servingprobe-Fault header and in --sim.fault-rate.
+//
+// This is the project's one catalogue of server-side misbehaviour: what an
+// inference server, or the gateway in front of it, can answer to a
+// well-formed request. The robustness tests take these from the simulator
+// and nowhere else; the internal hostile test server keeps only the abuse
+// that is not an answer a model server gives (endless or oversized bodies,
+// compression bombs, byte-by-byte dribbling, redirect loops, credential
+// echo traps, broken TLS, refused connections).
 type Fault string
 
 // The faults. "Mid-stream" means right after the chunk that reaches half of
 // the output tokens (at least one token).
 const (
 	FaultNone Fault = ""
-	// Fault500, Fault503 and Fault429 answer with that status and the
-	// protocol's JSON error body before any token; 429 sets Retry-After.
+	// Fault401, Fault403, Fault429, Fault500 and Fault503 answer with that
+	// status and the protocol's JSON error body before any token; 429 sets
+	// Retry-After. (A 404 needs no fault: a request naming another model
+	// gets the server's own.)
+	Fault401 Fault = "401"
+	Fault403 Fault = "403"
+	Fault429 Fault = "429"
 	Fault500 Fault = "500"
 	Fault503 Fault = "503"
-	Fault429 Fault = "429"
 	// FaultStallBeforeHeaders holds the request without sending a byte.
 	FaultStallBeforeHeaders Fault = "stall-before-headers"
 	// FaultStallAfterHeaders sends 200 and the headers, then holds.
@@ -60,14 +72,23 @@ const (
 	// FaultTruncate ends the response cleanly after half of the tokens,
 	// with no finish chunk and no [DONE].
 	FaultTruncate Fault = "truncate"
+	// FaultHTML200 answers with status 200 and a text/html error page, as
+	// a gateway in front of a dead server can.
+	FaultHTML200 Fault = "html-200"
+	// FaultJSONNotStream answers a stream request with the whole
+	// non-streaming JSON body, as a server that ignores "stream" does.
+	FaultJSONNotStream Fault = "json-not-stream"
 )
 
-// Faults lists every injectable fault in a stable order.
+// Faults lists every injectable fault in a stable order. The order is the
+// order of the draw in FaultRates: append new faults at the end, so that a
+// seeded run draws the same faults as before.
 var Faults = []Fault{
 	Fault500, Fault503, Fault429,
 	FaultStallBeforeHeaders, FaultStallAfterHeaders, FaultStallMidStream,
 	FaultResetMidStream, FaultMalformedChunk, FaultErrorInStream,
 	FaultAbortInStream, FaultNoDone, FaultTruncate,
+	Fault401, Fault403, FaultHTML200, FaultJSONNotStream,
 }
 
 // ParseFault returns the Fault named s.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/servingprobe/servingprobe/tokenizer"
 )
 
 func TestValidate(t *testing.T) {
@@ -173,18 +175,20 @@ func TestTokens(t *testing.T) {
 			t.Errorf("vocab[%d] = %q: want one leading space and nothing to escape", i, w)
 		}
 	}
-	for _, tc := range []struct {
-		in   string
-		want int
-	}{
-		{"", 0}, {"a", 1}, {"abcd", 1}, {"abcde", 2}, {"  ab \n cdefghij ", 3}, {"héllo", 2}, {"日本語", 2},
-	} {
-		if got := estimateTokens(tc.in); got != tc.want {
-			t.Errorf("estimateTokens(%q) = %d, want %d", tc.in, got, tc.want)
+	// Each output token is one token of the tokenizer the simulator names,
+	// alone and joined, so that a client counting the text gets the count
+	// the simulator reports.
+	tok, err := tokenizer.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range vocab {
+		if n, _ := tok.Count(w); n != 1 {
+			t.Errorf("vocab[%d] = %q is %d tokens, want 1", i, w, n)
 		}
-		if got := len(tokenize(tc.in)); got != tc.want {
-			t.Errorf("len(tokenize(%q)) = %d, want %d", tc.in, got, tc.want)
-		}
+	}
+	if n, _ := tok.Count(strings.Join(vocab[:], "")); n != len(vocab) {
+		t.Errorf("the vocabulary joined is %d tokens, want %d", n, len(vocab))
 	}
 }
 

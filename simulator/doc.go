@@ -24,11 +24,14 @@
 // # Token model
 //
 // Output tokens are short words drawn from a fixed list by a per-request
-// seeded generator, so text looks plausible and never needs JSON escaping.
-// Prompt tokens are estimated: each whitespace-separated word counts
-// ceil(bytes/4) tokens; a chat request adds 4 tokens per message and 3 for
-// the assistant header (a typical chat template's overhead). When a prompt is
-// given as token ids, its length is the count.
+// seeded generator, so text looks plausible and never needs JSON escaping;
+// each is one token of the Qwen3 tokenizer. Prompt tokens are counted
+// exactly with that tokenizer, the one the simulator names on /model_info,
+// as the real servers count them: a text prompt is encoded as it is, and a
+// chat request is the model's chat template rendered over the messages with
+// the generation prompt, so its count includes the template's role markers
+// (see countText). When a prompt is given as token ids, its length is the
+// count.
 //
 // # Latency model
 //

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/tokenizer"
 )
 
 // writeError answers with the protocol's error body: vLLM's ErrorResponse for
@@ -43,6 +45,10 @@ func errorType(status int) string {
 	switch status {
 	case http.StatusBadRequest:
 		return "BadRequestError"
+	case http.StatusUnauthorized:
+		return "AuthenticationError"
+	case http.StatusForbidden:
+		return "PermissionDeniedError"
 	case http.StatusNotFound:
 		return "NotFoundError"
 	case http.StatusTooManyRequests:
@@ -98,13 +104,15 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	}}})
 }
 
-// tokenize answers vLLM's POST /tokenize with the simulator's own token
-// split (see estimateTokens). Chat requests count the template overhead as
-// the generation endpoints do, without ids for it.
+// tokenize answers vLLM's POST /tokenize with the ids the generation
+// endpoints count: vLLM's defaults are add_special_tokens for a prompt, and
+// for messages the chat template with the generation prompt, encoded without
+// special tokens.
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Prompt   *string `json:"prompt"`
 		Messages []struct {
+			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
@@ -113,23 +121,28 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ids []int
-	count := 0
 	switch {
 	case b.Prompt != nil:
-		ids = tokenize(*b.Prompt)
-		count = len(ids)
+		var err error
+		if ids, err = s.tok.Encode(*b.Prompt, true); err != nil {
+			s.writeError(w, EndpointCompletions, nil, badRequest("tokenize the prompt: %v", err))
+			return
+		}
 	case len(b.Messages) > 0:
-		contents := make([]string, len(b.Messages))
+		msgs := make([]datasets.Message, len(b.Messages))
 		for i, m := range b.Messages {
 			t, e := messageText(m.Content)
 			if e != nil {
 				s.writeError(w, EndpointCompletions, nil, e)
 				return
 			}
-			contents[i] = t
+			msgs[i] = datasets.Message{Role: m.Role, Content: t}
 		}
-		ids = tokenize(strings.Join(contents, " "))
-		count = estimateChatTokens(contents)
+		var e *apiError
+		if ids, e = s.chatIDs(msgs); e != nil {
+			s.writeError(w, EndpointCompletions, nil, e)
+			return
+		}
 	default:
 		s.writeError(w, EndpointCompletions, nil, badRequest("prompt or messages is required"))
 		return
@@ -139,7 +152,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		MaxModelLen int    `json:"max_model_len"`
 		Tokens      []int  `json:"tokens"`
 		TokenStrs   *[]int `json:"token_strs"`
-	}{count, s.cfg.MaxModelLen, ids, nil})
+	}{len(ids), s.cfg.MaxModelLen, ids, nil})
 }
 
 // detokenize answers vLLM's POST /detokenize by mapping ids onto the output
@@ -172,10 +185,10 @@ func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
 }
 
 // embeddedTokenizer is servingprobe's name for the Qwen3 tokenizer built
-// into the binary (tokenizer.DefaultName). The simulator counts tokens by
-// its own estimate; naming a tokenizer lets a bench find one without
-// --tokenizer, as it finds a real sglang server's.
-const embeddedTokenizer = "embedded:qwen3"
+// into the binary, the one the simulator counts prompts with. Naming it
+// lets a bench find it without --tokenizer, as it finds a real sglang
+// server's, and count prompts as the simulator does.
+const embeddedTokenizer = tokenizer.DefaultName
 
 // modelInfo answers sglang's GET /model_info, where bench_serving (and
 // servingprobe bench) look for the tokenizer when --tokenizer is unset.

@@ -22,6 +22,8 @@ func TestStatusFaults(t *testing.T) {
 		wantBody   string
 	}{
 		{Fault500, "/v1/chat/completions", chatStreamBody, 500, "", `{"error":{"message":"Internal Server Error (simulated)","type":"InternalServerError","param":null,"code":500}}`},
+		{Fault401, "/v1/chat/completions", chatStreamBody, 401, "", `{"error":{"message":"Unauthorized (simulated)","type":"AuthenticationError","param":null,"code":401}}`},
+		{Fault403, "/v1/completions", `{"prompt":"hi","max_tokens":3}`, 403, "", `{"error":{"message":"Forbidden (simulated)","type":"PermissionDeniedError","param":null,"code":403}}`},
 		{Fault503, "/generate", `{"text":"hi","stream":true}`, 503, "", `{"error":{"message":"Service Unavailable (simulated)"}}`},
 		{Fault429, "/v2/models/ensemble/generate_stream", `{"text_input":"hi","max_tokens":3}`, 429, "2", `{"error":"Too Many Requests (simulated)"}`},
 	} {
@@ -139,6 +141,17 @@ func TestStreamFaults(t *testing.T) {
 			last := object(t, events[len(events)-1])
 			if err != nil || last["usage"] == nil || strings.Contains(string(body), "[DONE]") {
 				t.Errorf("err %v, last event %v; want a clean end after the usage chunk and no [DONE]", err, last)
+			}
+		}},
+		{FaultHTML200, "/v1/chat/completions", chatStreamBody, func(t *testing.T, body []byte, err error) {
+			if err != nil || string(body) != gatewayErrorPage {
+				t.Errorf("err %v, body %q; want the gateway's HTML page", err, body)
+			}
+		}},
+		{FaultJSONNotStream, "/v1/chat/completions", chatStreamBody, func(t *testing.T, body []byte, err error) {
+			o := object(t, string(body))
+			if err != nil || o["object"] != "chat.completion" || o["usage"] == nil {
+				t.Errorf("err %v, body %s; want one whole chat.completion with usage", err, body)
 			}
 		}},
 		{FaultTruncate, "/generate", `{"text":"hi","sampling_params":{"max_new_tokens":8,"ignore_eos":true},"stream":true}`, func(t *testing.T, body []byte, err error) {

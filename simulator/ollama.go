@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/servingprobe/servingprobe/datasets"
 )
 
 // ollama's native API (/api/generate, /api/chat), as its server streams it:
@@ -21,6 +23,8 @@ type ollamaOptions struct {
 type ollamaBody struct {
 	Model    string          `json:"model"`
 	Prompt   *string         `json:"prompt"`
+	System   string          `json:"system"`
+	Raw      bool            `json:"raw"`
 	Messages []ollamaMessage `json:"messages"`
 	Stream   *bool           `json:"stream"`
 	Options  ollamaOptions   `json:"options"`
@@ -52,20 +56,41 @@ func (s *Server) parseOllama(body []byte, chat bool) (genRequest, *apiError) {
 		}
 		contents := make([]string, len(b.Messages))
 		roles := make([]string, len(b.Messages))
+		msgs := make([]datasets.Message, len(b.Messages))
 		for i, m := range b.Messages {
 			contents[i], roles[i] = m.Content, m.Role
+			msgs[i] = datasets.Message{Role: m.Role, Content: m.Content}
 		}
 		if e := s.checkHistory(roles, contents); e != nil {
 			return genRequest{}, e
 		}
-		prompt = estimateChatTokens(contents)
+		n, e := s.countChat(msgs)
+		if e != nil {
+			return genRequest{}, e
+		}
+		prompt = n
 	} else {
 		if b.Prompt == nil || *b.Prompt == "" {
 			// ollama loads the model and answers done_reason "load"; the
 			// simulator has nothing to load.
 			return genRequest{}, badRequest("prompt is required")
 		}
-		prompt = estimateTokens(*b.Prompt)
+		var (
+			n int
+			e *apiError
+		)
+		switch {
+		case b.Raw:
+			n, e = s.countText(*b.Prompt)
+		case b.System != "":
+			n, e = s.countChat([]datasets.Message{{Role: "system", Content: b.System}, {Role: "user", Content: *b.Prompt}})
+		default:
+			n, e = s.countChat([]datasets.Message{{Role: "user", Content: *b.Prompt}})
+		}
+		if e != nil {
+			return genRequest{}, e
+		}
+		prompt = n
 	}
 	req := genRequest{model: b.Model, stream: b.Stream == nil || *b.Stream, promptTokens: prompt}
 	req.maxTokens = s.cfg.MaxModelLen - prompt

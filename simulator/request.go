@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/servingprobe/servingprobe/datasets"
 )
 
 // genRequest is what every protocol's request body comes down to.
@@ -33,10 +35,10 @@ type streamOptions struct {
 
 // promptLen counts an OpenAI prompt: a string, a list of token ids, or a
 // one-element list of either (batches are refused).
-func promptLen(raw json.RawMessage) (int, *apiError) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return estimateTokens(s), nil
+func (s *Server) promptLen(raw json.RawMessage) (int, *apiError) {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return s.countText(text)
 	}
 	var ids []int
 	if json.Unmarshal(raw, &ids) == nil {
@@ -44,7 +46,7 @@ func promptLen(raw json.RawMessage) (int, *apiError) {
 	}
 	var ss []string
 	if json.Unmarshal(raw, &ss) == nil && len(ss) == 1 {
-		return estimateTokens(ss[0]), nil
+		return s.countText(ss[0])
 	}
 	var ii [][]int
 	if json.Unmarshal(raw, &ii) == nil && len(ii) == 1 {
@@ -116,7 +118,7 @@ func (s *Server) parseCompletions(body []byte) (genRequest, *apiError) {
 	if len(b.Prompt) == 0 {
 		return genRequest{}, badRequest("prompt is required")
 	}
-	pt, e := promptLen(b.Prompt)
+	pt, e := s.promptLen(b.Prompt)
 	if e != nil {
 		return genRequest{}, e
 	}
@@ -184,18 +186,24 @@ func (s *Server) parseChat(body []byte) (genRequest, *apiError) {
 	}
 	contents := make([]string, len(b.Messages))
 	roles := make([]string, len(b.Messages))
+	msgs := make([]datasets.Message, len(b.Messages))
 	for i, m := range b.Messages {
 		t, e := messageText(m.Content)
 		if e != nil {
 			return genRequest{}, e
 		}
 		contents[i], roles[i] = t, m.Role
+		msgs[i] = datasets.Message{Role: m.Role, Content: t}
 	}
 	if e := s.checkHistory(roles, contents); e != nil {
 		return genRequest{}, e
 	}
+	pt, e := s.countChat(msgs)
+	if e != nil {
+		return genRequest{}, e
+	}
 	req := genRequest{
-		model: s.cfg.Model, stream: b.Stream, promptTokens: estimateChatTokens(contents), minTokens: b.MinTokens,
+		model: s.cfg.Model, stream: b.Stream, promptTokens: pt, minTokens: b.MinTokens,
 		ignoreEOS: b.IgnoreEOS, includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage,
 	}
 	// vLLM prefers max_completion_tokens and falls back to max_tokens.
@@ -234,7 +242,11 @@ func (s *Server) parseGenerate(body []byte) (genRequest, *apiError) {
 		}
 		req.promptTokens = len(ids)
 	case b.Text != nil:
-		req.promptTokens = estimateTokens(*b.Text)
+		n, e := s.countText(*b.Text)
+		if e != nil {
+			return genRequest{}, e
+		}
+		req.promptTokens = n
 	default:
 		return genRequest{}, badRequest("Either text, input_ids or input_embeds should be provided.")
 	}
@@ -270,11 +282,15 @@ func (s *Server) parseTRT(body []byte, model string, stream bool) (genRequest, *
 	if b.MaxTokens == nil || *b.MaxTokens < 1 {
 		return genRequest{}, badRequest("input 'max_tokens' is required and must be at least 1")
 	}
-	if pt := estimateTokens(*b.TextInput); *b.MaxTokens > s.cfg.MaxModelLen-pt {
+	pt, e := s.countText(*b.TextInput)
+	if e != nil {
+		return genRequest{}, e
+	}
+	if *b.MaxTokens > s.cfg.MaxModelLen-pt {
 		return genRequest{}, badRequest("max_tokens %d plus %d input tokens exceeds the maximum sequence length %d", *b.MaxTokens, pt, s.cfg.MaxModelLen)
 	}
 	return genRequest{
-		model: model, stream: stream, promptTokens: estimateTokens(*b.TextInput),
+		model: model, stream: stream, promptTokens: pt,
 		maxTokens: *b.MaxTokens, minTokens: b.MinLength,
 		// TensorRT-LLM has no ignore_eos: an end_id outside the vocabulary
 		// can never be sampled, which has the same effect.

@@ -59,12 +59,13 @@ func TestLatencyModel(t *testing.T) {
 		want   []chunkAt
 	}{
 		{
-			// "abcd efgh" is 2 prompt tokens plus 7 of chat template.
+			// "Hello world" in Qwen3's chat template is 10 prompt tokens
+			// (TestPromptTokensExact).
 			name: "chat per-token flush", path: "/v1/chat/completions",
-			body: `{"messages":[{"role":"user","content":"abcd efgh"}],"max_tokens":4,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`,
+			body: `{"messages":[{"role":"user","content":"Hello world"}],"max_tokens":4,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`,
 			want: []chunkAt{
-				{"role", 109 * ms, 0}, {"token", 109 * ms, 1}, {"token", 119 * ms, 1}, {"token", 129 * ms, 1},
-				{"token", 139 * ms, 1}, {"usage", 139 * ms, 0}, {"done", 139 * ms, 0},
+				{"role", 110 * ms, 0}, {"token", 110 * ms, 1}, {"token", 120 * ms, 1}, {"token", 130 * ms, 1},
+				{"token", 140 * ms, 1}, {"usage", 140 * ms, 0}, {"done", 140 * ms, 0},
 			},
 		},
 		{
@@ -251,7 +252,7 @@ func TestClientSeesConfiguredTiming(t *testing.T) {
 		}()
 
 		req, _ := http.NewRequest(http.MethodPost, "http://sim/v1/chat/completions",
-			strings.NewReader(`{"messages":[{"role":"user","content":"abcd"}],"max_tokens":4,"ignore_eos":true,"stream":true}`))
+			strings.NewReader(`{"messages":[{"role":"user","content":"Hello world"}],"max_tokens":4,"ignore_eos":true,"stream":true}`))
 		req.Header.Set(RequestIDHeader, "pipe")
 		sent := time.Now()
 		resp, err := client.Do(req)
@@ -267,16 +268,17 @@ func TestClientSeesConfiguredTiming(t *testing.T) {
 		}
 		resp.Body.Close()
 		ms := time.Millisecond
-		// 1 prompt token + 7 of template: TTFT 108ms, then 10ms steps.
-		if diff := cmp.Diff([]time.Duration{108 * ms, 118 * ms, 128 * ms, 138 * ms}, arrivals); diff != "" {
+		// 10 prompt tokens ("Hello world" in Qwen3's chat template, see
+		// TestPromptTokensExact): TTFT 110ms, then 10ms steps.
+		if diff := cmp.Diff([]time.Duration{110 * ms, 120 * ms, 130 * ms, 140 * ms}, arrivals); diff != "" {
 			t.Errorf("client token arrival times (-want +got):\n%s", diff)
 		}
 		truth, err := s.WaitTruth(context.Background(), "pipe")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ttft, _ := truth.TTFT(); ttft != 108*ms {
-			t.Errorf("server TTFT = %v, want 108ms", ttft)
+		if ttft, _ := truth.TTFT(); ttft != 110*ms {
+			t.Errorf("server TTFT = %v, want 110ms", ttft)
 		}
 	})
 }

@@ -3,7 +3,8 @@ package simulator
 import (
 	"math/rand/v2"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/servingprobe/servingprobe/datasets"
 )
 
 // vocab is the output vocabulary. Each entry is one token, with the leading
@@ -35,65 +36,56 @@ func nextToken(r *rand.Rand) (text string, id int) {
 	return vocab[i], vocabBase + i
 }
 
-// estimateTokens is the prompt token estimate: each whitespace-separated word
-// is cut into pieces of 4 bytes (a piece is extended rather than split inside
-// a UTF-8 character), and each piece is one token. For ASCII that is
-// ceil(bytes/4) per word.
-func estimateTokens(s string) int {
-	n := 0
-	pieces(s, func(string) { n++ })
-	return n
-}
-
-func pieces(s string, fn func(piece string)) {
-	for w := range strings.FieldsSeq(s) {
-		for len(w) > 0 {
-			n := min(4, len(w))
-			for n < len(w) && !utf8.RuneStart(w[n]) {
-				n++
-			}
-			fn(w[:n])
-			w = w[n:]
-		}
+// countText counts a text prompt. It and countChat are how every prompt is
+// counted: with the tokenizer the simulator names as its own on /model_info
+// (embeddedTokenizer, the Qwen3 tokenizer built into the binary), the way
+// the real servers count them with their model's:
+//
+//   - a text prompt (vLLM's /v1/completions, sglang's /generate, Triton's
+//     text_input, truss) is the tokenizer's encode of the text with its
+//     special tokens, transformers' default (Qwen3 adds none);
+//   - a chat request (vLLM's and sglang's /v1/chat/completions, ollama's
+//     /api/chat) is the model's chat template rendered over the messages
+//     with the generation prompt ("<|im_start|>assistant\n"), then encoded
+//     without special tokens, since the template writes its own: the
+//     count includes every role marker and separator, as vLLM's
+//     prompt_tokens and ollama's prompt_eval_count do;
+//   - ollama's /api/generate renders the prompt through the model's
+//     template as one user turn (after its system message, if given),
+//     unless the request is raw; for a ChatML model such as Qwen3 that is
+//     the chat template's text.
+//
+// A prompt given as token ids is its length.
+func (s *Server) countText(text string) (int, *apiError) {
+	ids, err := s.tok.Encode(text, true)
+	if err != nil {
+		return 0, badRequest("tokenize the prompt: %v", err)
 	}
+	return len(ids), nil
 }
 
-// Chat template overhead added by estimateChatTokens.
-const (
-	chatTokensPerMessage = 4
-	chatTokensAssistant  = 3
-)
-
-// estimateChatTokens estimates a chat prompt from its messages' text.
-func estimateChatTokens(contents []string) int {
-	n := chatTokensAssistant
-	for _, c := range contents {
-		n += chatTokensPerMessage + estimateTokens(c)
+// chatIDs renders messages through the chat template with the generation
+// prompt and encodes the result.
+func (s *Server) chatIDs(messages []datasets.Message) ([]int, *apiError) {
+	text, err := s.tok.ApplyChatTemplate(messages, true)
+	if err != nil {
+		return nil, badRequest("apply the chat template: %v", err)
 	}
-	return n
-}
-
-// tokenize splits s the way estimateTokens counts it and gives each piece a
-// stable id in [vocabBase, vocabSize). It exists for /tokenize; the ids are
-// not invertible (detokenize maps ids onto vocab).
-func tokenize(s string) []int {
-	ids := []int{}
-	pieces(s, func(p string) {
-		ids = append(ids, vocabBase+int(fnv32(p)%(vocabSize-vocabBase)))
-	})
-	return ids
-}
-
-func fnv32(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h ^= uint32(s[i])
-		h *= 16777619
+	ids, err := s.tok.Encode(text, false)
+	if err != nil {
+		return nil, badRequest("tokenize the prompt: %v", err)
 	}
-	return h
+	return ids, nil
 }
 
-// detokenize maps ids onto the output vocabulary.
+// countChat counts a chat prompt.
+func (s *Server) countChat(messages []datasets.Message) (int, *apiError) {
+	ids, e := s.chatIDs(messages)
+	return len(ids), e
+}
+
+// detokenize maps ids onto the output vocabulary: it inverts the output
+// token ids the simulator reports (vocabBase+i), not the tokenizer's.
 func detokenize(ids []int) string {
 	var b strings.Builder
 	for _, id := range ids {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/llmtest"
+	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 )
 
 func llmdSim(t *testing.T) string { return llmtest.LLMDSim(t) }

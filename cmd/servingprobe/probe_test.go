@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/llmtest"
+	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 	"github.com/servingprobe/servingprobe/prober"
 )
 

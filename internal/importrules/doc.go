@@ -2,6 +2,7 @@
 // imports between servingprobe's packages (the tables in its test, from
 // the style guide's package rules). The checker is a pure function of a
 // package graph, so its own table test feeds it made-up graphs with each
-// kind of violation; the real test feeds it `go list -json`. It has no
-// code of its own.
+// kind of violation; the real test feeds it `go list -json`. Besides the
+// table, it holds the layout: production code never imports the test-only
+// tree, internal/testing/. It has no code of its own.
 package importrules

@@ -12,9 +12,13 @@ import (
 const module = "github.com/servingprobe/servingprobe/"
 
 // allowed lists, for each production package, the servingprobe packages
-// it may import. Packages under cmd/ and internal/ (wiring, test helpers,
-// tools) may import anything and are not listed. A package missing from
-// the table fails the test, so a new package states its place.
+// it may import. The wiring (cmd/), the internal packages (internal/: small
+// primitives, the selftest command, and under internal/testing/ everything
+// that exists only for tests) and the repo's own programs (tools/) may import
+// anything and are not listed, with one exception held by check: only test
+// code, internal/testing/ itself and tools/ import internal/testing/. A
+// package missing from the table fails the test, so a new package states
+// its place.
 var allowed = map[string][]string{
 	"config":                 {},
 	"datasets":               {"config"},
@@ -26,7 +30,7 @@ var allowed = map[string][]string{
 	"tokenizer":              {"datasets", "tokenizer/hub", "tokenizer/hftokenizers", "internal/envflag"},
 	"tokenizer/hub":          {"internal/envflag"},
 	"tokenizer/hftokenizers": {"datasets"},
-	"simulator":              {"internal/rxstamp"},
+	"simulator":              {"internal/rxstamp", "tokenizer", "datasets"},
 	"benchrun":               {"bench", "config", "datasets", "exporter", "prober", "report", "tokenizer", "tokenizer/hub", "internal/envflag"},
 	"deploy":                 {},
 	"report":                 {"bench"},
@@ -59,11 +63,23 @@ type rules struct {
 	forbidden map[string][]string
 }
 
-// exempt says whether a package (relative to the module) is wiring, a test
-// helper or a tool, which may import anything.
+// testOnly is the tree of fakes, fixtures and end-to-end tests.
+const testOnly = "internal/testing/"
+
+// exempt says whether a package (relative to the module) is wiring, an
+// internal package or a tool, which may import anything but the test-only
+// tree (see mayImportTestOnly).
 func exempt(name string) bool {
 	return strings.HasPrefix(name, "cmd/") || strings.HasPrefix(name, "internal/") ||
-		strings.Contains(name, "/internal/") || strings.HasPrefix(name, "deploy/tools") || name == "tools"
+		strings.Contains(name, "/internal/") || strings.HasPrefix(name, "tools/")
+}
+
+// mayImportTestOnly says whether a package's non-test code may import the
+// test-only tree: only the tree itself and the tools that drive it (soak)
+// may. go list reports test files' imports apart (TestImports), so tests
+// anywhere are free to use the fakes.
+func mayImportTestOnly(name string) bool {
+	return strings.HasPrefix(name, testOnly) || strings.HasPrefix(name, "tools/")
 }
 
 // check returns one line per violation of r in pkgs, and how many packages
@@ -71,7 +87,17 @@ func exempt(name string) bool {
 func check(pkgs []pkg, r rules) (violations []string, checked int) {
 	for _, p := range pkgs {
 		name, ok := strings.CutPrefix(p.ImportPath, module)
-		if !ok || exempt(name) {
+		if !ok {
+			continue
+		}
+		if !mayImportTestOnly(name) {
+			for _, imp := range p.Imports {
+				if dep, ok := strings.CutPrefix(imp, module); ok && strings.HasPrefix(dep, testOnly) {
+					violations = append(violations, name+" imports "+dep+": only tests use the test-only tree")
+				}
+			}
+		}
+		if exempt(name) {
 			continue
 		}
 		checked++
@@ -163,8 +189,19 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:    "wiring and helpers may import anything",
-			pkgs:    []pkg{p("cmd/servingprobe", m("bench"), m("exporter")), p("internal/e2e", m("cmd/servingprobe")), p("tokenizer/internal/x", m("exporter")), p("tools")},
+			pkgs:    []pkg{p("cmd/servingprobe", m("bench"), m("exporter")), p("internal/testing/e2e", m("cmd/servingprobe")), p("tokenizer/internal/x", m("exporter")), p("tools/soak", m("internal/testing/hostile"))},
 			checked: 0,
+		},
+		{
+			name: "production code imports a test fake",
+			pkgs: []pkg{p("cmd/servingprobe", m("internal/testing/llmtest")), p("internal/selftest", m("internal/testing/hostile")), p("prober", m("internal/testing/llmtest"))},
+			want: []string{
+				"cmd/servingprobe imports internal/testing/llmtest: only tests use the test-only tree",
+				"internal/selftest imports internal/testing/hostile: only tests use the test-only tree",
+				"prober imports internal/testing/llmtest: only tests use the test-only tree",
+				"prober imports internal/testing/llmtest; it may import only [config]",
+			},
+			checked: 1,
 		},
 		{
 			name:    "packages outside the module are not ours to judge",

@@ -45,6 +45,17 @@ func (r TokenCountResult) Err() float64 {
 
 // splitChunkServer streams n chunks of "tok " gap apart on /v1/chat/completions
 // and records when it wrote each.
+//
+// It is its own small server, not the simulator, because the check needs a
+// chunk text that the tokenizer, given that text alone, splits into more ids
+// than the one token the server says it carries. The simulator cannot send
+// one: its output vocabulary (simulator/tokens.go) is made of whole tokens
+// with their leading space (" the", " model"), chosen so that its text
+// retokenizes to exactly the count it reports, alone or joined. Against it,
+// the retired per-chunk rule would count right too and the check would pass
+// whatever the client did. Nor can it be the test fakes' scripted stream
+// (llmtest): selftest is a product command, and product code does not
+// import test fixtures.
 type splitChunkServer struct {
 	n     int
 	gap   time.Duration

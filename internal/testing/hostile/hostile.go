@@ -1,15 +1,24 @@
-// Package hostile serves misbehaving LLM endpoints on loopback, for the
-// robustness tests (internal/e2e) and the soak command (internal/soak).
+// Package hostile serves, on loopback, the abuse that is not an answer a
+// model server gives, for the robustness tests (internal/testing/e2e) and the
+// soak command (tools/soak). Every misbehaviour a server can answer to a
+// well-formed request (error statuses, stalls, resets, cut or malformed
+// streams, errors and aborts in a 200, an HTML page or a whole JSON body
+// instead of a stream) is a simulator.Fault, asked for with the
+// simulator's fault header, and is not repeated here.
 //
-// One Server answers every fault on its own path prefix: a target whose URL
-// is Server.URL(name) gets that fault on every request, whatever the
-// backend appends (/v1/chat/completions, /generate, ...). The streams are
-// OpenAI chat completion chunks. Handlers end when the client goes away, so
-// a closed Server leaves no goroutine behind.
+// What stays here: bodies that never end or exceed any cap (HugeEvent,
+// EndlessFast, EndlessSlow), compression bombs, a valid stream dribbled a
+// byte a second (SlowLoris), redirect loops, and traps that echo the
+// request's credentials back (EchoAuth*), which a product simulator must
+// not do. One Server answers every fault on its own path prefix: a target
+// whose URL is Server.URL(name) gets that fault on every request, whatever
+// the backend appends (/v1/chat/completions, /generate, ...). The streams
+// are OpenAI chat completion chunks. Handlers end when the client goes
+// away, so a closed Server leaves no goroutine behind.
 //
-// Faults that cannot be an HTTP handler have their own helpers: TLSGarbage
-// (a plain TCP server that answers a TLS client with text), ClosedURL
-// (connection refused) and DNSFailURL (a host name that cannot resolve).
+// Faults below HTTP have their own helpers: TLSGarbage (a plain TCP server
+// that answers a TLS client with text), ClosedURL (connection refused) and
+// DNSFailURL (a host name that cannot resolve).
 package hostile
 
 import (
@@ -32,43 +41,26 @@ import (
 // of the target URL.
 type Fault string
 
-// The faults. Streams start with a few good tokens unless said otherwise.
+// The faults. Streams start with a good token unless said otherwise.
 const (
-	OK                 Fault = "ok"                   // a correct stream with [DONE]
-	Status401          Fault = "status-401"           // 401 with a JSON error body
-	Status403          Fault = "status-403"           // 403
-	Status404          Fault = "status-404"           // 404
-	Status429          Fault = "status-429"           // 429 with Retry-After: 1
-	Status500          Fault = "status-500"           // 500
-	Status503          Fault = "status-503"           // 503 with Retry-After
-	EchoAuth           Fault = "echo-auth"            // 401 whose body echoes every request header, credentials included
-	EchoAuthStream     Fault = "echo-auth-stream"     // 200 stream whose error object echoes the Authorization header
-	EchoAuthInfo       Fault = "echo-auth-info"       // a good stream to POST; a 200 JSON echoing every request header to GET (server info)
-	StallBeforeHeaders Fault = "stall-before-headers" // reads the request, never answers
-	StallAfterHeaders  Fault = "stall-after-headers"  // 200 and headers, then nothing
-	StallMidStream     Fault = "stall-mid-stream"     // three tokens, then nothing
-	ResetMidStream     Fault = "reset-mid-stream"     // three tokens, then a TCP RST
-	NoDone             Fault = "no-done"              // three tokens, clean end, no finish reason nor [DONE]
-	MalformedChunk     Fault = "malformed-chunk"      // two tokens, then JSON cut short
-	ErrorInStream      Fault = "error-in-stream"      // two tokens, then an error object in the 200 stream
-	HugeEvent          Fault = "huge-event"           // one 50 MB data line
-	EndlessFast        Fault = "endless-fast"         // tokens as fast as the socket takes them, forever
-	EndlessSlow        Fault = "endless-slow"         // a token every 50 ms, forever
-	GzipBomb           Fault = "gzip-bomb"            // Content-Encoding: gzip, ~1 MB expanding to ~1 GiB
-	GzipBombSmall      Fault = "gzip-bomb-small"      // Content-Encoding: gzip, ~64 KiB expanding to ~64 MiB
-	SlowLoris          Fault = "slow-loris"           // a valid stream, one byte per second
-	HTMLError          Fault = "html-200"             // 200 with a text/html error page
-	JSONNotStream      Fault = "json-not-stream"      // 200 application/json, a whole completion, to a stream request
-	RedirectLoop       Fault = "redirect-loop"        // 307 to itself, forever
-	RedirectAway       Fault = "redirect-away"        // 307 to the OK fault (a different path: off-allow-list)
+	OK             Fault = "ok"               // a correct stream with [DONE]
+	EchoAuth       Fault = "echo-auth"        // 401 whose body echoes every request header, credentials included
+	EchoAuthStream Fault = "echo-auth-stream" // 200 stream whose error object echoes the Authorization header
+	EchoAuthInfo   Fault = "echo-auth-info"   // a good stream to POST; a 200 JSON echoing every request header to GET (server info)
+	HugeEvent      Fault = "huge-event"       // one 50 MB data line
+	EndlessFast    Fault = "endless-fast"     // tokens as fast as the socket takes them, forever
+	EndlessSlow    Fault = "endless-slow"     // a token every 50 ms, forever
+	GzipBomb       Fault = "gzip-bomb"        // Content-Encoding: gzip, ~1 MB expanding to ~1 GiB
+	GzipBombSmall  Fault = "gzip-bomb-small"  // Content-Encoding: gzip, ~64 KiB expanding to ~64 MiB
+	SlowLoris      Fault = "slow-loris"       // a valid stream, one byte per second
+	RedirectLoop   Fault = "redirect-loop"    // 307 to itself, forever
+	RedirectAway   Fault = "redirect-away"    // 307 to the OK fault (a different path: off-allow-list)
 )
 
 // Faults lists every fault of the Server in a stable order.
 var Faults = []Fault{
-	OK, Status401, Status403, Status404, Status429, Status500, Status503, EchoAuth, EchoAuthStream, EchoAuthInfo,
-	StallBeforeHeaders, StallAfterHeaders, StallMidStream, ResetMidStream, NoDone, MalformedChunk,
-	ErrorInStream, HugeEvent, EndlessFast, EndlessSlow, GzipBomb, GzipBombSmall, SlowLoris, HTMLError,
-	JSONNotStream, RedirectLoop, RedirectAway,
+	OK, EchoAuth, EchoAuthStream, EchoAuthInfo, HugeEvent, EndlessFast, EndlessSlow,
+	GzipBomb, GzipBombSmall, SlowLoris, RedirectLoop, RedirectAway,
 }
 
 // HugeEventBytes is the size of the HugeEvent data line.
@@ -216,14 +208,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_ = cw.rc.Flush()
 	}
-	status := func(code int, body string) {
-		w.Header().Set("Content-Type", "application/json")
-		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "1")
-		}
-		w.WriteHeader(code)
-		_ = cw.str(body)
-	}
 	tokens := func(n int) error {
 		for range n {
 			if err := cw.str(Chunk("tok ")); err != nil {
@@ -236,18 +220,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case OK:
 		sse()
 		_ = cw.str(GoodStream)
-	case Status401:
-		status(401, `{"error":{"message":"invalid api key","type":"invalid_request_error","code":401}}`)
-	case Status403:
-		status(403, `{"error":{"message":"forbidden","type":"invalid_request_error","code":403}}`)
-	case Status404:
-		status(404, `{"object":"error","message":"The model does not exist.","type":"NotFoundError","code":404}`)
-	case Status429:
-		status(429, `{"error":{"message":"rate limited","type":"rate_limit_error","code":429}}`)
-	case Status500:
-		status(500, `{"error":{"message":"internal error","type":"server_error","code":500}}`)
-	case Status503:
-		status(503, `{"error":{"message":"overloaded","type":"server_error","code":503}}`)
 	case EchoAuth:
 		var b strings.Builder
 		b.WriteString("unauthorized; you sent:\n")
@@ -270,35 +242,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_ = r.Header.Write(&b)
 		w.Header().Set("Content-Type", "application/json")
 		_ = cw.str(`{"version":"0.0.1","echo":"` + jsonEscape(b.String()) + `","internal_states":[{"avg_spec_accept_length":1.0}]}`)
-	case StallBeforeHeaders:
-		<-ctx.Done()
-	case StallAfterHeaders:
-		sse()
-		<-ctx.Done()
-	case StallMidStream:
-		sse()
-		if tokens(3) == nil {
-			<-ctx.Done()
-		}
-	case ResetMidStream:
-		sse()
-		if tokens(3) != nil {
-			return
-		}
-		reset(w)
-	case NoDone:
-		sse()
-		_ = tokens(3)
-	case MalformedChunk:
-		sse()
-		if tokens(2) == nil {
-			_ = cw.str(`data: {"id":"h","choices":[{"index":0,"delta":{"content":"tr` + "\n\n" + Finish)
-		}
-	case ErrorInStream:
-		sse()
-		if tokens(2) == nil {
-			_ = cw.str(`data: {"error":{"message":"CUDA out of memory","type":"InternalServerError","code":500}}` + "\n\n")
-		}
 	case HugeEvent:
 		sse()
 		huge(cw)
@@ -353,14 +296,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			case <-t.C:
 			}
 		}
-	case HTMLError:
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		_ = cw.str("<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body><h1>Bad Gateway</h1>\n<p>The upstream server is unavailable.</p></body></html>\n")
-	case JSONNotStream:
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		_ = cw.str(`{"id":"h","object":"chat.completion","model":"hostile","choices":[{"index":0,"message":{"role":"assistant","content":"tok tok tok tok"},"finish_reason":"length"}],"usage":{"prompt_tokens":4,"completion_tokens":4,"total_tokens":8}}`)
 	case RedirectLoop:
 		http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect)
 	case RedirectAway:
@@ -410,8 +345,9 @@ var (
 
 // bomb builds the gzip bomb once: a first gzip member holding a valid
 // stream's first event, then a member of 1 MiB of NUL bytes (about 1 KiB
-// compressed) to be sent many times. Concatenated members are one valid
-// gzip stream (RFC 1952 §2.2), which Go's gzip.Reader reads through.
+// compressed) to be sent many times. A gzip file may hold several members
+// one after another, and Go's gzip.Reader reads through them all (its
+// multistream mode, on by default), so the client sees one stream.
 func bomb() bombParts {
 	bombOnce.Do(func() {
 		gz := func(p []byte) []byte {
@@ -434,18 +370,6 @@ func BombExpansion(f Fault) (wire, expanded int64) {
 		members = 64
 	}
 	return int64(len(b.head)) + members*int64(len(b.zeros)), int64(len(Chunk("tok "))) + members<<20
-}
-
-// reset aborts the connection with an RST: SO_LINGER 0, then close.
-func reset(w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	_ = conn.Close()
 }
 
 // TLSGarbage is a plain TCP server that answers anything, a TLS

@@ -1,5 +1,5 @@
 // Command costfloor is the cheapest Go client for the load that
-// exporter/cost.sh puts on the daemon: n loops, each POSTing one streaming
+// scripts/cost.sh puts on the daemon: n loops, each POSTing one streaming
 // chat completion per interval over a kept-alive connection and discarding
 // the body unread. It parses nothing, times nothing and exports nothing, so
 // its CPU is what the Go runtime and the kernel charge for the same

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/hostile"
+	"github.com/servingprobe/servingprobe/internal/testing/hostile"
 )
 
 // The planted secrets. Each has a distinctive word so that any part of one

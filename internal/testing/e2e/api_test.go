@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/config"
-	"github.com/servingprobe/servingprobe/internal/hostile"
+	"github.com/servingprobe/servingprobe/internal/testing/hostile"
+	"github.com/servingprobe/servingprobe/simulator"
 )
 
 // apiFixture is a running binary with a simulator target, a stalling target
@@ -45,7 +46,7 @@ func newAPIFixture(t *testing.T) *apiFixture {
 		{Name: "sim", URL: sim, Model: hostile.SimModel, Interval: 2 * time.Second, Timeout: 2 * time.Second,
 			Extra: "    http_client_config:\n      authorization:\n        credentials: " + apiBearer + "\n"},
 		{Name: "other", URL: sim, Model: hostile.SimModel, Interval: 2 * time.Second},
-		{Name: "stall", URL: hs.URL(hostile.StallBeforeHeaders), Interval: 10 * time.Second, Timeout: 3 * time.Second},
+		{Name: "stall", URL: sim, Model: hostile.SimModel, SimFault: simulator.FaultStallBeforeHeaders, Interval: 10 * time.Second, Timeout: 3 * time.Second},
 	}
 	allow := hs.URL(hostile.EchoAuth) + "|" + hs.URL(hostile.RedirectAway)
 	f.extra = fmt.Sprintf("bench:\n  results_dir: %q\n  max_body_bytes: 4096\n  max_prompts: 1000\n  max_request_rate: 50\n"+
@@ -312,7 +313,7 @@ func TestHostileAPIInput(t *testing.T) {
 // not a hub id.
 func testTokenizer(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs("../../tokenizer/testdata/metaspace-legacy")
+	p, err := filepath.Abs("../../../tokenizer/testdata/metaspace-legacy")
 	if err != nil {
 		t.Fatal(err)
 	}

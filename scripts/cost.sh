@@ -3,7 +3,7 @@
 # INTERVAL (default 15s) against the simulator, for DURATION seconds (default
 # 180). A measurement, not a test: run it on an otherwise idle machine.
 #
-#   usage: [OUTPUT_LEN=32] [INTERVAL=15s] [FLOOR=1] exporter/cost.sh [DURATION_SECONDS] [TARGETS] [DATASET]
+#   usage: [OUTPUT_LEN=32] [INTERVAL=15s] [FLOOR=1] scripts/cost.sh [DURATION_SECONDS] [TARGETS] [DATASET]
 #
 # DATASET is fixed (default) or random (128-token prompts generated with the
 # embedded Qwen3 tokenizer). Prints, for the serve process:
@@ -13,11 +13,12 @@
 #     probed) and over the whole run including start-up;
 #   - context switches per second (each is a wakeup the process paid for);
 #   - peak RSS over the whole run (sampled each second) and RSS at the end.
-# With FLOOR=1 it then runs internal/costfloor, the cheapest Go client for the
+# With FLOOR=1 it then runs tools/costfloor, the cheapest Go client for the
 # same requests (no parsing, timing or metrics), under the same load, so the
 # daemon's figure can be read against what the Go runtime and the kernel charge
 # for the same connections and reads.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 dur=${1:-180}
 n=${2:-50}
 dataset=${3:-fixed}
@@ -29,7 +30,7 @@ case $ivs in '' | *[!0-9]*) echo "INTERVAL must be whole seconds, like 15s" >&2;
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/servingprobe" ./cmd/servingprobe
-go build -o "$tmp/costfloor" ./internal/costfloor
+go build -o "$tmp/costfloor" ./tools/costfloor
 "$tmp/servingprobe" simulate --web.listen-address=127.0.0.1:18931 --log.level=warn &
 {
   echo "targets:"

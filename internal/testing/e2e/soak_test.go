@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/hostile"
+	"github.com/servingprobe/servingprobe/internal/testing/hostile"
 )
 
 // Bounds of the two-minute soak. The goroutine and fd counts move with the
@@ -20,7 +20,7 @@ const (
 	soakHeapSlack = 48 << 20  // live heap over the first half's peak
 )
 
-// TestSoak is the CI version of go run ./internal/soak: 20 targets, a third
+// TestSoak is the CI version of go run ./tools/soak: 20 targets, a third
 // of them faulty, every second for two minutes. Goroutines, fds and the
 // live heap must stay flat, RSS under a bound, and goroutines and fds must
 // return to their baseline once everything stopped.

@@ -1,6 +1,10 @@
-// Module tools pins third-party programs used only by tests, kept out of the
-// main module so their dependency trees (k8s, grpc) never reach servingprobe.
-module github.com/servingprobe/servingprobe/tools
+// Module llmdsim pins llm-d-inference-sim, the third-party vLLM simulator
+// some tests run against, kept out of the main module so its dependency tree
+// (k8s, grpc) never reaches servingprobe. It sits in its own directory so
+// that the rest of tools/ (servingprobe's own programs) stays in the main
+// module: a go.mod in tools/ itself would take every program below it out
+// of the module they import.
+module github.com/servingprobe/servingprobe/tools/llmdsim
 
 go 1.26.8
 

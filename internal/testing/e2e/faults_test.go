@@ -12,7 +12,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
-	"github.com/servingprobe/servingprobe/internal/hostile"
+	"github.com/servingprobe/servingprobe/internal/testing/hostile"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/simulator"
 )
@@ -60,42 +60,38 @@ var faultMatrix = []faultRow{
 	{name: "dns_failure", url: func(*servers) string { return hostile.DNSFailURL }, want: prober.OutcomeConnectError},
 	{name: "tls_bad_certificate", url: func(s *servers) string { return s.tls.URL }, want: prober.OutcomeConnectError},
 	{name: "tls_garbage_server", url: func(s *servers) string { return s.garbage.URL() }, want: prober.OutcomeConnectError},
-	{name: "http_401", fault: hostile.Status401, want: prober.OutcomeHTTP4xx},
-	{name: "http_403", fault: hostile.Status403, want: prober.OutcomeHTTP4xx},
-	{name: "http_404", fault: hostile.Status404, want: prober.OutcomeHTTP4xx},
-	{name: "http_429_retry_after", fault: hostile.Status429, want: prober.OutcomeHTTP429},
-	{name: "http_500", fault: hostile.Status500, want: prober.OutcomeHTTP5xx},
-	{name: "http_503", fault: hostile.Status503, want: prober.OutcomeHTTP5xx},
-	{name: "sim_429", simFault: simulator.Fault429, want: prober.OutcomeHTTP429},
-	{name: "sim_500", simFault: simulator.Fault500, want: prober.OutcomeHTTP5xx},
-	{name: "sim_503", simFault: simulator.Fault503, want: prober.OutcomeHTTP5xx},
-	{name: "stall_before_headers", fault: hostile.StallBeforeHeaders, want: prober.OutcomeTimeout},
-	{name: "sim_stall_before_headers", simFault: simulator.FaultStallBeforeHeaders, want: prober.OutcomeTimeout},
-	{name: "stall_after_headers", fault: hostile.StallAfterHeaders, want: prober.OutcomeTimeout},
-	{name: "sim_stall_after_headers", simFault: simulator.FaultStallAfterHeaders, want: prober.OutcomeTimeout},
-	{name: "stall_mid_stream", fault: hostile.StallMidStream, want: prober.OutcomeTimeout},
-	{name: "sim_stall_mid_stream", simFault: simulator.FaultStallMidStream, want: prober.OutcomeTimeout},
-	{name: "reset_mid_stream", fault: hostile.ResetMidStream, want: prober.OutcomeStreamCut},
-	{name: "sim_reset_mid_stream", simFault: simulator.FaultResetMidStream, want: prober.OutcomeStreamCut},
-	{name: "no_done_no_finish", fault: hostile.NoDone, want: prober.OutcomeStreamCut},
-	// The simulator's no-done sends the finish reason and usage: the
-	// generation is complete, only the sentinel is missing.
-	{name: "sim_no_done_after_finish", simFault: simulator.FaultNoDone, want: prober.OutcomeSuccess},
-	{name: "sim_truncate", simFault: simulator.FaultTruncate, want: prober.OutcomeStreamCut},
-	{name: "malformed_json_chunk", fault: hostile.MalformedChunk, want: prober.OutcomeParseError},
-	{name: "sim_malformed_chunk", simFault: simulator.FaultMalformedChunk, want: prober.OutcomeParseError},
-	// Both error objects state code 500: the server's own status for the failure.
-	{name: "error_object_in_200_stream", fault: hostile.ErrorInStream, want: prober.OutcomeHTTP5xx},
-	{name: "sim_error_in_stream", simFault: simulator.FaultErrorInStream, want: prober.OutcomeHTTP5xx},
-	{name: "sim_abort_in_stream", simFault: simulator.FaultAbortInStream, want: prober.OutcomeServerError},
+	// Every answer a server can give to a well-formed request comes from
+	// the simulator's fault catalogue, one row per fault.
+	{name: "http_401", simFault: simulator.Fault401, want: prober.OutcomeHTTP4xx},
+	{name: "http_403", simFault: simulator.Fault403, want: prober.OutcomeHTTP4xx},
+	// A model the simulator does not serve (the target's model is the
+	// config's default, "hostile"): the simulator's own 404.
+	{name: "http_404_unknown_model", url: func(s *servers) string { return s.sim }, want: prober.OutcomeHTTP4xx},
+	{name: "http_429_retry_after", simFault: simulator.Fault429, want: prober.OutcomeHTTP429},
+	{name: "http_500", simFault: simulator.Fault500, want: prober.OutcomeHTTP5xx},
+	{name: "http_503", simFault: simulator.Fault503, want: prober.OutcomeHTTP5xx},
+	{name: "stall_before_headers", simFault: simulator.FaultStallBeforeHeaders, want: prober.OutcomeTimeout},
+	{name: "stall_after_headers", simFault: simulator.FaultStallAfterHeaders, want: prober.OutcomeTimeout},
+	{name: "stall_mid_stream", simFault: simulator.FaultStallMidStream, want: prober.OutcomeTimeout},
+	{name: "reset_mid_stream", simFault: simulator.FaultResetMidStream, want: prober.OutcomeStreamCut},
+	// no-done sends the finish reason and usage: the generation is
+	// complete, only the sentinel is missing.
+	{name: "no_done_after_finish", simFault: simulator.FaultNoDone, want: prober.OutcomeSuccess},
+	// truncate ends cleanly with neither a finish reason nor [DONE].
+	{name: "truncate_no_finish", simFault: simulator.FaultTruncate, want: prober.OutcomeStreamCut},
+	{name: "malformed_json_chunk", simFault: simulator.FaultMalformedChunk, want: prober.OutcomeParseError},
+	// The error object states code 500: the server's own status for the failure.
+	{name: "error_object_in_200_stream", simFault: simulator.FaultErrorInStream, want: prober.OutcomeHTTP5xx},
+	{name: "abort_in_stream", simFault: simulator.FaultAbortInStream, want: prober.OutcomeServerError},
+	{name: "html_error_page_200", simFault: simulator.FaultHTML200, want: prober.OutcomeParseError},
+	{name: "json_answer_to_stream_request", simFault: simulator.FaultJSONNotStream, want: prober.OutcomeSuccess},
+	// The abuse no model server commits, from the hostile server.
 	{name: "huge_50MB_event", fault: hostile.HugeEvent, want: prober.OutcomeParseError, sized: true},
 	{name: "endless_stream_fast", fault: hostile.EndlessFast, want: prober.OutcomeOverrun, sized: true},
 	{name: "endless_stream_slow", fault: hostile.EndlessSlow, want: prober.OutcomeTimeout},
 	{name: "gzip_bomb", fault: hostile.GzipBomb, want: prober.OutcomeParseError, sized: true},
 	{name: "gzip_bomb_under_cap", fault: hostile.GzipBombSmall, want: prober.OutcomeParseError},
 	{name: "slow_loris", fault: hostile.SlowLoris, want: prober.OutcomeTimeout},
-	{name: "html_error_page_200", fault: hostile.HTMLError, want: prober.OutcomeParseError},
-	{name: "json_answer_to_stream_request", fault: hostile.JSONNotStream, want: prober.OutcomeSuccess},
 	{name: "redirect_loop", fault: hostile.RedirectLoop, want: prober.OutcomeHTTP4xx},
 	{name: "redirect_loop_not_followed", fault: hostile.RedirectLoop, want: prober.OutcomeHTTP4xx,
 		extra: "    http_client_config:\n      follow_redirects: false\n"},
@@ -109,11 +105,43 @@ const (
 	faultTimeout  = 1500 * time.Millisecond
 	// The window over which the healthy target's probes are counted.
 	window = 6 * time.Second
-	// heapBound bounds the live heap's growth over the run: 39 faulty
-	// targets with 1 MiB response and 256 KiB event caps, plus the
+	// heapBound bounds the live heap's growth over the run: every faulty
+	// target of the matrix with 1 MiB response and 256 KiB event caps, plus the
 	// hostile servers running in the same process.
 	heapBound = 96 << 20
 )
+
+// coveredElsewhere are the hostile faults that are not a row of the matrix,
+// with the test that uses them.
+var coveredElsewhere = map[hostile.Fault]string{
+	hostile.OK:             "TestHostileAPIInput (the target a redirect leads to)",
+	hostile.RedirectAway:   "TestHostileAPIInput",
+	hostile.EchoAuth:       "TestSecretsNeverLeak",
+	hostile.EchoAuthStream: "TestSecretsNeverLeak",
+	hostile.EchoAuthInfo:   "TestSecretsNeverLeak",
+}
+
+// TestFaultMatrixCoversEveryFault holds the matrix to both catalogues: each
+// simulator fault is a row, and each hostile fault is a row or listed in
+// coveredElsewhere.
+func TestFaultMatrixCoversEveryFault(t *testing.T) {
+	sim := map[simulator.Fault]bool{}
+	hs := map[hostile.Fault]bool{}
+	for _, r := range faultMatrix {
+		sim[r.simFault] = true
+		hs[r.fault] = true
+	}
+	for _, f := range simulator.Faults {
+		if !sim[f] {
+			t.Errorf("simulator fault %q has no row in the fault matrix", f)
+		}
+	}
+	for _, f := range hostile.Faults {
+		if _, ok := coveredElsewhere[f]; !hs[f] && !ok {
+			t.Errorf("hostile fault %q has no row in the fault matrix", f)
+		}
+	}
+}
 
 func startServers(t *testing.T) *servers {
 	t.Helper()

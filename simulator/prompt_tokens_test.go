@@ -1,0 +1,75 @@
+package simulator
+
+import (
+	"context"
+	"testing"
+)
+
+// TestPromptTokensExact holds every endpoint's prompt count to what a real
+// server with the Qwen3 tokenizer (the one the simulator names on
+// /model_info) reports. The ids are Qwen3's, from Hugging Face:
+// "Hello world" is [9707, 1879]; as one user turn of its chat template with
+// the generation prompt,
+// "<|im_start|>user\nHello world<|im_end|>\n<|im_start|>assistant\n", it is
+// [151644, 872, 198, 9707, 1879, 151645, 198, 151644, 77091, 198].
+func TestPromptTokensExact(t *testing.T) {
+	const text, chat = 2, 10
+	for _, tc := range []struct {
+		name, path, body string
+		want             int
+	}{
+		{"generate", "/generate", `{"text":"Hello world","sampling_params":{"max_new_tokens":1}}`, text},
+		{"completions", "/v1/completions", `{"prompt":"Hello world","max_tokens":1}`, text},
+		{"completions_list", "/v1/completions", `{"prompt":["Hello world"],"max_tokens":1}`, text},
+		{"truss", "/v1/models/model:predict", `{"prompt":"Hello world","max_tokens":1}`, text},
+		{"trt", "/v2/models/ensemble/generate", `{"text_input":"Hello world","max_tokens":1}`, text},
+		{"chat", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hello world"}],"max_tokens":1}`, chat},
+		{"chat_parts", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"text","text":"Hello world"}]}],"max_tokens":1}`, chat},
+		{"ollama_chat", "/api/chat", `{"model":"servingprobe-sim","messages":[{"role":"user","content":"Hello world"}],"stream":false,"options":{"num_predict":1}}`, chat},
+		// ollama's /api/generate wraps the prompt in the model's template
+		// unless the request is raw.
+		{"ollama_generate", "/api/generate", `{"model":"servingprobe-sim","prompt":"Hello world","stream":false,"options":{"num_predict":1}}`, chat},
+		{"ollama_generate_raw", "/api/generate", `{"model":"servingprobe-sim","prompt":"Hello world","raw":true,"stream":false,"options":{"num_predict":1}}`, text},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, fastConfig())
+			ts := startLoopback(t, s)
+			resp := post(t, ts.Client(), ts.URL+tc.path, tc.body, RequestIDHeader, tc.name)
+			if body := readAll(t, resp); resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+			tr, err := s.WaitTruth(context.Background(), tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.PromptTokens != tc.want {
+				t.Errorf("%s %s: prompt tokens = %d, want %d", tc.path, tc.body, tr.PromptTokens, tc.want)
+			}
+		})
+	}
+}
+
+// TestTokenizeExact checks /tokenize, which counts as the generation
+// endpoints do: vLLM's defaults are add_special_tokens for a prompt, and
+// the chat template with the generation prompt for messages.
+func TestTokenizeExact(t *testing.T) {
+	s := newServer(t, fastConfig())
+	ts := startLoopback(t, s)
+	for _, tc := range []struct {
+		body string
+		want []int
+	}{
+		{`{"prompt":"Hello world"}`, []int{9707, 1879}},
+		{`{"messages":[{"role":"user","content":"Hello world"}]}`, []int{151644, 872, 198, 9707, 1879, 151645, 198, 151644, 77091, 198}},
+	} {
+		got := object(t, string(readAll(t, post(t, ts.Client(), ts.URL+"/tokenize", tc.body))))
+		ids, _ := got["tokens"].([]any)
+		ok := num(t, got["count"]) == len(tc.want) && len(ids) == len(tc.want)
+		for i := 0; ok && i < len(ids); i++ {
+			ok = num(t, ids[i]) == tc.want[i]
+		}
+		if !ok {
+			t.Errorf("/tokenize %s = %v, want ids %v", tc.body, got, tc.want)
+		}
+	}
+}
