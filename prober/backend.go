@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
 )
 
 // SSEEvent is one event from the stream reader. Data is only valid until the
@@ -63,7 +64,7 @@ func (d *Delta) HasUsage() bool { return d.Usage.Source != "" }
 // AppendText appends the event's decoded text to dst.
 func (d *Delta) AppendText(dst []byte) []byte {
 	if d.TextRaw {
-		return appendUnquoted(dst, d.Text)
+		return jsonscan.AppendUnquoted(dst, d.Text)
 	}
 	return append(dst, d.Text...)
 }
