@@ -156,7 +156,7 @@ func (ollama) Decode(ev SSEEvent) (Delta, error) {
 	return d, nil
 }
 
-func (ollama) ndjsonStreams() bool { return true }
+func (ollama) framing() Framing { return Framing{NDJSON: true} }
 
 // ServerTimings are the durations and counts a server states for one
 // request (ollama's final object), as it states them: durations in

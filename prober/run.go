@@ -201,11 +201,12 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	}
 	ct := resp.Header.Get("Content-Type")
 	format := FormatFor(ct, p.Options.Stream)
-	if ns, ok := p.Backend.(ndjsonStreamer); p.Options.Stream && format == FormatNDJSON && !(ok && ns.ndjsonStreams()) {
+	fr := framingOf(p.Backend)
+	if p.Options.Stream && format == FormatNDJSON && !fr.NDJSON {
 		res.End = time.Now()
 		return &FormatError{Header: "Content-Type", Value: truncate(ct, 64), Why: wrongProtocolNDJSON}
 	}
-	if rs, ok := p.Backend.(rawStreamer); ok && rs.rawStreams() && p.Options.Stream && isRawType(ct) {
+	if fr.Raw && p.Options.Stream && isRawType(ct) {
 		format = FormatRaw
 	}
 	err = p.streamClocked(body, format, res, kc)
@@ -283,7 +284,7 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 		streamed    int // output tokens so far, as counted into Events
 		limit       = OverrunLimit(res.RequestedOutputTokens)
 	)
-	_, eofEnds := p.Backend.(eofEnder)
+	eofEnds := framingOf(p.Backend).EOFEnds
 	memo, _ := p.Backend.(memoDecoder)
 	presized := res.Events == nil && res.Stream && res.RequestedOutputTokens > 0
 	if presized {

@@ -94,7 +94,8 @@ func trtTokens(raw json.RawMessage) int {
 	return len(rows)
 }
 
-func (trtGenerateStream) eofEndsStream() bool { return true }
+// framing: generate_stream has no terminal marker.
+func (trtGenerateStream) framing() Framing { return Framing{EOFEnds: true} }
 
 // scanTRT is the allocation-free decoder of a generate_stream event;
 // false means fall back to decodeTRTJSON (see scan.go).

@@ -27,4 +27,4 @@ func (truss) Decode(ev SSEEvent) (Delta, error) {
 
 func (truss) decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) error { return decodeCompletions(ev, m, d) }
 
-func (truss) rawStreams() bool { return true }
+func (truss) framing() Framing { return Framing{Raw: true} }
