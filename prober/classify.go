@@ -67,6 +67,13 @@ const wrongProtocolNDJSON = "the server streams newline-delimited JSON, which th
 	"(it reads server-sent events); ollama's native API streams so: use --backend ollama or ollama-chat, " +
 	"or the server's OpenAI-compatible /v1 routes"
 
+// wrongProtocolSSE explains a server-sent events stream sent to a backend
+// that reads newline-delimited JSON (ollama's native API).
+const wrongProtocolSSE = "the server streams server-sent events, which this backend does not speak " +
+	"(it reads ollama's native newline-delimited JSON); OpenAI-compatible routes stream so: " +
+	"use --backend openai-chat for /v1/chat/completions or openai for /v1/completions, " +
+	"or point the URL at ollama's native API (http://host:11434)"
+
 // checkResponseFormat returns a *FormatError for response headers that no
 // LLM server sends with a usable body.
 func checkResponseFormat(h http.Header) error {
@@ -96,6 +103,10 @@ var (
 	ErrEmptyOutput = errors.New("response carried no output")
 	// ErrOverrun: the client cut a stream that ran past OverrunLimit.
 	ErrOverrun = errors.New("stream ran past the requested length; cut by the client")
+	// ErrTokenless: the client cut a stream that ran on without counting a
+	// token for more events or bytes than StallLimits allows. It is an
+	// overrun too: the stream went past anything the request asked for.
+	ErrTokenless = errors.New("stream ran on without a token; cut by the client")
 )
 
 // OverrunLimit is how many output tokens a request for n may stream before
@@ -109,6 +120,21 @@ func OverrunLimit(n int) int {
 		return 0
 	}
 	return max(2*n, n+32)
+}
+
+// StallLimits bounds a stretch of a stream without a token, for a request
+// of n output tokens: after more than events consecutive events, or more
+// than bytes of body, that counted no token, the client cuts the stream
+// (ErrTokenless). A real stream has a few such events in a row at most (a
+// role-only first chunk, a finish chunk, a usage chunk), each smaller than
+// the text it ends; these bounds are far above that, and scale with the
+// request like OverrunLimit, so that no stream runs unbounded whatever
+// its events carry: the token guard bounds streams whose events count
+// tokens, this one all others (keep-alive comments excepted: they are the
+// server waiting, bounded by the request's timeout).
+func StallLimits(n int) (events int, bytes int64) {
+	limit := max(OverrunLimit(n), 64)
+	return limit, max(1<<20, 8<<10*int64(limit))
 }
 
 // classify maps the error that ended a request to its Outcome. It is the
@@ -155,7 +181,7 @@ func classify(err error) Outcome {
 		return OutcomeHTTP4xx
 	case errors.As(err, &re):
 		return OutcomeConnectError
-	case errors.Is(err, ErrOverrun):
+	case errors.Is(err, ErrOverrun), errors.Is(err, ErrTokenless):
 		return OutcomeOverrun
 	case errors.Is(err, ErrEmptyOutput):
 		return OutcomeEmptyOutput

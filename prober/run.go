@@ -206,11 +206,15 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		res.End = time.Now()
 		return &FormatError{Header: "Content-Type", Value: truncate(ct, 64), Why: wrongProtocolNDJSON}
 	}
+	if p.Options.Stream && format == FormatSSE && fr.NDJSON {
+		res.End = time.Now()
+		return &FormatError{Header: "Content-Type", Value: truncate(ct, 64), Why: wrongProtocolSSE}
+	}
 	if fr.Raw && p.Options.Stream && isRawType(ct) {
 		format = FormatRaw
 	}
 	err = p.streamClocked(body, format, res, kc)
-	if errors.Is(err, ErrOverrun) {
+	if errors.Is(err, ErrOverrun) || errors.Is(err, ErrTokenless) {
 		// Close at once rather than drain: closing an unfinished body drops
 		// the connection, which is how the server learns to stop.
 		body.Close()
@@ -283,8 +287,12 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 		protocolOne bool
 		streamed    int // output tokens so far, as counted into Events
 		limit       = OverrunLimit(res.RequestedOutputTokens)
+		stallEvents int   // consecutive events that counted no token
+		stallFrom   int64 // BytesRead after the last event that counted one
 	)
-	eofEnds := framingOf(p.Backend).EOFEnds
+	maxStallEvents, maxStallBytes := StallLimits(res.RequestedOutputTokens)
+	fr := framingOf(p.Backend)
+	eofEnds := fr.EOFEnds
 	memo, _ := p.Backend.(memoDecoder)
 	presized := res.Events == nil && res.Stream && res.RequestedOutputTokens > 0
 	if presized {
@@ -306,6 +314,12 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			if err != nil {
 				res.End = at
 				return fmt.Errorf("read stream: %w", err)
+			}
+			if i == 0 && fr.NDJSON && res.Stream && (sr.format == FormatSSE || looksSSE(ev.Data)) {
+				// Recognised by its first bytes, whatever the headers said:
+				// decoded as this protocol, every event would be empty.
+				res.End = at
+				return &FormatError{Header: "body", Value: truncate(string(ev.Data[:min(len(ev.Data), 32)]), 40), Why: wrongProtocolSSE}
 			}
 			d := &st.delta
 			if format == FormatRaw {
@@ -370,6 +384,17 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 					tokens, counted = max(u.CompletionTokens-lastCT, 0), true
 					lastCT = max(lastCT, u.CompletionTokens)
 				}
+			}
+			if tokens == 0 && d.Tokens == 0 && (newText == 0 || counted) {
+				// No token counted: role-only, usage-only, finish-only, or
+				// text under a cumulative count that did not move. A few
+				// are normal; a stream of them is going nowhere.
+				if stallEvents++; stallEvents > maxStallEvents || sr.BytesRead()-stallFrom > maxStallBytes {
+					res.End = at
+					return fmt.Errorf("%w: %d events and %d bytes since the last token", ErrTokenless, stallEvents, sr.BytesRead()-stallFrom)
+				}
+			} else {
+				stallEvents, stallFrom = 0, sr.BytesRead()
 			}
 			if newText == 0 && tokens == 0 && d.Tokens == 0 {
 				continue // role-only, usage-only, finish-only, keep-alive

@@ -464,3 +464,15 @@ func (s *StreamReader) fill() error {
 	s.readErr = io.ErrNoProgress
 	return s.readErr
 }
+
+// looksSSE reports whether a line is a server-sent events line (a data:,
+// event:, id: or retry: field, or a comment) rather than a JSON value: how
+// a stream declared as NDJSON, or sniffed, shows it is SSE after all.
+func looksSSE(line []byte) bool {
+	for _, f := range [...]string{"data:", "event:", "id:", "retry:", ":"} {
+		if bytes.HasPrefix(line, []byte(f)) {
+			return true
+		}
+	}
+	return false
+}
