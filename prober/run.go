@@ -211,7 +211,7 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		return &FormatError{Header: "Content-Type", Value: truncate(ct, 64), Why: wrongProtocolSSE}
 	}
 	if fr.Raw && p.Options.Stream && isRawType(ct) {
-		format = FormatRaw
+		format = FormatRawOrSSE // SSE passed through under the raw type is still SSE
 	}
 	err = p.streamClocked(body, format, res, kc)
 	if errors.Is(err, ErrOverrun) || errors.Is(err, ErrTokenless) {
@@ -306,7 +306,7 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			ev, at, err := sr.Next()
 			if err == io.EOF {
 				res.End = at
-				if finished || eofEnds || format == FormatJSON || format == FormatRaw || !res.Stream {
+				if finished || eofEnds || sr.format == FormatJSON || sr.format == FormatRaw || !res.Stream {
 					return nil
 				}
 				return ErrStreamCut
@@ -322,7 +322,7 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 				return &FormatError{Header: "body", Value: truncate(string(ev.Data[:min(len(ev.Data), 32)]), 40), Why: wrongProtocolSSE}
 			}
 			d := &st.delta
-			if format == FormatRaw {
+			if sr.format == FormatRaw {
 				*d, err = Delta{Text: ev.Data}, nil // the bytes are the text
 			} else if memo != nil {
 				*d = Delta{}
