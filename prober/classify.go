@@ -6,10 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 )
 
 // StatusError is a response whose status was not 200. Body holds a bounded,
@@ -28,7 +30,12 @@ func (e *StatusError) Error() string {
 
 // RequestError is a failure before response headers arrived: DNS, connect,
 // TLS, writing the request, or the server closing before it answered.
-type RequestError struct{ Err error }
+type RequestError struct {
+	Err error
+	// Wrote: the whole request was written (httptrace's WroteRequest,
+	// without an error) before the failure, so the server had it.
+	Wrote bool
+}
 
 func (e *RequestError) Error() string { return "request: " + e.Err.Error() }
 func (e *RequestError) Unwrap() error { return e.Err }
@@ -180,6 +187,9 @@ func classify(err error) Outcome {
 	case errors.Is(err, ErrTooManyRedirects):
 		return OutcomeHTTP4xx
 	case errors.As(err, &re):
+		if re.Wrote && isClosedErr(re.Err) {
+			return OutcomeConnectionClosed
+		}
 		return OutcomeConnectError
 	case errors.Is(err, ErrOverrun), errors.Is(err, ErrTokenless):
 		return OutcomeOverrun
@@ -214,6 +224,17 @@ func (e *ServerError) outcome() Outcome {
 	default:
 		return OutcomeServerError
 	}
+}
+
+// isClosedErr recognises a connection that closed or was reset under a
+// request: the end of the stream where a response header was due (EOF),
+// a reset, or net/http's "server closed idle connection", which it
+// returns, unexported, when a reused connection turns out closed after
+// the request went out on it.
+func isClosedErr(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) ||
+		strings.Contains(err.Error(), "server closed idle connection")
 }
 
 // isConnectErr recognises connection-phase errors that reach us without a

@@ -112,9 +112,10 @@ func (p *Prober) Run(ctx context.Context, prompt datasets.Prompt, scheduled time
 // dial goroutines, even after the request picked another connection, so
 // it is locked and copied out.
 type tracer struct {
-	mu   sync.Mutex
-	t    Trace
-	conn net.Conn // the connection the request got
+	mu    sync.Mutex
+	t     Trace
+	conn  net.Conn // the connection the request got
+	wrote bool     // the request was written without an error
 }
 
 func (tr *tracer) stamp(dst func(t *Trace) *time.Time, onlyFirst bool) {
@@ -160,8 +161,13 @@ func (tr *tracer) clientTrace() *httptrace.ClientTrace {
 			defer tr.mu.Unlock()
 			tr.t.GotConn, tr.t.ConnReused, tr.conn = now, info.Reused, info.Conn
 		},
-		WroteRequest: func(httptrace.WroteRequestInfo) {
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			tr.stamp(func(t *Trace) *time.Time { return &t.WroteRequest }, false)
+			if info.Err == nil {
+				tr.mu.Lock()
+				tr.wrote = true
+				tr.mu.Unlock()
+			}
 		},
 		GotFirstResponseByte: func() { tr.stamp(func(t *Trace) *time.Time { return &t.FirstResponseByte }, true) },
 	}
@@ -180,7 +186,10 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	resp, err := p.Client.Do(req)
 	if err != nil {
 		res.End = time.Now()
-		return &RequestError{Err: err}
+		tr.mu.Lock()
+		wrote := tr.wrote
+		tr.mu.Unlock()
+		return &RequestError{Err: err, Wrote: wrote}
 	}
 	body := resp.Body
 	defer func() { drain(body) }()
