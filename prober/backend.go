@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/servingprobe/servingprobe/datasets"
@@ -208,6 +209,12 @@ type BackendInfo struct {
 	// FlushCacheTimeout: the flush endpoint takes ?timeout=<seconds>
 	// (sglang's /flush_cache waits up to that long for running requests).
 	FlushCacheTimeout bool
+	// APIRoot is the path under which the server's own documentation gives
+	// its base URL (ollama: http://host:11434/api). Every path here is
+	// written from the server's root, so a base URL ending in it is taken
+	// as the root, as a trailing /v1 is (BaseURL, ReadyURL, and the
+	// backend's own requests).
+	APIRoot string
 	// Embedding marks embedding backends (bench_serving's
 	// sglang-embedding and vllm-embedding: no output tokens, so no
 	// TTFT, ITL or TPOT columns). None is registered yet; the field is
@@ -217,13 +224,31 @@ type BackendInfo struct {
 	newBackend func() Backend
 }
 
+// BaseURL is NormalizeBaseURL for this backend: it also takes a base URL
+// that ends in the backend's APIRoot as the server's root.
+func (b BackendInfo) BaseURL(raw string) (string, error) {
+	u, err := NormalizeBaseURL(raw)
+	if err != nil {
+		return "", err
+	}
+	return trimAPIRoot(u, b.APIRoot), nil
+}
+
+// trimAPIRoot removes root from the end of base, when root is set.
+func trimAPIRoot(base, root string) string {
+	if root == "" {
+		return base
+	}
+	return strings.TrimSuffix(strings.TrimRight(base, "/"), root)
+}
+
 // ReadyURL is the URL the readiness check polls for a base URL.
-func (b BackendInfo) ReadyURL(base string) string { return base + b.ReadyPath }
+func (b BackendInfo) ReadyURL(base string) string { return trimAPIRoot(base, b.APIRoot) + b.ReadyPath }
 
 // FlushCacheURL is the URL that flushes the server's prefix cache, with
 // the wait the server may take when the endpoint takes one.
 func (b BackendInfo) FlushCacheURL(base string, timeout time.Duration) string {
-	u := base + b.FlushCachePath
+	u := trimAPIRoot(base, b.APIRoot) + b.FlushCachePath
 	if b.FlushCacheTimeout {
 		u += "?timeout=" + strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)
 	}
@@ -280,9 +305,9 @@ var backends = map[string]BackendInfo{
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newTruss},
 	// Not bench_serving's: ollama's native API (its OpenAI routes work with
 	// openai and openai-chat). 11434 is ollama's port.
-	"ollama": {Protocol: ProtocolOllama, Path: pathOllamaGenerate, DefaultPort: 11434,
+	"ollama": {Protocol: ProtocolOllama, Path: pathOllamaGenerate, DefaultPort: 11434, APIRoot: ollamaAPIRoot,
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newOllama},
-	"ollama-chat": {Protocol: ProtocolOllama, Path: pathOllamaChat, Chat: true, DefaultPort: 11434,
+	"ollama-chat": {Protocol: ProtocolOllama, Path: pathOllamaChat, Chat: true, DefaultPort: 11434, APIRoot: ollamaAPIRoot,
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newOllamaChat},
 }
 
