@@ -9,7 +9,7 @@ import (
 	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
 )
 
-// openAIChat is /v1/chat/completions (bench_serving §1.3): sglang-oai-chat,
+// openAIChat is /v1/chat/completions (bench_serving's openai-chat backends): sglang-oai-chat,
 // vllm-chat, lmdeploy-chat and plain openai-chat.
 type openAIChat struct{}
 

@@ -9,7 +9,7 @@ import (
 	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
 )
 
-// openAICompletions is /v1/completions (bench_serving §1.2): sglang-oai,
+// openAICompletions is /v1/completions (bench_serving's OpenAI completions backends): sglang-oai,
 // vllm, lmdeploy and plain openai.
 type openAICompletions struct {
 	path string

@@ -10,7 +10,7 @@ import (
 	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
 )
 
-// sglangGenerate is sglang's native /generate (bench_serving §1.1). Its
+// sglangGenerate is sglang's native /generate (bench_serving's sglang backend). Its
 // stream carries the CUMULATIVE text and meta_info with cumulative token
 // counts on every chunk, so per-event token counts are exact.
 type sglangGenerate struct{}

@@ -11,7 +11,7 @@ import (
 )
 
 // trtGenerateStream is Triton's generate_stream for the TensorRT-LLM
-// ensemble (bench_serving §1.4). Each event is one decoding step, and the
+// ensemble (bench_serving's trt backend). Each event is one decoding step, and the
 // stream has no terminal marker: a clean EOF ends it.
 type trtGenerateStream struct{}
 

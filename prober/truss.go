@@ -6,7 +6,7 @@ import (
 	"github.com/servingprobe/servingprobe/datasets"
 )
 
-// truss is a Baseten Truss model's predict endpoint (bench_serving §1.5):
+// truss is a Baseten Truss model's predict endpoint (bench_serving's truss backend):
 // the completions body and stream, on another path. A model whose predict
 // returns a generator is served raw instead (application/octet-stream, the
 // chunks concatenated, no terminator, no counts: truss_server.py), which
