@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 // maxControlBody bounds what the control endpoints (/model_info,
@@ -67,16 +68,18 @@ func control(ctx context.Context, c *http.Client, method, u string, body any, he
 	return b, resp.StatusCode, nil
 }
 
-// readyCheck polls GET {base}/v1/models (the base URL for trt) once a
-// second until it answers 200, for at most timeout (newest sglang).
+// readyCheck polls GET the backend's ReadyURL ({base}/v1/models; the base
+// URL itself for trt) once a second until it answers 200, for at most
+// timeout (newest sglang).
 func readyCheck(ctx context.Context, c *http.Client, base, backend string, timeout time.Duration, headers map[string]string, logger log.Logger) error {
 	if timeout <= 0 {
 		return nil
 	}
-	u := base + "/v1/models"
-	if backend == "trt" {
-		u = base
+	info, err := prober.LookupBackend(backend)
+	if err != nil {
+		return err
 	}
+	u := info.ReadyURL(base)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(time.Second)
@@ -134,19 +137,14 @@ func modelInfoTokenizer(ctx context.Context, c *http.Client, base string, header
 	return "", errors.New("/model_info names no tokenizer_path or model_path")
 }
 
-// flushCache is POST /flush_cache (with ?timeout= for sglang backends) or
-// POST /reset_prefix_cache for vllm backends.
+// flushCache is POST to the backend's FlushCacheURL: /flush_cache (with
+// ?timeout= for sglang backends) or /reset_prefix_cache for vllm backends.
 func flushCache(ctx context.Context, c *http.Client, base, backend string, timeout time.Duration, headers map[string]string) error {
-	var u string
-	switch {
-	case strings.HasPrefix(backend, "vllm"):
-		u = base + "/reset_prefix_cache"
-	case strings.Contains(backend, "sglang"):
-		u = base + "/flush_cache?timeout=" + strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)
-	default:
-		u = base + "/flush_cache"
+	info, err := prober.LookupBackend(backend)
+	if err != nil {
+		return fmt.Errorf("flush cache: %w", err)
 	}
-	_, _, err := control(ctx, c, http.MethodPost, u, nil, headers)
+	_, _, err = control(ctx, c, http.MethodPost, info.FlushCacheURL(base, timeout), nil, headers)
 	if err != nil {
 		return fmt.Errorf("flush cache: %w", err)
 	}

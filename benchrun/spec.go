@@ -171,7 +171,13 @@ func DefaultSpec() Spec {
 // http://host:port with the backend's default port when port is 0.
 func BaseURL(baseURL, host string, port int, backend string) (string, error) {
 	if baseURL != "" {
-		u, err := prober.NormalizeBaseURL(baseURL)
+		// A backend's own API root (ollama's /api) is taken as the
+		// server's root, as /v1 is.
+		normalize := prober.NormalizeBaseURL
+		if info, err := prober.LookupBackend(backend); err == nil {
+			normalize = info.BaseURL
+		}
+		u, err := normalize(baseURL)
 		if err != nil {
 			return "", fmt.Errorf("--base-url %w", err)
 		}

@@ -137,7 +137,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			queueBuckets), requestLabels),
 		requests: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "requests_total",
-			Help: "Requests that finished, by outcome: success, http_4xx, http_429, http_5xx, connect_error, timeout, stream_cut, parse_error, server_error, overrun, empty_output or canceled.",
+			Help: "Requests that finished, by outcome: success, http_4xx, http_429, http_5xx, connect_error, connection_closed, timeout, stream_cut, parse_error, server_error, overrun, empty_output or canceled.",
 		}, append(append([]string{}, requestLabels...), labelOutcome)),
 		promptTokens: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "prompt_tokens_total",

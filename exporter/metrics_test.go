@@ -169,7 +169,7 @@ func TestSeriesPerTarget(t *testing.T) {
 	m.ObserveLag("one", "m", 0)
 
 	// Metric children (CollectAndCount counts one per label set).
-	const wantChildren = 5 + 13 + 2 + 3 + 1 + 1 + 1 + 1 + 3 // histograms, outcomes, tokens, probe gauges, skip, lag, info, bench_running, bench_runs
+	wantChildren := 5 + len(prober.Outcomes) + 2 + 3 + 1 + 1 + 1 + 1 + 3 // histograms, outcomes, tokens, probe gauges, skip, lag, info, bench_running, bench_runs
 	if got := testutil.CollectAndCount(m.requests) + testutil.CollectAndCount(m.ttft) + testutil.CollectAndCount(m.itl) +
 		testutil.CollectAndCount(m.tpot) + testutil.CollectAndCount(m.e2e) + testutil.CollectAndCount(m.queue) +
 		testutil.CollectAndCount(m.promptTokens) + testutil.CollectAndCount(m.genTokens) +
@@ -191,9 +191,9 @@ func TestSeriesPerTarget(t *testing.T) {
 	}
 	// A classic histogram is one series per bucket plus +Inf, sum and count.
 	// 5 request histograms (TTFT and E2E, ITL and TPOT, queue) and lag;
-	// 13 outcomes; 2 token counters; 3 gauges; skip; info; 4 bench.
+	// one per outcome; 2 token counters; 3 gauges; skip; info; 4 bench.
 	hist := func(b []float64) int { return len(b) + 3 }
-	maxSeries := 2*hist(requestLatencyBuckets) + 2*hist(tokenLatencyBuckets) + 2*hist(queueBuckets) + 13 + 2 + 3 + 1 + 1 + 4
+	maxSeries := 2*hist(requestLatencyBuckets) + 2*hist(tokenLatencyBuckets) + 2*hist(queueBuckets) + len(prober.Outcomes) + 2 + 3 + 1 + 1 + 4
 	if series > maxSeries {
 		t.Errorf("exposition has %d series for one target and module, cap is %d", series, maxSeries)
 	}

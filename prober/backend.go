@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
 )
 
 // SSEEvent is one event from the stream reader. Data is only valid until the
@@ -63,7 +67,7 @@ func (d *Delta) HasUsage() bool { return d.Usage.Source != "" }
 // AppendText appends the event's decoded text to dst.
 func (d *Delta) AppendText(dst []byte) []byte {
 	if d.TextRaw {
-		return appendUnquoted(dst, d.Text)
+		return jsonscan.AppendUnquoted(dst, d.Text)
 	}
 	return append(dst, d.Text...)
 }
@@ -120,32 +124,51 @@ var (
 	_ memoDecoder = truss{}
 )
 
-// rawStreamer is implemented by backends whose server may answer a stream
-// with an unframed body (FormatRaw) instead of SSE: the body is then the
-// generated text itself, with no decoding.
-type rawStreamer interface{ rawStreams() bool }
+// Framing is how a protocol's stream is framed and ended, as far as the
+// reader must know beyond Decode. Each protocol states it beside its
+// decoder (its framing method); a Backend without one has the zero
+// Framing: server-sent events, ended by [DONE] or a finish reason.
+type Framing struct {
+	// EOFEnds: the stream has no terminal marker (TensorRT-LLM's
+	// generate_stream), so a clean EOF ends it successfully instead of
+	// being a cut stream.
+	EOFEnds bool
+	// NDJSON: the server streams newline-delimited JSON
+	// (application/x-ndjson, as ollama's native API does). A backend
+	// without it that gets an NDJSON stream, or one with it that gets
+	// server-sent events, is talking to a server of another protocol: its
+	// lines would decode as events with no tokens and no end, so the
+	// request is refused at once with a hint instead.
+	NDJSON bool
+	// Raw: the server may answer a stream with an unframed body
+	// (FormatRaw: the generated text itself, no decoding) instead of SSE.
+	Raw bool
+}
 
-// ndjsonStreamer is implemented by backends whose server streams
-// newline-delimited JSON (application/x-ndjson, as ollama's native API
-// does). Any other backend that gets a declared NDJSON stream is talking to
-// a server of another protocol: its lines would decode as events with no
-// tokens and no end, and the request would end as stream_cut or timeout,
-// blaming the network for a wrong --backend.
-type ndjsonStreamer interface{ ndjsonStreams() bool }
+// framer is implemented by the protocols whose Framing is not the zero
+// one.
+type framer interface{ framing() Framing }
 
-// eofEnder is implemented by backends whose streams have no terminal marker
-// (TensorRT-LLM's generate_stream): a clean EOF ends them successfully.
-type eofEnder interface{ eofEndsStream() bool }
+// framingOf returns b's Framing.
+func framingOf(b Backend) Framing {
+	if f, ok := b.(framer); ok {
+		return f.framing()
+	}
+	return Framing{}
+}
 
-// BackendInfo describes one bench_serving --backend name.
+// BackendInfo describes one bench_serving --backend name. Every trait a
+// caller needs to tell backends apart is a field here: no caller decides
+// by a backend's name.
 type BackendInfo struct {
 	Name string
 	// Protocol is the wire protocol (one Backend implementation each).
 	Protocol string
 	// Path is the endpoint, appended to the base URL.
 	Path string
-	// DefaultPort is bench_serving's port when --port is unset (§1 table,
-	// including its gaps: vllm-chat and lmdeploy-chat default to 30000).
+	// DefaultPort is bench_serving's port when --port is unset (its table
+	// of defaults, including its gaps: vllm-chat and lmdeploy-chat default
+	// to 30000).
 	DefaultPort int
 	// NoAuth: bench_serving sends no Authorization header (trt).
 	NoAuth bool
@@ -157,19 +180,79 @@ type BackendInfo struct {
 	// Chat marks backends that send a chat history (messages), so that
 	// they can replay multi-turn conversations.
 	Chat bool
-	// SplitChunkGaps: bench_serving splits a multi-token chunk's gap per
-	// token on this backend even when it counts other backends' gaps per
-	// chunk (sglang's native /generate).
+	// SplitChunkGaps: the summary splits a multi-token chunk's gap per
+	// token for this backend even under bench_serving's chunk accounting
+	// (CompatChunkITL), as bench_serving does for sglang's native
+	// /generate, whose chunks carry cumulative token counts (sglang,
+	// sglang-native).
 	SplitChunkGaps bool
-	// Images: the backend carries images (OpenAI chat content items,
-	// sglang's image_data, sglang's completions extension).
+	// Images: the request carries a prompt's images: OpenAI chat bodies
+	// (image_url content items), sglang's /generate image_data, and
+	// sglang's completions extension (sglang-oai). Image datasets need it.
+	// (ollama's native bodies carry images too, in their "images" field;
+	// they are not marked, so that image datasets stay with the backends
+	// bench_serving accepts.)
 	Images bool
-	// InputIDs: the backend can send a prompt as token ids.
+	// InputIDs: the backend can send a prompt as token ids
+	// (--tokenize-prompt sends input_ids to sglang's /generate; only the
+	// sglang name, as bench_serving allows it).
 	InputIDs bool
-	// Embedding: the backend measures embeddings, not generation.
+	// ReadyPath is what the readiness check polls with GET, appended to the
+	// base URL until it answers 200: /v1/models for OpenAI-style servers;
+	// empty polls the base URL itself (trt: Triton's generate_stream
+	// server has no /v1/models). See ReadyURL.
+	ReadyPath string
+	// FlushCachePath is the endpoint that empties the server's prefix cache
+	// (POST, before a bench with --flush-cache): /reset_prefix_cache for
+	// vLLM, /flush_cache for sglang and everything else. See FlushCacheURL.
+	FlushCachePath string
+	// FlushCacheTimeout: the flush endpoint takes ?timeout=<seconds>
+	// (sglang's /flush_cache waits up to that long for running requests).
+	FlushCacheTimeout bool
+	// APIRoot is the path under which the server's own documentation gives
+	// its base URL (ollama: http://host:11434/api). Every path here is
+	// written from the server's root, so a base URL ending in it is taken
+	// as the root, as a trailing /v1 is (BaseURL, ReadyURL, and the
+	// backend's own requests).
+	APIRoot string
+	// Embedding marks embedding backends (bench_serving's
+	// sglang-embedding and vllm-embedding: no output tokens, so no
+	// TTFT, ITL or TPOT columns). None is registered yet; the field is
+	// here so that the summary can ask it instead of the name once one is.
 	Embedding bool
 
 	newBackend func() Backend
+}
+
+// BaseURL is NormalizeBaseURL for this backend: it also takes a base URL
+// that ends in the backend's APIRoot as the server's root.
+func (b BackendInfo) BaseURL(raw string) (string, error) {
+	u, err := NormalizeBaseURL(raw)
+	if err != nil {
+		return "", err
+	}
+	return trimAPIRoot(u, b.APIRoot), nil
+}
+
+// trimAPIRoot removes root from the end of base, when root is set.
+func trimAPIRoot(base, root string) string {
+	if root == "" {
+		return base
+	}
+	return strings.TrimSuffix(strings.TrimRight(base, "/"), root)
+}
+
+// ReadyURL is the URL the readiness check polls for a base URL.
+func (b BackendInfo) ReadyURL(base string) string { return trimAPIRoot(base, b.APIRoot) + b.ReadyPath }
+
+// FlushCacheURL is the URL that flushes the server's prefix cache, with
+// the wait the server may take when the endpoint takes one.
+func (b BackendInfo) FlushCacheURL(base string, timeout time.Duration) string {
+	u := trimAPIRoot(base, b.APIRoot) + b.FlushCachePath
+	if b.FlushCacheTimeout {
+		u += "?timeout=" + strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)
+	}
+	return u
 }
 
 // New returns a fresh Backend for this name.
@@ -196,22 +279,36 @@ func newOllamaChat() Backend  { return ollama{chat: true} }
 // backends maps every accepted --backend name to its protocol, as
 // blackbox_exporter's Probers map does.
 var backends = map[string]BackendInfo{
-	"sglang":          {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, SplitChunkGaps: true, Images: true, InputIDs: true, newBackend: newSGLang},
-	"sglang-native":   {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, SplitChunkGaps: true, Images: true, newBackend: newSGLang},
-	"sglang-oai":      {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 30000, SGLang: true, Images: true, newBackend: newCompletions},
-	"vllm":            {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000, newBackend: newCompletions},
-	"lmdeploy":        {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 23333, newBackend: newCompletions},
-	"openai":          {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000, newBackend: newCompletions},
-	"sglang-oai-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true, DefaultPort: 30000, SGLang: true, newBackend: newChat},
-	"vllm-chat":       {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true, DefaultPort: 30000, newBackend: newChat},
-	"lmdeploy-chat":   {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true, DefaultPort: 30000, newBackend: newChat},
-	"openai-chat":     {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true, DefaultPort: 8000, newBackend: newChat},
-	"trt":             {Protocol: ProtocolTRT, Path: pathTRT, DefaultPort: 8000, NoAuth: true, ModelRequired: true, newBackend: newTRT},
-	"truss":           {Protocol: ProtocolTruss, Path: pathTruss, DefaultPort: 8080, ModelRequired: true, newBackend: newTruss},
+	"sglang": {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, SplitChunkGaps: true, Images: true, InputIDs: true,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, FlushCacheTimeout: true, newBackend: newSGLang},
+	"sglang-native": {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, SplitChunkGaps: true, Images: true,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, FlushCacheTimeout: true, newBackend: newSGLang},
+	"sglang-oai": {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 30000, SGLang: true, Images: true,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, FlushCacheTimeout: true, newBackend: newCompletions},
+	"vllm": {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000,
+		ReadyPath: pathModels, FlushCachePath: pathResetPrefixCache, newBackend: newCompletions},
+	"lmdeploy": {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 23333,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newCompletions},
+	"openai": {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newCompletions},
+	"sglang-oai-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, SGLang: true, Images: true,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, FlushCacheTimeout: true, newBackend: newChat},
+	"vllm-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, Images: true,
+		ReadyPath: pathModels, FlushCachePath: pathResetPrefixCache, newBackend: newChat},
+	"lmdeploy-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, Images: true,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newChat},
+	"openai-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 8000, Images: true,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newChat},
+	"trt": {Protocol: ProtocolTRT, Path: pathTRT, DefaultPort: 8000, NoAuth: true, ModelRequired: true,
+		ReadyPath: "", FlushCachePath: pathFlushCache, newBackend: newTRT},
+	"truss": {Protocol: ProtocolTruss, Path: pathTruss, DefaultPort: 8080, ModelRequired: true,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newTruss},
 	// Not bench_serving's: ollama's native API (its OpenAI routes work with
 	// openai and openai-chat). 11434 is ollama's port.
-	"ollama":      {Protocol: ProtocolOllama, Path: pathOllamaGenerate, DefaultPort: 11434, newBackend: newOllama},
-	"ollama-chat": {Protocol: ProtocolOllama, Path: pathOllamaChat, Chat: true, DefaultPort: 11434, newBackend: newOllamaChat},
+	"ollama": {Protocol: ProtocolOllama, Path: pathOllamaGenerate, DefaultPort: 11434, APIRoot: ollamaAPIRoot,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newOllama},
+	"ollama-chat": {Protocol: ProtocolOllama, Path: pathOllamaChat, Chat: true, DefaultPort: 11434, APIRoot: ollamaAPIRoot,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newOllamaChat},
 }
 
 // LookupBackend returns the BackendInfo for a --backend name.

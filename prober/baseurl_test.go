@@ -1,6 +1,11 @@
 package prober
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/servingprobe/servingprobe/datasets"
+)
 
 func TestNormalizeBaseURL(t *testing.T) {
 	for _, tc := range []struct{ in, want, wantErr string }{
@@ -24,5 +29,40 @@ func TestNormalizeBaseURL(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("NormalizeBaseURL(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// TestOllamaAPIBaseURL: ollama's documentation gives its base URL as
+// http://localhost:11434/api, under which its native routes sit
+// (/api/generate, /api/chat) and its OpenAI routes do not (/v1/models is
+// at the root). Before, such a base URL made requests go to /api/api/chat
+// and the ready check wait on /api/v1/models (both 404).
+func TestOllamaAPIBaseURL(t *testing.T) {
+	for _, name := range []string{"ollama", "ollama-chat"} {
+		info, err := LookupBackend(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range []string{"http://h:11434/api", "http://h:11434/api/", "http://h:11434"} {
+			base, err := info.BaseURL(raw)
+			if err != nil || base != "http://h:11434" {
+				t.Errorf("%s: BaseURL(%q) = %q, %v; want http://h:11434", name, raw, base, err)
+			}
+			if got := info.ReadyURL(raw); got != "http://h:11434/v1/models" {
+				t.Errorf("%s: ReadyURL(%q) = %q, want http://h:11434/v1/models", name, raw, got)
+			}
+			req, err := info.New().NewRequest(RequestOptions{BaseURL: strings.TrimRight(raw, "/"), Model: "m", Stream: true}, datasets.Prompt{Text: "hi", OutputLen: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "http://h:11434" + info.Path; req.URL.String() != want {
+				t.Errorf("%s: base %q posts to %s, want %s", name, raw, req.URL, want)
+			}
+		}
+	}
+	// Elsewhere /api is a path prefix like any other (a gateway's).
+	info, _ := LookupBackend("vllm-chat")
+	if base, _ := info.BaseURL("http://gw/api"); base != "http://gw/api" {
+		t.Errorf("vllm-chat: BaseURL(http://gw/api) = %q, want it kept", base)
 	}
 }

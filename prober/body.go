@@ -12,13 +12,18 @@ import (
 	"github.com/servingprobe/servingprobe/datasets"
 )
 
-// Endpoint paths (bench_serving §1).
+// Endpoint paths, as bench_serving's backends request them.
 const (
 	pathGenerate    = "/generate"
 	pathCompletions = "/v1/completions"
 	pathChat        = "/v1/chat/completions"
 	pathTRT         = "/v2/models/ensemble/generate_stream"
 	pathTruss       = "/v1/models/model:predict"
+
+	// Control endpoints, never measured.
+	pathModels           = "/v1/models"
+	pathFlushCache       = "/flush_cache"
+	pathResetPrefixCache = "/reset_prefix_cache"
 )
 
 // field is one key of a JSON object whose key order we control: golden

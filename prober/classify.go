@@ -6,10 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 )
 
 // StatusError is a response whose status was not 200. Body holds a bounded,
@@ -28,7 +30,12 @@ func (e *StatusError) Error() string {
 
 // RequestError is a failure before response headers arrived: DNS, connect,
 // TLS, writing the request, or the server closing before it answered.
-type RequestError struct{ Err error }
+type RequestError struct {
+	Err error
+	// Wrote: the whole request was written (httptrace's WroteRequest,
+	// without an error) before the failure, so the server had it.
+	Wrote bool
+}
 
 func (e *RequestError) Error() string { return "request: " + e.Err.Error() }
 func (e *RequestError) Unwrap() error { return e.Err }
@@ -67,6 +74,13 @@ const wrongProtocolNDJSON = "the server streams newline-delimited JSON, which th
 	"(it reads server-sent events); ollama's native API streams so: use --backend ollama or ollama-chat, " +
 	"or the server's OpenAI-compatible /v1 routes"
 
+// wrongProtocolSSE explains a server-sent events stream sent to a backend
+// that reads newline-delimited JSON (ollama's native API).
+const wrongProtocolSSE = "the server streams server-sent events, which this backend does not speak " +
+	"(it reads ollama's native newline-delimited JSON); OpenAI-compatible routes stream so: " +
+	"use --backend openai-chat for /v1/chat/completions or openai for /v1/completions, " +
+	"or point the URL at ollama's native API (http://host:11434)"
+
 // checkResponseFormat returns a *FormatError for response headers that no
 // LLM server sends with a usable body.
 func checkResponseFormat(h http.Header) error {
@@ -96,6 +110,10 @@ var (
 	ErrEmptyOutput = errors.New("response carried no output")
 	// ErrOverrun: the client cut a stream that ran past OverrunLimit.
 	ErrOverrun = errors.New("stream ran past the requested length; cut by the client")
+	// ErrTokenless: the client cut a stream that ran on without counting a
+	// token for more events or bytes than StallLimits allows. It is an
+	// overrun too: the stream went past anything the request asked for.
+	ErrTokenless = errors.New("stream ran on without a token; cut by the client")
 )
 
 // OverrunLimit is how many output tokens a request for n may stream before
@@ -109,6 +127,21 @@ func OverrunLimit(n int) int {
 		return 0
 	}
 	return max(2*n, n+32)
+}
+
+// StallLimits bounds a stretch of a stream without a token, for a request
+// of n output tokens: after more than events consecutive events, or more
+// than bytes of body, that counted no token, the client cuts the stream
+// (ErrTokenless). A real stream has a few such events in a row at most (a
+// role-only first chunk, a finish chunk, a usage chunk), each smaller than
+// the text it ends; these bounds are far above that, and scale with the
+// request like OverrunLimit, so that no stream runs unbounded whatever
+// its events carry: the token guard bounds streams whose events count
+// tokens, this one all others (keep-alive comments excepted: they are the
+// server waiting, bounded by the request's timeout).
+func StallLimits(n int) (events int, bytes int64) {
+	limit := max(OverrunLimit(n), 64)
+	return limit, max(1<<20, 8<<10*int64(limit))
 }
 
 // classify maps the error that ended a request to its Outcome. It is the
@@ -154,8 +187,11 @@ func classify(err error) Outcome {
 	case errors.Is(err, ErrTooManyRedirects):
 		return OutcomeHTTP4xx
 	case errors.As(err, &re):
+		if re.Wrote && isClosedErr(re.Err) {
+			return OutcomeConnectionClosed
+		}
 		return OutcomeConnectError
-	case errors.Is(err, ErrOverrun):
+	case errors.Is(err, ErrOverrun), errors.Is(err, ErrTokenless):
 		return OutcomeOverrun
 	case errors.Is(err, ErrEmptyOutput):
 		return OutcomeEmptyOutput
@@ -188,6 +224,17 @@ func (e *ServerError) outcome() Outcome {
 	default:
 		return OutcomeServerError
 	}
+}
+
+// isClosedErr recognises a connection that closed or was reset under a
+// request: the end of the stream where a response header was due (EOF),
+// a reset, or net/http's "server closed idle connection", which it
+// returns, unexported, when a reused connection turns out closed after
+// the request went out on it.
+func isClosedErr(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) ||
+		strings.Contains(err.Error(), "server closed idle connection")
 }
 
 // isConnectErr recognises connection-phase errors that reach us without a

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"syscall"
@@ -53,6 +54,10 @@ func TestClassify(t *testing.T) {
 		{"gzip body not asked for", &FormatError{Header: "Content-Encoding", Value: "gzip"}, OutcomeParseError},
 		{"HTML page with 200", &FormatError{Header: "Content-Type", Value: "text/html"}, OutcomeParseError},
 		{"closed before headers", &RequestError{Err: &url.Error{Op: "Post", Err: io.EOF}}, OutcomeConnectError},
+		{"closed after the request was written", &RequestError{Err: &url.Error{Op: "Post", Err: io.EOF}, Wrote: true}, OutcomeConnectionClosed},
+		{"reset after the request was written", &RequestError{Err: &url.Error{Op: "Post", Err: &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}}, Wrote: true}, OutcomeConnectionClosed},
+		{"refused, with a stale written flag", &RequestError{Err: &url.Error{Op: "Post", Err: dial}, Wrote: true}, OutcomeConnectError},
+		{"deadline after the request was written", &RequestError{Err: &url.Error{Op: "Post", Err: context.DeadlineExceeded}, Wrote: true}, OutcomeTimeout},
 		{"request deadline", &RequestError{Err: &url.Error{Op: "Post", Err: context.DeadlineExceeded}}, OutcomeTimeout},
 		{"net timeout (client Timeout)", &RequestError{Err: &url.Error{Op: "Post", Err: timeoutErr{}}}, OutcomeTimeout},
 		{"read timeout mid-stream", fmt.Errorf("read stream: %w", timeoutErr{}), OutcomeTimeout},
@@ -90,8 +95,8 @@ func TestOutcomesClosed(t *testing.T) {
 		}
 		seen[o] = true
 	}
-	if len(seen) != 13 {
-		t.Errorf("len(Outcomes) = %d, want 13", len(seen))
+	if len(seen) != 14 {
+		t.Errorf("len(Outcomes) = %d, want 14", len(seen))
 	}
 }
 
@@ -149,3 +154,52 @@ func TestUnbuildableRequest(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestConnectionClosedAfterRequest: real loopback servers. One reads the
+// whole request and closes the connection without answering (a server
+// killed while requests wait for their headers; kill -9 of a real server
+// gave "Post …: EOF"), one resets it the same way, and a closed port
+// refuses. Only the refusal is connect_error: the others had the request.
+func TestConnectionClosedAfterRequest(t *testing.T) {
+	closer := func(linger bool) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if tc, ok := c.(*net.TCPConn); ok && linger {
+				_ = tc.SetLinger(0) // close with a reset
+			}
+			c.Close()
+		}))
+	}
+	closing, resetting := closer(false), closer(true)
+	defer closing.Close()
+	defer resetting.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+
+	for _, tc := range []struct {
+		name, url string
+		want      Outcome
+	}{
+		{"closed after the request", closing.URL, OutcomeConnectionClosed},
+		{"reset after the request", resetting.URL, OutcomeConnectionClosed},
+		{"refused", refused, OutcomeConnectError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Prober{Client: &http.Client{Transport: &http.Transport{}}, Backend: openAIChat{}, Name: "openai-chat",
+				Options: RequestOptions{BaseURL: tc.url, Model: "m", Stream: true}}
+			res := p.Run(t.Context(), datasets.Prompt{Text: "hi", OutputLen: 4}, time.Time{})
+			if res.Outcome != tc.want {
+				t.Errorf("outcome = %q (%s), want %q", res.Outcome, res.Err, tc.want)
+			}
+		})
+	}
+}

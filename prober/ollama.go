@@ -26,8 +26,10 @@ type ollama struct {
 
 var _ Backend = ollama{}
 
-// Endpoint paths of ollama's native API.
+// Endpoint paths of ollama's native API, and the root its documentation
+// gives base URLs under.
 const (
+	ollamaAPIRoot      = "/api"
 	pathOllamaGenerate = "/api/generate"
 	pathOllamaChat     = "/api/chat"
 )
@@ -89,6 +91,7 @@ func (b ollama) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, 
 		}
 	}
 	body = append(body, field{"stream", o.Stream}, field{"options", ollamaOptions(o, p)})
+	o.BaseURL = trimAPIRoot(o.BaseURL, ollamaAPIRoot) // http://host:11434/api is the server's own base URL
 	req, err := newJSONRequest(o, path, body, p)
 	if err == nil && o.Stream {
 		req.Header.Set("Accept", "application/x-ndjson")
@@ -156,7 +159,7 @@ func (ollama) Decode(ev SSEEvent) (Delta, error) {
 	return d, nil
 }
 
-func (ollama) ndjsonStreams() bool { return true }
+func (ollama) framing() Framing { return Framing{NDJSON: true} }
 
 // ServerTimings are the durations and counts a server states for one
 // request (ollama's final object), as it states them: durations in

@@ -6,9 +6,10 @@ import (
 	"net/http"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
 )
 
-// openAIChat is /v1/chat/completions (bench_serving §1.3): sglang-oai-chat,
+// openAIChat is /v1/chat/completions (bench_serving's openai-chat backends): sglang-oai-chat,
 // vllm-chat, lmdeploy-chat and plain openai-chat.
 type openAIChat struct{}
 
@@ -167,4 +168,152 @@ func decodeChatJSON(data []byte) (Delta, error) {
 		}
 	}
 	return d, nil
+}
+
+// scanChat is the allocation-free decoder of a chat chunk; false means
+// fall back to decodeChatJSON (see scan.go).
+func scanChat(data []byte) (Delta, bool) {
+	d, _, ok := scanChatText(data)
+	return d, ok
+}
+
+// scanChatText is scanChat, also returning for scanMemo the text part of
+// the first choice that is set when every other part is empty (the Delta's
+// text then depends on that part alone); otherwise an unset part.
+func scanChatText(data []byte) (Delta, textPart, bool) {
+	s := jsonscan.New(data)
+	var (
+		d     Delta
+		parts [6]textPart // delta's reasoning_content, reasoning, content; then message's
+		m     jsonscan.Seen
+	)
+	if s.Peek() != '{' || !s.Enter() {
+		return Delta{}, textPart{}, false
+	}
+	for first := true; ; first = false {
+		k, end, ok := s.Key(first)
+		if !ok {
+			return Delta{}, textPart{}, false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "choices":
+			ok = m.Once(0) && s.Array(func(i int) bool {
+				var p [6]textPart
+				var fr string
+				if !chatChoice(&s, &p, &fr) {
+					return false
+				}
+				if i == 0 {
+					parts, d.FinishReason = p, fr
+				}
+				return true
+			})
+		case "usage":
+			ok = m.Once(1) && usageField(&s, &d.Usage)
+		case "id", "created", "model", "system_fingerprint":
+			ok = s.Skip()
+		default:
+			var handled bool
+			if handled, ok = errorFields(&s, k, &m); !handled && ok {
+				ok = !jsonscan.Folds(k, "choices", "usage") && s.Skip()
+			}
+		}
+		if !ok {
+			return Delta{}, textPart{}, false
+		}
+	}
+	s.Leave()
+	if !s.End() || !setText(&d, parts[:]...) {
+		return Delta{}, textPart{}, false
+	}
+	var memo textPart
+	for _, p := range parts {
+		switch {
+		case len(p.Body) > 0:
+			return d, p, true // setText saw no other non-empty part
+		case p.Set:
+			memo = p
+		}
+	}
+	return d, memo, true
+}
+
+// chatChoice reads {"delta": {...}, "message": {...}, "finish_reason": ...}.
+func chatChoice(s *jsonscan.Scanner, parts *[6]textPart, fr *string) bool {
+	if s.Null() {
+		return true
+	}
+	if s.Peek() != '{' || !s.Enter() {
+		return false
+	}
+	var m jsonscan.Seen
+	for first := true; ; first = false {
+		k, end, ok := s.Key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "delta":
+			ok = m.Once(0) && chatDeltaParts(s, (*[3]textPart)(parts[0:3]))
+		case "message":
+			ok = m.Once(1) && chatDeltaParts(s, (*[3]textPart)(parts[3:6]))
+		case "finish_reason":
+			ok = m.Once(2) && finishField(s, fr)
+		case "index", "logprobs", "stop_reason", "matched_stop":
+			ok = s.Skip()
+		default:
+			ok = !jsonscan.Folds(k, "delta", "message", "finish_reason") && s.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.Leave()
+	return true
+}
+
+// chatDeltaParts reads reasoning_content, reasoning and content; tool
+// calls other than null or [] fall back.
+func chatDeltaParts(s *jsonscan.Scanner, p *[3]textPart) bool {
+	if s.Null() {
+		return true
+	}
+	if s.Peek() != '{' || !s.Enter() {
+		return false
+	}
+	var m jsonscan.Seen
+	for first := true; ; first = false {
+		k, end, ok := s.Key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "reasoning_content":
+			ok = m.Once(0) && s.Text(&p[0])
+		case "reasoning":
+			ok = m.Once(1) && s.Text(&p[1])
+		case "content":
+			ok = m.Once(2) && s.Text(&p[2])
+		case "tool_calls":
+			ok = m.Once(3) && s.EmptyArray()
+		case "role":
+			ok = s.Skip()
+		default:
+			ok = !jsonscan.Folds(k, "reasoning_content", "reasoning", "content", "tool_calls") && s.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.Leave()
+	return true
 }

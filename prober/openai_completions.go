@@ -6,9 +6,10 @@ import (
 	"net/http"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
 )
 
-// openAICompletions is /v1/completions (bench_serving §1.2): sglang-oai,
+// openAICompletions is /v1/completions (bench_serving's OpenAI completions backends): sglang-oai,
 // vllm, lmdeploy and plain openai.
 type openAICompletions struct {
 	path string
@@ -99,4 +100,103 @@ func decodeCompletionsJSON(data []byte) (Delta, error) {
 		}
 	}
 	return d, nil
+}
+
+// scanCompletions is the allocation-free decoder of a completions chunk
+// (completions, truss); false means fall back to decodeCompletionsJSON
+// (see scan.go).
+func scanCompletions(data []byte) (Delta, bool) {
+	d, _, ok := scanCompletionsText(data)
+	return d, ok
+}
+
+// scanCompletionsText is scanCompletions, also returning the text part of
+// the first choice for scanMemo.
+func scanCompletionsText(data []byte) (Delta, textPart, bool) {
+	s := jsonscan.New(data)
+	var (
+		d    Delta
+		text textPart
+		m    jsonscan.Seen
+	)
+	if s.Peek() != '{' || !s.Enter() {
+		return Delta{}, textPart{}, false
+	}
+	for first := true; ; first = false {
+		k, end, ok := s.Key(first)
+		if !ok {
+			return Delta{}, textPart{}, false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "choices":
+			ok = m.Once(0) && s.Array(func(i int) bool {
+				var t textPart
+				var fr string
+				if !completionChoice(&s, &t, &fr) {
+					return false
+				}
+				if i == 0 {
+					text, d.FinishReason = t, fr
+				}
+				return true
+			})
+		case "usage":
+			ok = m.Once(1) && usageField(&s, &d.Usage)
+		case "id", "created", "model", "system_fingerprint":
+			ok = s.Skip()
+		default:
+			var handled bool
+			if handled, ok = errorFields(&s, k, &m); !handled && ok {
+				ok = !jsonscan.Folds(k, "choices", "usage") && s.Skip()
+			}
+		}
+		if !ok {
+			return Delta{}, textPart{}, false
+		}
+	}
+	s.Leave()
+	if !s.End() || !setText(&d, text) {
+		return Delta{}, textPart{}, false
+	}
+	return d, text, true
+}
+
+// completionChoice reads {"text": ..., "finish_reason": ...}; null is an
+// empty choice.
+func completionChoice(s *jsonscan.Scanner, text *textPart, fr *string) bool {
+	if s.Null() {
+		return true
+	}
+	if s.Peek() != '{' || !s.Enter() {
+		return false
+	}
+	var m jsonscan.Seen
+	for first := true; ; first = false {
+		k, end, ok := s.Key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "text":
+			// A string field: null leaves it empty.
+			ok = m.Once(0) && s.Text(text)
+		case "finish_reason":
+			ok = m.Once(1) && finishField(s, fr)
+		case "index", "logprobs", "stop_reason", "matched_stop":
+			ok = s.Skip()
+		default:
+			ok = !jsonscan.Folds(k, "text", "finish_reason") && s.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.Leave()
+	return true
 }

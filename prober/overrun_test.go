@@ -95,3 +95,16 @@ func TestOverrunNotOnHonouredLength(t *testing.T) {
 		t.Errorf("Run() outcome = %q (%s), want success", res.Outcome, res.Err)
 	}
 }
+
+func TestStallLimits(t *testing.T) {
+	for _, tc := range []struct {
+		n, events int
+		bytes     int64
+	}{
+		{0, 64, 1 << 20}, {1, 64, 1 << 20}, {100, 200, 200 * 8 << 10}, {1000, 2000, 2000 * 8 << 10},
+	} {
+		if e, b := StallLimits(tc.n); e != tc.events || b != tc.bytes {
+			t.Errorf("StallLimits(%d) = %d, %d; want %d, %d", tc.n, e, b, tc.events, tc.bytes)
+		}
+	}
+}

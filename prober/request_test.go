@@ -18,7 +18,8 @@ func ptr[T any](v T) *T { return &v }
 
 // TestRequestBodies pins every backend's request, byte for byte, in
 // testdata/requests/<case>.http (rewrite with -update). Key order follows
-// bench_serving's bodies (bench_serving.md §1).
+// the bodies of bench_serving's request functions (sglang's
+// bench_serving.py), whose dict order is Python's insertion order.
 func TestRequestBodies(t *testing.T) {
 	base := RequestOptions{BaseURL: "http://127.0.0.1:30000/", Model: "Qwen/Qwen2.5-0.5B-Instruct", Stream: true, IgnoreEOS: true}
 	compat := base // bench_serving sends no stream_options, and chat's length once
@@ -105,8 +106,9 @@ func TestRequestBodies(t *testing.T) {
 	}
 }
 
-// TestRequestBodiesMatchSpecExamples checks our bytes against the example
-// bodies quoted in bench_serving.md §1, independently of our goldens.
+// TestRequestBodiesMatchSpecExamples checks our bytes against bodies
+// written out by hand from bench_serving's request functions, as
+// json.dumps sends them, independently of our goldens.
 func TestRequestBodiesMatchSpecExamples(t *testing.T) {
 	for _, tc := range []struct {
 		backend string
@@ -117,7 +119,7 @@ func TestRequestBodiesMatchSpecExamples(t *testing.T) {
 			`{"text":"…","sampling_params":{"temperature":0.0,"max_new_tokens":256,"ignore_eos":true},"stream":true,"lora_path":null,"return_logprob":false,"logprob_start_len":-1}`},
 		{"vllm", datasets.Prompt{Text: "…", OutputLen: 128},
 			`{"model":"m","prompt":"…","best_of":1,"max_tokens":128,"stream":true,"temperature":0.0,"ignore_eos":true}`},
-		// The spec quotes bench_serving's source literal 0.000001; Python's
+		// bench_serving's source has the literal 0.000001; Python's
 		// json.dumps writes that float as 1e-06 on the wire, and so do we.
 		{"trt", datasets.Prompt{Text: "p", OutputLen: 9},
 			`{"accumulate_tokens":true,"text_input":"p","temperature":1e-06,"top_p":1.0,"max_tokens":9,"stream":true,"min_length":9,"end_id":1048576}`},

@@ -13,9 +13,14 @@ const (
 	OutcomeHTTP429      Outcome = "http_429"
 	OutcomeHTTP5xx      Outcome = "http_5xx"
 	OutcomeConnectError Outcome = "connect_error"
-	OutcomeTimeout      Outcome = "timeout"
-	OutcomeStreamCut    Outcome = "stream_cut"
-	OutcomeParseError   Outcome = "parse_error"
+	// OutcomeConnectionClosed is a request whose bytes were all written
+	// and whose connection then closed (or was reset) before a response
+	// header came: the server accepted the request and died, restarted or
+	// dropped it, unlike connect_error, where no request reached it.
+	OutcomeConnectionClosed Outcome = "connection_closed"
+	OutcomeTimeout          Outcome = "timeout"
+	OutcomeStreamCut        Outcome = "stream_cut"
+	OutcomeParseError       Outcome = "parse_error"
 	// OutcomeServerError is a failure the server reported inside a 200
 	// stream without stating an HTTP status (one it states counts as that
 	// status: http_4xx, http_429 or http_5xx).
@@ -36,7 +41,7 @@ const (
 // create every series before the first failure happens.
 var Outcomes = []Outcome{
 	OutcomeSuccess, OutcomeHTTP4xx, OutcomeHTTP429, OutcomeHTTP5xx,
-	OutcomeConnectError, OutcomeTimeout, OutcomeStreamCut, OutcomeParseError,
+	OutcomeConnectError, OutcomeConnectionClosed, OutcomeTimeout, OutcomeStreamCut, OutcomeParseError,
 	OutcomeServerError, OutcomeOverrun, OutcomeEmptyOutput, OutcomeCanceled,
 	OutcomeRequestError,
 }

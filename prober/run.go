@@ -112,9 +112,10 @@ func (p *Prober) Run(ctx context.Context, prompt datasets.Prompt, scheduled time
 // dial goroutines, even after the request picked another connection, so
 // it is locked and copied out.
 type tracer struct {
-	mu   sync.Mutex
-	t    Trace
-	conn net.Conn // the connection the request got
+	mu    sync.Mutex
+	t     Trace
+	conn  net.Conn // the connection the request got
+	wrote bool     // the request was written without an error
 }
 
 func (tr *tracer) stamp(dst func(t *Trace) *time.Time, onlyFirst bool) {
@@ -160,8 +161,13 @@ func (tr *tracer) clientTrace() *httptrace.ClientTrace {
 			defer tr.mu.Unlock()
 			tr.t.GotConn, tr.t.ConnReused, tr.conn = now, info.Reused, info.Conn
 		},
-		WroteRequest: func(httptrace.WroteRequestInfo) {
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			tr.stamp(func(t *Trace) *time.Time { return &t.WroteRequest }, false)
+			if info.Err == nil {
+				tr.mu.Lock()
+				tr.wrote = true
+				tr.mu.Unlock()
+			}
 		},
 		GotFirstResponseByte: func() { tr.stamp(func(t *Trace) *time.Time { return &t.FirstResponseByte }, true) },
 	}
@@ -180,7 +186,10 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	resp, err := p.Client.Do(req)
 	if err != nil {
 		res.End = time.Now()
-		return &RequestError{Err: err}
+		tr.mu.Lock()
+		wrote := tr.wrote
+		tr.mu.Unlock()
+		return &RequestError{Err: err, Wrote: wrote}
 	}
 	body := resp.Body
 	defer func() { drain(body) }()
@@ -201,15 +210,20 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	}
 	ct := resp.Header.Get("Content-Type")
 	format := FormatFor(ct, p.Options.Stream)
-	if ns, ok := p.Backend.(ndjsonStreamer); p.Options.Stream && format == FormatNDJSON && !(ok && ns.ndjsonStreams()) {
+	fr := framingOf(p.Backend)
+	if p.Options.Stream && format == FormatNDJSON && !fr.NDJSON {
 		res.End = time.Now()
 		return &FormatError{Header: "Content-Type", Value: truncate(ct, 64), Why: wrongProtocolNDJSON}
 	}
-	if rs, ok := p.Backend.(rawStreamer); ok && rs.rawStreams() && p.Options.Stream && isRawType(ct) {
-		format = FormatRaw
+	if p.Options.Stream && format == FormatSSE && fr.NDJSON {
+		res.End = time.Now()
+		return &FormatError{Header: "Content-Type", Value: truncate(ct, 64), Why: wrongProtocolSSE}
+	}
+	if fr.Raw && p.Options.Stream && isRawType(ct) {
+		format = FormatRawOrSSE // SSE passed through under the raw type is still SSE
 	}
 	err = p.streamClocked(body, format, res, kc)
-	if errors.Is(err, ErrOverrun) {
+	if errors.Is(err, ErrOverrun) || errors.Is(err, ErrTokenless) {
 		// Close at once rather than drain: closing an unfinished body drops
 		// the connection, which is how the server learns to stop.
 		body.Close()
@@ -282,8 +296,12 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 		protocolOne bool
 		streamed    int // output tokens so far, as counted into Events
 		limit       = OverrunLimit(res.RequestedOutputTokens)
+		stallEvents int   // consecutive events that counted no token
+		stallFrom   int64 // BytesRead after the last event that counted one
 	)
-	_, eofEnds := p.Backend.(eofEnder)
+	maxStallEvents, maxStallBytes := StallLimits(res.RequestedOutputTokens)
+	fr := framingOf(p.Backend)
+	eofEnds := fr.EOFEnds
 	memo, _ := p.Backend.(memoDecoder)
 	presized := res.Events == nil && res.Stream && res.RequestedOutputTokens > 0
 	if presized {
@@ -297,7 +315,7 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			ev, at, err := sr.Next()
 			if err == io.EOF {
 				res.End = at
-				if finished || eofEnds || format == FormatJSON || format == FormatRaw || !res.Stream {
+				if finished || eofEnds || sr.format == FormatJSON || sr.format == FormatRaw || !res.Stream {
 					return nil
 				}
 				return ErrStreamCut
@@ -306,8 +324,14 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 				res.End = at
 				return fmt.Errorf("read stream: %w", err)
 			}
+			if i == 0 && fr.NDJSON && res.Stream && (sr.format == FormatSSE || looksSSE(ev.Data)) {
+				// Recognised by its first bytes, whatever the headers said:
+				// decoded as this protocol, every event would be empty.
+				res.End = at
+				return &FormatError{Header: "body", Value: truncate(string(ev.Data[:min(len(ev.Data), 32)]), 40), Why: wrongProtocolSSE}
+			}
 			d := &st.delta
-			if format == FormatRaw {
+			if sr.format == FormatRaw {
 				*d, err = Delta{Text: ev.Data}, nil // the bytes are the text
 			} else if memo != nil {
 				*d = Delta{}
@@ -369,6 +393,17 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 					tokens, counted = max(u.CompletionTokens-lastCT, 0), true
 					lastCT = max(lastCT, u.CompletionTokens)
 				}
+			}
+			if tokens == 0 && d.Tokens == 0 && (newText == 0 || counted) {
+				// No token counted: role-only, usage-only, finish-only, or
+				// text under a cumulative count that did not move. A few
+				// are normal; a stream of them is going nowhere.
+				if stallEvents++; stallEvents > maxStallEvents || sr.BytesRead()-stallFrom > maxStallBytes {
+					res.End = at
+					return fmt.Errorf("%w: %d events and %d bytes since the last token", ErrTokenless, stallEvents, sr.BytesRead()-stallFrom)
+				}
+			} else {
+				stallEvents, stallFrom = 0, sr.BytesRead()
 			}
 			if newText == 0 && tokens == 0 && d.Tokens == 0 {
 				continue // role-only, usage-only, finish-only, keep-alive

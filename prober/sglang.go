@@ -7,9 +7,10 @@ import (
 	"net/http"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
 )
 
-// sglangGenerate is sglang's native /generate (bench_serving §1.1). Its
+// sglangGenerate is sglang's native /generate (bench_serving's sglang backend). Its
 // stream carries the CUMULATIVE text and meta_info with cumulative token
 // counts on every chunk, so per-event token counts are exact.
 type sglangGenerate struct{}
@@ -136,4 +137,90 @@ func sglangFinishReason(raw json.RawMessage) (string, error) {
 		return "", &ServerError{Message: truncate(msg, maxErrText), Status: statedStatus(o.StatusCode)}
 	}
 	return o.Type, nil
+}
+
+// scanSGLang is the allocation-free decoder of a /generate chunk; false
+// means fall back to decodeSGLangJSON (see scan.go).
+func scanSGLang(data []byte) (Delta, bool) {
+	s := jsonscan.New(data)
+	var (
+		d    = Delta{Cumulative: true}
+		text textPart
+		m    jsonscan.Seen
+	)
+	if s.Peek() != '{' || !s.Enter() {
+		return Delta{}, false
+	}
+	for first := true; ; first = false {
+		k, end, ok := s.Key(first)
+		if !ok {
+			return Delta{}, false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "text":
+			ok = m.Once(0) && s.Text(&text)
+		case "meta_info":
+			ok = m.Once(1) && metaInfo(&s, &d)
+		default:
+			var handled bool
+			if handled, ok = errorFields(&s, k, &m); !handled && ok {
+				ok = !jsonscan.Folds(k, "text", "meta_info") && s.Skip()
+			}
+		}
+		if !ok {
+			return Delta{}, false
+		}
+	}
+	s.Leave()
+	if !s.End() || !setText(&d, text) {
+		return Delta{}, false
+	}
+	return d, true
+}
+
+// metaInfo reads sglang's meta_info; finish_reason other than null or a
+// plain string falls back.
+func metaInfo(s *jsonscan.Scanner, d *Delta) bool {
+	if s.Null() {
+		return true
+	}
+	if s.Peek() != '{' || !s.Enter() {
+		return false
+	}
+	var m jsonscan.Seen
+	u := Usage{Source: TokenSourceMetaInfo}
+	for first := true; ; first = false {
+		k, end, ok := s.Key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "finish_reason":
+			ok = m.Once(0) && finishField(s, &d.FinishReason)
+		case "prompt_tokens":
+			ok = m.Once(1) && s.Int(&u.PromptTokens)
+		case "completion_tokens":
+			ok = m.Once(2) && s.Int(&u.CompletionTokens)
+		case "cached_tokens":
+			ok = m.Once(3) && s.Int(&u.CachedTokens)
+		case "spec_accept_length":
+			ok = m.Once(4) && s.Float(&d.SpecAcceptLength)
+		case "id", "weight_version", "e2e_latency":
+			ok = s.Skip()
+		default:
+			ok = !jsonscan.Folds(k, "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "spec_accept_length") && s.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.Leave()
+	d.Usage = u
+	return true
 }

@@ -27,6 +27,13 @@ const (
 	// the stream. Read boundaries are the only chunk boundaries left, so
 	// they are the events' arrival times.
 	FormatRaw
+	// FormatRawOrSSE is FormatRaw unless the body's first bytes are a
+	// server-sent events line (data:, event:, id:, retry: or a comment),
+	// in which case it is FormatSSE: a truss model that passes an OpenAI
+	// engine's stream through serves SSE under the raw Content-Type
+	// (application/octet-stream). A raw body whose first read is a strict
+	// prefix of such a line ("da") waits for the next read to decide.
+	FormatRawOrSSE
 )
 
 // isRawType reports the Content-Types of an unframed stream: what truss
@@ -171,7 +178,7 @@ func (s *StreamReader) Next() (SSEEvent, time.Time, error) {
 		s.data, s.aliased, s.hasData, s.event, s.consumed = s.dataBuf[:0], false, false, "", false
 	}
 	for {
-		if s.format == FormatAuto && !s.sniff() {
+		if (s.format == FormatAuto || s.format == FormatRawOrSSE) && !s.sniff() {
 			if err := s.fill(); err != nil {
 				return SSEEvent{}, s.errAt, err
 			}
@@ -226,9 +233,22 @@ func (s *StreamReader) Next() (SSEEvent, time.Time, error) {
 	}
 }
 
-// sniff decides FormatAuto from the first non-blank byte; false means it
+// sniff decides FormatAuto from the first non-blank byte, and
+// FormatRawOrSSE from the first non-blank line's start; false means it
 // needs more bytes.
 func (s *StreamReader) sniff() bool {
+	if s.format == FormatRawOrSSE {
+		b := bytes.TrimLeft(s.buf[s.start:s.end], " \t\r\n")
+		switch sse, sure := sseStart(b); {
+		case sure || s.eof:
+			s.format = FormatRaw
+			if sse {
+				s.format = FormatSSE
+			}
+			return true
+		}
+		return false
+	}
 	for _, c := range s.buf[s.start:s.end] {
 		switch c {
 		case ' ', '\t', '\r', '\n':
@@ -463,4 +483,37 @@ func (s *StreamReader) fill() error {
 	}
 	s.readErr = io.ErrNoProgress
 	return s.readErr
+}
+
+// sseStart reports whether b starts with a server-sent events line, and
+// whether that is sure: false and not sure when b is a strict prefix of one
+// (more bytes may tell).
+func sseStart(b []byte) (sse, sure bool) {
+	if len(b) == 0 {
+		return false, false
+	}
+	for _, f := range sseFields {
+		if bytes.HasPrefix(b, []byte(f)) {
+			return true, true
+		}
+		if len(b) < len(f) && bytes.HasPrefix([]byte(f), b) {
+			return false, false
+		}
+	}
+	return false, true
+}
+
+// sseFields are the starts of a server-sent events line.
+var sseFields = [...]string{"data:", "event:", "id:", "retry:", ":"}
+
+// looksSSE reports whether a line is a server-sent events line (a data:,
+// event:, id: or retry: field, or a comment) rather than a JSON value: how
+// a stream declared as NDJSON, or sniffed, shows it is SSE after all.
+func looksSSE(line []byte) bool {
+	for _, f := range sseFields {
+		if bytes.HasPrefix(line, []byte(f)) {
+			return true
+		}
+	}
+	return false
 }

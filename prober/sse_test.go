@@ -219,7 +219,7 @@ func TestFormatFor(t *testing.T) {
 	}
 }
 
-// TestStreamReaderSteadyStateAllocs pins the issue-10 target for the reader:
+// TestStreamReaderSteadyStateAllocs pins the reader's allocation target:
 // once its buffers are warm, reading an event allocates nothing.
 func TestStreamReaderSteadyStateAllocs(t *testing.T) {
 	ev := "data: {\"choices\":[{\"index\":0,\"text\":\" tok\",\"finish_reason\":null}]}\n\n"

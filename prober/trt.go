@@ -7,10 +7,11 @@ import (
 	"net/http"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
 )
 
 // trtGenerateStream is Triton's generate_stream for the TensorRT-LLM
-// ensemble (bench_serving §1.4). Each event is one decoding step, and the
+// ensemble (bench_serving's trt backend). Each event is one decoding step, and the
 // stream has no terminal marker: a clean EOF ends it.
 type trtGenerateStream struct{}
 
@@ -93,4 +94,85 @@ func trtTokens(raw json.RawMessage) int {
 	return len(rows)
 }
 
-func (trtGenerateStream) eofEndsStream() bool { return true }
+// framing: generate_stream has no terminal marker.
+func (trtGenerateStream) framing() Framing { return Framing{EOFEnds: true} }
+
+// scanTRT is the allocation-free decoder of a generate_stream event;
+// false means fall back to decodeTRTJSON (see scan.go).
+func scanTRT(data []byte) (Delta, bool) {
+	d, _, ok := scanTRTText(data)
+	return d, ok
+}
+
+// scanTRTText is scanTRT, also returning text_output for scanMemo.
+func scanTRTText(data []byte) (Delta, textPart, bool) {
+	s := jsonscan.New(data)
+	var (
+		text   textPart
+		m      jsonscan.Seen
+		tokens int
+	)
+	if s.Peek() != '{' || !s.Enter() {
+		return Delta{}, textPart{}, false
+	}
+	for first := true; ; first = false {
+		k, end, ok := s.Key(first)
+		if !ok {
+			return Delta{}, textPart{}, false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "text_output":
+			ok = m.Once(0) && s.Text(&text)
+		case "output_log_probs":
+			ok = m.Once(1) && logProbCount(&s, &tokens)
+		case "model_name", "model_version", "sequence_end", "sequence_id", "sequence_start":
+			ok = s.Skip()
+		default:
+			var handled bool
+			if handled, ok = errorFields(&s, k, &m); !handled && ok {
+				ok = !jsonscan.Folds(k, "text_output", "output_log_probs") && s.Skip()
+			}
+		}
+		if !ok {
+			return Delta{}, textPart{}, false
+		}
+	}
+	s.Leave()
+	if !s.End() {
+		return Delta{}, textPart{}, false
+	}
+	if !text.Set {
+		return Delta{}, text, true
+	}
+	return Delta{Text: text.Body, TextRaw: !text.Plain, Tokens: max(tokens, 1)}, text, true
+}
+
+// logProbCount counts the entries of a flat output_log_probs array into n;
+// a scalar or null leaves n alone, and a nested array (one row per beam)
+// falls back.
+func logProbCount(s *jsonscan.Scanner, n *int) bool {
+	if s.Peek() != '[' {
+		return s.Skip()
+	}
+	if !s.Enter() {
+		return false
+	}
+	for first := true; ; first = false {
+		end, ok := s.Elem(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		if c := s.Peek(); c == '[' || c == '{' || !s.Skip() {
+			return false
+		}
+		*n++
+	}
+	s.Leave()
+	return true
+}

@@ -6,7 +6,7 @@ import (
 	"github.com/servingprobe/servingprobe/datasets"
 )
 
-// truss is a Baseten Truss model's predict endpoint (bench_serving §1.5):
+// truss is a Baseten Truss model's predict endpoint (bench_serving's truss backend):
 // the completions body and stream, on another path. A model whose predict
 // returns a generator is served raw instead (application/octet-stream, the
 // chunks concatenated, no terminator, no counts: truss_server.py), which
@@ -27,4 +27,4 @@ func (truss) Decode(ev SSEEvent) (Delta, error) {
 
 func (truss) decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) error { return decodeCompletions(ev, m, d) }
 
-func (truss) rawStreams() bool { return true }
+func (truss) framing() Framing { return Framing{Raw: true} }

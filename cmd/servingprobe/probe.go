@@ -136,7 +136,11 @@ func resolveProbe(a *probeArgs) (config.Target, string, config.Module, error) {
 		if a.URL == "" {
 			return t, "", m, errors.New("--url or --config.file is required")
 		}
-		u, err := prober.NormalizeBaseURL(a.URL)
+		normalize := prober.NormalizeBaseURL
+		if info, err := prober.LookupBackend(a.Backend); err == nil {
+			normalize = info.BaseURL // ollama's /api is its root, as /v1 is
+		}
+		u, err := normalize(a.URL)
 		if err != nil {
 			return t, "", m, fmt.Errorf("--url %w", err)
 		}

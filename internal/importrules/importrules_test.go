@@ -22,7 +22,7 @@ const module = "github.com/servingprobe/servingprobe/"
 var allowed = map[string][]string{
 	"config":                 {},
 	"datasets":               {"config"},
-	"prober":                 {"config", "datasets", "internal/rxstamp"},
+	"prober":                 {"config", "datasets", "internal/rxstamp", "prober/internal/jsonscan"},
 	"bench":                  {"prober", "datasets"},
 	"exporter":               {"prober", "config", "dashboards"},
 	"dashboards":             {},

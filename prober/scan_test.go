@@ -225,45 +225,6 @@ func TestStreamZeroAllocsPerEvent(t *testing.T) {
 	}
 }
 
-// TestStrSWAR puts each kind of special byte at every offset of a string,
-// so that the word-at-a-time scan in str is checked against encoding/json
-// at every alignment and near the end of the buffer.
-func TestStrSWAR(t *testing.T) {
-	specials := []string{`\n`, `\u00e9`, `\"`, "\x01", "\x1f", "\x7f", "\x80", "\xc3\xa9", "\xff", `\`, `"`}
-	for n := 0; n < 20; n++ {
-		for _, sp := range specials {
-			for _, tail := range []string{"", "}", `,"k":1}`} {
-				lit := `"` + strings.Repeat("a", n) + sp + `bc"`
-				if sp == `"` {
-					lit = `"` + strings.Repeat("a", n) + `"`
-				}
-				data := []byte(lit + tail)
-				if sp == `"` {
-					data = []byte(lit + `bc"` + tail)
-				}
-				s := scanner{b: data}
-				body, kind := s.str()
-				var want string
-				werr := json.Unmarshal([]byte(lit), &want)
-				switch {
-				case kind == strBad || werr != nil:
-					if (kind == strBad) != (werr != nil) {
-						t.Errorf("str(%q): kind %d, but encoding/json says %v", data, kind, werr)
-					}
-				case s.i != len(lit):
-					t.Errorf("str(%q) stopped at %d, want %d", data, s.i, len(lit))
-				case kind.plain() && want != string(body):
-					t.Errorf("str(%q) = %q as plain, want %q", data, body, want)
-				case !kind.plain() && want != string(appendUnquoted(nil, body)):
-					t.Errorf("str(%q) unquotes to %q, want %q", data, appendUnquoted(nil, body), want)
-				case kind == strASCII && strings.ContainsFunc(string(body), func(r rune) bool { return r >= 0x80 || r == '\\' }):
-					t.Errorf("str(%q) = ASCII for %q", data, body)
-				}
-			}
-		}
-	}
-}
-
 // memoScanners are the scanners a scanMemo is used with.
 var memoScanners = []struct {
 	backend string

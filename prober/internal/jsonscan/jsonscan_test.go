@@ -1,0 +1,192 @@
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestStrSWAR puts each kind of special byte at every offset of a string,
+// so that the word-at-a-time scan in Str is checked against encoding/json
+// at every alignment and near the end of the buffer.
+func TestStrSWAR(t *testing.T) {
+	specials := []string{`\n`, `\u00e9`, `\"`, "\x01", "\x1f", "\x7f", "\x80", "\xc3\xa9", "\xff", `\`, `"`}
+	for n := 0; n < 20; n++ {
+		for _, sp := range specials {
+			for _, tail := range []string{"", "}", `,"k":1}`} {
+				lit := `"` + strings.Repeat("a", n) + sp + `bc"`
+				if sp == `"` {
+					lit = `"` + strings.Repeat("a", n) + `"`
+				}
+				data := []byte(lit + tail)
+				if sp == `"` {
+					data = []byte(lit + `bc"` + tail)
+				}
+				s := New(data)
+				body, kind := s.Str()
+				var want string
+				werr := json.Unmarshal([]byte(lit), &want)
+				switch {
+				case kind == Bad || werr != nil:
+					if (kind == Bad) != (werr != nil) {
+						t.Errorf("Str(%q): kind %d, but encoding/json says %v", data, kind, werr)
+					}
+				case s.Pos() != len(lit):
+					t.Errorf("Str(%q) stopped at %d, want %d", data, s.Pos(), len(lit))
+				case kind.Plain() && want != string(body):
+					t.Errorf("Str(%q) = %q as plain, want %q", data, body, want)
+				case !kind.Plain() && want != string(AppendUnquoted(nil, body)):
+					t.Errorf("Str(%q) unquotes to %q, want %q", data, AppendUnquoted(nil, body), want)
+				case kind == ASCII && strings.ContainsFunc(string(body), func(r rune) bool { return r >= 0x80 || r == '\\' }):
+					t.Errorf("Str(%q) = ASCII for %q", data, body)
+				}
+			}
+		}
+	}
+}
+
+// validCases are documents for Skip: valid and invalid JSON of every kind
+// of value, and the shapes real stream events take.
+var validCases = []string{
+	`{"id":"c","object":"text_completion","created":1730000000,"choices":[{"index":0,"text":" token","logprobs":null,"finish_reason":null}],"usage":null}`,
+	`{"text":"abc","meta_info":{"finish_reason":{"type":"length","length":3},"spec_accept_length":1.5e0}}`,
+	`{"x":[1,2,{"y":[true,false,null,-1.5e+3]}]}`,
+	` {"a" : [ { "b" : "sp" } ] } `,
+	`"a\nb\u00e9\ud83d\ude00\"\\\/\b\f\r\t"`,
+	"\"bad \xff utf8\"",
+	`[]`, `{}`, `null`, `true`, `false`, `0`, `-0`, `01`, `1.`, `.5`, `1e`, `-`, `1E+2`,
+	`{`, `[`, `{"a":1,}`, `[1,]`, `{"a" 1}`, `{"a":1 "b":2}`, `{1:2}`, `tru`, `nul`, `"\x"`, `"\u12"`,
+	`{"a":1} x`, `"ctl` + "\x01" + `"`,
+	strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
+}
+
+// depth is the deepest nesting of arrays and objects in valid JSON.
+func depth(data []byte) int {
+	d, deepest, inStr, esc := 0, 0, false, false
+	for _, c := range data {
+		switch {
+		case inStr && esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case c == '"':
+			inStr = !inStr
+		case !inStr && (c == '[' || c == '{'):
+			d++
+			deepest = max(deepest, d)
+		case !inStr && (c == ']' || c == '}'):
+			d--
+		}
+	}
+	return deepest
+}
+
+// checkSkip fails when Skip and End accept what encoding/json refuses, or
+// refuse valid JSON within MaxDepth (keys with escapes or non-ASCII bytes
+// are refused by design: Key leaves them to encoding/json).
+func checkSkip(t *testing.T, data []byte) {
+	t.Helper()
+	s := New(data)
+	got := s.Skip() && s.End()
+	valid := json.Valid(data)
+	if got && !valid {
+		t.Fatalf("Skip(%q) accepted invalid JSON", data)
+	}
+	if !got && valid && depth(data) <= MaxDepth && !hasOddKey(data) {
+		t.Fatalf("Skip(%q) refused valid JSON", data)
+	}
+}
+
+// hasOddKey reports whether a valid document has an object key with an
+// escape or a non-ASCII byte, which Key refuses.
+func hasOddKey(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if k, ok := tok.(string); ok {
+			if strings.ContainsFunc(k, func(r rune) bool { return r >= 0x80 || r < 0x20 || r == '"' || r == '\\' }) {
+				return true
+			}
+		}
+	}
+}
+
+func TestSkipMatchesValid(t *testing.T) {
+	for _, c := range validCases {
+		checkSkip(t, []byte(c))
+	}
+	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
+	if s := New([]byte(deep)); s.Skip() {
+		t.Errorf("Skip accepted nesting %d, deeper than MaxDepth", MaxDepth+1)
+	}
+}
+
+// FuzzSkipMatchesValid: on any input, Skip accepts only what encoding/json
+// calls valid, and accepts all of it within MaxDepth but for the keys Key
+// refuses.
+func FuzzSkipMatchesValid(f *testing.F) {
+	for _, c := range validCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkSkip(t, data) })
+}
+
+// FuzzStrMatchesJSON: any string literal Str accepts decodes, plain or
+// through AppendUnquoted, to what encoding/json decodes, and Str refuses
+// what encoding/json refuses.
+func FuzzStrMatchesJSON(f *testing.F) {
+	for _, c := range []string{`a`, `a\nb`, `\u00e9\ud83d\ude00`, `\ud800x\udc00\ud800\ud800`, "bad \xff utf8 \xe2\x82", `\"\\\/\b\f\r\t`, "\x01", `\x`, `\u12`} {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		lit := append(append([]byte{'"'}, body...), '"')
+		s := New(lit)
+		got, kind := s.Str()
+		var want string
+		werr := json.Unmarshal(lit, &want)
+		if kind == Bad {
+			if werr == nil && s.Pos() == 0 && bytes.IndexByte(body, '"') < 0 {
+				t.Fatalf("Str(%q) refused a literal encoding/json decodes to %q", lit, want)
+			}
+			return
+		}
+		if s.Pos() != len(lit) {
+			return // a quote inside body ended the literal early: another literal
+		}
+		if werr != nil {
+			t.Fatalf("Str(%q) accepted a literal encoding/json refuses: %v", lit, werr)
+		}
+		dec := string(got)
+		if !kind.Plain() {
+			dec = string(AppendUnquoted(nil, got))
+		}
+		if dec != want {
+			t.Fatalf("Str(%q) decodes to %q, encoding/json to %q", lit, dec, want)
+		}
+	})
+}
+
+// TestInt pins which numbers Int takes (plain integers of at most 18
+// digits) and which it leaves to encoding/json.
+func TestInt(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"0", 0, true}, {"-0", 0, true}, {"42", 42, true}, {"-7", -7, true},
+		{"null", 5, true}, {"999999999999999999", 999999999999999999, true},
+		{"9999999999999999999", 5, false}, {"1.0", 5, false}, {"1e3", 5, false}, {`"1"`, 5, false},
+	} {
+		s := New([]byte(tc.in))
+		n := 5
+		ok := s.Int(&n)
+		if ok != tc.ok || ok && n != tc.want {
+			t.Errorf("Int(%q) = %d, %v; want %d, %v", tc.in, n, ok, tc.want, tc.ok)
+		}
+	}
+}
