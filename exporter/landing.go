@@ -44,6 +44,7 @@ func (d *Daemon) handleLanding(w http.ResponseWriter, r *http.Request) {
 	var extra bytes.Buffer
 	if err := landingTmpl.Execute(&extra, landingData{
 		Targets:  targetViews(d.Config(), entries),
+		Benches:  d.benchesView(),
 		Sections: d.renderSections(),
 		Recent:   entries[:min(len(entries), landingResults)],
 		More:     len(entries) > landingResults,
@@ -76,7 +77,9 @@ func (d *Daemon) renderSections() []template.HTML {
 }
 
 type landingData struct {
-	Targets  []targetView
+	Targets []targetView
+	// Benches is nil when the daemon runs no bench windows.
+	Benches  *benchesView
 	Sections []template.HTML
 	Recent   []HistoryEntry
 	More     bool
@@ -263,7 +266,7 @@ func msPtr(s *float64) string {
 	return ms(*s)
 }
 
-var landingTmpl = template.Must(template.New("landing").Funcs(template.FuncMap{
+var landingTmpl = template.Must(template.Must(template.New("landing").Funcs(benchFuncs).Funcs(template.FuncMap{
 	"ms":    ms,
 	"msPtr": msPtr,
 	"ratio": func(ok, n int) string {
@@ -288,6 +291,7 @@ var landingTmpl = template.Must(template.New("landing").Funcs(template.FuncMap{
 {{end}}</table>
 <p class="dim">Over the kept history (the last results and, separately, the last failures of every target); quantiles are nearest-rank over successful probes, ITL weighted by tokens as in the histograms. Prometheus has the long view.</p>
 {{end}}
+{{with .Benches}}{{template "benches" .}}{{end}}
 {{range .Sections}}{{.}}{{end}}
 <h2>Recent results</h2>
 {{if not .Recent}}<p>No probe has finished yet.</p>{{else}}
@@ -295,9 +299,10 @@ var landingTmpl = template.Must(template.New("landing").Funcs(template.FuncMap{
 {{range .Recent}}<tr><td>{{time .Time}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td>{{.Model}}</td><td class="{{if .Success}}ok{{else}}bad{{end}}">{{.Outcome}}</td><td>{{msPtr .TTFTSeconds}}</td><td>{{msPtr .ITLMedianSeconds}}</td><td>{{msPtr .E2ESeconds}}</td><td>{{.InputTokens}}/{{.OutputTokens}}</td><td>{{trunc .Error}}</td></tr>
 {{end}}</table>{{end}}
 <p>All kept results: <a href="api/v1/results">api/v1/results</a></p>
-`))
+`)).Parse(benchesHTML))
 
-const landingCSS = `table.results,table.targets{border-collapse:collapse;font-size:smaller}
+const landingCSS = `div.scroll{overflow-x:auto;max-width:100%}
+table.results,table.targets{border-collapse:collapse;font-size:smaller}
 table.results td,table.results th,table.targets td,table.targets th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:middle}
 table.targets td{white-space:nowrap}table.targets td .err{white-space:normal}
 .ok{color:#1a7f37}.bad{color:#cf222e;font-weight:bold}.dim{color:#666}.err{color:#cf222e;font-size:smaller}
