@@ -90,7 +90,9 @@ func TestLandingBenchNumbersAreTheAPIs(t *testing.T) {
 		}
 		return m[1]
 	}
-	f := func(v float64, prec int, unit string) string { return strconv.FormatFloat(v, 'f', prec, 64) + " " + unit }
+	f := func(v float64, prec int, unit string) string {
+		return strconv.FormatFloat(v, 'f', prec, 64) + " " + unit
+	}
 	for _, tc := range []struct{ class, want string }{
 		{"reqrate", f(api.ReqRate, 2, "req/s")},
 		{"outrate", f(api.OutRate, 1, "tok/s")},

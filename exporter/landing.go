@@ -183,9 +183,10 @@ func weightedQuantile(s []itlSample, q float64) float64 {
 	return s[len(s)-1].perToken
 }
 
-// Chart sizes, in CSS pixels.
+// Chart sizes, in CSS pixels: small enough that the target table, with
+// its three charts, fits a 1,400 px window beside the figures.
 const (
-	chartW, chartH = 160, 28
+	chartW, chartH = 120, 28
 )
 
 // sparkline draws v (oldest first; < 0 is a gap, a failed or undefined
@@ -258,6 +259,22 @@ func ms(s float64) string {
 	return strconv.FormatFloat(s*1000, 'f', 1, 64) + " ms"
 }
 
+// msPair formats two quantiles in seconds as "p50 / p99 ms", the unit
+// once so that the target table fits a 1,400 px window; "–" for an
+// undefined (negative) value.
+func msPair(a, b float64) string {
+	if a < 0 && b < 0 {
+		return "–"
+	}
+	f := func(s float64) string {
+		if s < 0 {
+			return "–"
+		}
+		return strconv.FormatFloat(s*1000, 'f', 1, 64)
+	}
+	return f(a) + " / " + f(b) + " ms"
+}
+
 // msPtr is ms for an optional value.
 func msPtr(s *float64) string {
 	if s == nil {
@@ -267,8 +284,9 @@ func msPtr(s *float64) string {
 }
 
 var landingTmpl = template.Must(template.Must(template.New("landing").Funcs(benchFuncs).Funcs(template.FuncMap{
-	"ms":    ms,
-	"msPtr": msPtr,
+	"ms":     ms,
+	"msPtr":  msPtr,
+	"msPair": msPair,
 	"ratio": func(ok, n int) string {
 		if n == 0 {
 			return "–"
@@ -280,30 +298,30 @@ var landingTmpl = template.Must(template.Must(template.New("landing").Funcs(benc
 }).Parse(`
 <h2>Targets</h2>
 {{if not .Targets}}<p>No target is configured.</p>{{else}}
-<table class="targets">
+<div class="scroll"><table class="targets">
 <tr><th>target</th><th>module</th><th>model</th><th>last outcome</th><th>success</th><th>TTFT p50 / p99</th><th>ITL p50 / p99</th><th>E2E p50</th><th>TTFT</th><th>ITL</th><th>outcomes</th></tr>
 {{range .Targets}}<tr class="target">
-<td>{{.Target}}</td><td>{{.Module}}</td><td>{{.Model}} <span class="dim">({{.Backend}})</span></td>
-<td>{{with .Last}}<span class="{{if .Success}}ok{{else}}bad{{end}}">{{.Outcome}}</span> <span class="dim">{{time .Time}}</span>{{if .Error}}<br><span class="err">{{trunc .Error}}</span>{{end}}{{else}}<span class="dim">no probe has ended yet</span>{{end}}</td>
-<td>{{ratio .OK .N}}</td><td>{{ms .TTFT50}} / {{ms .TTFT99}}</td><td>{{ms .ITL50}} / {{ms .ITL99}}</td><td>{{ms .E2E50}}</td>
+<td>{{.Target}}</td><td>{{.Module}}</td><td>{{.Model}}<br><span class="dim">{{.Backend}}</span></td>
+<td>{{with .Last}}<span class="{{if .Success}}ok{{else}}bad{{end}}">{{.Outcome}}</span><br><span class="dim">{{time .Time}}</span>{{if .Error}}<br><span class="err">{{trunc .Error}}</span>{{end}}{{else}}<span class="dim">no probe has ended yet</span>{{end}}</td>
+<td>{{ratio .OK .N}}</td><td>{{msPair .TTFT50 .TTFT99}}</td><td>{{msPair .ITL50 .ITL99}}</td><td>{{ms .E2E50}}</td>
 <td>{{.TTFTChart}}</td><td>{{.ITLChart}}</td><td>{{.OutcomeChart}}</td>
 </tr>
-{{end}}</table>
+{{end}}</table></div>
 <p class="dim">Over the kept history (the last results and, separately, the last failures of every target); quantiles are nearest-rank over successful probes, ITL weighted by tokens as in the histograms. Prometheus has the long view.</p>
 {{end}}
 {{with .Benches}}{{template "benches" .}}{{end}}
 {{range .Sections}}{{.}}{{end}}
 <h2>Recent results</h2>
 {{if not .Recent}}<p>No probe has finished yet.</p>{{else}}
-<table class="results"><tr><th>time</th><th>target</th><th>module</th><th>model</th><th>outcome</th><th>TTFT</th><th>ITL median</th><th>E2E</th><th>tokens in/out</th><th>error</th></tr>
+<div class="scroll"><table class="results"><tr><th>time</th><th>target</th><th>module</th><th>model</th><th>outcome</th><th>TTFT</th><th>ITL median</th><th>E2E</th><th>tokens in/out</th><th>error</th></tr>
 {{range .Recent}}<tr><td>{{time .Time}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td>{{.Model}}</td><td class="{{if .Success}}ok{{else}}bad{{end}}">{{.Outcome}}</td><td>{{msPtr .TTFTSeconds}}</td><td>{{msPtr .ITLMedianSeconds}}</td><td>{{msPtr .E2ESeconds}}</td><td>{{.InputTokens}}/{{.OutputTokens}}</td><td>{{trunc .Error}}</td></tr>
-{{end}}</table>{{end}}
+{{end}}</table></div>{{end}}
 <p>All kept results: <a href="api/v1/results">api/v1/results</a></p>
 `)).Parse(benchesHTML))
 
 const landingCSS = `div.scroll{overflow-x:auto;max-width:100%}
 table.results,table.targets{border-collapse:collapse;font-size:smaller}
-table.results td,table.results th,table.targets td,table.targets th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:middle}
+table.results td,table.results th,table.targets td,table.targets th{padding:2px 6px;border-bottom:1px solid #ddd;text-align:left;vertical-align:middle}
 table.targets td{white-space:nowrap}table.targets td .err{white-space:normal}
 .ok{color:#1a7f37}.bad{color:#cf222e;font-weight:bold}.dim{color:#666}.err{color:#cf222e;font-size:smaller}
 svg.spark polyline{fill:none;stroke:#0969da;stroke-width:1.5}svg.spark circle{fill:#0969da}

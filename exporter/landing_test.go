@@ -128,7 +128,7 @@ func TestLandingPage(t *testing.T) {
 	}
 	// TTFT and ITL quantiles are numbers, and the TTFT and ITL charts are
 	// lines through at least 5 probes.
-	cells := regexp.MustCompile(`<td>([0-9.]+ ms) / ([0-9.]+ ms)</td>`).FindAllStringSubmatch(sim, -1)
+	cells := regexp.MustCompile(`<td>([0-9.]+) / ([0-9.]+) ms</td>`).FindAllStringSubmatch(sim, -1)
 	if len(cells) != 2 {
 		t.Errorf("sim row: want TTFT and ITL p50/p99 in ms, got %q", cells)
 	}
