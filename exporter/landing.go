@@ -8,21 +8,21 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/report"
 )
 
 // The landing page is the page an on-call engineer opens first: one row
 // per configured target and module with its current state and small charts
-// of its kept history, then the sections other packages add (bench
-// windows), then the newest results. Charts are inline SVG drawn here: a
-// sparkline is one polyline, which a charting library would not make
-// simpler, and the page must work offline behind the web config.
+// of its kept history, then the bench windows, then the newest results.
+// Charts are inline SVG from report's toolkit, the one the bench reports
+// use: the page must work offline behind the web config, with no script
+// or file to fetch.
 
 // landingResults is how many history entries the landing page lists.
 const landingResults = 25
@@ -189,65 +189,15 @@ const (
 	chartW, chartH = 120, 28
 )
 
-// sparkline draws v (oldest first; < 0 is a gap, a failed or undefined
-// sample) as polylines scaled from 0 to the maximum, with the maximum
-// in its title so the scale can be read.
+// sparkline draws a kept series (seconds, oldest first, < 0 a gap) with
+// report's toolkit, its top in ms in the title so the scale can be read.
 func sparkline(v []float64, what string) template.HTML {
-	top := 0.0
-	for _, x := range v {
-		top = max(top, x)
-	}
-	if top <= 0 {
-		return template.HTML(`<span class="nochart">–</span>`)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="spark" width="%d" height="%d" viewBox="0 0 %d %d" role="img"><title>%s, oldest to newest; top %s</title>`,
-		chartW, chartH, chartW, chartH, template.HTMLEscapeString(what), ms(top))
-	step := float64(chartW-2) / float64(max(len(v)-1, 1))
-	var pts []string
-	flush := func() {
-		switch len(pts) {
-		case 0:
-		case 1:
-			xy := strings.Split(pts[0], ",")
-			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="1.5"/>`, xy[0], xy[1])
-		default:
-			fmt.Fprintf(&b, `<polyline points="%s"/>`, strings.Join(pts, " "))
-		}
-		pts = pts[:0]
-	}
-	for i, x := range v {
-		if x < 0 {
-			flush()
-			continue
-		}
-		y := float64(chartH-2) - x/top*float64(chartH-4)
-		pts = append(pts, strconv.FormatFloat(1+float64(i)*step, 'f', 1, 64)+","+strconv.FormatFloat(y, 'f', 1, 64))
-	}
-	flush()
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+	return report.Sparkline(v, chartW, chartH, what, ms)
 }
 
-// outcomeStrip draws one cell per kept result, oldest first: green for a
-// success, red for anything else.
+// outcomeStrip draws one cell per kept result, oldest first.
 func outcomeStrip(ok []bool) template.HTML {
-	if len(ok) == 0 {
-		return template.HTML(`<span class="nochart">–</span>`)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="outcomes" width="%d" height="%d" viewBox="0 0 %d %d" role="img"><title>outcome of each kept probe, oldest to newest</title>`,
-		chartW, chartH/2, chartW, chartH/2)
-	w := float64(chartW) / float64(len(ok))
-	for i, good := range ok {
-		class := "ok"
-		if !good {
-			class = "bad"
-		}
-		fmt.Fprintf(&b, `<rect class="%s" x="%.2f" y="0" width="%.2f" height="%d"/>`, class, float64(i)*w, max(w-0.5, 0.5), chartH/2)
-	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+	return report.OutcomeStrip(ok, chartW, chartH/2, "outcome of each kept probe, oldest to newest")
 }
 
 // ms formats seconds as milliseconds; "–" for an undefined (negative)

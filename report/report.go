@@ -278,10 +278,13 @@ func histogram(vals []float64, n int) ([]float64, []float64) {
 	return xs, ys
 }
 
-// cdf returns the empirical distribution, at most 400 points.
+// cdf returns the empirical distribution: every step-th sorted value
+// with the fraction of values at or below it, and the maximum at 1; at
+// most 401 points (the step rounds up, so 401 to 800 values do not keep
+// every second one).
 func cdf(vals []float64) ([]float64, []float64) {
 	s := slices.Sorted(slices.Values(vals))
-	step := max(1, len(s)/400)
+	step := max(1, (len(s)+399)/400)
 	var xs, ys []float64
 	for i := 0; i < len(s); i += step {
 		xs, ys = append(xs, s[i]), append(ys, float64(i+1)/float64(len(s)))
