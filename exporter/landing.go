@@ -31,8 +31,8 @@ const landingResults = 25
 // everything that came from outside (html/template does).
 type LandingSection func() template.HTML
 
-// AddLandingSection adds a section below the targets (bench windows add
-// theirs). It must be called before the handler serves.
+// AddLandingSection adds a section below the targets and the bench
+// windows. It must be called before the handler serves.
 func (d *Daemon) AddLandingSection(s LandingSection) { d.sections = append(d.sections, s) }
 
 func (d *Daemon) handleLanding(w http.ResponseWriter, r *http.Request) {
