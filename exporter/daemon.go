@@ -73,6 +73,7 @@ type Daemon struct {
 	mux        *http.ServeMux
 	links      []link
 	sections   []LandingSection
+	benches    func() []BenchWindow
 }
 
 // state is one loaded configuration and everything derived from it.

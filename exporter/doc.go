@@ -1,10 +1,19 @@
 // Package exporter turns prober Results into Prometheus metrics and serves
 // the daemon's HTTP surface. It owns every metric definition (metrics.go),
 // the Observer that maps a Result to metrics, the result history, the
-// /probe handler, the state-change log and config reloads. It knows nothing
-// about wire protocols, datasets or benchmarks: probes come built from a
-// ProbeBuilder (benchrun.NewProbeBuilder), and the bench windows
-// (benchrun.EnableBenches) register their routes on the Daemon.
+// /probe handler, the landing page, the state-change log and config
+// reloads. It knows nothing about wire protocols or datasets: probes come
+// built from a ProbeBuilder (benchrun.NewProbeBuilder).
+//
+// Of benchmarks it knows what it shows, not how they run (benchwindow.go):
+// a bench window's status (BenchStatus), its headline figures
+// (BenchHeadline, copied by the window code from the run's summary), its
+// progress (BenchProgress) and its landing-page row (BenchWindow). The
+// bench gauges are set through BenchStarted, BenchPoint and BenchFinished;
+// the window code (benchrun.EnableBenches) registers the /api/v1/benches
+// routes on the Daemon and lists its windows with SetBenchWindows. The
+// landing page's charts come from report's SVG toolkit, the one the bench
+// reports use.
 //
 // # Series
 //

@@ -24,6 +24,10 @@ type HistoryEntry struct {
 	HTTPStatus int       `json:"http_status,omitempty"`
 	RequestID  string    `json:"request_id,omitempty"`
 
+	// Streamed says whether the response was streamed. A response that
+	// was not arrives whole: only E2E is measured, and TTFT, TPOT and ITL
+	// are absent rather than equal to E2E and 0.
+	Streamed     bool     `json:"streamed"`
 	TTFTSeconds  *float64 `json:"ttft_seconds,omitempty"`
 	E2ESeconds   *float64 `json:"e2e_seconds,omitempty"`
 	TPOTSeconds  *float64 `json:"tpot_seconds,omitempty"`
@@ -38,6 +42,10 @@ type HistoryEntry struct {
 	// Clock is what stamped the response's times (prober.Clock).
 	Clock        string `json:"clock,omitempty"`
 	FinishReason string `json:"finish_reason,omitempty"`
+	// ServerTimings are the durations and counts the server stated for the
+	// request (ollama's final object: load, prompt eval, eval), in
+	// nanoseconds as it states them; absent when it stated none.
+	ServerTimings *prober.ServerTimings `json:"server_timings,omitempty"`
 	// Text is the start of the generated text.
 	Text string `json:"text,omitempty"`
 	// Log holds the probe's own log lines, at every level; List formats
@@ -161,7 +169,12 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 	if end.IsZero() {
 		end = time.Now()
 	}
+	var st *prober.ServerTimings
+	if r.Server.Stated() {
+		st = &r.Server
+	}
 	return HistoryEntry{
+		Streamed: r.Stream, ServerTimings: st,
 		Time: end, Target: r.Target, Module: r.Module, Model: model, Mode: mode,
 		Outcome: string(r.Outcome), Success: r.Outcome == prober.OutcomeSuccess,
 		Error: red.Redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID,

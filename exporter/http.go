@@ -214,7 +214,7 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 	if q.Get("debug") == "true" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		var out bytes.Buffer
-		fmt.Fprintf(&out, "Logs for the probe:\n%s\n\nMetrics that would have been returned:\n", buf.String())
+		fmt.Fprintf(&out, "Logs for the probe:\n%s\n\nResult:\n%s\nMetrics that would have been returned:\n", buf.String(), resultText(res))
 		mfs, err := reg.Gather()
 		if err == nil {
 			enc := expfmt.NewEncoder(&out, expfmt.NewFormat(expfmt.TypeTextPlain))
@@ -248,6 +248,49 @@ func setProbeMetrics(pm *probeMetrics, r prober.Result) {
 		}
 		pm.outcome.WithLabelValues(string(o)).Set(v)
 	}
+}
+
+// resultText states a probe's measurements for /probe?debug=true, from
+// the samples its metrics are set from: a timing that was not measured
+// says why instead of showing the gauge's 0, and the server's own timings
+// follow when it stated them.
+func resultText(r prober.Result) string {
+	sm := samplesOf(r)
+	var b strings.Builder
+	fmt.Fprintf(&b, "outcome: %s (HTTP %d)\nstreamed: %t\n", r.Outcome, r.HTTPStatus, r.Stream)
+	timing := func(name string, v float64, undefined string) {
+		switch {
+		case v >= 0:
+			fmt.Fprintf(&b, "%s: %s\n", name, strconv.FormatFloat(v, 'f', -1, 64)+" s")
+		case !r.Stream && r.Outcome == prober.OutcomeSuccess:
+			fmt.Fprintf(&b, "%s: not measured (the response was not streamed)\n", name)
+		default:
+			fmt.Fprintf(&b, "%s: not defined (%s)\n", name, undefined)
+		}
+	}
+	timing("ttft", sm.ttft, "no token arrived")
+	timing("tpot", sm.tpot, "fewer than two output tokens")
+	timing("e2e", sm.e2e, "the request was not sent")
+	fmt.Fprintf(&b, "input_tokens: %d\noutput_tokens: %d\n", max(r.InputTokens, 0), max(r.OutputTokens, 0))
+	if r.Server.Stated() {
+		fmt.Fprintf(&b, "server_timings: %s\n", ServerTimingsText(r.Server))
+	}
+	return b.String()
+}
+
+// ServerTimingsText states the timings a server gave for one request
+// (ollama's load, prompt eval and eval durations) in milliseconds, with its
+// decode time per output token: the server's account beside the client's
+// TTFT and TPOT (its prompt eval is the prefill part of TTFT, its eval per
+// token the decode part of TPOT). `servingprobe probe` prints the same line.
+func ServerTimingsText(st prober.ServerTimings) string {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+	perTok := "–"
+	if d := st.PerOutputToken(); d >= 0 {
+		perTok = ms(d) + "/token"
+	}
+	return fmt.Sprintf("load %s, prompt eval %s (%d tokens), eval %s (%d tokens, %s), total %s",
+		ms(st.LoadDuration), ms(st.PromptEvalDuration), st.PromptEvalCount, ms(st.EvalDuration), st.EvalCount, perTok, ms(st.TotalDuration))
 }
 
 // targetSummary describes a target for the debug output without its

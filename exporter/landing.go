@@ -8,21 +8,21 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/report"
 )
 
 // The landing page is the page an on-call engineer opens first: one row
 // per configured target and module with its current state and small charts
-// of its kept history, then the sections other packages add (bench
-// windows), then the newest results. Charts are inline SVG drawn here: a
-// sparkline is one polyline, which a charting library would not make
-// simpler, and the page must work offline behind the web config.
+// of its kept history, then the bench windows, then the newest results.
+// Charts are inline SVG from report's toolkit, the one the bench reports
+// use: the page must work offline behind the web config, with no script
+// or file to fetch.
 
 // landingResults is how many history entries the landing page lists.
 const landingResults = 25
@@ -31,8 +31,8 @@ const landingResults = 25
 // everything that came from outside (html/template does).
 type LandingSection func() template.HTML
 
-// AddLandingSection adds a section below the targets (bench windows add
-// theirs). It must be called before the handler serves.
+// AddLandingSection adds a section below the targets and the bench
+// windows. It must be called before the handler serves.
 func (d *Daemon) AddLandingSection(s LandingSection) { d.sections = append(d.sections, s) }
 
 func (d *Daemon) handleLanding(w http.ResponseWriter, r *http.Request) {
@@ -44,6 +44,7 @@ func (d *Daemon) handleLanding(w http.ResponseWriter, r *http.Request) {
 	var extra bytes.Buffer
 	if err := landingTmpl.Execute(&extra, landingData{
 		Targets:  targetViews(d.Config(), entries),
+		Benches:  d.benchesView(),
 		Sections: d.renderSections(),
 		Recent:   entries[:min(len(entries), landingResults)],
 		More:     len(entries) > landingResults,
@@ -76,7 +77,9 @@ func (d *Daemon) renderSections() []template.HTML {
 }
 
 type landingData struct {
-	Targets  []targetView
+	Targets []targetView
+	// Benches is nil when the daemon runs no bench windows.
+	Benches  *benchesView
 	Sections []template.HTML
 	Recent   []HistoryEntry
 	More     bool
@@ -180,70 +183,21 @@ func weightedQuantile(s []itlSample, q float64) float64 {
 	return s[len(s)-1].perToken
 }
 
-// Chart sizes, in CSS pixels.
+// Chart sizes, in CSS pixels: small enough that the target table, with
+// its three charts, fits a 1,400 px window beside the figures.
 const (
-	chartW, chartH = 160, 28
+	chartW, chartH = 120, 28
 )
 
-// sparkline draws v (oldest first; < 0 is a gap, a failed or undefined
-// sample) as polylines scaled from 0 to the maximum, with the maximum
-// in its title so the scale can be read.
+// sparkline draws a kept series (seconds, oldest first, < 0 a gap) with
+// report's toolkit, its top in ms in the title so the scale can be read.
 func sparkline(v []float64, what string) template.HTML {
-	top := 0.0
-	for _, x := range v {
-		top = max(top, x)
-	}
-	if top <= 0 {
-		return template.HTML(`<span class="nochart">–</span>`)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="spark" width="%d" height="%d" viewBox="0 0 %d %d" role="img"><title>%s, oldest to newest; top %s</title>`,
-		chartW, chartH, chartW, chartH, template.HTMLEscapeString(what), ms(top))
-	step := float64(chartW-2) / float64(max(len(v)-1, 1))
-	var pts []string
-	flush := func() {
-		switch len(pts) {
-		case 0:
-		case 1:
-			xy := strings.Split(pts[0], ",")
-			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="1.5"/>`, xy[0], xy[1])
-		default:
-			fmt.Fprintf(&b, `<polyline points="%s"/>`, strings.Join(pts, " "))
-		}
-		pts = pts[:0]
-	}
-	for i, x := range v {
-		if x < 0 {
-			flush()
-			continue
-		}
-		y := float64(chartH-2) - x/top*float64(chartH-4)
-		pts = append(pts, strconv.FormatFloat(1+float64(i)*step, 'f', 1, 64)+","+strconv.FormatFloat(y, 'f', 1, 64))
-	}
-	flush()
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+	return report.Sparkline(v, chartW, chartH, what, ms)
 }
 
-// outcomeStrip draws one cell per kept result, oldest first: green for a
-// success, red for anything else.
+// outcomeStrip draws one cell per kept result, oldest first.
 func outcomeStrip(ok []bool) template.HTML {
-	if len(ok) == 0 {
-		return template.HTML(`<span class="nochart">–</span>`)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="outcomes" width="%d" height="%d" viewBox="0 0 %d %d" role="img"><title>outcome of each kept probe, oldest to newest</title>`,
-		chartW, chartH/2, chartW, chartH/2)
-	w := float64(chartW) / float64(len(ok))
-	for i, good := range ok {
-		class := "ok"
-		if !good {
-			class = "bad"
-		}
-		fmt.Fprintf(&b, `<rect class="%s" x="%.2f" y="0" width="%.2f" height="%d"/>`, class, float64(i)*w, max(w-0.5, 0.5), chartH/2)
-	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+	return report.OutcomeStrip(ok, chartW, chartH/2, "outcome of each kept probe, oldest to newest")
 }
 
 // ms formats seconds as milliseconds; "–" for an undefined (negative)
@@ -255,6 +209,22 @@ func ms(s float64) string {
 	return strconv.FormatFloat(s*1000, 'f', 1, 64) + " ms"
 }
 
+// msPair formats two quantiles in seconds as "p50 / p99 ms", the unit
+// once so that the target table fits a 1,400 px window; "–" for an
+// undefined (negative) value.
+func msPair(a, b float64) string {
+	if a < 0 && b < 0 {
+		return "–"
+	}
+	f := func(s float64) string {
+		if s < 0 {
+			return "–"
+		}
+		return strconv.FormatFloat(s*1000, 'f', 1, 64)
+	}
+	return f(a) + " / " + f(b) + " ms"
+}
+
 // msPtr is ms for an optional value.
 func msPtr(s *float64) string {
 	if s == nil {
@@ -263,9 +233,10 @@ func msPtr(s *float64) string {
 	return ms(*s)
 }
 
-var landingTmpl = template.Must(template.New("landing").Funcs(template.FuncMap{
-	"ms":    ms,
-	"msPtr": msPtr,
+var landingTmpl = template.Must(template.Must(template.New("landing").Funcs(benchFuncs).Funcs(template.FuncMap{
+	"ms":     ms,
+	"msPtr":  msPtr,
+	"msPair": msPair,
 	"ratio": func(ok, n int) string {
 		if n == 0 {
 			return "–"
@@ -277,28 +248,30 @@ var landingTmpl = template.Must(template.New("landing").Funcs(template.FuncMap{
 }).Parse(`
 <h2>Targets</h2>
 {{if not .Targets}}<p>No target is configured.</p>{{else}}
-<table class="targets">
+<div class="scroll"><table class="targets">
 <tr><th>target</th><th>module</th><th>model</th><th>last outcome</th><th>success</th><th>TTFT p50 / p99</th><th>ITL p50 / p99</th><th>E2E p50</th><th>TTFT</th><th>ITL</th><th>outcomes</th></tr>
 {{range .Targets}}<tr class="target">
-<td>{{.Target}}</td><td>{{.Module}}</td><td>{{.Model}} <span class="dim">({{.Backend}})</span></td>
-<td>{{with .Last}}<span class="{{if .Success}}ok{{else}}bad{{end}}">{{.Outcome}}</span> <span class="dim">{{time .Time}}</span>{{if .Error}}<br><span class="err">{{trunc .Error}}</span>{{end}}{{else}}<span class="dim">no probe has ended yet</span>{{end}}</td>
-<td>{{ratio .OK .N}}</td><td>{{ms .TTFT50}} / {{ms .TTFT99}}</td><td>{{ms .ITL50}} / {{ms .ITL99}}</td><td>{{ms .E2E50}}</td>
+<td>{{.Target}}</td><td>{{.Module}}</td><td>{{.Model}}<br><span class="dim">{{.Backend}}</span></td>
+<td>{{with .Last}}<span class="{{if .Success}}ok{{else}}bad{{end}}">{{.Outcome}}</span><br><span class="dim">{{time .Time}}</span>{{if .Error}}<br><span class="err">{{trunc .Error}}</span>{{end}}{{else}}<span class="dim">no probe has ended yet</span>{{end}}</td>
+<td>{{ratio .OK .N}}</td><td>{{msPair .TTFT50 .TTFT99}}</td><td>{{msPair .ITL50 .ITL99}}</td><td>{{ms .E2E50}}</td>
 <td>{{.TTFTChart}}</td><td>{{.ITLChart}}</td><td>{{.OutcomeChart}}</td>
 </tr>
-{{end}}</table>
+{{end}}</table></div>
 <p class="dim">Over the kept history (the last results and, separately, the last failures of every target); quantiles are nearest-rank over successful probes, ITL weighted by tokens as in the histograms. Prometheus has the long view.</p>
 {{end}}
+{{with .Benches}}{{template "benches" .}}{{end}}
 {{range .Sections}}{{.}}{{end}}
 <h2>Recent results</h2>
 {{if not .Recent}}<p>No probe has finished yet.</p>{{else}}
-<table class="results"><tr><th>time</th><th>target</th><th>module</th><th>model</th><th>outcome</th><th>TTFT</th><th>ITL median</th><th>E2E</th><th>tokens in/out</th><th>error</th></tr>
+<div class="scroll"><table class="results"><tr><th>time</th><th>target</th><th>module</th><th>model</th><th>outcome</th><th>TTFT</th><th>ITL median</th><th>E2E</th><th>tokens in/out</th><th>error</th></tr>
 {{range .Recent}}<tr><td>{{time .Time}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td>{{.Model}}</td><td class="{{if .Success}}ok{{else}}bad{{end}}">{{.Outcome}}</td><td>{{msPtr .TTFTSeconds}}</td><td>{{msPtr .ITLMedianSeconds}}</td><td>{{msPtr .E2ESeconds}}</td><td>{{.InputTokens}}/{{.OutputTokens}}</td><td>{{trunc .Error}}</td></tr>
-{{end}}</table>{{end}}
+{{end}}</table></div>{{end}}
 <p>All kept results: <a href="api/v1/results">api/v1/results</a></p>
-`))
+`)).Parse(benchesHTML))
 
-const landingCSS = `table.results,table.targets{border-collapse:collapse;font-size:smaller}
-table.results td,table.results th,table.targets td,table.targets th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:middle}
+const landingCSS = `div.scroll{overflow-x:auto;max-width:100%}
+table.results,table.targets{border-collapse:collapse;font-size:smaller}
+table.results td,table.results th,table.targets td,table.targets th{padding:2px 6px;border-bottom:1px solid #ddd;text-align:left;vertical-align:middle}
 table.targets td{white-space:nowrap}table.targets td .err{white-space:normal}
 .ok{color:#1a7f37}.bad{color:#cf222e;font-weight:bold}.dim{color:#666}.err{color:#cf222e;font-size:smaller}
 svg.spark polyline{fill:none;stroke:#0969da;stroke-width:1.5}svg.spark circle{fill:#0969da}

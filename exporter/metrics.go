@@ -287,40 +287,6 @@ func (m *Metrics) ObserveSkip(target, module string) {
 	m.skipped.WithLabelValues(target, module).Inc()
 }
 
-// BenchStatus is where a bench run is in its life.
-type BenchStatus string
-
-// Bench run statuses. queued: accepted, preparing (tokenizer, prompts,
-// warmup); running: the measured requests are being sent.
-const (
-	BenchQueued    BenchStatus = "queued"
-	BenchRunning   BenchStatus = "running"
-	BenchSucceeded BenchStatus = "completed"
-	BenchFail      BenchStatus = "failed"
-	BenchCancel    BenchStatus = "canceled"
-)
-
-// BenchResults are the final BenchStatus values: the result label of
-// servingprobe_bench_runs_total, listed for pre-creating series.
-var BenchResults = []BenchStatus{BenchSucceeded, BenchFail, BenchCancel}
-
-// BenchHeadline is the summary of a finished bench run that is exported.
-type BenchHeadline struct {
-	RequestThroughput float64 // completed requests per second
-	OutputThroughput  float64 // output tokens per second
-	Completed, Failed int
-	// Capacity is the answer of an SLO search; nil for other runs.
-	Capacity *BenchCapacity
-}
-
-// BenchCapacity is what an SLO search found: the highest value of what it
-// varied (By: "request_rate" or "max_concurrency") at which every objective
-// held, 0 when none did.
-type BenchCapacity struct {
-	By    string
-	Value float64
-}
-
 // BenchPoint marks the start of a bench run's measured load on target, or
 // of one point of a sweep: rate requests per second (+Inf: all at once)
 // with at most maxConcurrency in flight.

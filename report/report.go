@@ -160,11 +160,11 @@ func runSections(r Run, o Options) []section {
 		section{Title: "Distributions", Note: "Histograms and cumulative distributions; the lines mark the median, p90 and p99 the summary reports.",
 			Charts: distributionCharts(s, v)},
 		section{Title: "Latency over time and by prompt length", Charts: []template.HTML{
-			scatter("ttft-time", "TTFT against send time", "sent (s from start)", "TTFT (ms)", v.sent, v.ttftMs),
-			scatter("e2e-time", "E2E latency against send time", "sent (s from start)", "E2E (ms)", v.sent, v.e2eMs),
+			scatter("ttft-time", "TTFT against send time", "sent (s from start)", "TTFT (ms)", v.ttftSent, v.ttftMs),
+			scatter("e2e-time", "E2E latency against send time", "sent (s from start)", "E2E (ms)", v.e2eSent, v.e2eMs),
 			scatter("ttft-prompt", "TTFT against prompt length", "prompt tokens", "TTFT (ms)", v.inLen, v.ttftMs),
 		}},
-		section{Title: "Request timeline", Note: timelineNote(len(v.sent), o.MaxTimelineRequests),
+		section{Title: "Request timeline", Note: timelineNote(len(d.SentTimes), o.MaxTimelineRequests),
 			Charts: []template.HTML{timelineChart(d, o.MaxTimelineRequests)}},
 	)
 	if c, ok := failuresChart(s); ok {
@@ -182,10 +182,13 @@ func timelineNote(n, most int) string {
 }
 
 // reqs are the per-request values of a run's successful requests, in
-// seconds from the start or in ms.
+// seconds from the start or in ms. Each holds only what was measured: a
+// request whose response was not streamed has an E2E and no first token,
+// so it is in e2eSent and e2eMs alone (ttftSent and inLen pair with ttftMs).
 type reqs struct {
-	sent, ttftMs, e2eMs, tpotMs, inLen []float64
-	itlMs                              []float64
+	ttftSent, ttftMs, inLen []float64
+	e2eSent, e2eMs          []float64
+	tpotMs, itlMs           []float64
 }
 
 func requestsOf(d *bench.Details) reqs {
@@ -193,16 +196,19 @@ func requestsOf(d *bench.Details) reqs {
 	for i := range d.SentTimes {
 		ok := i < len(d.Outcomes) && (d.Outcomes[i] == "success" || d.Outcomes[i] == "")
 		sent, end := d.SentTimes[i], d.EndTimes[i]
-		if !ok || sent < 0 || end < 0 || i >= len(d.FirstTokenTimes) || d.FirstTokenTimes[i] < 0 || i >= len(d.TTFTs) {
+		if !ok || sent < 0 || end < 0 {
+			continue
+		}
+		// E2E and TPOT have no per-request array in the record, so they
+		// come from the recorded times with Samples' definitions.
+		v.e2eSent, v.e2eMs = append(v.e2eSent, sent), append(v.e2eMs, (end-sent)*1000)
+		if i >= len(d.FirstTokenTimes) || d.FirstTokenTimes[i] < 0 || i >= len(d.TTFTs) {
 			continue
 		}
 		first := d.FirstTokenTimes[i]
 		out := float64(d.OutputLens[i])
-		v.sent = append(v.sent, sent)
-		// TTFT as the summary computed it (prober's Samples); E2E and TPOT
-		// have no per-request array in the record, so they come from the
-		// recorded times with Samples' definitions.
-		v.ttftMs, v.e2eMs = append(v.ttftMs, d.TTFTs[i]*1000), append(v.e2eMs, (end-sent)*1000)
+		// TTFT as the summary computed it (prober's Samples).
+		v.ttftSent, v.ttftMs = append(v.ttftSent, sent), append(v.ttftMs, d.TTFTs[i]*1000)
 		v.inLen = append(v.inLen, float64(d.InputLens[i]))
 		if out > 1 {
 			v.tpotMs = append(v.tpotMs, (end-first)/(out-1)*1000)
@@ -278,10 +284,13 @@ func histogram(vals []float64, n int) ([]float64, []float64) {
 	return xs, ys
 }
 
-// cdf returns the empirical distribution, at most 400 points.
+// cdf returns the empirical distribution: every step-th sorted value
+// with the fraction of values at or below it, and the maximum at 1; at
+// most 401 points (the step rounds up, so 401 to 800 values do not keep
+// every second one).
 func cdf(vals []float64) ([]float64, []float64) {
 	s := slices.Sorted(slices.Values(vals))
-	step := max(1, len(s)/400)
+	step := max(1, (len(s)+399)/400)
 	var xs, ys []float64
 	for i := 0; i < len(s); i += step {
 		xs, ys = append(xs, s[i]), append(ys, float64(i+1)/float64(len(s)))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -258,43 +259,44 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 	if r.Err != "" {
 		row("Error", "%s", r.Err)
 	}
-	row("TTFT", "%s", probeMS(sm.TTFT))
-	tpot := "–"
-	if sm.TPOTSeconds >= 0 {
-		tpot = fmt.Sprintf("%.2f ms", sm.TPOTSeconds*1000)
-	}
-	row("TPOT", "%s", tpot)
-	itls := func(perChunk bool) string {
-		v := r.AppendITLs(nil, perChunk)
-		if len(v) == 0 {
-			return "–"
+	if !r.Stream && r.Outcome == prober.OutcomeSuccess {
+		// The response arrived whole: its first token is its end, so only
+		// E2E is a measurement.
+		const notStreamed = "not measured: the response was not streamed (only E2E is)"
+		row("TTFT", "%s", notStreamed)
+		row("TPOT", "%s", notStreamed)
+		row("ITL", "%s", notStreamed)
+	} else {
+		row("TTFT", "%s", probeMS(sm.TTFT))
+		tpot := "–"
+		if sm.TPOTSeconds >= 0 {
+			tpot = fmt.Sprintf("%.2f ms", sm.TPOTSeconds*1000)
 		}
-		st := bench.ComputeStats(v)
-		return fmt.Sprintf("p50 %.2f ms  p99 %.2f ms  max %.2f ms  (%d)", st.Median, st.P99, st.Max, len(v))
+		row("TPOT", "%s", tpot)
+		itls := func(perChunk bool) string {
+			v := r.AppendITLs(nil, perChunk)
+			if len(v) == 0 {
+				return "–"
+			}
+			st := bench.ComputeStats(v)
+			return fmt.Sprintf("p50 %.2f ms  p99 %.2f ms  max %.2f ms  (%d)", st.Median, st.P99, st.Max, len(v))
+		}
+		row("ITL per token", "%s, tokens per event from %s", itls(false), orNone(string(sm.EventTokensSource)))
+		row("ITL per chunk", "%s", itls(true))
 	}
-	row("ITL per token", "%s, tokens per event from %s", itls(false), orNone(string(sm.EventTokensSource)))
-	row("ITL per chunk", "%s", itls(true))
 	row("E2E", "%s", probeMS(sm.E2E))
 	row("Tokens in", "%d (%s)", sm.InputTokens, orNone(string(sm.InputTokensSource)))
 	row("Tokens out", "%d (%s), requested %d", sm.OutputTokens, orNone(string(sm.OutputTokensSource)), r.RequestedOutputTokens)
 	row("Finish reason", "%s", orNone(r.FinishReason))
-	if st := r.Server; st.Stated() {
-		// The server's own account (ollama's final object), beside ours:
-		// its prompt eval is the prefill part of our TTFT, its per-token
-		// eval the decode part of our TPOT.
-		perTok := "–"
-		if d := st.PerOutputToken(); d >= 0 {
-			perTok = probeMS(d) + "/token"
-		}
-		row("Server timings", "load %s, prompt eval %s (%d tokens), eval %s (%d tokens, %s), total %s",
-			probeMS(st.LoadDuration), probeMS(st.PromptEvalDuration), st.PromptEvalCount,
-			probeMS(st.EvalDuration), st.EvalCount, perTok, probeMS(st.TotalDuration))
+	if r.Server.Stated() {
+		// The server's own account (ollama's final object), beside ours.
+		row("Server timings", "%s", exporter.ServerTimingsText(r.Server))
 	}
-	conn := "new connection"
 	if r.Trace.ConnReused {
-		conn = "reused connection"
+		row("Connection", "reused (no DNS, connect or TLS)")
+	} else {
+		row("Connection", "new: DNS %s, connect %s, TLS %s", probeMS(r.Trace.DNS()), probeMS(r.Trace.Connect()), probeMS(r.Trace.TLS()))
 	}
-	row("Connection", "%s: DNS %s, connect %s, TLS %s", conn, probeMS(r.Trace.DNS()), probeMS(r.Trace.Connect()), probeMS(r.Trace.TLS()))
 	if !r.Trace.FirstResponseByte.IsZero() {
 		row("Headers", "%s after sent", probeMS(r.Trace.FirstResponseByte.Sub(r.Sent)))
 	}

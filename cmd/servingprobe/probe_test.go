@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -171,5 +172,51 @@ func TestProbeConfigModule(t *testing.T) {
 			}
 			seen[p] = strconv.Itoa(i)
 		}
+	}
+}
+
+// TestProbeSummaryText: what `servingprobe probe` prints states only what
+// was measured. A response that was not streamed (--no-stream) has its E2E
+// and no TTFT, TPOT or ITL (not "TPOT 0.00 ms"); a connection reads "new"
+// with its phases or "reused"; a server's own timings follow ours.
+func TestProbeSummaryText(t *testing.T) {
+	sent := time.Unix(1700000000, 0)
+	streamed := prober.Result{Target: "t", Backend: "vllm-chat", Stream: true, Outcome: prober.OutcomeSuccess, HTTPStatus: 200,
+		Sent: sent, FirstToken: sent.Add(40 * time.Millisecond), End: sent.Add(100 * time.Millisecond), OutputTokens: 3,
+		Events: []prober.Event{{At: sent.Add(40 * time.Millisecond), Tokens: 1}, {At: sent.Add(70 * time.Millisecond), Tokens: 1}, {At: sent.Add(100 * time.Millisecond), Tokens: 1}},
+		Trace:  prober.Trace{ConnReused: true}}
+	// As Samples gives a result that was not streamed: no first token.
+	whole := prober.Result{Target: "t", Backend: "ollama", Stream: false, Outcome: prober.OutcomeSuccess, HTTPStatus: 200,
+		Sent: sent, End: sent.Add(250 * time.Millisecond), OutputTokens: 16,
+		Server: prober.ServerTimings{TotalDuration: 240 * time.Millisecond, LoadDuration: 2 * time.Millisecond, PromptEvalCount: 9,
+			PromptEvalDuration: 30 * time.Millisecond, EvalCount: 16, EvalDuration: 200 * time.Millisecond}}
+	for _, tc := range []struct {
+		name          string
+		r             prober.Result
+		want, notWant []string
+	}{
+		{"streamed, reused connection", streamed,
+			[]string{`(?m)^TTFT +40.00 ms$`, `(?m)^TPOT +30.00 ms$`, `(?m)^ITL per token +p50 30.00 ms`, `(?m)^E2E +100.00 ms$`, `(?m)^Connection +reused \(no DNS, connect or TLS\)$`},
+			[]string{`not measured`, `connection:`, `Server timings`}},
+		{"not streamed, new connection, server timings", whole,
+			[]string{`(?m)^TTFT +not measured: the response was not streamed \(only E2E is\)$`, `(?m)^TPOT +not measured`, `(?m)^ITL +not measured`,
+				`(?m)^E2E +250.00 ms$`, `(?m)^Connection +new: DNS `,
+				`(?m)^Server timings +load 2.00 ms, prompt eval 30.00 ms \(9 tokens\), eval 200.00 ms \(16 tokens, 12.50 ms/token\), total 240.00 ms$`},
+			[]string{`TPOT +0.00 ms`, `TPOT +–`, `ITL per`, `new connection`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			writeProbeSummary(&b, tc.r)
+			for _, w := range tc.want {
+				if !regexp.MustCompile(w).MatchString(b.String()) {
+					t.Errorf("output lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, w := range tc.notWant {
+				if regexp.MustCompile(w).MatchString(b.String()) {
+					t.Errorf("output has %q:\n%s", w, b.String())
+				}
+			}
+		})
 	}
 }
