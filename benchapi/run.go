@@ -10,7 +10,6 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
-	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/report"
 )
 
@@ -96,13 +95,8 @@ func benchOutput(sum *bench.Summary) (Output, error) {
 		return Output{}, err
 	}
 	return Output{
-		Summary: js,
-		Record:  json.RawMessage(strings.TrimSpace(string(rec))),
-		Headline: exporter.BenchHeadline{
-			RequestThroughput: sum.RequestThroughput,
-			OutputThroughput:  sum.OutputThroughput,
-			Completed:         sum.Completed,
-			Failed:            sum.Failed,
-		},
+		Summary:  js,
+		Record:   json.RawMessage(strings.TrimSpace(string(rec))),
+		Headline: headlineOf(sum),
 	}, nil
 }

@@ -86,6 +86,11 @@ bench:
 	if view.Status != "completed" || view.Sweep == nil {
 		t.Fatalf("status %s, error %q, sweep %v", view.Status, view.Error, view.Sweep)
 	}
+	// The progress counts one point: the last, whole (it read 720/120,
+	// every point's requests against one point's total).
+	if p := view.Progress; p == nil || p.Total != 120 || p.Done != 120 {
+		t.Errorf("progress %+v at the end, want the last point's 120/120", view.Progress)
+	}
 	sw := view.Sweep
 	if sw.Mode != "slo" || sw.By != "request_rate" || sw.Capacity == nil || sw.Bound == nil || !strings.Contains(sw.Answer, "Highest request rate meeting the SLO") {
 		t.Fatalf("sweep %+v", sw)

@@ -135,7 +135,7 @@ func Enable(d *exporter.Daemon, o Options) (*Windows, error) {
 	d.Handle("GET /api/v1/benches/{id}", http.HandlerFunc(b.handleGet), "", "")
 	d.Handle("DELETE /api/v1/benches/{id}", http.HandlerFunc(b.handleDelete), "", "")
 	d.Handle("GET /api/v1/benches/{id}/report", http.HandlerFunc(b.handleReport), "", "")
-	d.AddLandingSection(b.landingSection)
+	d.SetBenchWindows(b.landingWindows)
 	return b, nil
 }
 

@@ -72,7 +72,6 @@ type Daemon struct {
 	probeSlots chan struct{}
 	mux        *http.ServeMux
 	links      []link
-	sections   []LandingSection
 	benches    func() []BenchWindow
 }
 

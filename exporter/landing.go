@@ -27,14 +27,6 @@ import (
 // landingResults is how many history entries the landing page lists.
 const landingResults = 25
 
-// LandingSection renders one section of the landing page. It must escape
-// everything that came from outside (html/template does).
-type LandingSection func() template.HTML
-
-// AddLandingSection adds a section below the targets and the bench
-// windows. It must be called before the handler serves.
-func (d *Daemon) AddLandingSection(s LandingSection) { d.sections = append(d.sections, s) }
-
 func (d *Daemon) handleLanding(w http.ResponseWriter, r *http.Request) {
 	var links []web.LandingLinks
 	for _, l := range d.links {
@@ -43,11 +35,10 @@ func (d *Daemon) handleLanding(w http.ResponseWriter, r *http.Request) {
 	entries := d.history.List()
 	var extra bytes.Buffer
 	if err := landingTmpl.Execute(&extra, landingData{
-		Targets:  targetViews(d.Config(), entries),
-		Benches:  d.benchesView(),
-		Sections: d.renderSections(),
-		Recent:   entries[:min(len(entries), landingResults)],
-		More:     len(entries) > landingResults,
+		Targets: targetViews(d.Config(), entries),
+		Benches: d.benchesView(),
+		Recent:  entries[:min(len(entries), landingResults)],
+		More:    len(entries) > landingResults,
 	}); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -68,21 +59,12 @@ func (d *Daemon) handleLanding(w http.ResponseWriter, r *http.Request) {
 	lp.ServeHTTP(w, r)
 }
 
-func (d *Daemon) renderSections() []template.HTML {
-	out := make([]template.HTML, 0, len(d.sections))
-	for _, s := range d.sections {
-		out = append(out, s())
-	}
-	return out
-}
-
 type landingData struct {
 	Targets []targetView
 	// Benches is nil when the daemon runs no bench windows.
-	Benches  *benchesView
-	Sections []template.HTML
-	Recent   []HistoryEntry
-	More     bool
+	Benches *benchesView
+	Recent  []HistoryEntry
+	More    bool
 }
 
 // targetView is one target and module's row: its state over the kept
@@ -260,7 +242,7 @@ var landingTmpl = template.Must(template.Must(template.New("landing").Funcs(benc
 <p class="dim">Over the kept history (the last results and, separately, the last failures of every target); quantiles are nearest-rank over successful probes, ITL weighted by tokens as in the histograms. Prometheus has the long view.</p>
 {{end}}
 {{with .Benches}}{{template "benches" .}}{{end}}
-{{range .Sections}}{{.}}{{end}}
+
 <h2>Recent results</h2>
 {{if not .Recent}}<p>No probe has finished yet.</p>{{else}}
 <div class="scroll"><table class="results"><tr><th>time</th><th>target</th><th>module</th><th>model</th><th>outcome</th><th>TTFT</th><th>ITL median</th><th>E2E</th><th>tokens in/out</th><th>error</th></tr>
