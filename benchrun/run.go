@@ -124,6 +124,11 @@ func Prepare(ctx context.Context, s Spec, env Env) (*Prepared, error) {
 	if env.Stdout != nil {
 		in, out := prompts.Totals()
 		fmt.Fprintf(env.Stdout, "#Input tokens: %d\n#Output tokens: %d\n", in, out)
+		if n := prompts.Requests(); n != prompts.Len() {
+			// Conversations: bench_serving's two lines count every round;
+			// the replies each round resends are the server's, not counted.
+			fmt.Fprintf(env.Stdout, "#Requests: %d (%d conversations; input counts their user turns, not the replies each round resends)\n", n, prompts.Len())
+		}
 	}
 	pacer, err := newPacer(s, prompts)
 	if err != nil {
@@ -286,7 +291,7 @@ func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) 
 	}
 	// Say what is being prepared before it takes time, as bench_serving
 	// prints: a large image dataset or a file to read is not instant.
-	kv := []any{"msg", "Preparing prompts", "dataset", s.Dataset, "prompts", s.NumPrompts}
+	kv := []any{"msg", "Preparing prompts", "dataset", s.Dataset, "num_prompts", s.NumPrompts}
 	if s.Dataset == "image" {
 		kv = append(kv, "images_per_prompt", opts.ImageCount, "image_resolution", opts.ImageResolution, "image_format", opts.ImageFormat)
 	}
@@ -296,8 +301,12 @@ func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) 
 	start := time.Now()
 	level.Info(env.Logger).Log(kv...)
 	prompts, err := ds.Generate(s.NumPrompts, rng)
-	if took := time.Since(start); err == nil && took >= time.Second {
-		level.Info(env.Logger).Log("msg", "Prompts prepared", "prompts", len(prompts), "took", took.Round(10*time.Millisecond))
+	if err == nil && (len(prompts) != s.NumPrompts || time.Since(start) >= time.Second) {
+		// Say what was made where it is not what was asked (a shared
+		// prefix dataset makes groups × prompts per group, a conversation
+		// several requests) or where it took time.
+		src := datasets.FromPrompts(prompts)
+		level.Info(env.Logger).Log("msg", "Prompts prepared", "prompts", len(prompts), "requests", src.Requests(), "took", time.Since(start).Round(10*time.Millisecond))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("generate prompts: %w", err)

@@ -131,6 +131,10 @@ type SweepResult struct {
 	// Exhausted says the search stopped at MaxPoints before reaching its
 	// precision.
 	Exhausted bool
+	// Interrupted says the search ended before its answer (cancelled, or
+	// a point failed to run): Capacity and Bound are then only the
+	// highest passing and the lowest failing value its points measured.
+	Interrupted bool
 }
 
 // at returns a copy of p that runs at request rate rate and concurrency
@@ -191,7 +195,11 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		if err != nil {
 			return nil, err
 		}
-		level.Info(env.Logger).Log("msg", "Sweep point", "index", len(res.Points)+1, by, FormatValue(by, v), "role", role)
+		kv := []any{"msg", "Sweep point", "index", len(res.Points) + 1, by, FormatValue(by, v)}
+		if role != "" {
+			kv = append(kv, "role", role)
+		}
+		level.Info(env.Logger).Log(kv...)
 		out, err := q.Run(ctx, env)
 		if err != nil {
 			return nil, err
@@ -232,9 +240,31 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 	case bench.SweepAuto:
 		return res, p.autoSweep(w, run)
 	case bench.SweepSLO:
-		return res, p.search(w, by, res, run)
+		err := p.search(w, by, res, run)
+		if err != nil {
+			res.stopped()
+		}
+		return res, err
 	}
 	return res, nil
+}
+
+// stopped marks a search that ended before its answer and keeps, of its
+// bounds, only what its points measured: the highest value that held and
+// the lowest that failed.
+func (r *SweepResult) stopped() {
+	r.Interrupted = true
+	r.Capacity, r.Bound, r.Broke = 0, 0, nil
+	for _, p := range r.Points {
+		if p.Info.Role != "" || len(p.Info.SLO) == 0 {
+			continue
+		}
+		if bench.Passed(p.Info.SLO) {
+			r.Capacity = max(r.Capacity, p.Info.Value)
+		} else if r.Bound == 0 || p.Info.Value < r.Bound {
+			r.Bound = p.Info.Value
+		}
+	}
 }
 
 // autoSweep measures one request at a time and the saturated throughput,

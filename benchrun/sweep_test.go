@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/servingprobe/servingprobe/bench"
@@ -99,5 +100,42 @@ func TestGridPoints(t *testing.T) {
 		if got := gridPoints(tc.pts, tc.precision); got != tc.want {
 			t.Errorf("gridPoints(%v values, %v) = %d, want %d", len(tc.pts), tc.precision, got, tc.want)
 		}
+	}
+}
+
+// TestInterruptedSearchAnswer: a search stopped before its answer (Ctrl-C
+// after seven passing points printed "No request rate tried meets the SLO
+// (the lowest, 0 req/s, did not)" and a grid of 0 points) says only what
+// its points measured.
+func TestInterruptedSearchAnswer(t *testing.T) {
+	pass := []bench.Verdict{{Pass: true}}
+	fail := []bench.Verdict{{Pass: false}}
+	pt := func(v float64, vs []bench.Verdict) SweepPoint {
+		return SweepPoint{Info: bench.SweepInfo{By: bench.ByRequestRate, Value: v, SLO: vs}, Summary: &bench.Summary{Requests: 10}}
+	}
+	for _, tc := range []struct {
+		name   string
+		points []SweepPoint
+		want   []string
+	}{
+		{"seven passing", []SweepPoint{pt(1, pass), pt(2, pass), pt(4, pass), pt(8, pass), pt(16, pass), pt(32, pass), pt(64, pass)},
+			[]string{"interrupted after 7 points", "The SLO held at 64 req/s", "no point measured failed it"}},
+		{"bracketed", []SweepPoint{pt(1, pass), pt(8, fail), pt(4, pass), pt(6, fail)},
+			[]string{"The SLO held at 4 req/s", "it failed at 6 req/s"}},
+		{"none passed", []SweepPoint{pt(1, fail)}, []string{"No point measured held the SLO; it failed at 1 req/s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &SweepResult{Spec: SweepSpec{Mode: bench.SweepSLO}, Points: tc.points, Capacity: 99, Bound: 100, GridPoints: 3}
+			r.stopped()
+			got := r.Answer(bench.ByRequestRate)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("answer %q lacks %q", got, w)
+				}
+			}
+			if strings.Contains(got, "0 req/s, did not") || strings.Contains(got, "fixed grid") {
+				t.Errorf("answer %q states what was not measured", got)
+			}
+		})
 	}
 }

@@ -98,6 +98,22 @@ func (r *SweepResult) Answer(by string) string {
 	if by == bench.ByMaxConcurrency {
 		what = "concurrency"
 	}
+	if r.Interrupted {
+		// Only what was measured: no answer, no grid to compare with.
+		fmt.Fprintf(&b, "The search was interrupted after %d points, before its answer.\n", len(r.Points))
+		switch {
+		case r.Capacity > 0:
+			fmt.Fprintf(&b, "The SLO held at %s (the highest %s measured to hold)", FormatValue(by, r.Capacity), what)
+		default:
+			fmt.Fprintf(&b, "No point measured held the SLO")
+		}
+		if r.Bound > 0 {
+			fmt.Fprintf(&b, "; it failed at %s.\n", FormatValue(by, r.Bound))
+		} else {
+			fmt.Fprintf(&b, "; no point measured failed it.\n")
+		}
+		return b.String()
+	}
 	switch {
 	case r.Capacity == 0:
 		fmt.Fprintf(&b, "No %s tried meets the SLO (the lowest, %s, did not).\n", what, FormatValue(by, r.Bound))

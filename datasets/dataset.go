@@ -52,6 +52,19 @@ func (p Prompt) Rounds() int {
 	return max(n, 1)
 }
 
+// Totals are the input and output tokens the prompt asks for over all its
+// requests: a conversation's user turns (TurnLens: the replies it resends
+// are the server's and unknown ahead) and OutputLen in every round.
+func (p Prompt) Totals() (in, out int) {
+	if !p.MultiTurn {
+		return p.PromptLen, p.OutputLen
+	}
+	for _, n := range p.TurnLens {
+		in += n
+	}
+	return in, p.OutputLen * p.Rounds()
+}
+
 // Round returns the request of round k (0-based) of a conversation, given
 // the replies the server generated in rounds 0..k-1 and their total
 // token count: the messages up to the k-th user turn, each earlier user

@@ -23,8 +23,9 @@ func FromPrompts(ps []Prompt) *Source {
 	s := &Source{n: len(ps), prompts: ps}
 	for _, p := range ps {
 		s.requests += p.Rounds()
-		s.in += p.PromptLen
-		s.out += p.OutputLen
+		in, out := p.Totals()
+		s.in += in
+		s.out += out
 	}
 	if len(ps) > 0 {
 		s.first = ps[0]

@@ -101,15 +101,17 @@ func TestStreamFileGenerates(t *testing.T) {
 	}
 }
 
-// TestFromPrompts: prompts held in memory, conversations counted by rounds.
+// TestFromPrompts: prompts held in memory, conversations counted by rounds:
+// their user turns' input and every round's output (a demo's "#Output
+// tokens: 32" counted first turns only, for 96 generated).
 func TestFromPrompts(t *testing.T) {
 	ps := []datasets.Prompt{
 		{Text: "a", PromptLen: 3, OutputLen: 5},
-		{MultiTurn: true, Messages: []datasets.Message{{Role: "user"}, {Role: "assistant"}, {Role: "user"}}, PromptLen: 4, OutputLen: 6},
+		{MultiTurn: true, Messages: []datasets.Message{{Role: "user"}, {Role: "assistant"}, {Role: "user"}}, PromptLen: 4, OutputLen: 6, TurnLens: []int{4, 2}},
 	}
 	s := datasets.FromPrompts(ps)
 	in, out := s.Totals()
-	if s.Len() != 2 || s.Requests() != 3 || in != 7 || out != 11 || s.OnDemand() || s.First().Text != "a" {
+	if s.Len() != 2 || s.Requests() != 3 || in != 3+4+2 || out != 5+2*6 || s.OnDemand() || s.First().Text != "a" {
 		t.Errorf("Len %d Requests %d totals %d,%d on demand %v first %q", s.Len(), s.Requests(), in, out, s.OnDemand(), s.First().Text)
 	}
 	if diff := cmp.Diff(ps, collect(t, s)); diff != "" {
