@@ -24,16 +24,19 @@ var allowed = map[string][]string{
 	"datasets":               {"config"},
 	"prober":                 {"config", "datasets", "internal/rxstamp", "prober/internal/jsonscan"},
 	"bench":                  {"prober", "datasets"},
-	"exporter":               {"prober", "config", "dashboards"},
+	"exporter":               {"prober", "config", "dashboards", "report"},
 	"dashboards":             {},
 	"dashboards/promtest":    {},
 	"tokenizer":              {"datasets", "tokenizer/hub", "tokenizer/hftokenizers", "internal/envflag"},
 	"tokenizer/hub":          {"internal/envflag"},
 	"tokenizer/hftokenizers": {"datasets"},
 	"simulator":              {"internal/rxstamp", "tokenizer", "datasets"},
-	"benchrun":               {"bench", "config", "datasets", "exporter", "prober", "report", "tokenizer", "tokenizer/hub", "internal/envflag"},
-	"deploy":                 {},
-	"report":                 {"bench"},
+	// The run engine knows no HTTP API and no page: benchapi serves its
+	// windows, report draws its runs.
+	"benchrun": {"bench", "config", "datasets", "prober", "tokenizer", "tokenizer/hub", "internal/envflag"},
+	"benchapi": {"bench", "benchrun", "config", "exporter", "prober", "report"},
+	"deploy":   {},
+	"report":   {"bench"},
 }
 
 // forbiddenExternal are the non-standard imports a package must not use.
@@ -43,6 +46,7 @@ var forbiddenExternal = map[string][]string{
 	"prober":   {"github.com/prometheus/client_golang"},
 	"bench":    {"github.com/prometheus/client_golang"},
 	"benchrun": {"github.com/prometheus/client_golang"},
+	"benchapi": {"github.com/prometheus/client_golang"},
 	// datasets never touches the network: it imports no HTTP client of
 	// ours (the table) and uses net/http only for DetectContentType.
 	"datasets": {"github.com/prometheus/client_golang"},
