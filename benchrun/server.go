@@ -167,7 +167,7 @@ func (p Profile) urls(base string) []string {
 	return out
 }
 
-// startBody is the JSON of POST /start_profile (§3).
+// startBody is the JSON of POST /start_profile, as bench_serving sends it.
 func (p Profile) startBody() map[string]any {
 	b := map[string]any{
 		"activities":       p.Activities,

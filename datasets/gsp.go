@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// gspDataset is bench_serving's "generated-shared-prefix" (§4.4): G groups
+// gspDataset is bench_serving's "generated-shared-prefix": G groups
 // share a system prompt; each of P prompts per group adds its own question.
 type gspDataset struct {
 	opts   Options

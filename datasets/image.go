@@ -232,7 +232,7 @@ func dataURI(mime string, b []byte) string {
 	return string(buf)
 }
 
-// imageDataset is bench_serving's "image" (§4.5).
+// imageDataset is bench_serving's "image".
 type imageDataset struct {
 	opts   Options
 	tok    Tokenizer

@@ -14,7 +14,7 @@ const (
 )
 
 // LoRAPicker assigns a LoRA adapter name to each request as bench_serving
-// does (§3): uniform picks uniformly at random, distinct goes round-robin by
+// does: uniform picks uniformly at random, distinct goes round-robin by
 // request index, skewed picks name i with probability ∝ α^(−i).
 type LoRAPicker struct {
 	names []string

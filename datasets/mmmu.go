@@ -27,7 +27,7 @@ type mmmuItem struct {
 	h, w     int
 }
 
-// mmmuDataset is bench_serving's "mmmu" (§4.6) from a local JSONL export.
+// mmmuDataset is bench_serving's "mmmu" from a local JSONL export.
 type mmmuDataset struct {
 	opts   Options
 	tok    Tokenizer

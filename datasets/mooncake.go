@@ -28,7 +28,7 @@ type mooncakeRecord struct {
 	HashIDs      []int64 `json:"hash_ids"`
 }
 
-// mooncakeDataset replays a Mooncake FAST'25 trace (§4.7).
+// mooncakeDataset replays a Mooncake FAST'25 trace.
 type mooncakeDataset struct {
 	opts    Options
 	tok     Tokenizer

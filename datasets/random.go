@@ -8,7 +8,7 @@ import (
 )
 
 // randomDataset is bench_serving's "random": token-space samples of a text
-// corpus, cut or repeated to drawn lengths (§4.2).
+// corpus, cut or repeated to drawn lengths.
 type randomDataset struct {
 	opts     Options
 	tok      Tokenizer
@@ -272,7 +272,7 @@ func repeatTo(ids []int, n int) []int {
 	return out
 }
 
-// randomIDsDataset is bench_serving's "random-ids" (§4.3): id runs
+// randomIDsDataset is bench_serving's "random-ids": id runs
 // (offset+i+j) mod vocab, decoded to text unless TokenizePrompt.
 type randomIDsDataset struct {
 	randomDataset

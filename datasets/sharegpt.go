@@ -67,7 +67,7 @@ func loadShareGPT(path string) ([]conversation, error) {
 	return out, nil
 }
 
-// shareGPTDataset is bench_serving's "sharegpt" (§4.1).
+// shareGPTDataset is bench_serving's "sharegpt".
 type shareGPTDataset struct {
 	opts  Options
 	tok   Tokenizer

@@ -229,7 +229,7 @@ func lossyUTF8(b []byte) string {
 }
 
 // maximalSubpart is the length of the ill-formed prefix of b that Unicode
-// (§3.9, "maximal subpart") replaces with a single U+FFFD: a valid lead byte
+// (the Unicode Standard, chapter 3, "maximal subpart") replaces with a single U+FFFD: a valid lead byte
 // followed by as many valid continuation bytes as fit, or one byte.
 func maximalSubpart(b []byte) int {
 	c := b[0]

@@ -41,7 +41,7 @@ func parseBenchFlags(t *testing.T, args ...string) (*benchFlags, error) {
 
 func noEnv(string) string { return "" }
 
-// TestBenchFlagDefaults checks every default of bench_serving.md §6.
+// TestBenchFlagDefaults checks every default of bench_serving's argument parser.
 func TestBenchFlagDefaults(t *testing.T) {
 	f, err := parseBenchFlags(t)
 	if err != nil {
@@ -72,7 +72,7 @@ func TestBenchFlagDefaults(t *testing.T) {
 	if diff := cmp.Diff(want, s, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(datasets.Options{}, "ChatTemplate")); diff != "" {
 		t.Errorf("defaults differ from bench_serving's (-want +got):\n%s", diff)
 	}
-	// Individual defaults that are easy to get wrong, named as in §6.
+	// Individual defaults that are easy to get wrong, named by their flags.
 	for _, tc := range []struct {
 		flag string
 		got  any
@@ -241,7 +241,7 @@ func startSimulator(t *testing.T, cfg simulator.Config) string {
 	return "http://" + ln.Addr().String()
 }
 
-// tableLabels are every label of spec §5.1's table for a text dataset.
+// tableLabels are every label of bench_serving's table for a text dataset.
 var tableLabels = []string{
 	"Backend:", "Traffic request rate:", "Max request concurrency:", "Successful requests:",
 	"Benchmark duration (s):", "Total input tokens:", "Total input text tokens:", "Total generated tokens:",

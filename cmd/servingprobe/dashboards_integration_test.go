@@ -28,7 +28,7 @@ import (
 // llmdModel is the model llm-d-inference-sim serves in this test.
 const llmdModel = "Qwen/Qwen2.5-0.5B-Instruct"
 
-// TestDashboardsAgainstDaemon is issue 7's integration test. The daemon
+// TestDashboardsAgainstDaemon is the dashboards' integration test. The daemon
 // (`servingprobe serve`, in-process) probes the simulator with the demo's
 // targets and modules, and llm-d-inference-sim as a vLLM; a short bench
 // window runs through POST /api/v1/benches; a real Prometheus 2.42 scrapes

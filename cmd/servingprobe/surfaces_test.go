@@ -1,6 +1,6 @@
 package main
 
-// The three-surface test of issue 14: one recorded stream must give the
+// The three-surface test: one recorded stream must give the
 // same TTFT, ITL, TPOT and token counts through `servingprobe probe
 // --json`, a bench run's JSONL (--output-details) and a daemon scrape.
 //
@@ -98,7 +98,7 @@ func successTranscripts(t *testing.T) []transcript {
 		out = append(out, transcript{backend: filepath.Base(filepath.Dir(f)), name: filepath.Base(base), data: string(data)})
 	}
 	// Every backend must be covered, and sglang by a stream with an event
-	// that carries text but no tokens (issue 14's disagreement).
+	// that carries text but no tokens (where the surfaces once disagreed).
 	for _, b := range []string{"vllm", "vllm-chat", "sglang", "trt", "truss"} {
 		if !slices.ContainsFunc(out, func(tr transcript) bool { return tr.backend == b }) {
 			t.Errorf("no successful transcript of backend %s", b)
