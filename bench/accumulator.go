@@ -131,9 +131,9 @@ func NewAccumulator(p Params) *Accumulator {
 		p:        p,
 		outcomes: make(map[prober.Outcome]int),
 		clocks:   make(map[prober.Clock]int),
-		// sglang's native /generate splits chunk gaps per token, its
-		// OpenAI paths do not; compat keeps exactly that split.
-		perToken: !p.Compat.ChunkITL || p.Backend == "sglang" || p.Backend == "sglang-native",
+		// Per token by default; compat keeps bench_serving's split,
+		// which depends on the backend.
+		perToken: !p.Compat.ChunkITL || p.SplitChunkGaps,
 		stats:    &exactStats{bucketConcurrency: p.Compat.BucketConcurrency},
 		details:  noDetails{},
 	}
@@ -326,6 +326,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	s := Summary{
 		Tag:                p.Tag,
 		Backend:            p.Backend,
+		Embedding:          p.Embedding,
 		DatasetName:        p.DatasetName,
 		RequestRate:        Rate(p.RequestRate),
 		UseTraceTimestamps: p.UseTraceTimestamps,

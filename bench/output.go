@@ -43,10 +43,6 @@ func (t *tableWriter) f2(label string, v float64) { t.row(label, pyFixed2(v)) }
 
 func (t *tableWriter) int(label string, v int) { t.row(label, strconv.Itoa(v)) }
 
-func isEmbedding(backend string) bool {
-	return backend == "sglang-embedding" || backend == "vllm-embedding"
-}
-
 // WriteTable writes bench_serving's console table (newest layout, byte for
 // byte: labels, order, widths, trailing spaces and number formats), then
 // servingprobe's extra block below it, so that parsers of the standard
@@ -73,7 +69,7 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	if s.DatasetName == "image" || s.DatasetName == "mmmu" {
 		t.int("Total input vision tokens:", s.TotalInputVisionTokens)
 	}
-	emb := isEmbedding(s.Backend)
+	emb := s.Embedding
 	if !emb {
 		t.int("Total generated tokens:", s.TotalOutputTokens)
 		t.int("Total generated tokens (retokenized):", s.TotalOutputTokensRetokenized)

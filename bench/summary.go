@@ -13,6 +13,10 @@ import (
 // Params are the run's parameters that the summary echoes or depends on.
 // Field names follow bench_serving's flags.
 type Params struct {
+	// Backend names the backend in the table, the record and the default
+	// output file; what the summary does differently for a backend comes
+	// from the trait fields below, which the caller fills from its
+	// prober.BackendInfo.
 	Backend     string
 	DatasetName string
 	// RequestRate is the configured rate in req/s; +Inf for a burst.
@@ -37,6 +41,16 @@ type Params struct {
 	// Duration is the benchmark duration (prober.BenchmarkRun.Duration).
 	// Summarize reads it; Accumulator.Summary takes it as an argument.
 	Duration time.Duration
+
+	// SplitChunkGaps: bench_serving splits a multi-token chunk's gap
+	// evenly over its tokens for this backend even under --compat
+	// chunk-itl (it does on its native /generate path, not on its OpenAI
+	// paths), and counts the first chunk's tokens at TTFT for the peak.
+	SplitChunkGaps bool
+	// Embedding: the backend returns embeddings, so bench_serving's table
+	// leaves out the output-token rows and the TTFT, TPOT and ITL
+	// sections.
+	Embedding bool
 
 	Compat Compat
 	// Goodput holds vLLM's --goodput SLOs; empty means not configured.
@@ -153,8 +167,12 @@ type Details struct {
 // encodes to and from JSON with encoding/json for the HTTP API; the
 // bench_serving JSONL form comes from Record.
 type Summary struct {
-	Tag                string          `json:"tag,omitempty"`
-	Backend            string          `json:"backend"`
+	Tag     string `json:"tag,omitempty"`
+	Backend string `json:"backend"`
+	// Embedding is Params.Embedding: the table's layout for an embedding
+	// backend. A JSONL record does not hold it (bench_serving's has no
+	// such key), so a summary read back by ParseRecord has it false.
+	Embedding          bool            `json:"embedding,omitempty"`
 	DatasetName        string          `json:"dataset_name"`
 	RequestRate        Rate            `json:"request_rate"`
 	UseTraceTimestamps bool            `json:"use_trace_timestamps,omitempty"`

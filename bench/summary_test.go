@@ -135,7 +135,7 @@ func TestSummaryFigures(t *testing.T) {
 				t.Errorf("MaxOutputTokensPerS = %v, want 7 (chunks in second 0)", s.MaxOutputTokensPerS)
 			}
 		}},
-		{"chunk ITL compat keeps sglang native per token", func(p *Params) { p.Compat.ChunkITL = true; p.Backend = "sglang" }, func(t *testing.T, s Summary) {
+		{"chunk ITL compat keeps sglang native per token", func(p *Params) { p.Compat.ChunkITL = true; p.Backend, p.SplitChunkGaps = "sglang", true }, func(t *testing.T, s Summary) {
 			if s.ITL.Max != 525 {
 				t.Errorf("ITL max = %v, want 525 (per token)", s.ITL.Max)
 			}
@@ -314,7 +314,7 @@ func TestGolden(t *testing.T) {
 			p.ServerInfo = nil
 		}},
 		{name: "embedding-all-failed", params: func(p *Params) {
-			p.Backend = "vllm-embedding"
+			p.Backend, p.Embedding = "vllm-embedding", true
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -364,6 +364,9 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseRecord: %v", err)
 			}
+			// A record does not say whether its backend returns
+			// embeddings; its reader knows the backend's traits.
+			back.Embedding = p.Embedding
 			var again bytes.Buffer
 			if err := back.WriteTable(&again); err != nil {
 				t.Fatal(err)
