@@ -118,6 +118,7 @@ type Accumulator struct {
 	good     int
 
 	completed, totalIn, totalInText, totalInVision, totalOut, totalRetok int
+	notStreamed                                                          int
 
 	minSched, maxSched, minSent, maxSent time.Time
 	nSched, nSent                        int
@@ -168,9 +169,10 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		panic("bench: Accumulator.Add after Summary")
 	}
 	a.requests++
-	// Every timing comes from prober's one derivation; the bench only
-	// converts to seconds.
-	sm := r.Samples()
+	if !r.Stream {
+		a.notStreamed++
+	}
+	sm := benchSamples(&r)
 	rec := a.record(i, &r, &sm)
 	in := inputTokens(&sm, row)
 	outLen := 0
@@ -191,6 +193,24 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 	// The details read the samples before the statistics may drop them.
 	a.details.add(i, d, itlRange{&a.itl, rec.itlOff, rec.itlLen})
 	a.stats.add(rec, &a.itl)
+}
+
+// benchSamples are r's samples as the bench table and JSONL report them.
+// Every timing comes from prober's one derivation; the bench only converts
+// to seconds. A response that was not streamed has no measured first token,
+// so prober leaves its TTFT and TPOT undefined; bench_serving's
+// --disable-stream still reports them, taking the whole response as one
+// chunk: TTFT is the time to the response (the request's latency) and
+// TPOT follows from it. The bench keeps that convention, here and nowhere
+// else, by deriving the samples as for a stream of that one chunk, and the
+// table says so (Summary.NotStreamed).
+func benchSamples(r *prober.Result) prober.Samples {
+	if r.Stream {
+		return r.Samples()
+	}
+	one := *r
+	one.Stream = true
+	return one.Samples()
 }
 
 // record is request i's record; its inter-token samples are appended to
@@ -363,6 +383,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		Stats:                        p.Stats,
 
 		Requests:             a.requests,
+		NotStreamed:          a.notStreamed,
 		NotSent:              max(p.Planned-a.requests, 0),
 		Stopped:              p.Stopped,
 		Failed:               a.requests - a.completed,

@@ -118,8 +118,9 @@ func (s *Summary) WriteTable(w io.Writer) error {
 }
 
 // writeExtras writes servingprobe's block: failures by outcome, the rate
-// the pacer planned and the rate achieved, client queue time, goodput and
-// any vLLM-style percentiles.
+// the pacer planned and the rate achieved, client queue time, goodput, any
+// vLLM-style percentiles, and how the numbers above were taken (not
+// streamed, sketches, compat).
 func (s *Summary) writeExtras(t *tableWriter) {
 	t.line(center(" servingprobe ", '=', 50))
 	t.int("Total requests:", s.Requests)
@@ -156,6 +157,9 @@ func (s *Summary) writeExtras(t *tableWriter) {
 		for _, p := range m.Percentiles {
 			t.f2("P"+percentileWord(p.P)+" "+l.name+" (ms):", p.Value)
 		}
+	}
+	if s.NotStreamed > 0 {
+		t.row("Not streamed:", fmt.Sprintf("%d requests; TTFT and TPOT from the whole response", s.NotStreamed))
 	}
 	if s.Stats == StatsSketch {
 		t.row("Latency statistics:", fmt.Sprintf("sketch, within %g%%; peaks on a 10 ms grid", SketchRelativeError*100))

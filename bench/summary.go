@@ -216,11 +216,16 @@ type Summary struct {
 	// Requests counts every result, Failed those that did not succeed, by
 	// outcome in Outcomes. NotSent counts the prompts never sent, because
 	// the run stopped early for the reason in Stopped.
-	Requests int                    `json:"requests"`
-	NotSent  int                    `json:"not_sent,omitempty"`
-	Stopped  string                 `json:"stopped,omitempty"`
-	Failed   int                    `json:"failed"`
-	Outcomes map[prober.Outcome]int `json:"outcomes,omitempty"`
+	Requests int `json:"requests"`
+	// NotStreamed counts the requests sent without streaming, whose TTFT
+	// and TPOT follow bench_serving's --disable-stream convention (the
+	// whole response is the first chunk) rather than a measurement. The
+	// JSONL record leaves it out, to keep bench_serving's bytes.
+	NotStreamed int                    `json:"not_streamed,omitempty"`
+	NotSent     int                    `json:"not_sent,omitempty"`
+	Stopped     string                 `json:"stopped,omitempty"`
+	Failed      int                    `json:"failed"`
+	Outcomes    map[prober.Outcome]int `json:"outcomes,omitempty"`
 	// Clocks counts the results by the clock that stamped their arrival
 	// times (prober.Clock): kernel receive times, the process's clock, or
 	// both. Results that read no response are not counted.

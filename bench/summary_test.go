@@ -33,10 +33,10 @@ type ev struct {
 	tokens int
 }
 
-// req builds a Result from offsets in milliseconds.
+// req builds a streamed request's Result from offsets in milliseconds.
 func req(sched, sent, end float64, out int, outcome prober.Outcome, text, errText string, events ...ev) prober.Result {
 	r := prober.Result{
-		Backend: "vllm", Scheduled: at(sched), Sent: at(sent), End: at(end),
+		Backend: "vllm", Stream: true, Scheduled: at(sched), Sent: at(sent), End: at(end),
 		OutputTokens: out, Outcome: outcome, GeneratedText: text, Err: errText,
 	}
 	for _, e := range events {
@@ -634,4 +634,63 @@ func TestSummaryTwice(t *testing.T) {
 		}
 	}()
 	a.Add(len(results), results[0], rows[0])
+}
+
+// TestNotStreamed: a response that was not streamed has no measured TTFT
+// or TPOT (prober's Samples say -1), but the bench table and JSONL keep
+// bench_serving's --disable-stream convention: the whole response is the
+// first chunk, so TTFT is the latency and TPOT follows from it. Its
+// numbers and record are those of the same response streamed in one
+// chunk, and only the table's servingprobe block says it was not
+// streamed.
+func TestNotStreamed(t *testing.T) {
+	t.Parallel()
+	streamed := req(0, 0, 400, 4, prober.OutcomeSuccess, "a b c d", "", ev{400, 4})
+	r := streamed
+	r.Stream = false
+	if sm := r.Samples(); sm.TTFT != -1 || sm.TPOTSeconds != -1 || sm.E2E != 400*time.Millisecond {
+		t.Fatalf("Samples() TTFT %v, TPOT %v, E2E %v; want -1, -1, 400ms", sm.TTFT, sm.TPOTSeconds, sm.E2E)
+	}
+	rows := []datasets.Prompt{{PromptLen: 10, OutputLen: 4}}
+	p := fixtureParams()
+	s, err := Summarize([]prober.Result{r}, rows, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.TTFT.Mean != 400 || s.TTFT != s.E2ELatency || s.TPOT.Mean != 0 || s.TPOTSamples != 1 || s.NotStreamed != 1 {
+		t.Errorf("TTFT %+v, E2E %+v, TPOT mean %v over %d, not streamed %d; want TTFT = E2E = 400 ms, TPOT 0 over 1, 1",
+			s.TTFT, s.E2ELatency, s.TPOT.Mean, s.TPOTSamples, s.NotStreamed)
+	}
+	want, err := Summarize([]prober.Result{streamed}, rows, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.NotStreamed != 0 {
+		t.Fatalf("a streamed response counted as not streamed")
+	}
+	want.NotStreamed = s.NotStreamed
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("summary differs from the same response streamed in one chunk (-streamed +not):\n%s", diff)
+	}
+	for _, o := range []JSONOptions{{}, {StandardOnly: true}} {
+		got, err := s.Record(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantLine, err := want.Record(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, wantLine) {
+			t.Errorf("%+v: record differs from the streamed one:\n%s\nwant\n%s", o, got, wantLine)
+		}
+	}
+	var table strings.Builder
+	if err := s.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	standard, extras, _ := strings.Cut(table.String(), " servingprobe ")
+	if strings.Contains(standard, "streamed") || !strings.Contains(extras, "\nNot streamed:                            1 requests; TTFT and TPOT from the whole response\n") {
+		t.Errorf("table does not say, in servingprobe's block only, that the request was not streamed:\n%s", table.String())
+	}
 }
