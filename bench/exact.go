@@ -109,8 +109,9 @@ func (s exactDist) percentile(p float64) float64 { return percentileAt(s.n, s.at
 //
 // Tokens: bench_serving's 1-second buckets from the earliest start of a
 // success, one count at start+ttft and one at each cumulative ITL. With
-// per-token ITL that counts tokens; bench_serving on OpenAI paths counts
-// chunks (sgl-project/sglang#33193), which CompatChunkITL restores.
+// per-token ITL that counts tokens; bench_serving on its OpenAI paths has
+// one ITL entry per chunk, so its peak counts chunks however many tokens
+// each carried, which CompatChunkITL restores.
 //
 // Concurrency: by default the exact maximum of requests in flight, a sweep
 // over [start, end) with departures first at equal times, as vLLM. With

@@ -69,7 +69,7 @@ func (s *Sketch) percentile(p float64) float64 { return s.Quantile(p / 100) }
 // gridSlot is the peak grid's resolution.
 const gridSlot = 0.01 // seconds
 
-// peakGrid approximates the accumulator's peaks (see peaks) in memory
+// peakGrid approximates the exact peaks (exactStats.peaks) in memory
 // that grows with the run's duration, not its requests: tokens and
 // arrivals and departures of successes counted per 10 ms slot of the time
 // since the accumulator's origin. A token peak sums whole slots into the

@@ -236,8 +236,9 @@ type Summary struct {
 	ScheduledRequestRate Rate `json:"scheduled_request_rate"`
 	ActualRequestRate    Rate `json:"actual_request_rate"`
 	// ClientQueue is Sent-Scheduled over every request that was sent;
-	// E2EIncludingQueue is End-Scheduled over successes (the latency a user
-	// of a saturated client would see, vllm-project/vllm#54101).
+	// E2EIncludingQueue is End-Scheduled over successes: the latency a user
+	// of a saturated client would see, which latencies from Sent hide by
+	// leaving out the wait for a free slot (coordinated omission).
 	ClientQueue       Stats `json:"client_queue_ms"`
 	E2EIncludingQueue Stats `json:"e2e_latency_including_client_queue_ms"`
 	// Goodput, when configured: requests meeting every SLO, per second.
