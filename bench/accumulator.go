@@ -112,13 +112,14 @@ type Accumulator struct {
 	itl  itlStore
 	done bool // a Summary was taken: no more Add
 
-	requests int
-	outcomes map[prober.Outcome]int
-	clocks   map[prober.Clock]int
-	good     int
+	// requests counts every result added, notStreamed those asked for
+	// without streaming.
+	requests, notStreamed int
+	outcomes              map[prober.Outcome]int
+	clocks                map[prober.Clock]int
+	good                  int
 
 	completed, totalIn, totalInText, totalInVision, totalOut, totalRetok int
-	notStreamed                                                          int
 
 	minSched, maxSched, minSent, maxSent time.Time
 	nSched, nSent                        int
@@ -191,7 +192,7 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		d.text = r.GeneratedText
 	}
 	// The details read the samples before the statistics may drop them.
-	a.details.add(i, d, itlRange{&a.itl, rec.itlOff, rec.itlLen})
+	a.details.add(i, d, a.itl.of(rec))
 	a.stats.add(rec, &a.itl)
 }
 

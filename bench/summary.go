@@ -217,7 +217,7 @@ type Summary struct {
 	// outcome in Outcomes. NotSent counts the prompts never sent, because
 	// the run stopped early for the reason in Stopped.
 	Requests int `json:"requests"`
-	// NotStreamed counts the requests sent without streaming, whose TTFT
+	// NotStreamed counts the requests made without streaming, whose TTFT
 	// and TPOT follow bench_serving's --disable-stream convention (the
 	// whole response is the first chunk) rather than a measurement. The
 	// JSONL record leaves it out, to keep bench_serving's bytes.
