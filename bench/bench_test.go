@@ -18,7 +18,7 @@ func benchResults(n int) ([]prober.Result, []datasets.Prompt) {
 	for i := range results {
 		sent := base.Add(time.Duration(i) * 10 * time.Millisecond)
 		r := prober.Result{
-			Scheduled: sent, Sent: sent, Outcome: prober.OutcomeSuccess, OutputTokens: 256,
+			Stream: true, Scheduled: sent, Sent: sent, Outcome: prober.OutcomeSuccess, OutputTokens: 256,
 			Events: make([]prober.Event, 256),
 		}
 		at := sent.Add(100 * time.Millisecond)

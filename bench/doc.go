@@ -23,10 +23,19 @@
 // list crashes bench_serving; here it gives 0 as well (see
 // CompatAllFailedError to restore the failure).
 //
+// Without streaming (--disable-stream) nothing measures a first token, and
+// prober's Samples leave TTFT and TPOT undefined; the table and JSONL keep
+// bench_serving's figures, the whole response taken as the first chunk
+// (TTFT is the latency, TPOT follows from it), and the table's servingprobe
+// block says how many requests were not streamed.
+//
 // # Memory
 //
-// An Accumulator keeps, per request, a small record (times, counts) and the
-// request's ITL samples as float64 (8 bytes a token), because exact
-// percentiles need the values. It never keeps Results. Prompt and completion
-// text are kept only when Params.Details asks for the per-request arrays.
+// An Accumulator never keeps Results. It composes a statistics strategy and
+// a details sink. Exact statistics (the default) keep, per request, a small
+// record (times, counts) and its ITL samples in 4 bytes a token (itlStore),
+// because exact percentiles need the values; sketch statistics keep neither,
+// only a Sketch per latency list. Prompt and completion text are kept only
+// when Params.Details asks for the per-request arrays, in memory or spooled
+// to a temporary file (Params.SpoolDetails).
 package bench

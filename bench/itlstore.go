@@ -95,11 +95,29 @@ func (s *itlStore) truncate(n int) {
 	s.chunks = s.chunks[:keep]
 }
 
-// values returns samples [off, off+n) as seconds.
-func (s *itlStore) values(off, n int) []float64 {
-	out := make([]float64, n)
+// itlRange is one request's samples in the store.
+type itlRange struct {
+	s      *itlStore
+	off, n int
+}
+
+// of is the range of a record's samples.
+func (s *itlStore) of(r reqRec) itlRange { return itlRange{s, r.itlOff, r.itlLen} }
+
+// all yields the samples in seconds, in their order (an iter.Seq).
+func (g itlRange) all(yield func(float64) bool) {
+	for i := range g.n {
+		if !yield(g.s.at(g.off + i)) {
+			return
+		}
+	}
+}
+
+// values returns the samples as seconds.
+func (g itlRange) values() []float64 {
+	out := make([]float64, g.n)
 	for i := range out {
-		out[i] = s.at(off + i)
+		out[i] = g.s.at(g.off + i)
 	}
 	return out
 }

@@ -143,7 +143,7 @@ func TestITLStoreStatsMatchFloat(t *testing.T) {
 			var want []float64
 			for _, r := range recs {
 				if r.ok {
-					want = append(want, s.values(r.itlOff, r.itlLen)...)
+					want = append(want, s.of(r).values()...)
 				}
 			}
 			if tc.only != (len(s.wide) == 0) {

@@ -43,10 +43,6 @@ func (t *tableWriter) f2(label string, v float64) { t.row(label, pyFixed2(v)) }
 
 func (t *tableWriter) int(label string, v int) { t.row(label, strconv.Itoa(v)) }
 
-func isEmbedding(backend string) bool {
-	return backend == "sglang-embedding" || backend == "vllm-embedding"
-}
-
 // WriteTable writes bench_serving's console table (newest layout, byte for
 // byte: labels, order, widths, trailing spaces and number formats), then
 // servingprobe's extra block below it, so that parsers of the standard
@@ -73,7 +69,7 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	if s.DatasetName == "image" || s.DatasetName == "mmmu" {
 		t.int("Total input vision tokens:", s.TotalInputVisionTokens)
 	}
-	emb := isEmbedding(s.Backend)
+	emb := s.Embedding
 	if !emb {
 		t.int("Total generated tokens:", s.TotalOutputTokens)
 		t.int("Total generated tokens (retokenized):", s.TotalOutputTokensRetokenized)
@@ -122,8 +118,9 @@ func (s *Summary) WriteTable(w io.Writer) error {
 }
 
 // writeExtras writes servingprobe's block: failures by outcome, the rate
-// the pacer planned and the rate achieved, client queue time, goodput and
-// any vLLM-style percentiles.
+// the pacer planned and the rate achieved, client queue time, goodput, any
+// vLLM-style percentiles, and how the numbers above were taken (not
+// streamed, sketches, compat).
 func (s *Summary) writeExtras(t *tableWriter) {
 	t.line(center(" servingprobe ", '=', 50))
 	t.int("Total requests:", s.Requests)
@@ -160,6 +157,9 @@ func (s *Summary) writeExtras(t *tableWriter) {
 		for _, p := range m.Percentiles {
 			t.f2("P"+percentileWord(p.P)+" "+l.name+" (ms):", p.Value)
 		}
+	}
+	if s.NotStreamed > 0 {
+		t.row("Not streamed:", fmt.Sprintf("%d requests; TTFT and TPOT from the whole response", s.NotStreamed))
 	}
 	if s.Stats == StatsSketch {
 		t.row("Latency statistics:", fmt.Sprintf("sketch, within %g%%; peaks on a 10 ms grid", SketchRelativeError*100))

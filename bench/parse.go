@@ -13,6 +13,8 @@ import (
 // Record for everything the console table, the report and a comparison
 // show. It reads bench_serving's own records as well as ours (Python's bare
 // Infinity and NaN included); what a record does not hold stays zero.
+// Embedding is such a field: a reader that knows the run's backend sets it
+// from the backend's traits.
 func ParseRecord(line []byte) (*Summary, error) {
 	var r struct {
 		Tag                          *string         `json:"tag"`

@@ -5,32 +5,37 @@ import (
 	"slices"
 )
 
-// sketches is what the accumulator keeps under StatsSketch instead of a
-// record per request, so that its memory does not grow with the requests:
-// a Sketch per latency list, the running sum the concurrency needs, and
-// the peaks on a grid of time slots.
-type sketches struct {
+// sketchStats keeps, under StatsSketch, a Sketch per latency list instead
+// of a record per request, so that its memory does not grow with the
+// requests: the sketches, the running sum the concurrency needs, and the
+// peaks on a grid of time slots.
+type sketchStats struct {
 	ttft, tpot, itl, e2e, queue, e2eQ *Sketch
 	e2eSum, e2eComp                   float64 // Neumaier's compensated sum of e2e
-	requests                          int
 	peaks                             peakGrid
+	bucketConcurrency                 bool // CompatBucketConcurrency
 }
 
-func newSketches() *sketches {
+func newSketchStats(bucketConcurrency bool) *sketchStats {
 	n := func() *Sketch { return NewSketch(SketchRelativeError) }
-	return &sketches{ttft: n(), tpot: n(), itl: n(), e2e: n(), queue: n(), e2eQ: n()}
+	return &sketchStats{ttft: n(), tpot: n(), itl: n(), e2e: n(), queue: n(), e2eQ: n(), bucketConcurrency: bucketConcurrency}
 }
 
-// add takes a request's record (its ITL samples are read from the store
-// by the caller).
-func (k *sketches) add(r reqRec) {
-	k.requests++
+// add folds the request into the sketches and drops its inter-token
+// samples from the store, which the next request then reuses.
+func (k *sketchStats) add(r reqRec, itl *itlStore) {
+	defer itl.truncate(r.itlOff)
 	if r.queued {
 		k.queue.Add(r.queue)
 	}
 	if !r.ok {
 		return
 	}
+	gaps := itl.of(r)
+	for g := range gaps.all {
+		k.itl.Add(g)
+	}
+	k.peaks.add(r, gaps, k.bucketConcurrency)
 	k.ttft.Add(r.ttft)
 	k.e2e.Add(r.e2e)
 	if !math.IsNaN(r.tpot) {
@@ -50,48 +55,21 @@ func (k *sketches) add(r reqRec) {
 	k.e2eSum = t
 }
 
-func (k *sketches) sum() float64 { return k.e2eSum + k.e2eComp }
-
-// byMetric is the sketch of a percentile metric.
-func (k *sketches) byMetric(m string) *Sketch {
-	switch m {
-	case MetricTTFT:
-		return k.ttft
-	case MetricTPOT:
-		return k.tpot
-	case MetricITL:
-		return k.itl
-	case MetricE2EL:
-		return k.e2e
-	case MetricClientQueueTime:
-		return k.queue
-	case MetricE2ELIncludingClientQueue:
-		return k.e2eQ
-	}
-	return nil
+func (k *sketchStats) latencies(*itlStore) latencies {
+	l := latencies{ttft: k.ttft, tpot: k.tpot, itl: k.itl, e2e: k.e2e, queue: k.queue, e2eQ: k.e2eQ,
+		e2eSum: k.e2eSum + k.e2eComp}
+	l.peakTokens, l.peakConcurrent = k.peaks.result(k.bucketConcurrency)
+	return l
 }
 
-// metricStats is a metric's MetricStats from its sketch.
-func metricStats(m string, sk *Sketch, percentiles []float64) MetricStats {
-	if sk == nil {
-		return MetricStats{Metric: m}
-	}
-	st := sk.Stats()
-	ms := MetricStats{Metric: m, Mean: st.Mean, Median: st.Median, Std: st.Std}
-	for _, q := range percentiles {
-		v := 0.0
-		if sk.Count() > 0 {
-			v = sk.Quantile(q/100) * 1000
-		}
-		ms.Percentiles = append(ms.Percentiles, PercentileValue{P: q, Value: v})
-	}
-	return ms
-}
+// percentile is the value at percentile p (0 to 100): the distribution's
+// view of Quantile.
+func (s *Sketch) percentile(p float64) float64 { return s.Quantile(p / 100) }
 
 // gridSlot is the peak grid's resolution.
 const gridSlot = 0.01 // seconds
 
-// peakGrid approximates the accumulator's peaks (see peaks) in memory
+// peakGrid approximates the exact peaks (exactStats.peaks) in memory
 // that grows with the run's duration, not its requests: tokens and
 // arrivals and departures of successes counted per 10 ms slot of the time
 // since the accumulator's origin. A token peak sums whole slots into the
@@ -141,14 +119,14 @@ func (g *peakGrid) at(t float64) *slot {
 
 // add counts a success: its first tokens at start+ttft, one at each
 // cumulative gap, and its stay in flight.
-func (g *peakGrid) add(r reqRec, firstTok int, gaps func(yield func(float64) bool), compatBuckets bool) {
+func (g *peakGrid) add(r reqRec, gaps itlRange, compatBuckets bool) {
 	if g.n == 0 || r.start < g.t0 {
 		g.t0 = r.start
 	}
 	g.n++
 	cur := r.start + r.ttft
-	g.at(cur).tokens += int32(firstTok)
-	for d := range gaps {
+	g.at(cur).tokens += int32(r.firstTok)
+	for d := range gaps.all {
 		cur += d
 		g.at(cur).tokens++
 	}

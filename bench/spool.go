@@ -43,16 +43,8 @@ func newDetailSpool() (*detailSpool, error) {
 	return sp, nil
 }
 
-// spoolRow is one request's details, as the in-memory Details hold them.
-type spoolRow struct {
-	inputLen, outputLen int
-	ttft                float64
-	times               [4]time.Time
-	itls                []float64
-	text, err, outcome  string
-}
-
-func (sp *detailSpool) add(i int, r spoolRow) {
+// add appends request i's row to the file.
+func (sp *detailSpool) add(i int, r detailRow, gaps itlRange) {
 	b := sp.row[:0]
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.inputLen))
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.outputLen))
@@ -64,8 +56,8 @@ func (sp *detailSpool) add(i int, r spoolRow) {
 		}
 		b = binary.LittleEndian.AppendUint64(b, uint64(ns))
 	}
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(r.itls)))
-	for _, v := range r.itls {
+	b = binary.LittleEndian.AppendUint32(b, uint32(gaps.n))
+	for v := range gaps.all {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 	}
 	for _, s := range []string{r.text, r.err, r.outcome} {
@@ -86,20 +78,20 @@ func (sp *detailSpool) add(i int, r spoolRow) {
 
 // read returns row i; a request never added reads as the in-memory
 // Details' zero row.
-func (sp *detailSpool) read(i int) (spoolRow, error) {
+func (sp *detailSpool) read(i int) (detailRow, error) {
 	if sp.offsets[i] < 0 {
-		return spoolRow{}, nil
+		return detailRow{}, nil
 	}
 	if cap(sp.row) < int(sp.lens[i]) {
 		sp.row = make([]byte, sp.lens[i])
 	}
 	b := sp.row[:sp.lens[i]]
 	if _, err := sp.f.ReadAt(b, sp.offsets[i]); err != nil {
-		return spoolRow{}, fmt.Errorf("details spool: %w", err)
+		return detailRow{}, fmt.Errorf("details spool: %w", err)
 	}
 	u64 := func() uint64 { v := binary.LittleEndian.Uint64(b); b = b[8:]; return v }
 	u32 := func() uint32 { v := binary.LittleEndian.Uint32(b); b = b[4:]; return v }
-	var r spoolRow
+	var r detailRow
 	r.inputLen, r.outputLen = int(int64(u64())), int(int64(u64()))
 	r.ttft = math.Float64frombits(u64())
 	for k := range r.times {
@@ -114,6 +106,11 @@ func (sp *detailSpool) read(i int) (spoolRow, error) {
 	str := func() string { n := u32(); s := string(b[:n]); b = b[n:]; return s }
 	r.text, r.err, r.outcome = str(), str(), str()
 	return r, nil
+}
+
+// fill hands the summary the spool, as its SpooledDetails.
+func (sp *detailSpool) fill(s *Summary, start time.Time) {
+	s.SpooledDetails = &SpooledDetails{sp: sp, n: len(sp.offsets), start: start}
 }
 
 // SpooledDetails are a summary's details kept on disk: the spool, how
@@ -169,12 +166,6 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 		}
 		cols[k] = c
 	}
-	rel := func(t time.Time) float64 {
-		if t.IsZero() || d.start.IsZero() {
-			return -1
-		}
-		return t.Sub(d.start).Seconds()
-	}
 	e := pyEncoder{strict: o.Strict}
 	for i := range d.n {
 		r, err := sp.read(i)
@@ -200,7 +191,7 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 			case 5:
 				e.string(r.err)
 			case 6, 7, 8, 9:
-				e.float(rel(r.times[k-6]))
+				e.float(relTime(r.times[k-6], d.start))
 			case 10:
 				e.string(r.outcome)
 			}

@@ -22,14 +22,7 @@ type Stats struct {
 // `np.mean(ttfts or 0)`. values is not modified. The inter-token gaps,
 // which are not kept as a []float64, take the same path through statsOf.
 func ComputeStats(values []float64) Stats {
-	if len(values) == 0 {
-		return Stats{}
-	}
-	at := func(i int) float64 { return values[i] }
-	m := meanAt(len(values), at)
-	sd := stdAround(len(values), m, at)
-	sorted := slices.Sorted(slices.Values(values))
-	return statsOf(m, sd, len(sorted), func(i int) float64 { return sorted[i] })
+	return exactOf(slices.Clone(values)).st
 }
 
 // statsOf is the Stats of n samples of mean m and standard deviation sd

@@ -33,10 +33,10 @@ type ev struct {
 	tokens int
 }
 
-// req builds a Result from offsets in milliseconds.
+// req builds a streamed request's Result from offsets in milliseconds.
 func req(sched, sent, end float64, out int, outcome prober.Outcome, text, errText string, events ...ev) prober.Result {
 	r := prober.Result{
-		Backend: "vllm", Scheduled: at(sched), Sent: at(sent), End: at(end),
+		Backend: "vllm", Stream: true, Scheduled: at(sched), Sent: at(sent), End: at(end),
 		OutputTokens: out, Outcome: outcome, GeneratedText: text, Err: errText,
 	}
 	for _, e := range events {
@@ -135,7 +135,7 @@ func TestSummaryFigures(t *testing.T) {
 				t.Errorf("MaxOutputTokensPerS = %v, want 7 (chunks in second 0)", s.MaxOutputTokensPerS)
 			}
 		}},
-		{"chunk ITL compat keeps sglang native per token", func(p *Params) { p.Compat.ChunkITL = true; p.Backend = "sglang" }, func(t *testing.T, s Summary) {
+		{"chunk ITL compat keeps sglang native per token", func(p *Params) { p.Compat.ChunkITL = true; p.Backend, p.SplitChunkGaps = "sglang", true }, func(t *testing.T, s Summary) {
 			if s.ITL.Max != 525 {
 				t.Errorf("ITL max = %v, want 525 (per token)", s.ITL.Max)
 			}
@@ -314,7 +314,7 @@ func TestGolden(t *testing.T) {
 			p.ServerInfo = nil
 		}},
 		{name: "embedding-all-failed", params: func(p *Params) {
-			p.Backend = "vllm-embedding"
+			p.Backend, p.Embedding = "vllm-embedding", true
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -364,6 +364,9 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseRecord: %v", err)
 			}
+			// A record does not say whether its backend returns
+			// embeddings; its reader knows the backend's traits.
+			back.Embedding = p.Embedding
 			var again bytes.Buffer
 			if err := back.WriteTable(&again); err != nil {
 				t.Fatal(err)
@@ -631,4 +634,56 @@ func TestSummaryTwice(t *testing.T) {
 		}
 	}()
 	a.Add(len(results), results[0], rows[0])
+}
+
+// TestNotStreamed: a response that was not streamed has no measured TTFT
+// or TPOT (prober's Samples say -1), but the bench table and JSONL keep
+// bench_serving's --disable-stream convention: the whole response is the
+// first chunk, so TTFT is the latency and TPOT follows from it. Its
+// numbers and record are those of the same response streamed in one
+// chunk, and only the table's servingprobe block says it was not
+// streamed.
+func TestNotStreamed(t *testing.T) {
+	t.Parallel()
+	streamed := req(0, 0, 400, 4, prober.OutcomeSuccess, "a b c d", "", ev{400, 4})
+	r := streamed
+	r.Stream = false
+	if sm := r.Samples(); sm.TTFT != -1 || sm.TPOTSeconds != -1 || sm.E2E != 400*time.Millisecond {
+		t.Fatalf("Samples() TTFT %v, TPOT %v, E2E %v; want -1, -1, 400ms", sm.TTFT, sm.TPOTSeconds, sm.E2E)
+	}
+	rows := []datasets.Prompt{{PromptLen: 10, OutputLen: 4}}
+	p := fixtureParams()
+	s, err := Summarize([]prober.Result{r}, rows, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.TTFT.Mean != 400 || s.TTFT != s.E2ELatency || s.TPOT.Mean != 0 || s.TPOTSamples != 1 || s.NotStreamed != 1 {
+		t.Errorf("TTFT %+v, E2E %+v, TPOT mean %v over %d, not streamed %d; want TTFT = E2E = 400 ms, TPOT 0 over 1, 1",
+			s.TTFT, s.E2ELatency, s.TPOT.Mean, s.TPOTSamples, s.NotStreamed)
+	}
+	want, err := Summarize([]prober.Result{streamed}, rows, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.NotStreamed != 0 {
+		t.Fatalf("a streamed response counted as not streamed")
+	}
+	want.NotStreamed = s.NotStreamed
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("summary differs from the same response streamed in one chunk (-streamed +not):\n%s", diff)
+	}
+	// The record, servingprobe's keys included, does not say it either.
+	got, errGot := s.Record(JSONOptions{})
+	wantLine, errWant := want.Record(JSONOptions{})
+	if err := errors.Join(errGot, errWant); err != nil || !bytes.Equal(got, wantLine) {
+		t.Errorf("record (%v) differs from the streamed one:\n%s\nwant\n%s", err, got, wantLine)
+	}
+	var table strings.Builder
+	if err := s.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	standard, extras, _ := strings.Cut(table.String(), " servingprobe ")
+	if strings.Contains(standard, "streamed") || !strings.Contains(extras, "\nNot streamed:                            1 requests; TTFT and TPOT from the whole response\n") {
+		t.Errorf("table does not say, in servingprobe's block only, that the request was not streamed:\n%s", table.String())
+	}
 }

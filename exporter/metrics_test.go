@@ -30,7 +30,7 @@ func successResult(target, module, model string) prober.Result {
 	sent := t0.Add(time.Millisecond)
 	ft := sent.Add(100 * time.Millisecond)
 	return prober.Result{
-		RequestID: "sp-0001", Target: target, Module: module, Model: model,
+		RequestID: "sp-0001", Target: target, Module: module, Model: model, Stream: true,
 		Scheduled: t0, Sent: sent, FirstToken: ft,
 		Events: []prober.Event{
 			{At: ft, Tokens: 1},
@@ -67,20 +67,20 @@ func TestSamplesOf(t *testing.T) {
 		},
 		{
 			name: "one token: no TPOT, no ITL",
-			r: prober.Result{Sent: t0, FirstToken: t0.Add(time.Second), End: t0.Add(2 * time.Second),
+			r: prober.Result{Stream: true, Sent: t0, FirstToken: t0.Add(time.Second), End: t0.Add(2 * time.Second),
 				Events: []prober.Event{{At: t0.Add(time.Second), Tokens: 1}}, OutputTokens: 1},
 			want: samples{queue: -1, ttft: 1, e2e: 2, tpot: -1},
 		},
 		{
 			name: "zero-token events are skipped without moving the reference; huge claims are capped",
-			r: prober.Result{Sent: t0, FirstToken: t0, End: t0.Add(time.Second),
+			r: prober.Result{Stream: true, Sent: t0, FirstToken: t0, End: t0.Add(time.Second),
 				Events: []prober.Event{{At: t0, Tokens: 1}, {At: t0.Add(time.Second)}, {At: t0.Add(2 * time.Second), Tokens: 1 << 30}}},
 			want: samples{queue: -1, ttft: 0, e2e: 1, tpot: -1,
 				itl: []itlSample{{2.0 / (1 << 30), maxITLSamplesPerEvent}}},
 		},
 		{
 			name: "clock going backwards clamps at zero",
-			r:    prober.Result{Scheduled: t0.Add(time.Second), Sent: t0, FirstToken: t0.Add(-time.Second), End: t0},
+			r:    prober.Result{Stream: true, Scheduled: t0.Add(time.Second), Sent: t0, FirstToken: t0.Add(-time.Second), End: t0},
 			want: samples{queue: 0, ttft: 0, e2e: 0, tpot: -1},
 		},
 	}
@@ -306,7 +306,7 @@ func TestObserverModes(t *testing.T) {
 		t.Errorf("ITL samples = %d, want 4 (one per token after the first)", h.count)
 	}
 	// Failures are counted but not timed.
-	m.Observer(ModeProbe).Observe(prober.Result{Target: "vllm", Module: "chat", Sent: t0, FirstToken: t0.Add(time.Second),
+	m.Observer(ModeProbe).Observe(prober.Result{Target: "vllm", Module: "chat", Stream: true, Sent: t0, FirstToken: t0.Add(time.Second),
 		End: t0.Add(2 * time.Second), Outcome: prober.OutcomeStreamCut})
 	h = &histCount{}
 	h.collect(t, m.ttft, "vllm", "chat", "qwen", "probe")

@@ -12,17 +12,20 @@ import (
 // from them, so that no two surfaces can disagree about one request. The
 // rules are in docs/metrics.md; TestSamples states each of them.
 //
-// A duration that is not defined for the request is -1.
+// A duration that is not defined for the request is -1. Without streaming
+// (Result.Stream false) the answer arrives whole, so nothing measures a
+// first token: TTFT and TPOT are -1 and only E2E is measured.
 type Samples struct {
 	// Queue is Sent − Scheduled: how long the request waited on the client
 	// after the pacer released it. -1 when the request was not paced.
 	Queue time.Duration
-	// TTFT is FirstToken − Sent. -1 when no output arrived.
+	// TTFT is FirstToken − Sent. -1 when no output arrived or the
+	// response was not streamed.
 	TTFT time.Duration
 	// E2E is End − Sent. -1 when the request was never sent.
 	E2E time.Duration
 	// TPOTSeconds is (End − FirstToken) / (OutputTokens − 1) in seconds,
-	// -1 below 2 tokens. It is a ratio, kept as a float so that it is not
+	// -1 below 2 tokens or without streaming. It is a ratio, kept as a float so that it is not
 	// rounded to the nanosecond: the bench prints it to 15 digits, as
 	// bench_serving does.
 	TPOTSeconds float64
@@ -59,12 +62,16 @@ func (r *Result) Samples() Samples {
 	if !r.Scheduled.IsZero() {
 		s.Queue = max(r.Sent.Sub(r.Scheduled), 0)
 	}
-	if !r.FirstToken.IsZero() {
+	// A response that was not streamed has its first token stamped when
+	// the whole answer arrived: that is no measure of a first token, and
+	// a TPOT from it would be about 0.
+	streamedFirst := r.Stream && !r.FirstToken.IsZero()
+	if streamedFirst {
 		s.TTFT = max(r.FirstToken.Sub(r.Sent), 0)
 	}
 	if !r.End.IsZero() {
 		s.E2E = max(r.End.Sub(r.Sent), 0)
-		if !r.FirstToken.IsZero() && s.OutputTokens >= 2 {
+		if streamedFirst && s.OutputTokens >= 2 {
 			// (E2E − TTFT) in float seconds, not End − FirstToken: the
 			// same operations as bench_serving, so the last digit agrees.
 			s.TPOTSeconds = max(s.E2E.Seconds()-s.TTFT.Seconds(), 0) / float64(s.OutputTokens-1)
