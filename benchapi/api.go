@@ -220,6 +220,12 @@ func patch(s *benchrun.Spec, key string, raw json.RawMessage) *apiError {
 	if key == "compat" && len(raw) > maxTag+2 {
 		return badRequest("compat: at most %d bytes", maxTag)
 	}
+	var str string
+	if key == "request_rate" && json.Unmarshal(raw, &str) == nil && str != "inf" {
+		// A record's rate may read "Infinity" (Python's); a body's is
+		// a number or "inf", as documented.
+		return badRequest("request_rate: want a number or \"inf\", got %q", exporter.TruncateUTF8(str, 40))
+	}
 	one, _ := json.Marshal(map[string]json.RawMessage{key: raw})
 	if err := json.Unmarshal(one, s); err != nil {
 		var te *json.UnmarshalTypeError

@@ -203,6 +203,7 @@ func TestBenchAPIValidation(t *testing.T) {
 		{"huge int", `{"target":"a","num_prompts":1e30}`, 400, "num_prompts: want int"},
 		{"huge float", `{"target":"a","request_rate":1e400}`, 400, "request_rate"},
 		{"nan string", `{"target":"a","request_rate":"NaN"}`, 400, "request_rate"},
+		{"Infinity string", `{"target":"a","request_rate":"Infinity"}`, 400, `request_rate: want a number or "inf"`},
 		{"zero rate", `{"target":"a","request_rate":0}`, 400, "request_rate: must be > 0"},
 		{"burstiness", `{"target":"a","burstiness":-1}`, 400, "burstiness: must be > 0"},
 		{"duration", `{"target":"a","max_duration":"forever"}`, 400, "max_duration: want a positive duration"},
