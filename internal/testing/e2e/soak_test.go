@@ -13,11 +13,17 @@ import (
 // so "flat" is: the second half never exceeds the first half's peak by
 // more than a few connections' worth.
 const (
-	soakDuration  = 2 * time.Minute
-	soakRSSBound  = 160 << 20 // the daemon, 20 targets, the simulator and the hostile server in one process
-	soakGoSlack   = 24        // goroutines over the first half's peak
-	soakFDSlack   = 12        // fds over the first half's peak
-	soakHeapSlack = 48 << 20  // live heap over the first half's peak
+	soakDuration = 2 * time.Minute
+	// The daemon, 20 targets, the simulator and the hostile server in one
+	// process, under the race detector. The simulator counts prompt tokens
+	// with the embedded Qwen3 tokenizer, whose tables (about 10 MiB of live
+	// heap, loaded once) the run now holds: peaks of 160-166 MiB against
+	// 130 MiB without it, with the heap flat over the two minutes. The
+	// bound catches runaway growth; the heap slack below catches a leak.
+	soakRSSBound  = 200 << 20
+	soakGoSlack   = 24       // goroutines over the first half's peak
+	soakFDSlack   = 12       // fds over the first half's peak
+	soakHeapSlack = 48 << 20 // live heap over the first half's peak
 )
 
 // TestSoak is the CI version of go run ./tools/soak: 20 targets, a third
