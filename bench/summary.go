@@ -195,6 +195,18 @@ func serverTimingOf(st prober.ServerTimings) *ServerTiming {
 	}
 }
 
+// PerOutputToken is the server's decode time per generated token in
+// seconds, by prober.ServerTimings.PerOutputToken's definition; -1 when
+// the server did not state both its eval count and duration.
+func (t *ServerTiming) PerOutputToken() float64 {
+	st := prober.ServerTimings{EvalCount: t.EvalCount, EvalDuration: time.Duration(math.Round(t.EvalDuration * 1e9))}
+	d := st.PerOutputToken()
+	if d < 0 {
+		return -1
+	}
+	return d.Seconds()
+}
+
 // record is t as the record's pyEncoder writes it, in ollama's key order.
 func (t *ServerTiming) record() any {
 	if t == nil {

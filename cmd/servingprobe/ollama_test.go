@@ -124,9 +124,10 @@ func TestServeOllamaModules(t *testing.T) {
 // TestBenchOllamaServerTimings: `bench --output-details` over real HTTP
 // against ollama's recorded streams (whose final object is written as
 // ollama's source defines it, durations in nanoseconds) records, for every
-// request, the timings that object states, in seconds; a run against a
-// server that states none (the simulator's OpenAI API) has no
-// server_timings key at all.
+// request, the timings that object states, in seconds, and the report
+// draws them, from the live run and from the file; a run against a server
+// that states none (the simulator's OpenAI API) has no server_timings key
+// at all.
 func TestBenchOllamaServerTimings(t *testing.T) {
 	for _, tc := range []struct{ backend, path string }{{"ollama-chat", "/api/chat"}, {"ollama", "/api/generate"}} {
 		t.Run(tc.backend, func(t *testing.T) {
@@ -152,13 +153,32 @@ func TestBenchOllamaServerTimings(t *testing.T) {
 				}
 			}))
 			t.Cleanup(srv.Close)
-			out := filepath.Join(t.TempDir(), "out.jsonl")
+			dir := t.TempDir()
+			out, live, again := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "live.html"), filepath.Join(dir, "again.html")
 			code, stdout, stderr := runCLI(t, "bench", "--backend", tc.backend, "--base-url", srv.URL, "--model", "m",
 				"--dataset-name", "random", "--tokenizer", "../../tokenizer/testdata/qwen3",
 				"--random-input-len", "16", "--random-output-len", "4", "--num-prompts", "3", "--request-rate", "inf",
-				"--output-file", out, "--strict-json", "--output-details", "--disable-tqdm", "--ready-check-timeout-sec", "0")
+				"--output-file", out, "--strict-json", "--output-details", "--disable-tqdm", "--ready-check-timeout-sec", "0",
+				"--report", live)
 			if code != 0 {
 				t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			// The report draws them, from the live run and from the
+			// record read back alike.
+			if code, _, stderr := runCLI(t, "report", "-o", again, out); code != 0 {
+				t.Fatalf("report exited %d: %s", code, stderr)
+			}
+			for _, html := range []string{live, again} {
+				b, err := os.ReadFile(html)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range []string{"<h2>Server timings</h2>", "3 of the run&#39;s 3 successful requests stated timings",
+					`<td>prompt eval</td><td class="num">3</td><td class="num">82.11</td>`} {
+					if !bytes.Contains(b, []byte(w)) {
+						t.Errorf("%s lacks %q", filepath.Base(html), w)
+					}
+				}
 			}
 			recs := readRecords(t, out)
 			sts, ok := recs[0]["server_timings"].([]any)
