@@ -100,7 +100,7 @@ func serverSection(d *bench.Details) (section, bool) {
 // stated them: how many, their mean, median and maximum in ms.
 func serverTable(v serverReqs) template.HTML {
 	var b strings.Builder
-	b.WriteString(`<table class="compare server-timings"><tr><th>stated by the server</th><th>requests</th><th>mean (ms)</th><th>median (ms)</th><th>max (ms)</th></tr>`)
+	b.WriteString(`<table class="compare server-timings" style="margin:4px 0 12px"><tr><th>stated by the server</th><th>requests</th><th>mean (ms)</th><th>median (ms)</th><th>max (ms)</th></tr>`)
 	for _, r := range []struct {
 		name string
 		vals []float64
