@@ -11,6 +11,7 @@ type detailRow struct {
 	// a row being added gives them as an itlRange.
 	itls               []float64
 	text, err, outcome string
+	server             *ServerTiming // nil when the server stated none
 }
 
 // noDetails keeps no details (no --output-details).
@@ -46,6 +47,14 @@ func (m *memoryDetails) add(i int, row detailRow, gaps itlRange) {
 	d.ITLs[i] = gaps.values()
 	d.GeneratedTexts[i] = row.text
 	d.Errors[i] = row.err
+	if row.server != nil {
+		// The array is made by the first request that states timings,
+		// so that a run against a server that states none has none.
+		for len(d.ServerTimings) <= i {
+			d.ServerTimings = append(d.ServerTimings, nil)
+		}
+		d.ServerTimings[i] = row.server
+	}
 }
 
 func (m *memoryDetails) fill(s *Summary, start time.Time) {
@@ -54,6 +63,9 @@ func (m *memoryDetails) fill(s *Summary, start time.Time) {
 	d.ScheduledTimes, d.SentTimes, d.FirstTokenTimes, d.EndTimes = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	for i, ts := range m.times {
 		d.ScheduledTimes[i], d.SentTimes[i], d.FirstTokenTimes[i], d.EndTimes[i] = relTime(ts[0], start), relTime(ts[1], start), relTime(ts[2], start), relTime(ts[3], start)
+	}
+	for d.ServerTimings != nil && len(d.ServerTimings) < n {
+		d.ServerTimings = append(d.ServerTimings, nil)
 	}
 	s.Details = &d
 }

@@ -292,6 +292,9 @@ func (s *Summary) record(o JSONOptions) ([]byte, error) {
 				field{"end_times", d.EndTimes},
 				field{"request_outcomes", d.Outcomes},
 			)
+			if d.ServerTimings != nil {
+				r = append(r, field{"server_timings", d.ServerTimings})
+			}
 		}
 	}
 	e := &pyEncoder{strict: o.Strict}

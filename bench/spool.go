@@ -29,6 +29,9 @@ type detailSpool struct {
 	lens    []uint32 // row lengths
 	row     []byte
 	err     error // the first write error, reported when the record is written
+	// server is set once a row carries server timings: the record then
+	// has their array, as the in-memory details do.
+	server bool
 }
 
 func newDetailSpool() (*detailSpool, error) {
@@ -63,6 +66,17 @@ func (sp *detailSpool) add(i int, r detailRow, gaps itlRange) {
 	for _, s := range []string{r.text, r.err, r.outcome} {
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
 		b = append(b, s...)
+	}
+	if st := r.server; st != nil {
+		sp.server = true
+		b = append(b, 1)
+		for _, v := range []float64{st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration} {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+		b = binary.LittleEndian.AppendUint64(b, uint64(st.PromptEvalCount))
+		b = binary.LittleEndian.AppendUint64(b, uint64(st.EvalCount))
+	} else {
+		b = append(b, 0)
 	}
 	sp.row = b
 	for len(sp.offsets) <= i {
@@ -105,6 +119,14 @@ func (sp *detailSpool) read(i int) (detailRow, error) {
 	}
 	str := func() string { n := u32(); s := string(b[:n]); b = b[n:]; return s }
 	r.text, r.err, r.outcome = str(), str(), str()
+	if b[0] == 1 {
+		b = b[1:]
+		f := func() float64 { return math.Float64frombits(u64()) }
+		st := &ServerTiming{}
+		st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration = f(), f(), f(), f()
+		st.PromptEvalCount, st.EvalCount = int(int64(u64())), int(int64(u64()))
+		r.server = st
+	}
 	return r, nil
 }
 
@@ -130,9 +152,10 @@ func (d *SpooledDetails) Close() error {
 }
 
 // detailKeys are the details' keys in the record's order; the first six
-// are bench_serving's.
+// are bench_serving's, and the last is written only when a request stated
+// server timings.
 var detailKeys = []string{"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors",
-	"scheduled_times", "sent_times", "first_token_times", "end_times", "request_outcomes"}
+	"scheduled_times", "sent_times", "first_token_times", "end_times", "request_outcomes", "server_timings"}
 
 const standardDetailKeys = 6
 
@@ -148,8 +171,11 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 		return fmt.Errorf("details spool: %w", err)
 	}
 	keys := detailKeys
-	if o.StandardOnly {
+	switch {
+	case o.StandardOnly:
 		keys = keys[:standardDetailKeys]
+	case !sp.server:
+		keys = keys[:len(keys)-1]
 	}
 	cols := make([]*detailSpool, len(keys))
 	defer func() {
@@ -194,6 +220,8 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 				e.float(relTime(r.times[k-6], d.start))
 			case 10:
 				e.string(r.outcome)
+			case 11:
+				_ = e.value(r.server)
 			}
 			if _, err := c.w.Write(e.buf.Bytes()); err != nil {
 				return fmt.Errorf("details spool: %w", err)

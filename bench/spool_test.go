@@ -4,23 +4,41 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 // TestSpooledDetailsMatchMemory: details kept on disk are written byte for
 // byte as the in-memory ones, through Record and AppendJSONL, for every
 // option, with requests missing from the index (never sent), failures,
-// gaps shared by several tokens and generated texts; and memory keeps no
-// details.
+// gaps shared by several tokens, generated texts and server timings stated
+// by some requests (or none); and memory keeps no details.
 func TestSpooledDetailsMatchMemory(t *testing.T) {
-	results, rows := sketchRun(3000)
-	for i := range results {
-		results[i].GeneratedText = string(rune('a'+i%26)) + "é\"\n😀"
-		if results[i].Outcome != "success" {
-			results[i].Err = "503 Service Unavailable"
+	plain, rows := sketchRun(3000)
+	for i := range plain {
+		plain[i].GeneratedText = string(rune('a'+i%26)) + "é\"\n😀"
+		if plain[i].Outcome != "success" {
+			plain[i].Err = "503 Service Unavailable"
 		}
 	}
-	for _, noTexts := range []bool{false, true} {
+	timed := slices.Clone(plain)
+	for i := range timed {
+		if i%3 == 0 {
+			// Durations that are no round number of seconds; some of
+			// these requests are never sent (i%11 == 5), which leaves a
+			// null in the array as for any request that stated none.
+			timed[i].Server = prober.ServerTimings{TotalDuration: time.Duration(135904321 + i), LoadDuration: 11874202,
+				PromptEvalCount: 13 + i, PromptEvalDuration: 82113540, EvalCount: i % 7, EvalDuration: time.Duration(40398112 * (i % 7))}
+		}
+	}
+	for _, tc := range []struct{ noTexts, timings bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		noTexts, timings, results := tc.noTexts, tc.timings, plain
+		if timings {
+			results = timed
+		}
 		summarize := func(spool bool) Summary {
 			p := fixtureParams()
 			p.Details, p.DetailsNoTexts, p.SpoolDetails = true, noTexts, spool
@@ -68,6 +86,22 @@ func TestSpooledDetailsMatchMemory(t *testing.T) {
 		}
 		if len(mem.Details.InputLens) != len(results) {
 			t.Fatalf("%d rows, want %d", len(mem.Details.InputLens), len(results))
+		}
+		// The timings' array is there exactly when a request stated them,
+		// one entry per row, and not in bench_serving's keys alone.
+		line, err := disk.Record(JSONOptions{Details: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Contains(line, []byte(`"server_timings": [`)); got != timings {
+			t.Errorf("texts %v, timings %v: server_timings in the record: %v", !noTexts, timings, got)
+		}
+		if n := len(mem.Details.ServerTimings); timings && n != len(results) || !timings && n != 0 {
+			t.Errorf("timings %v: %d server timings, want one per row or none", timings, n)
+		}
+		std, _ := disk.Record(JSONOptions{Details: true, StandardOnly: true})
+		if bytes.Contains(std, []byte("server_timings")) {
+			t.Error("server_timings among bench_serving's keys alone")
 		}
 	}
 }

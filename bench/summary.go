@@ -160,6 +160,66 @@ type Details struct {
 	FirstTokenTimes []float64 `json:"first_token_times"`
 	EndTimes        []float64 `json:"end_times"`
 	Outcomes        []string  `json:"request_outcomes"`
+	// ServerTimings are what each request's server stated about its time
+	// (ollama's final object), null for a request that stated none. The
+	// array is there only when at least one request of the run stated
+	// timings, so that the record of a run against any other server keeps
+	// the keys it always had.
+	ServerTimings []*ServerTiming `json:"server_timings,omitempty"`
+}
+
+// ServerTiming is the time a server stated it spent on one request, as
+// ollama's final object states it (prober.ServerTimings), with the
+// durations in seconds like the details' other times rather than ollama's
+// nanoseconds: load, prompt evaluation (prefill) and evaluation (decode)
+// with the tokens each counted, and the total.
+type ServerTiming struct {
+	TotalDuration      float64 `json:"total_duration"`
+	LoadDuration       float64 `json:"load_duration"`
+	PromptEvalCount    int     `json:"prompt_eval_count"`
+	PromptEvalDuration float64 `json:"prompt_eval_duration"`
+	EvalCount          int     `json:"eval_count"`
+	EvalDuration       float64 `json:"eval_duration"`
+}
+
+// serverTimingOf converts a result's server timings for the details; nil
+// when the server stated none.
+func serverTimingOf(st prober.ServerTimings) *ServerTiming {
+	if !st.Stated() {
+		return nil
+	}
+	return &ServerTiming{
+		TotalDuration: st.TotalDuration.Seconds(), LoadDuration: st.LoadDuration.Seconds(),
+		PromptEvalCount: st.PromptEvalCount, PromptEvalDuration: st.PromptEvalDuration.Seconds(),
+		EvalCount: st.EvalCount, EvalDuration: st.EvalDuration.Seconds(),
+	}
+}
+
+// PerOutputToken is the server's decode time per generated token in
+// seconds, by prober.ServerTimings.PerOutputToken's definition; -1 when
+// the server did not state both its eval count and duration.
+func (t *ServerTiming) PerOutputToken() float64 {
+	st := prober.ServerTimings{EvalCount: t.EvalCount, EvalDuration: time.Duration(math.Round(t.EvalDuration * 1e9))}
+	d := st.PerOutputToken()
+	if d < 0 {
+		return -1
+	}
+	return d.Seconds()
+}
+
+// record is t as the record's pyEncoder writes it, in ollama's key order.
+func (t *ServerTiming) record() any {
+	if t == nil {
+		return nil
+	}
+	return record{
+		{"total_duration", t.TotalDuration},
+		{"load_duration", t.LoadDuration},
+		{"prompt_eval_count", t.PromptEvalCount},
+		{"prompt_eval_duration", t.PromptEvalDuration},
+		{"eval_count", t.EvalCount},
+		{"eval_duration", t.EvalDuration},
+	}
 }
 
 // Summary is a benchmark's result: bench_serving's figures (names follow

@@ -159,6 +159,11 @@ func runSections(r Run, o Options) []section {
 			Charts: timelineCharts(d)},
 		section{Title: "Distributions", Note: "Histograms and cumulative distributions; the lines mark the median, p90 and p99 the summary reports.",
 			Charts: distributionCharts(s, v)},
+	)
+	if sec, ok := serverSection(d); ok {
+		secs = append(secs, sec)
+	}
+	secs = append(secs,
 		section{Title: "Latency over time and by prompt length", Charts: []template.HTML{
 			scatter("ttft-time", "TTFT against send time", "sent (s from start)", "TTFT (ms)", v.ttftSent, v.ttftMs),
 			scatter("e2e-time", "E2E latency against send time", "sent (s from start)", "E2E (ms)", v.e2eSent, v.e2eMs),

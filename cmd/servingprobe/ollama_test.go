@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -117,4 +119,106 @@ func TestServeOllamaModules(t *testing.T) {
 			t.Errorf("sim-%s: %d generation tokens, want a positive multiple of the 8 each probe asks for", b, n)
 		}
 	}
+}
+
+// TestBenchOllamaServerTimings: `bench --output-details` over real HTTP
+// against ollama's recorded streams (whose final object is written as
+// ollama's source defines it, durations in nanoseconds) records, for every
+// request, the timings that object states, in seconds, and the report
+// draws them, from the live run and from the file; a run against a server
+// that states none (the simulator's OpenAI API) has no server_timings key
+// at all.
+func TestBenchOllamaServerTimings(t *testing.T) {
+	for _, tc := range []struct{ backend, path string }{{"ollama-chat", "/api/chat"}, {"ollama", "/api/generate"}} {
+		t.Run(tc.backend, func(t *testing.T) {
+			transcript, err := os.ReadFile(filepath.Join("..", "..", "prober", "testdata", tc.backend, "success.ndjson"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := bytes.Split(bytes.TrimSpace(transcript), []byte("\n"))
+			var final map[string]any
+			if err := json.Unmarshal(lines[len(lines)-1], &final); err != nil || final["done"] != true {
+				t.Fatalf("the transcript's last line is not ollama's final object (%v): %s", err, lines[len(lines)-1])
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || r.URL.Path != tc.path {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/x-ndjson")
+				for _, l := range lines {
+					time.Sleep(2 * time.Millisecond)
+					_, _ = w.Write(append(l, '\n'))
+					_ = http.NewResponseController(w).Flush()
+				}
+			}))
+			t.Cleanup(srv.Close)
+			dir := t.TempDir()
+			out, live, again := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "live.html"), filepath.Join(dir, "again.html")
+			code, stdout, stderr := runCLI(t, "bench", "--backend", tc.backend, "--base-url", srv.URL, "--model", "m",
+				"--dataset-name", "random", "--tokenizer", "../../tokenizer/testdata/qwen3",
+				"--random-input-len", "16", "--random-output-len", "4", "--num-prompts", "3", "--request-rate", "inf",
+				"--output-file", out, "--strict-json", "--output-details", "--disable-tqdm", "--ready-check-timeout-sec", "0",
+				"--report", live)
+			if code != 0 {
+				t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			// The report draws them, from the live run and from the
+			// record read back alike.
+			if code, _, stderr := runCLI(t, "report", "-o", again, out); code != 0 {
+				t.Fatalf("report exited %d: %s", code, stderr)
+			}
+			for _, html := range []string{live, again} {
+				b, err := os.ReadFile(html)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range []string{"<h2>Server timings</h2>", "3 of the run&#39;s 3 successful requests stated timings",
+					`<td>prompt eval</td><td class="num">3</td><td class="num">82.11</td>`} {
+					if !bytes.Contains(b, []byte(w)) {
+						t.Errorf("%s lacks %q", filepath.Base(html), w)
+					}
+				}
+			}
+			recs := readRecords(t, out)
+			sts, ok := recs[0]["server_timings"].([]any)
+			if !ok || len(sts) != 3 {
+				t.Fatalf("server_timings = %v, want one entry for each of 3 requests", recs[0]["server_timings"])
+			}
+			for i, st := range sts {
+				st, _ := st.(map[string]any)
+				for _, k := range []string{"total_duration", "load_duration", "prompt_eval_count", "prompt_eval_duration", "eval_count", "eval_duration"} {
+					wire, _ := final[k].(float64)
+					got, ok := st[k].(float64)
+					if strings.HasSuffix(k, "_duration") {
+						// Stated in nanoseconds; the details' times are seconds.
+						got = math.Round(got * 1e9)
+					}
+					if !ok || got != wire {
+						t.Errorf("request %d: server_timings.%s = %v, want the transcript's %v", i, k, st[k], final[k])
+					}
+				}
+			}
+		})
+	}
+	t.Run("openai", func(t *testing.T) {
+		cfg := simulator.DefaultConfig()
+		cfg.TTFT, cfg.ITL = 2*time.Millisecond, time.Millisecond
+		url := startSimulator(t, cfg)
+		out := filepath.Join(t.TempDir(), "out.jsonl")
+		code, stdout, stderr := runCLI(t, "bench", "--backend", "vllm-chat", "--base-url", url, "--model", cfg.Model,
+			"--dataset-name", "random", "--tokenizer", "../../tokenizer/testdata/qwen3",
+			"--random-input-len", "16", "--random-output-len", "4", "--num-prompts", "3", "--request-rate", "inf",
+			"--output-file", out, "--strict-json", "--output-details", "--disable-tqdm", "--ready-check-timeout-sec", "10")
+		if code != 0 {
+			t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		rec := readRecords(t, out)[0]
+		if _, ok := rec["request_outcomes"]; !ok {
+			t.Fatalf("the record has no details: %v", rec)
+		}
+		if v, ok := rec["server_timings"]; ok {
+			t.Errorf("a server that states no timings gave server_timings %v", v)
+		}
+	})
 }
