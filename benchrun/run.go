@@ -71,6 +71,9 @@ type Prepared struct {
 	Prober  *prober.Prober
 	// TokenizerName is what the tokenizer was resolved from.
 	TokenizerName string
+	// watch, set on a point of an SLO search, ends the run once the
+	// point's verdict is decided.
+	watch *pointWatch
 }
 
 // Prepare resolves the server and builds everything the run sends. It
@@ -486,8 +489,19 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		return n
 	}
 	acc := bench.NewAccumulator(params)
+	runCtx, watch := ctx, p.watch
+	pacer := p.Pacer
+	if watch != nil {
+		// A point of an SLO search ends once its verdict is decided: the
+		// watch halts the pacer, or cancels the run with a pointEnded.
+		var cancel context.CancelCauseFunc
+		runCtx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		watch.begin(cancel)
+		pacer = haltPacer{next: pacer, halt: &watch.halt}
+	}
 	cfg := prober.BenchmarkConfig{
-		Pacer:          p.Pacer,
+		Pacer:          pacer,
 		Source:         p.Prompts,
 		MaxConcurrency: s.MaxConcurrency,
 		MaxDuration:    s.MaxDuration,
@@ -496,6 +510,9 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		DiscardResults: true,
 		OnResult: func(i int, prompt datasets.Prompt, r prober.Result) {
 			acc.Add(i, r, prompt)
+			if watch != nil {
+				watch.add(&r)
+			}
 			if env.Observer != nil {
 				env.Observer.Observe(r)
 			}
@@ -506,14 +523,20 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		env.OnStart(s.RequestRate, s.MaxConcurrency)
 	}
 	level.Info(env.Logger).Log("msg", "Benchmark started", "prompts", p.Prompts.Len(), "request_rate", s.RateLabel(), "max_concurrency", s.MaxConcurrency)
-	run, err := prober.Benchmark(ctx, cfg)
+	run, err := prober.Benchmark(runCtx, cfg)
 	out.Run = run
 	out.Duration = run.Duration
+	var decided pointEnded
+	if errors.As(err, &decided) && ctx.Err() == nil {
+		err = nil // the point ended as its watch decided: a result
+	}
 	switch {
 	case err != nil:
 		acc.Stop(bench.StoppedInterrupted)
 	case run.HitMaxDuration:
 		acc.Stop(bench.StoppedMaxDuration)
+	case watch != nil && watch.result() != "":
+		acc.Stop(watch.result())
 	case run.Dispatched < run.Planned && p.Prompts.Requests() > p.Prompts.Len():
 		acc.Stop(bench.StoppedConversations)
 	}
