@@ -74,7 +74,15 @@ type Prepared struct {
 	// watch, set on a point of an SLO search, ends the run once the
 	// point's verdict is decided.
 	watch *pointWatch
+	// deadline, set on a point of an SLO search with a budget, caps the
+	// measured run to end just before the budget does; it is known only
+	// once the warmup is over.
+	deadline time.Time
 }
+
+// budgetMargin is what a point leaves of its search's budget after its
+// measured run: for its summary and the server_info call.
+const budgetMargin = 500 * time.Millisecond
 
 // Prepare resolves the server and builds everything the run sends. It
 // talks to the server (ready check, /v1/models, /model_info) and may
@@ -518,6 +526,12 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 			}
 		},
 	}
+	byBudget := false
+	if !p.deadline.IsZero() {
+		if left := time.Until(p.deadline) - budgetMargin; cfg.MaxDuration == 0 || left < cfg.MaxDuration {
+			cfg.MaxDuration, byBudget = max(left, time.Millisecond), true
+		}
+	}
 	acc.SetStart(time.Now())
 	if env.OnStart != nil {
 		env.OnStart(s.RequestRate, s.MaxConcurrency)
@@ -533,6 +547,8 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 	switch {
 	case err != nil:
 		acc.Stop(bench.StoppedInterrupted)
+	case run.HitMaxDuration && byBudget:
+		acc.Stop(bench.EndedBudget)
 	case run.HitMaxDuration:
 		acc.Stop(bench.StoppedMaxDuration)
 	case watch != nil && watch.result() != "":

@@ -274,7 +274,6 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		if err != nil {
 			return nil, err
 		}
-		byBudget := false
 		if search {
 			if w.PointSamples > 0 && (q.Spec.MaxDuration == 0 || w.PointTime < q.Spec.MaxDuration) {
 				q.Spec.MaxDuration = w.PointTime
@@ -284,14 +283,7 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 				// most of the budget.
 				q.Spec.MaxDuration = w.Budget / anchorShare
 			}
-			if !deadline.IsZero() {
-				// The point's warmup and pause come before its measured
-				// run; a second is left for the summary.
-				left := time.Until(deadline) - pause - time.Second
-				if q.Spec.MaxDuration == 0 || left < q.Spec.MaxDuration {
-					q.Spec.MaxDuration, byBudget = max(left, time.Second), true
-				}
-			}
+			q.deadline = deadline
 			switch role {
 			case "synchronous":
 				q.Pacer = firstN{next: q.Pacer, n: syncAnchorRequests}
@@ -318,9 +310,12 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		}
 		if len(w.SLO) > 0 {
 			pt.Info.SLO = w.SLO.Check(&out.Summary)
-			pt.Info.Ended, pt.Info.Samples = pointEnd(out.Summary.Stopped, byBudget, pt.Info.SLO)
+			pt.Info.Ended, pt.Info.Samples = pointEnd(out.Summary.Stopped, pt.Info.SLO)
 			hint := "raise --num-prompts"
-			if w.PointSamples > 0 {
+			switch {
+			case pt.Info.Ended == bench.EndedBudget:
+				hint = "raise --slo-budget"
+			case w.PointSamples > 0:
 				hint = "raise --slo-point-time"
 			}
 			for _, vd := range pt.Info.SLO {
@@ -373,15 +368,12 @@ const minPointTime = 2 * time.Second
 // pointEnd is why a search's point ended early, from its summary's
 // Stopped reason, and how many samples decided it: those of the
 // objective that broke, else the fewest any objective had.
-func pointEnd(stopped string, byBudget bool, vs []bench.Verdict) (string, int) {
+func pointEnd(stopped string, vs []bench.Verdict) (string, int) {
 	ended := ""
 	switch stopped {
 	case bench.StoppedMaxDuration:
 		ended = bench.EndedTime
-		if byBudget {
-			ended = bench.EndedBudget
-		}
-	case bench.EndedSamples, bench.EndedBroken, bench.EndedOverSaturated:
+	case bench.EndedSamples, bench.EndedBroken, bench.EndedOverSaturated, bench.EndedBudget:
 		ended = stopped
 	}
 	samples := -1
