@@ -196,6 +196,10 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 	a.stats.add(rec, &a.itl)
 }
 
+// ResultSamples are r's samples as the bench table and JSONL report them
+// (see benchSamples), for a caller that follows a run as it goes.
+func ResultSamples(r *prober.Result) prober.Samples { return benchSamples(r) }
+
 // benchSamples are r's samples as the bench table and JSONL report them.
 // Every timing comes from prober's one derivation; the bench only converts
 // to seconds. A response that was not streamed has no measured first token,

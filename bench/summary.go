@@ -82,8 +82,8 @@ type Params struct {
 	// requests added were never sent. 0: unknown.
 	Planned int
 	// Stopped says why the run ended early: StoppedMaxDuration,
-	// StoppedInterrupted, StoppedConversations, or "" when every prompt
-	// was sent.
+	// StoppedInterrupted, StoppedConversations, one of the Ended* reasons
+	// of an SLO search's point, or "" when every prompt was sent.
 	Stopped string
 }
 

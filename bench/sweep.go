@@ -29,6 +29,40 @@ type SweepInfo struct {
 	Role string `json:"role,omitempty"`
 	// SLO holds each objective's verdict on this run, when there is one.
 	SLO []Verdict `json:"slo,omitempty"`
+	// Ended says why an SLO search's point ended before sending every
+	// prompt (one of the Ended* values); "" when it sent them all.
+	Ended string `json:"ended,omitempty"`
+	// Samples is how many samples decided the point: those of the
+	// objective that broke, else the fewest any objective had.
+	Samples int `json:"samples,omitempty"`
+}
+
+// Why an SLO search's point ended early. Every one but EndedSamples is
+// also the summary's Stopped reason; EndedSamples too, when the point
+// stopped sending because its samples sufficed.
+const (
+	// EndedSamples: every objective's percentile had the samples it
+	// needs (a clear pass needs fewer than a close call).
+	EndedSamples = "samples"
+	// EndedBroken: an objective had already broken with more samples
+	// above its bound than the point's planned samples allow.
+	EndedBroken = "slo_broken"
+	// EndedOverSaturated: the point broke an objective while the
+	// latency from schedule to first token kept growing, or the client
+	// queue grew without bound; the rate is beyond what the server
+	// sustains.
+	EndedOverSaturated = "over_saturated"
+	// EndedTime: the point ran for its time cap.
+	EndedTime = "time_cap"
+	// EndedBudget: the search's budget cut the point short.
+	EndedBudget = "budget"
+)
+
+// Passed reports whether the point met every objective: an
+// over-saturated point fails whatever the percentiles of the requests
+// that completed say, because the ones still queued were not counted.
+func (w *SweepInfo) Passed() bool {
+	return Passed(w.SLO) && w.Ended != EndedOverSaturated
 }
 
 func (w *SweepInfo) record() record {
@@ -52,7 +86,13 @@ func (w *SweepInfo) record() record {
 				{"value_ms", v.ValueMs}, {"pass", v.Pass}, {"samples", v.Samples}, {"enough_samples", v.Enough},
 			}
 		}
-		r = append(r, field{"slo", vs}, field{"pass", Passed(w.SLO)})
+		r = append(r, field{"slo", vs}, field{"pass", w.Passed()})
+	}
+	if w.Ended != "" {
+		r = append(r, field{"ended", w.Ended})
+	}
+	if w.Samples > 0 {
+		r = append(r, field{"samples", w.Samples})
 	}
 	return r
 }

@@ -57,13 +57,16 @@ func overLimit(format string, a ...any) *apiError {
 // Bounds of fields that have no configured limit, so that a request cannot
 // make the daemon build a prompt set that does not fit in memory.
 const (
-	maxTokens   = 1 << 17 // random_input_len, random_output_len
-	maxTag      = 256
-	maxWarmup   = 64
-	maxGoodput  = 3
-	maxSweep    = 16 // points of a sweep; each may run for bench.max_duration
-	apiSLOMax   = 12 // the default of slo_max_points
-	maxCooldown = 5 * time.Minute
+	maxTokens  = 1 << 17 // random_input_len, random_output_len
+	maxTag     = 256
+	maxWarmup  = 64
+	maxGoodput = 3
+	maxSweep   = 16 // points of a sweep; each may run for bench.max_duration
+	apiSLOMax  = 12 // the default of slo_max_points
+	// maxPointSamples bounds slo_point_samples: a point's prompts grow
+	// with it, and bench.max_prompts bounds them anyway.
+	maxPointSamples = 1000
+	maxCooldown     = 5 * time.Minute
 )
 
 // datasetNames are the datasets a body may name without a file.
@@ -200,6 +203,20 @@ func decodeRequest(r io.Reader, cfg *config.Config) (Request, *apiError) {
 			return req, e
 		}
 		s.Sweep = w
+		if w.Mode == bench.SweepSLO {
+			// As the CLI: num_prompts fixes every point's size; without
+			// it, points are sized by samples, within bench.max_prompts.
+			var sk map[string]json.RawMessage
+			_ = json.Unmarshal(raw, &sk) // decodeSweep read it already
+			_, samplesGiven := sk["slo_point_samples"]
+			_, promptsGiven := keys["num_prompts"]
+			switch {
+			case promptsGiven && !samplesGiven:
+				w.PointSamples = 0
+			case !promptsGiven && w.PointSamples > 0:
+				s.NumPrompts = min(w.PointPrompts(), lim.MaxPrompts)
+			}
+		}
 	}
 	if e := checkLimits(&s, keys, lim); e != nil {
 		return req, e
@@ -366,11 +383,29 @@ func decodeSweep(raw json.RawMessage, lim config.Bench) (*benchrun.SweepSpec, *a
 			return nil, badRequest("sweep.slo_precision: must be in (0, 1), got %v", w.Precision)
 		}
 		if w.Start != benchrun.DefaultSLOStart && !(w.Start > 0 && w.Start <= w.Max) {
+			// 0, the default, is no value: the search starts from its anchors.
 			return nil, badRequest("sweep.slo_start: must be > 0 and at most slo_max (%v), got %v", w.Max, w.Start)
 		}
 		w.Start = min(w.Start, w.Max)
 		if w.MaxPoints < 2 || w.MaxPoints > maxSweep {
 			return nil, badRequest("sweep.slo_max_points: must be between 2 and %d, got %d", maxSweep, w.MaxPoints)
+		}
+		if w.PointSamples < 0 || w.PointSamples > maxPointSamples {
+			return nil, badRequest("sweep.slo_point_samples: must be between 0 and %d, got %d", maxPointSamples, w.PointSamples)
+		}
+		if w.PointTime <= 0 {
+			return nil, badRequest("sweep.slo_point_time: want a positive duration such as \"30s\", got %s", w.PointTime)
+		}
+		var sk map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &sk) // it decoded above
+		if _, given := sk["slo_point_time"]; !given && lim.MaxDuration > 0 {
+			w.PointTime = min(w.PointTime, time.Duration(lim.MaxDuration))
+		}
+		if m := time.Duration(lim.MaxDuration); m > 0 && w.PointTime > m {
+			return nil, overLimit("sweep.slo_point_time: %s exceeds bench.max_duration (%s)", w.PointTime, m)
+		}
+		if w.Budget < 0 {
+			return nil, badRequest("sweep.slo_budget: want a duration such as \"5m\" (0: none), got %s", w.Budget)
 		}
 	}
 	return &w, nil

@@ -71,7 +71,18 @@ type Prepared struct {
 	Prober  *prober.Prober
 	// TokenizerName is what the tokenizer was resolved from.
 	TokenizerName string
+	// watch, set on a point of an SLO search, ends the run once the
+	// point's verdict is decided.
+	watch *pointWatch
+	// deadline, set on a point of an SLO search with a budget, caps the
+	// measured run to end just before the budget does; it is known only
+	// once the warmup is over.
+	deadline time.Time
 }
+
+// budgetMargin is what a point leaves of its search's budget after its
+// measured run: for its summary and the server_info call.
+const budgetMargin = 500 * time.Millisecond
 
 // Prepare resolves the server and builds everything the run sends. It
 // talks to the server (ready check, /v1/models, /model_info) and may
@@ -486,8 +497,19 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		return n
 	}
 	acc := bench.NewAccumulator(params)
+	runCtx, watch := ctx, p.watch
+	pacer := p.Pacer
+	if watch != nil {
+		// A point of an SLO search ends once its verdict is decided: the
+		// watch halts the pacer, or cancels the run with a pointEnded.
+		var cancel context.CancelCauseFunc
+		runCtx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		watch.begin(cancel)
+		pacer = haltPacer{next: pacer, halt: &watch.halt}
+	}
 	cfg := prober.BenchmarkConfig{
-		Pacer:          p.Pacer,
+		Pacer:          pacer,
 		Source:         p.Prompts,
 		MaxConcurrency: s.MaxConcurrency,
 		MaxDuration:    s.MaxDuration,
@@ -496,24 +518,41 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		DiscardResults: true,
 		OnResult: func(i int, prompt datasets.Prompt, r prober.Result) {
 			acc.Add(i, r, prompt)
+			if watch != nil {
+				watch.add(&r)
+			}
 			if env.Observer != nil {
 				env.Observer.Observe(r)
 			}
 		},
+	}
+	byBudget := false
+	if !p.deadline.IsZero() {
+		if left := time.Until(p.deadline) - budgetMargin; cfg.MaxDuration == 0 || left < cfg.MaxDuration {
+			cfg.MaxDuration, byBudget = max(left, time.Millisecond), true
+		}
 	}
 	acc.SetStart(time.Now())
 	if env.OnStart != nil {
 		env.OnStart(s.RequestRate, s.MaxConcurrency)
 	}
 	level.Info(env.Logger).Log("msg", "Benchmark started", "prompts", p.Prompts.Len(), "request_rate", s.RateLabel(), "max_concurrency", s.MaxConcurrency)
-	run, err := prober.Benchmark(ctx, cfg)
+	run, err := prober.Benchmark(runCtx, cfg)
 	out.Run = run
 	out.Duration = run.Duration
+	var decided pointEnded
+	if errors.As(err, &decided) && ctx.Err() == nil {
+		err = nil // the point ended as its watch decided: a result
+	}
 	switch {
 	case err != nil:
 		acc.Stop(bench.StoppedInterrupted)
+	case run.HitMaxDuration && byBudget:
+		acc.Stop(bench.EndedBudget)
 	case run.HitMaxDuration:
 		acc.Stop(bench.StoppedMaxDuration)
+	case watch != nil && watch.result() != "":
+		acc.Stop(watch.result())
 	case run.Dispatched < run.Planned && p.Prompts.Requests() > p.Prompts.Len():
 		acc.Stop(bench.StoppedConversations)
 	}

@@ -173,12 +173,18 @@ type sweepJSON struct {
 	SLO            string    `json:"slo,omitempty"`
 	// SLOSearch is what the search varies: request_rate (the default) or
 	// max_concurrency.
-	SLOSearch    string        `json:"slo_search,omitempty"`
-	SLOPrecision *float64      `json:"slo_precision,omitempty"`
-	SLOStart     *float64      `json:"slo_start,omitempty"`
-	SLOMax       *float64      `json:"slo_max,omitempty"`
-	SLOMaxPoints *int          `json:"slo_max_points,omitempty"`
-	Cooldown     *jsonDuration `json:"cooldown,omitempty"`
+	SLOSearch    string   `json:"slo_search,omitempty"`
+	SLOPrecision *float64 `json:"slo_precision,omitempty"`
+	SLOStart     *float64 `json:"slo_start,omitempty"`
+	SLOMax       *float64 `json:"slo_max,omitempty"`
+	SLOMaxPoints *int     `json:"slo_max_points,omitempty"`
+	// SLOPointSamples, SLOPointTime and SLOBudget size a search's points
+	// and bound the whole search (SweepSpec.PointSamples, PointTime and
+	// Budget).
+	SLOPointSamples *int          `json:"slo_point_samples,omitempty"`
+	SLOPointTime    *jsonDuration `json:"slo_point_time,omitempty"`
+	SLOBudget       *jsonDuration `json:"slo_budget,omitempty"`
+	Cooldown        *jsonDuration `json:"cooldown,omitempty"`
 }
 
 // MarshalJSON writes the sweep's mode and every setting that is not its
@@ -210,6 +216,17 @@ func (w SweepSpec) MarshalJSON() ([]byte, error) {
 		}
 		if w.MaxPoints != DefaultSLOMaxPoints {
 			j.SLOMaxPoints = &w.MaxPoints
+		}
+		if w.PointSamples != DefaultSLOPointSample {
+			j.SLOPointSamples = &w.PointSamples
+		}
+		if w.PointTime != DefaultSLOPointTime {
+			d := jsonDuration(w.PointTime)
+			j.SLOPointTime = &d
+		}
+		if w.Budget != DefaultSLOBudget {
+			d := jsonDuration(w.Budget)
+			j.SLOBudget = &d
 		}
 	}
 	if w.Cooldown != DefaultSweepCooldown {
@@ -278,6 +295,15 @@ func (w *SweepSpec) UnmarshalJSON(b []byte) error {
 	}
 	if j.SLOMaxPoints != nil {
 		w.MaxPoints = *j.SLOMaxPoints
+	}
+	if j.SLOPointSamples != nil {
+		w.PointSamples = *j.SLOPointSamples
+	}
+	if j.SLOPointTime != nil {
+		w.PointTime = time.Duration(*j.SLOPointTime)
+	}
+	if j.SLOBudget != nil {
+		w.Budget = time.Duration(*j.SLOBudget)
 	}
 	if j.Cooldown != nil {
 		w.Cooldown = time.Duration(*j.Cooldown)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
 	"github.com/servingprobe/servingprobe/bench"
@@ -30,10 +31,27 @@ type SweepSpec struct {
 	// Precision is the search's stopping width, relative to the highest
 	// passing value (default 0.1: the answer is within 10% of the limit).
 	Precision float64
-	// Start is the search's first value (default 1); Max bounds it
-	// (default 1024); MaxPoints bounds its runs (default 20).
+	// Start is the search's first value. 0, the default: a search by
+	// request rate first measures one request at a time and the
+	// saturated throughput (an auto sweep's anchors) and starts at the
+	// throughput, searching on a log scale between the two; a search by
+	// concurrency starts at 1. Max bounds the values tried (default
+	// 1024); MaxPoints bounds the points run, anchors aside (default 20).
 	Start, Max float64
 	MaxPoints  int
+	// PointSamples sizes each point of a search by samples: a point runs
+	// until every objective's percentile has this many samples above its
+	// rank (ITL counts inter-token gaps), or fewer when it clearly passes
+	// or already broke, or until PointTime. The run's NumPrompts (see
+	// PointPrompts) then only bounds a point. 0: each point sends
+	// NumPrompts, as when the user gave a prompt count.
+	PointSamples int
+	// PointTime caps a point sized by samples (default 30s).
+	PointTime time.Duration
+	// Budget bounds a whole search, anchors and pauses included (default
+	// 5m; 0: no bound). When it runs out, the search reports what its
+	// points measured.
+	Budget time.Duration
 	// Cooldown is the pause between points, so that a point does not
 	// start on the previous one's queue.
 	Cooldown time.Duration
@@ -43,18 +61,39 @@ type SweepSpec struct {
 const (
 	DefaultSweepPoints    = 5
 	DefaultSLOPrecision   = 0.1
-	DefaultSLOStart       = 1
+	DefaultSLOStart       = 0 // from the anchors (see SweepSpec.Start)
 	DefaultSLOMax         = 1024
 	DefaultSLOMaxPoints   = 20
+	DefaultSLOPointSample = 10
+	DefaultSLOPointTime   = 30 * time.Second
+	DefaultSLOBudget      = 5 * time.Minute
 	DefaultSweepCooldown  = 2 * time.Second
-	minSearchRateFraction = 1.0 / 64 // of Start: below it, nothing meets the SLO
+	minSearchRateFraction = 1.0 / 64 // of the first value (or the synchronous rate): below it, nothing meets the SLO
+	// syncAnchorRequests is how many requests a search's synchronous
+	// anchor sends: it measures a mean rate, not a tail, and one at a
+	// time each request costs a whole latency.
+	syncAnchorRequests = 32
 )
 
 // DefaultSweepSpec is a sweep with every setting at its default and no
 // mode: set Mode and its values, or decode a sweep's JSON onto it.
 func DefaultSweepSpec() SweepSpec {
 	return SweepSpec{Points: DefaultSweepPoints, Cooldown: DefaultSweepCooldown, Precision: DefaultSLOPrecision,
-		Start: DefaultSLOStart, Max: DefaultSLOMax, MaxPoints: DefaultSLOMaxPoints}
+		Start: DefaultSLOStart, Max: DefaultSLOMax, MaxPoints: DefaultSLOMaxPoints,
+		PointSamples: DefaultSLOPointSample, PointTime: DefaultSLOPointTime, Budget: DefaultSLOBudget}
+}
+
+// PointPrompts is how many prompts a search sized by samples prepares:
+// enough for its most demanding objective's target (one request gives
+// each objective at least one sample), with a quarter more for requests
+// that fail or are still in flight. Callers set NumPrompts to it when
+// the user gave no prompt count.
+func (w *SweepSpec) PointPrompts() int {
+	n := 0
+	for _, o := range w.SLO {
+		n = max(n, tailTarget(o.Percentile, w.PointSamples))
+	}
+	return n + n/4
 }
 
 // validate checks a sweep against its run's Spec (Spec.Validate).
@@ -90,10 +129,19 @@ func (w *SweepSpec) validate(s *Spec, p *problems) {
 		if !(w.Precision > 0 && w.Precision < 1) {
 			p.add("sweep.slo_precision", "must be in (0, 1), got %v", w.Precision)
 		}
-		if !(w.Start > 0) || math.IsInf(w.Start, 0) {
-			p.add("sweep.slo_start", "must be > 0, got %v", w.Start)
+		if !(w.Start >= 0) || math.IsInf(w.Start, 0) {
+			p.add("sweep.slo_start", "must be > 0 (or 0: from the anchors), got %v", w.Start)
 		}
-		if !(w.Max >= w.Start) || math.IsInf(w.Max, 0) {
+		if w.PointSamples < 0 {
+			p.add("sweep.slo_point_samples", "must be at least 0, got %d", w.PointSamples)
+		}
+		if w.PointTime <= 0 {
+			p.add("sweep.slo_point_time", "must be > 0, got %s", w.PointTime)
+		}
+		if w.Budget < 0 {
+			p.add("sweep.slo_budget", "must be at least 0, got %s", w.Budget)
+		}
+		if !(w.Max >= w.Start) || !(w.Max > 0) || math.IsInf(w.Max, 0) {
 			p.add("sweep.slo_max", "must be finite and at least slo_start (%v), got %v", w.Start, w.Max)
 		}
 		if w.MaxPoints < 2 {
@@ -132,10 +180,16 @@ type SweepResult struct {
 	// precision.
 	Exhausted bool
 	// Interrupted says the search ended before its answer (cancelled, or
-	// a point failed to run): Capacity and Bound are then only the
-	// highest passing and the lowest failing value its points measured.
+	// a point failed to run, or OverBudget): Capacity and Bound are then
+	// only the highest passing and the lowest failing value its points
+	// measured.
 	Interrupted bool
+	// OverBudget says the search's Budget ran out before its answer.
+	OverBudget bool
 }
+
+// errBudget is the cause of a search's context when its budget runs out.
+var errBudget = errors.New("the SLO search's budget ran out")
 
 // at returns a copy of p that runs at request rate rate and concurrency
 // conc (0: unlimited), with the SLO's percentiles computed.
@@ -154,7 +208,8 @@ func (p *Prepared) at(rate float64, conc int, slo bench.SLO) (*Prepared, error) 
 // Sweep runs every point of the Spec's sweep in order, calling onPoint
 // after each (to print and record it). A failed point is a result, not an
 // error; an error (a cancelled ctx, onPoint's) stops the sweep and
-// returns what ran.
+// returns what ran. An SLO search whose budget runs out is no error: its
+// result says so and keeps only what its points measured.
 func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) error) (*SweepResult, error) {
 	if p.Spec.Sweep == nil {
 		return nil, errors.New("the bench has no sweep")
@@ -162,15 +217,39 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 	if err := p.Spec.Validate(); err != nil {
 		return nil, err
 	}
+	if env.Logger == nil {
+		env.Logger = log.NewNopLogger()
+	}
 	w := *p.Spec.Sweep
 	res := &SweepResult{Spec: w}
 	by := bench.ByRequestRate
 	if w.Mode == bench.SweepConcurrency || (w.Mode == bench.SweepSLO && w.By == bench.ByMaxConcurrency) {
 		by = bench.ByMaxConcurrency
 	}
+	search := w.Mode == bench.SweepSLO
+	var deadline time.Time
+	if search && w.Budget > 0 {
+		// The deadline is a backstop: each point is capped to end before
+		// it, so that a point is rarely cut without a summary.
+		deadline = time.Now().Add(w.Budget)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, errBudget)
+		defer cancel()
+	}
+	pause := WarmupPause
+	if env.PauseAfterWarmup != nil {
+		pause = *env.PauseAfterWarmup
+	}
 	run := func(v float64, role string, total int) (*SweepPoint, error) {
-		if len(res.Points) > 0 && w.Cooldown > 0 {
-			t := time.NewTimer(w.Cooldown)
+		cooldown := time.Duration(0)
+		if len(res.Points) > 0 {
+			cooldown = w.Cooldown
+		}
+		if !deadline.IsZero() && time.Until(deadline) < cooldown+pause+minPointTime {
+			return nil, errBudget
+		}
+		if cooldown > 0 {
+			t := time.NewTimer(cooldown)
 			select {
 			case <-t.C:
 			case <-ctx.Done():
@@ -195,6 +274,23 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		if err != nil {
 			return nil, err
 		}
+		if search {
+			if w.PointSamples > 0 && (q.Spec.MaxDuration == 0 || w.PointTime < q.Spec.MaxDuration) {
+				q.Spec.MaxDuration = w.PointTime
+			}
+			if role != "" && w.Budget > 0 && (q.Spec.MaxDuration == 0 || w.Budget/anchorShare < q.Spec.MaxDuration) {
+				// The anchors only place the search: they must leave it
+				// most of the budget.
+				q.Spec.MaxDuration = w.Budget / anchorShare
+			}
+			q.deadline = deadline
+			switch role {
+			case "synchronous":
+				q.Pacer = firstN{next: q.Pacer, n: syncAnchorRequests}
+			case "":
+				q.watch = newPointWatch(w.SLO, w.PointSamples, q.Prompts.Requests())
+			}
+		}
 		kv := []any{"msg", "Sweep point", "index", len(res.Points) + 1, by, FormatValue(by, v)}
 		if role != "" {
 			kv = append(kv, "role", role)
@@ -214,10 +310,18 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		}
 		if len(w.SLO) > 0 {
 			pt.Info.SLO = w.SLO.Check(&out.Summary)
+			pt.Info.Ended, pt.Info.Samples = pointEnd(out.Summary.Stopped, pt.Info.SLO)
+			hint := "raise --num-prompts"
+			switch {
+			case pt.Info.Ended == bench.EndedBudget:
+				hint = "raise --slo-budget"
+			case w.PointSamples > 0:
+				hint = "raise --slo-point-time"
+			}
 			for _, vd := range pt.Info.SLO {
-				if !vd.Enough {
+				if !vd.Enough && role == "" {
 					level.Warn(env.Logger).Log("msg", "Too few samples for an objective's percentile", "objective", vd.Objective.String(),
-						"samples", vd.Samples, "want", bench.MinSamples(vd.Percentile), "hint", "raise --num-prompts")
+						"samples", vd.Samples, "want", bench.MinSamples(vd.Percentile), "hint", hint)
 				}
 			}
 		}
@@ -244,9 +348,44 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		if err != nil {
 			res.stopped()
 		}
+		if errors.Is(err, errBudget) && (ctx.Err() == nil || errors.Is(context.Cause(ctx), errBudget)) {
+			res.OverBudget = true
+			return res, nil
+		}
 		return res, err
 	}
 	return res, nil
+}
+
+// anchorShare: each of a search's anchors runs for at most this fraction
+// of its budget.
+const anchorShare = 10
+
+// minPointTime is the least time left in a search's budget that is worth
+// starting a point for (besides its cooldown and warmup pause).
+const minPointTime = 2 * time.Second
+
+// pointEnd is why a search's point ended early, from its summary's
+// Stopped reason, and how many samples decided it: those of the
+// objective that broke, else the fewest any objective had.
+func pointEnd(stopped string, vs []bench.Verdict) (string, int) {
+	ended := ""
+	switch stopped {
+	case bench.StoppedMaxDuration:
+		ended = bench.EndedTime
+	case bench.EndedSamples, bench.EndedBroken, bench.EndedOverSaturated, bench.EndedBudget:
+		ended = stopped
+	}
+	samples := -1
+	for _, v := range vs {
+		if !v.Pass {
+			return ended, v.Samples
+		}
+		if samples < 0 || v.Samples < samples {
+			samples = v.Samples
+		}
+	}
+	return ended, max(samples, 0)
 }
 
 // stopped marks a search that ended before its answer and keeps, of its
@@ -259,7 +398,7 @@ func (r *SweepResult) stopped() {
 		if p.Info.Role != "" || len(p.Info.SLO) == 0 {
 			continue
 		}
-		if bench.Passed(p.Info.SLO) {
+		if p.Info.Passed() {
 			r.Capacity = max(r.Capacity, p.Info.Value)
 		} else if r.Bound == 0 || p.Info.Value < r.Bound {
 			r.Bound = p.Info.Value
@@ -292,9 +431,19 @@ func (p *Prepared) autoSweep(w SweepSpec, run func(float64, string, int) (*Sweep
 	return nil
 }
 
-// search brackets the SLO's limit (doubling up from Start while it holds,
-// halving down while it does not) and then bisects, until the bracket is
-// within Precision of its passing end or MaxPoints ran.
+// search brackets the SLO's limit and then bisects, until the bracket is
+// within Precision of its passing end or MaxPoints ran (anchors aside).
+//
+// From a given Start (and always by concurrency) it doubles up while the
+// SLO holds, halves down while it does not, and bisects in the middle.
+// Otherwise, by request rate, it first measures the two anchors of an auto
+// sweep: one request at a time and all at once. The SLO's limit lies at
+// or below the saturated throughput, where the queue starts to grow, and
+// far below the synchronous rate only if one request alone breaks it; so
+// the search starts at the throughput, halves down to no lower than the
+// synchronous rate while it fails, and bisects on a log scale (the
+// geometric mean), so that a bracket spanning a factor of ten costs no
+// more than one spanning a factor of two near the answer.
 func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(float64, string, int) (*SweepPoint, error)) error {
 	integer := by == bench.ByMaxConcurrency
 	round := func(v float64) float64 {
@@ -303,55 +452,89 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 		}
 		return v
 	}
+	start, down, geometric := w.Start, 0.0, false
+	if start == 0 && !integer {
+		sync, err := run(0, "synchronous", 0)
+		if err != nil {
+			return err
+		}
+		thr, err := run(0, "throughput", 0)
+		if err != nil {
+			return err
+		}
+		top := thr.Info.Value
+		if !(top > 0) {
+			return fmt.Errorf("SLO search: the saturated throughput anchor completed no request (%d failed)", thr.Summary.Failed)
+		}
+		down = sync.Info.Value
+		if !(down > 0 && down < top) {
+			// No range between the anchors (a server that runs one
+			// request at a time): search below the throughput.
+			down = top / 8
+		}
+		start, geometric = min(top, w.Max), true
+	}
+	if start == 0 {
+		start = 1
+	}
+	floor := round(start * minSearchRateFraction)
+	if geometric {
+		floor = down * minSearchRateFraction
+	}
 	var lo, hi float64 // highest pass, lowest fail; 0: not yet
-	v := round(w.Start)
-	for {
-		if len(res.Points) >= w.MaxPoints {
+	done := func() error {
+		res.Capacity, res.Bound = lo, hi
+		res.GridPoints = gridPoints(searchPoints(res.Points), w.Precision)
+		return nil
+	}
+	v := round(start)
+	for points := 0; ; points++ {
+		if points >= w.MaxPoints {
 			res.Exhausted = true
-			break
+			return done()
 		}
 		pt, err := run(v, "", 0)
 		if err != nil {
 			return err
 		}
-		if bench.Passed(pt.Info.SLO) {
+		if pt.Info.Passed() {
 			lo = v
 		} else {
 			hi = v
 			res.Broke = failed(pt.Info.SLO)
 		}
 		switch {
-		case lo == 0 && v <= round(w.Start*minSearchRateFraction):
+		case lo == 0 && v <= floor:
 			// Nothing met the SLO down to the floor.
-			res.Bound = hi
-			res.GridPoints = gridPoints(res.Points, w.Precision)
-			return nil
+			return done()
+		case lo == 0 && geometric && v > down:
+			v = max(v/2, down)
 		case lo == 0:
 			v = round(v / 2)
 		case hi == 0 && v >= w.Max:
 			// Met up to the cap: the limit is above what we may try.
-			res.Capacity = lo
-			res.GridPoints = gridPoints(res.Points, w.Precision)
-			return nil
+			return done()
 		case hi == 0:
 			v = round(min(v*2, w.Max))
 		default:
 			if (hi-lo)/lo <= w.Precision || (integer && hi-lo <= 1) {
-				res.Capacity, res.Bound = lo, hi
-				res.GridPoints = gridPoints(res.Points, w.Precision)
-				return nil
+				return done()
 			}
-			v = round((lo + hi) / 2)
+			if geometric {
+				v = math.Sqrt(lo * hi)
+			} else {
+				v = round((lo + hi) / 2)
+			}
 			if v == lo || v == hi {
-				res.Capacity, res.Bound = lo, hi
-				res.GridPoints = gridPoints(res.Points, w.Precision)
-				return nil
+				return done()
 			}
 		}
 	}
-	res.Capacity, res.Bound = lo, hi
-	res.GridPoints = gridPoints(res.Points, w.Precision)
-	return nil
+}
+
+// searchPoints are a search's points without its anchors.
+func searchPoints(pts []SweepPoint) []SweepPoint {
+	return slices.DeleteFunc(slices.Clone(pts), func(p SweepPoint) bool { return p.Info.Role != "" })
 }
 
 // failed are the verdicts that did not pass.

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servingprobe/servingprobe/bench"
 )
@@ -113,6 +114,16 @@ func TestInterruptedSearchAnswer(t *testing.T) {
 	pt := func(v float64, vs []bench.Verdict) SweepPoint {
 		return SweepPoint{Info: bench.SweepInfo{By: bench.ByRequestRate, Value: v, SLO: vs}, Summary: &bench.Summary{Requests: 10}}
 	}
+	over := func(v float64) SweepPoint {
+		p := pt(v, pass)
+		p.Info.Ended = bench.EndedOverSaturated
+		return p
+	}
+	anchor := func(v float64) SweepPoint {
+		p := pt(v, pass)
+		p.Info.Role = "throughput"
+		return p
+	}
 	for _, tc := range []struct {
 		name   string
 		points []SweepPoint
@@ -123,10 +134,17 @@ func TestInterruptedSearchAnswer(t *testing.T) {
 		{"bracketed", []SweepPoint{pt(1, pass), pt(8, fail), pt(4, pass), pt(6, fail)},
 			[]string{"The SLO held at 4 req/s", "it failed at 6 req/s"}},
 		{"none passed", []SweepPoint{pt(1, fail)}, []string{"No point measured held the SLO; it failed at 1 req/s"}},
+		{"out of budget", []SweepPoint{pt(1, pass), pt(8, fail), pt(4, pass)},
+			[]string{"budget (--slo-budget, slo_budget in a bench window: 20s) ran out after 3 points", "The SLO held at 4 req/s", "it failed at 8 req/s"}},
+		{"an over-saturated point failed", []SweepPoint{pt(1, pass), over(8)},
+			[]string{"The SLO held at 1 req/s", "it failed at 8 req/s"}},
+		{"the anchors are no answer", []SweepPoint{anchor(5), anchor(90), pt(90, fail)},
+			[]string{"No point measured held the SLO; it failed at 90 req/s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &SweepResult{Spec: SweepSpec{Mode: bench.SweepSLO}, Points: tc.points, Capacity: 99, Bound: 100, GridPoints: 3}
+			r := &SweepResult{Spec: SweepSpec{Mode: bench.SweepSLO, Budget: 20 * time.Second}, Points: tc.points, Capacity: 99, Bound: 100, GridPoints: 3}
 			r.stopped()
+			r.OverBudget = tc.name == "out of budget"
 			got := r.Answer(bench.ByRequestRate)
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
@@ -135,6 +153,65 @@ func TestInterruptedSearchAnswer(t *testing.T) {
 			}
 			if strings.Contains(got, "0 req/s, did not") || strings.Contains(got, "fixed grid") {
 				t.Errorf("answer %q states what was not measured", got)
+			}
+		})
+	}
+}
+
+// TestSLOSearchFromAnchors: by request rate with no start, the search
+// measures one request at a time and the saturated throughput, starts at
+// the throughput and brackets between the two on a log scale.
+func TestSLOSearchFromAnchors(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		sync, thr  float64
+		limit      float64
+		maxPoints  int // rate points, the anchors aside
+		wantAtMost int // rate points run
+	}{
+		{name: "knee near the throughput", sync: 12, thr: 97.6, limit: 85, maxPoints: 20, wantAtMost: 6},
+		{name: "knee far below", sync: 12, thr: 97.6, limit: 15, maxPoints: 20, wantAtMost: 8},
+		{name: "knee below the synchronous rate", sync: 12, thr: 97.6, limit: 4, maxPoints: 20, wantAtMost: 10},
+		{name: "one slot: no range between the anchors", sync: 0.5, thr: 0.5, limit: 0.45, maxPoints: 20, wantAtMost: 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := SweepSpec{Mode: bench.SweepSLO, By: bench.ByRequestRate, Precision: 0.1, Max: 1024, MaxPoints: tc.maxPoints,
+				SLO: bench.SLO{{Metric: bench.MetricTTFT, Percentile: 99, MaxMs: 100}}}
+			res := &SweepResult{Spec: w}
+			var tried []float64
+			var roles []string
+			run := func(v float64, role string, _ int) (*SweepPoint, error) {
+				roles = append(roles, role)
+				switch role {
+				case "synchronous":
+					v = tc.sync
+				case "throughput":
+					v = tc.thr
+				default:
+					tried = append(tried, v)
+				}
+				pt := SweepPoint{Summary: &bench.Summary{}, Info: bench.SweepInfo{Mode: w.Mode, By: w.By, Index: len(res.Points) + 1, Value: v, Role: role,
+					SLO: []bench.Verdict{{Objective: w.SLO[0], Pass: v <= tc.limit}}}}
+				res.Points = append(res.Points, pt)
+				return &pt, nil
+			}
+			if err := (&Prepared{}).search(w, bench.ByRequestRate, res, run); err != nil {
+				t.Fatal(err)
+			}
+			if len(roles) < 3 || roles[0] != "synchronous" || roles[1] != "throughput" || tried[0] != tc.thr {
+				t.Fatalf("roles %q, tried %v: want the two anchors, then the throughput", roles, tried)
+			}
+			if !(res.Capacity > 0 && res.Capacity <= tc.limit && res.Bound > tc.limit) {
+				t.Errorf("capacity %v, bound %v: the limit %v is not inside (tried %v)", res.Capacity, res.Bound, tc.limit, tried)
+			}
+			if rel := (res.Bound - res.Capacity) / res.Capacity; rel > w.Precision {
+				t.Errorf("bracket [%v, %v] is %.3f wide", res.Capacity, res.Bound, rel)
+			}
+			if len(tried) > tc.wantAtMost {
+				t.Errorf("%d rate points (%v), want at most %d", len(tried), tried, tc.wantAtMost)
+			}
+			if res.GridPoints < len(tried) {
+				t.Errorf("grid %d points, fewer than the search's %d", res.GridPoints, len(tried))
 			}
 		})
 	}

@@ -46,7 +46,7 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "%5d %12s %10.2f %11.1f %10.1f %10.1f %9.1f %9.1f %10.1f %9s  %s\n",
 			p.Info.Index, value, s.RequestThroughput, s.OutputThroughput, s.TTFT.Median, s.TTFT.P99,
-			s.ITL.Median, s.ITL.P99, s.E2ELatency.P90, good, verdictWord(p.Info.SLO, s))
+			s.ITL.Median, s.ITL.P99, s.E2ELatency.P90, good, verdictWord(&p.Info, s)+endWord(&p.Info))
 	}
 	if r.Spec.Mode == bench.SweepSLO {
 		b.WriteString(r.Answer(by))
@@ -58,7 +58,8 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 
 // verdictWord is a point's result column: pass or the objectives that
 // broke, with a mark where a percentile had too few samples.
-func verdictWord(vs []bench.Verdict, s *bench.Summary) string {
+func verdictWord(w *bench.SweepInfo, s *bench.Summary) string {
+	vs := w.SLO
 	if len(vs) == 0 {
 		if s.Failed > 0 {
 			return fmt.Sprintf("%d failed", s.Failed)
@@ -74,13 +75,32 @@ func verdictWord(vs []bench.Verdict, s *bench.Summary) string {
 		}
 	}
 	word := "pass"
-	if len(out) > 0 {
+	switch {
+	case len(out) > 0:
 		word = "FAIL " + strings.Join(out, ", ")
+	case !w.Passed():
+		word = "FAIL"
 	}
 	if few {
 		word += " (few samples)"
 	}
 	return word
+}
+
+// endWord says how many samples decided a search's point and why it
+// ended before sending every prompt.
+func endWord(w *bench.SweepInfo) string {
+	if w.Samples == 0 && w.Ended == "" {
+		return ""
+	}
+	why := map[string]string{
+		bench.EndedSamples: "enough samples", bench.EndedBroken: "broken early", bench.EndedOverSaturated: "over-saturated",
+		bench.EndedTime: "time cap", bench.EndedBudget: "budget",
+	}[w.Ended]
+	if why == "" {
+		return fmt.Sprintf(" [%d samples]", w.Samples)
+	}
+	return fmt.Sprintf(" [%d samples, %s]", w.Samples, why)
 }
 
 func msOrNone(ms float64) string {
@@ -100,7 +120,11 @@ func (r *SweepResult) Answer(by string) string {
 	}
 	if r.Interrupted {
 		// Only what was measured: no answer, no grid to compare with.
-		fmt.Fprintf(&b, "The search was interrupted after %d points, before its answer.\n", len(r.Points))
+		if r.OverBudget {
+			fmt.Fprintf(&b, "The search's budget (--slo-budget, slo_budget in a bench window: %s) ran out after %d points, before its answer.\n", r.Spec.Budget, len(r.Points))
+		} else {
+			fmt.Fprintf(&b, "The search was interrupted after %d points, before its answer.\n", len(r.Points))
+		}
 		switch {
 		case r.Capacity > 0:
 			fmt.Fprintf(&b, "The SLO held at %s (the highest %s measured to hold)", FormatValue(by, r.Capacity), what)

@@ -21,9 +21,11 @@ func sweepSections(runs []Run) []section {
 		verdict := "–"
 		if len(w.SLO) > 0 {
 			verdict = "pass"
-			if !bench.Passed(w.SLO) {
+			if !w.Passed() {
 				verdict = "FAIL"
-			} else if knee == nil || w.Value > knee.Summary.Sweep.Value {
+			} else if w.Role == "" && (knee == nil || w.Value > knee.Summary.Sweep.Value) {
+				// An SLO search's anchors are no rate it tried: the
+				// answer is among its points.
 				knee = r
 			}
 		}

@@ -565,6 +565,16 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 	if err != nil {
 		bad("%w", err)
 	}
+	if sw != nil && sw.Mode == bench.SweepSLO {
+		// A prompt count given fixes every point's size; without one,
+		// points are sized by samples and the prompts are enough for them.
+		switch {
+		case f.given("num-prompts") && !f.given("slo-point-samples"):
+			sw.PointSamples = 0
+		case !f.given("num-prompts") && sw.PointSamples > 0:
+			s.NumPrompts = sw.PointPrompts()
+		}
+	}
 	s.Sweep = sw
 	if len(errs) > 0 {
 		return s, errors.Join(errs...)

@@ -43,7 +43,13 @@ func addSweepFlags(b *binder, f *sweepFlags) {
 	s("slo-precision", "slo_precision", "Stop when the limit is bracketed within this fraction of the answer.", floatValue(&w.Precision))
 	s("slo-start", "slo_start", "The SLO search's first value (req/s or concurrency).", floatValue(&w.Start))
 	s("slo-max", "slo_max", "The highest value the SLO search tries.", floatValue(&w.Max))
-	s("slo-max-points", "slo_max_points", "The most runs the SLO search makes.", intValue(&w.MaxPoints))
+	s("slo-max-points", "slo_max_points", "The most runs the SLO search makes, its two anchors aside.", intValue(&w.MaxPoints))
+	s("slo-point-samples", "slo_point_samples", "Without --num-prompts, a point of the SLO search runs until each objective's percentile has this many samples above its rank (fewer when it clearly passes or already broke), or --slo-point-time.", intValue(&w.PointSamples))
+	d := func(name, key, help string, v *time.Duration) {
+		b.cmd.Flag(name, help).Default(v.String()).IsSetByUser(b.track(name, "sweep."+key)).DurationVar(v)
+	}
+	d("slo-point-time", "slo_point_time", "The longest a point of the SLO search runs when it is sized by samples (no --num-prompts).", &w.PointTime)
+	d("slo-budget", "slo_budget", "The longest the whole SLO search runs, anchors and pauses included; when it runs out the search prints what it measured (0: no limit).", &w.Budget)
 }
 
 // spec returns the sweep the flags ask for, or nil for a single run.
