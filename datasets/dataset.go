@@ -35,6 +35,11 @@ type Prompt struct {
 	// with what precedes it, then each later user turn.
 	MultiTurn bool
 	TurnLens  []int
+	// RoundStarts, if set, are the indexes in Messages at which each round
+	// begins, for traces whose rounds are message groups (an agentic
+	// trace's turn may be tool observations with no user message). Nil
+	// means each user message begins a round.
+	RoundStarts []int
 }
 
 // Rounds is how many requests the prompt makes: its user turns for a
@@ -42,6 +47,9 @@ type Prompt struct {
 func (p Prompt) Rounds() int {
 	if !p.MultiTurn {
 		return 1
+	}
+	if p.RoundStarts != nil {
+		return max(len(p.RoundStarts), 1)
 	}
 	n := 0
 	for _, m := range p.Messages {
@@ -74,10 +82,41 @@ func (p Prompt) Totals() (in, out int) {
 // tokens are not counted; the server's count is the one reported).
 func (p Prompt) Round(k int, replies []string, replyTokens int) Prompt {
 	q := p
-	q.MultiTurn, q.TurnLens = false, nil
+	q.MultiTurn, q.TurnLens, q.RoundStarts = false, nil, nil
 	q.Messages = make([]Message, 0, 2*k+2)
+	if p.RoundStarts != nil {
+		end := len(p.Messages)
+		if k+1 < len(p.RoundStarts) {
+			end = p.RoundStarts[k+1]
+		}
+		r := 0
+		for i, m := range p.Messages[:end] {
+			if r+1 < len(p.RoundStarts) && i == p.RoundStarts[r+1] {
+				q.Messages = append(q.Messages, Message{Role: "assistant", Content: replies[r]})
+				r++
+			}
+			if m.Role == "assistant" {
+				continue
+			}
+			q.Messages = append(q.Messages, m)
+			q.Text = m.Content
+		}
+	} else {
+		q.roundByUsers(p.Messages, k, replies)
+	}
+	q.PromptLen = replyTokens
+	for _, n := range p.TurnLens[:min(k+1, len(p.TurnLens))] {
+		q.PromptLen += n
+	}
+	q.TextPromptLen = q.PromptLen - q.VisionPromptLen
+	return q
+}
+
+// roundByUsers fills q with the messages of round k when each user
+// message begins a round.
+func (q *Prompt) roundByUsers(msgs []Message, k int, replies []string) {
 	u := 0
-	for _, m := range p.Messages {
+	for _, m := range msgs {
 		if m.Role == "assistant" {
 			continue
 		}
@@ -93,12 +132,6 @@ func (p Prompt) Round(k int, replies []string, replyTokens int) Prompt {
 		}
 		q.Messages = append(q.Messages, m)
 	}
-	q.PromptLen = replyTokens
-	for _, n := range p.TurnLens[:min(k+1, len(p.TurnLens))] {
-		q.PromptLen += n
-	}
-	q.TextPromptLen = q.PromptLen - q.VisionPromptLen
-	return q
 }
 
 // Dataset produces prompts. Generate is deterministic for a given r.

@@ -70,6 +70,18 @@ type Options struct {
 	MooncakeSlowdownFactor float64 `json:"mooncake_slowdown_factor"`
 	MooncakeNumRounds      int     `json:"mooncake_num_rounds"`
 
+	// DatasetOffset rotates agentic-trace's conversations: the run starts
+	// at this one (modulo their count) and wraps around.
+	DatasetOffset int `json:"dataset_offset"`
+	// AgenticMaxTurns keeps the first turns of each agentic-trace
+	// conversation (0: all).
+	AgenticMaxTurns int `json:"agentic_max_turns"`
+	// SpeedBenchCategory keeps the speed-bench rows of one category
+	// (low_entropy, mixed, high_entropy; empty: all).
+	SpeedBenchCategory string `json:"speed_bench_category"`
+	// SpeedBenchOutputLen is every speed-bench request's output length.
+	SpeedBenchOutputLen int `json:"speed_bench_output_len"`
+
 	// FixedPrompt and FixedOutputLen configure the fixed dataset used by
 	// continuous probes.
 	FixedPrompt    string `json:"-"`
@@ -96,6 +108,7 @@ func DefaultOptions() Options {
 		GSPGroupDistribution:   "uniform",
 		MooncakeSlowdownFactor: 1.0,
 		MooncakeNumRounds:      1,
+		SpeedBenchOutputLen:    512,
 		FixedOutputLen:         16,
 	}
 }
@@ -114,6 +127,11 @@ var constructors = map[string]constructor{
 	"openai":                  newCustom,
 	"mmmu":                    newMMMU,
 	"fixed":                   newFixed,
+	"speed-bench":             newSpeedBench,
+	"longbench-v2":            newLongBenchV2,
+	"longbench_v2":            newLongBenchV2,
+	"autobench":               newAutobench,
+	"agentic-trace":           newAgenticTrace,
 }
 
 // Names lists the dataset names New accepts, sorted.
