@@ -50,6 +50,10 @@ type Env struct {
 	PauseAfterWarmup *time.Duration
 	// Getenv reads SGLANG_IS_IN_CI; nil means os.Getenv.
 	Getenv func(string) string
+	// RequestLog, if set, gets a line when each measured request starts
+	// and one when it ends (--print-requests), written by a goroutine of
+	// its own so that the requests never wait on it (see requestLog).
+	RequestLog io.Writer
 	// OnStart, if set, is called just before the measured run starts
 	// (after warmup, cache flush, the pause and the profiler start), with
 	// the run's request rate (+Inf: all at once) and max concurrency (0: no
@@ -393,6 +397,19 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 		if s.ReturnRoutedExperts {
 			extra["return_routed_experts"] = true
 		}
+	}
+	if s.FakePrefill && info.SGLang {
+		// Decode-only benchmarking of a disaggregated sglang server: the
+		// decode server, launched with --disaggregation-transfer-backend
+		// fake, skips the KV transfer for this bootstrap host. The values
+		// are sglang's (FAKE_BOOTSTRAP_HOST in
+		// sglang/srt/disaggregation/utils.py, and room 0 as its own
+		// benchmarks send it), merged before --extra-request-body so that
+		// a caller can still replace them.
+		extra["bootstrap_host"] = FakeBootstrapHost
+		extra["bootstrap_room"] = 0
+	}
+	switch info.Protocol {
 	case prober.ProtocolOpenAICompletions:
 		if s.ReturnLogprob && s.TopLogprobsNum > 0 {
 			extra["logprobs"] = s.TopLogprobsNum
@@ -508,12 +525,23 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		watch.begin(cancel)
 		pacer = haltPacer{next: pacer, halt: &watch.halt}
 	}
+	measured := do
+	if env.RequestLog != nil {
+		rl := newRequestLog(env.RequestLog, time.Now())
+		defer rl.close()
+		measured = func(ctx context.Context, prompt datasets.Prompt, scheduled time.Time) prober.Result {
+			id := rl.started(prompt)
+			r := do(ctx, prompt, scheduled)
+			rl.ended(id, prompt, &r)
+			return r
+		}
+	}
 	cfg := prober.BenchmarkConfig{
 		Pacer:          pacer,
 		Source:         p.Prompts,
 		MaxConcurrency: s.MaxConcurrency,
 		MaxDuration:    s.MaxDuration,
-		Do:             do,
+		Do:             measured,
 		Progress:       env.Progress,
 		DiscardResults: true,
 		OnResult: func(i int, prompt datasets.Prompt, r prober.Result) {

@@ -12,6 +12,11 @@ import (
 	"github.com/servingprobe/servingprobe/prober"
 )
 
+// FakeBootstrapHost is sglang's placeholder bootstrap host: a decode
+// server with the fake transfer backend takes a request that names it as
+// already prefilled.
+const FakeBootstrapHost = "2.2.2.2"
+
 // Spec is one benchmark, and the only description of one: the bench CLI's
 // flags bind into its fields, a bench window's JSON body decodes onto it
 // (its JSON keys are the flag names with underscores), a configured
@@ -78,6 +83,10 @@ type Spec struct {
 	TokenIDsLogprob     []int `json:"token_ids_logprob"`
 	LogprobStartLen     int   `json:"logprob_start_len"`
 	ReturnRoutedExperts bool  `json:"return_routed_experts"`
+	// FakePrefill adds sglang's fake bootstrap fields (bootstrap_host,
+	// bootstrap_room) to every request of an sglang backend, for
+	// decode-only benchmarking of a disaggregated server.
+	FakePrefill bool `json:"fake_prefill"`
 
 	LoRANames        []string `json:"lora_name"`
 	LoRADistribution string   `json:"lora_request_distribution"`

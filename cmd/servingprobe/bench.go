@@ -36,6 +36,10 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 	}
 	prog := &prober.Progress{}
 	renv := benchrun.Env{Logger: env.Logger, Stdout: env.Stdout, Progress: prog, Getenv: getenv}
+	if f.printRequests {
+		// bench_serving prints these lines to stdout, among its own.
+		renv.RequestLog = env.Stdout
+	}
 	prep, err := benchrun.Prepare(ctx, s, renv)
 	if err != nil {
 		return err

@@ -32,6 +32,7 @@ type benchFlags struct {
 
 	outputFile     string
 	outputDetails  bool
+	printRequests  bool
 	plotThroughput bool
 	report         string
 	disableTqdm    bool
@@ -45,9 +46,7 @@ type benchFlags struct {
 	// unused holds the values of flags that are parsed only to be refused
 	// (unsupported) or that change nothing here.
 	unused struct {
-		datasetOffset, agenticMaxTurns, speedBenchOutputLen int
-		speedBenchCategory                                  string
-		printRequests, cacheReport, fakePrefill             bool
+		cacheReport bool
 	}
 
 	remote remoteFlags
@@ -283,7 +282,6 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	f := &benchFlags{spec: benchrun.DefaultSpec(), host: "0.0.0.0", mooncakeWorkload: "conversation",
 		set: map[string]*bool{}, keys: map[string]string{}}
 	f.spec.Stats = bench.StatsExact
-	f.unused.speedBenchOutputLen = 512
 	b := &binder{cmd: cmd, f: f, tr: &listTracker{}}
 	s, o := &f.spec, &f.spec.Options
 	p := func(name, help string, v kingpin.Value) { b.flag(name, key(name), help, v) }
@@ -296,12 +294,12 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("request-timeout-sec", "Each request's timeout, warmup included, body and all; a request past it is a timeout failure. 0: none.", secondsValue(&s.RequestTimeout))
 	p("ready-check-timeout-sec", "Wait this long for GET /v1/models to answer 200; 0 skips the check.", secondsValue(&s.ReadyCheckTimeout))
 
-	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image, mooncake, custom, openai, mmmu.", stringValue(&s.Dataset))
+	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image, mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace.", stringValue(&s.Dataset))
 	p("dataset-path", "Dataset file (sharegpt: downloaded from the hub when empty; random: the embedded corpus when empty).", stringValue(&o.DatasetPath))
-	local("dataset-offset", "agentic-trace only (not supported).", intValue(&f.unused.datasetOffset))
-	local("agentic-max-turns", "agentic-trace only (not supported).", intValue(&f.unused.agenticMaxTurns))
-	local("speed-bench-category", "speed-bench only (not supported).", stringValue(&f.unused.speedBenchCategory))
-	local("speed-bench-output-len", "speed-bench only (not supported).", intValue(&f.unused.speedBenchOutputLen))
+	p("dataset-offset", "agentic-trace: start at this conversation (wrapping around).", intValue(&o.DatasetOffset))
+	p("agentic-max-turns", "agentic-trace: keep the first turns of each conversation (0: all).", intValue(&o.AgenticMaxTurns))
+	p("speed-bench-category", "speed-bench: low_entropy, mixed or high_entropy (default: all).", stringValue(&o.SpeedBenchCategory))
+	p("speed-bench-output-len", "speed-bench: output tokens of every request.", intValue(&o.SpeedBenchOutputLen))
 
 	p("model", "Model name (default: the first of GET /v1/models).", stringValue(&s.Model))
 	p("served-model-name", "The model name sent in requests, if it differs from --model.", stringValue(&s.ServedModelName))
@@ -326,7 +324,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	local("output-file", "JSONL file the result is appended to (default: bench_serving's name).", stringValue(&f.outputFile))
 	b.bool("output-details", "", "Add per-request arrays to the JSONL record.", &f.outputDetails)
 	p("stats", "exact keeps every sample (4 bytes an inter-token gap) for NumPy's percentiles; sketch keeps every latency in quantile sketches (1% relative error; means, maxima and counts exact; peaks on a 10 ms grid; labelled in the table and JSONL), so that memory does not grow with the requests of a long run.", enumValue(&s.Stats, bench.StatsExact, bench.StatsSketch))
-	b.bool("print-requests", "", "Not supported.", &f.unused.printRequests)
+	b.bool("print-requests", "", "Print a line to stdout as each measured request starts and ends (written by a goroutine of its own, off the requests' path).", &f.printRequests)
 	b.bool("disable-tqdm", "", "No progress bar.", &f.disableTqdm)
 	b.bool("disable-stream", "disable_stream", "Non-streaming requests.", &s.DisableStream)
 
@@ -396,7 +394,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("mooncake-num-rounds", "mooncake: rounds per session.", intValue(&o.MooncakeNumRounds))
 	local("mooncake-workload", "mooncake: mooncake, conversation, synthetic or toolagent (only names the trace; pass --dataset-path).", enumValue(&f.mooncakeWorkload, "mooncake", "conversation", "synthetic", "toolagent"))
 
-	b.bool("fake-prefill", "", "Not supported.", &f.unused.fakePrefill)
+	b.bool("fake-prefill", "fake_prefill", "Decode-only benchmarking of a disaggregated sglang server: send sglang's fake bootstrap_host and bootstrap_room (sglang backends).", &s.FakePrefill)
 	p("tag", "Free text copied into the JSONL record.", stringValue(&s.Tag))
 	b.strings("header", "header", "Extra request header K=V (several after one flag, or repeated).", &f.headers)
 
@@ -473,18 +471,12 @@ func (f *benchFlags) given(name string) bool { p := f.set[name]; return p != nil
 // unsupported are the flags we parse, so that scripts written for
 // bench_serving get a clear message instead of "unknown flag".
 var unsupported = map[string]string{
-	"fake-prefill":           "the bootstrap_host/bootstrap_room fields of PD fake prefill are not implemented",
-	"cache-report":           "the cache hit report is not implemented",
-	"print-requests":         "printing requests is not implemented; use --log.level=debug",
-	"dataset-offset":         "the agentic-trace dataset is not implemented",
-	"agentic-max-turns":      "the agentic-trace dataset is not implemented",
-	"speed-bench-category":   "the speed-bench dataset is not implemented",
-	"speed-bench-output-len": "the speed-bench dataset is not implemented",
+	"cache-report": "the cache hit report is not implemented",
 }
 
 // unsupportedBackends are bench_serving backends we do not speak.
 var unsupportedBackends = map[string]string{
-	"gserver":          "gRPC is not implemented",
+	"gserver":          "Custom server (Not Implemented yet in this script)",
 	"sglang-embedding": "embeddings are not implemented",
 	"vllm-embedding":   "embeddings are not implemented",
 }

@@ -94,7 +94,7 @@ func TestBenchFlagDefaults(t *testing.T) {
 		{"--mooncake-workload", f.mooncakeWorkload, "conversation"},
 		{"--mooncake-slowdown-factor", s.MooncakeSlowdownFactor, 1.0},
 		{"--mooncake-num-rounds", s.MooncakeNumRounds, 1},
-		{"--speed-bench-output-len", f.unused.speedBenchOutputLen, 512},
+		{"--speed-bench-output-len", s.SpeedBenchOutputLen, 512},
 		{"--host", f.host, "0.0.0.0"},
 		{"--seed", s.Seed, int64(42)},
 		{"--warmup-requests", s.WarmupRequests, 1},
@@ -143,10 +143,8 @@ func TestBenchFlagErrors(t *testing.T) {
 		args []string
 		want string // in the parse or spec error
 	}{
-		{"fake prefill", []string{"--fake-prefill"}, "--fake-prefill is not supported"},
 		{"cache report", []string{"--cache-report"}, "--cache-report is not supported"},
-		{"agentic", []string{"--dataset-offset", "3"}, "agentic-trace dataset is not implemented"},
-		{"gserver", []string{"--backend", "gserver"}, "--backend gserver is not supported"},
+		{"gserver", []string{"--backend", "gserver"}, "--backend gserver is not supported: Custom server (Not Implemented yet in this script)"},
 		{"embedding", []string{"--backend", "vllm-embedding"}, "embeddings are not implemented"},
 		{"unknown backend", []string{"--backend", "tgi"}, `--backend "tgi": unknown backend (one of lmdeploy,`},
 		{"unknown flag", []string{"--num-prompt", "3"}, "unknown long flag '--num-prompt'"},
