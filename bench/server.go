@@ -217,4 +217,3 @@ func (s *Summary) serverFields() record {
 	}
 	return out
 }
-
