@@ -167,6 +167,7 @@ func (s *Summary) writeExtras(t *tableWriter) {
 	if c := s.Compat.String(); c != "" {
 		t.row("Compat:", c)
 	}
+	s.writeServer(t)
 	t.line(strings.Repeat("=", 50))
 }
 
@@ -428,6 +429,7 @@ func (s *Summary) appendExtras(r record) record {
 		field{"total_throughput_retokenized", s.TotalThroughputRetokenized},
 		field{"compat", compat},
 	)
+	sp = append(sp, s.serverFields()...)
 	return append(r, field{"servingprobe", sp})
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
 // Params are the run's parameters that the summary echoes or depends on.
@@ -243,6 +244,9 @@ type Summary struct {
 	RandomRangeRatio   float64         `json:"random_range_ratio"`
 	ServerInfo         json.RawMessage `json:"server_info,omitempty"`
 	AcceptLength       *float64        `json:"accept_length,omitempty"`
+	// Server is what the server's own metrics endpoints said about the
+	// run (servingprobe's Server metrics block), one per endpoint.
+	Server []servermetrics.Report `json:"-"`
 
 	Duration                     float64 `json:"duration"` // seconds
 	Completed                    int     `json:"completed"`

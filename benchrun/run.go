@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
@@ -23,6 +24,7 @@ import (
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/internal/envflag"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/servermetrics"
 	"github.com/servingprobe/servingprobe/tokenizer"
 	"github.com/servingprobe/servingprobe/tokenizer/hub"
 )
@@ -59,6 +61,9 @@ type Env struct {
 	// the run's request rate (+Inf: all at once) and max concurrency (0: no
 	// limit); a sweep calls it at every point.
 	OnStart func(rate float64, maxConcurrency int)
+	// ServerMetrics tunes the reads of the server's metrics endpoints;
+	// the zero value takes servermetrics' defaults.
+	ServerMetrics servermetrics.Options
 }
 
 // Prepared is a run whose prompts, pacer and prober are ready.
@@ -443,6 +448,8 @@ type Output struct {
 	// AcceptLength is sglang's average speculative accept length (0: none).
 	AcceptLength float64
 	Warmup       []prober.Result
+	// Server is what each server metrics endpoint said about the run.
+	Server []servermetrics.Report
 }
 
 // Run sends warmup, flushes the cache, starts the profiler, runs the
@@ -536,6 +543,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 			return r
 		}
 	}
+	var succeeded atomic.Int64
 	cfg := prober.BenchmarkConfig{
 		Pacer:          pacer,
 		Source:         p.Prompts,
@@ -549,6 +557,9 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 			if watch != nil {
 				watch.add(&r)
 			}
+			if r.Outcome == prober.OutcomeSuccess {
+				succeeded.Add(1)
+			}
 			if env.Observer != nil {
 				env.Observer.Observe(r)
 			}
@@ -560,6 +571,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 			cfg.MaxDuration, byBudget = max(left, time.Millisecond), true
 		}
 	}
+	watches := startServerMetrics(ctx, s, env.ServerMetrics, env.Logger)
 	acc.SetStart(time.Now())
 	if env.OnStart != nil {
 		env.OnStart(s.RequestRate, s.MaxConcurrency)
@@ -572,6 +584,14 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 	if errors.As(err, &decided) && ctx.Err() == nil {
 		err = nil // the point ended as its watch decided: a result
 	}
+	// The end read outlives a cancelled run's context (it is bounded by
+	// its own timeout) so that a partial run still gets its block; it
+	// waits for the server to count the requests only after a whole run.
+	want := int(succeeded.Load())
+	if err != nil {
+		want = 0
+	}
+	out.Server = watches.stop(context.WithoutCancel(ctx), want, env.Logger)
 	switch {
 	case err != nil:
 		acc.Stop(bench.StoppedInterrupted)
@@ -616,6 +636,7 @@ func summarize(acc *bench.Accumulator, out *Output) error {
 		return err
 	}
 	sum.ServerInfo = out.ServerInfo
+	sum.Server = out.Server
 	if out.AcceptLength > 0 {
 		v := out.AcceptLength
 		sum.AcceptLength = &v

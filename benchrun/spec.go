@@ -3,6 +3,7 @@ package benchrun
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -91,6 +92,13 @@ type Spec struct {
 	LoRANames        []string `json:"lora_name"`
 	LoRADistribution string   `json:"lora_request_distribution"`
 	LoRAZipfAlpha    float64  `json:"lora_zipf_alpha"`
+
+	// ServerMetrics are the server's Prometheus endpoints, read at the
+	// start and end of the measured run and sampled through it; empty
+	// means the base URL's /metrics, when it answers. NoServerMetrics
+	// reads none.
+	ServerMetrics   []string `json:"server_metrics"`
+	NoServerMetrics bool     `json:"no_server_metrics"`
 
 	FlushCache        bool          `json:"flush_cache"`
 	FlushCacheTimeout time.Duration `json:"flush_cache_timeout"`
@@ -325,6 +333,11 @@ func (s *Spec) Validate() error {
 	}
 	if _, err := datasets.NewLoRAPicker(s.LoRANames, s.LoRADistribution, s.LoRAZipfAlpha); err != nil {
 		p.add("lora_name", "%v", err)
+	}
+	for _, u := range s.ServerMetrics {
+		if v, err := url.Parse(u); err != nil || (v.Scheme != "http" && v.Scheme != "https") || v.Host == "" {
+			p.add("server_metrics", "want an http or https URL, got %q", truncate(u, 80))
+		}
 	}
 	if s.Stats != "" && s.Stats != bench.StatsExact && s.Stats != bench.StatsSketch {
 		p.add("stats", "must be %s or %s, got %q", bench.StatsExact, bench.StatsSketch, truncate(s.Stats, 40))

@@ -1,0 +1,53 @@
+package bench
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/servingprobe/servingprobe/servermetrics"
+)
+
+func TestServerBlock(t *testing.T) {
+	s := &Summary{TotalInputTokens: 100, TotalOutputTokens: 50, TTFT: Stats{Median: 55, P90: 70, P99: 80}}
+	est := func(v, lo, hi float64) servermetrics.Estimate { return servermetrics.Estimate{Value: v, Lower: lo, Upper: hi} }
+	s.Server = []servermetrics.Report{{
+		Source: "http://h/metrics", Engine: "vllm", PrefixHitRate: 0.25,
+		Latencies: []servermetrics.Latency{{Kind: servermetrics.TTFT, Metric: "vllm:time_to_first_token_seconds", Count: 10, Mean: 0.05,
+			P50: est(0.05, 0.04, 0.06), P90: est(0.075, 0.06, 0.08), P99: est(0.08, 0.08, math.Inf(1))}},
+		Counters: []servermetrics.Count{{Kind: servermetrics.PromptTokens, Delta: 120}, {Kind: servermetrics.GenerationTokens, Delta: 50}},
+		Gauges:   []servermetrics.GaugeStats{{Kind: servermetrics.KVUsage, Peak: 0.5, Mean: 0.25, Samples: 3}},
+	}, {Source: "http://other/metrics", Missing: "no answer within 2s", PrefixHitRate: math.NaN()}}
+	var b bytes.Buffer
+	if err := s.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Server TTFT P50/P90/P99 (ms):            50.00 / 75.00 / 80.00",
+		"  from buckets (ms):                     (40.00, 60.00] / (60.00, 80.00] / > 80.00",
+		"TTFT ours - server P50/P90/P99 (ms):     5.00 / -5.00 / 0.00",
+		"TTFT disagreement:                       the server's P90 exceeds ours by 5.00 ms",
+		"Token counts:                            the server counted 20 more prompt tokens",
+		"Prefix cache hit rate:                   25.00%",
+		"KV cache usage peak/mean:                50.00% / 25.00%",
+		"Not read:                                no answer within 2s",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	rec, err := s.Record(JSONOptions{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"server": {"source": "http://h/metrics", "engine": "vllm", "ttft_ms": {"metric": "vllm:time_to_first_token_seconds", "count": 10.0, "mean": 50.0, "p50": 50.0, "p50_bucket": {"lower": 40.0, "upper": 60.0}`,
+		`"p99_bucket": {"lower": 80.0, "upper": null}`,
+		`"server_more": [{"source": "http://other/metrics", "missing": "no answer within 2s"}]`,
+	} {
+		if !strings.Contains(string(rec), want) {
+			t.Errorf("record lacks %q:\n%s", want, rec)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package servermetrics
+
+// Kind is what a server metric measures, whatever the engine calls it.
+type Kind string
+
+// The kinds the report reads. Latency kinds are histograms in seconds,
+// token and event kinds counters, the rest gauges.
+const (
+	TTFT     Kind = "ttft"
+	Queue    Kind = "queue"
+	Prefill  Kind = "prefill"
+	Decode   Kind = "decode"
+	E2E      Kind = "e2e"
+	PerToken Kind = "per_token"
+
+	PromptTokens     Kind = "prompt_tokens"
+	GenerationTokens Kind = "generation_tokens"
+	PrefixQueries    Kind = "prefix_cache_queries"
+	PrefixHits       Kind = "prefix_cache_hits"
+	CachedTokens     Kind = "cached_tokens"
+	Preemptions      Kind = "preemptions"
+
+	Running Kind = "running"
+	Waiting Kind = "waiting"
+	KVUsage Kind = "kv_cache_usage"
+)
+
+// LatencyKinds are the histograms, in the order the block prints them.
+var LatencyKinds = []Kind{TTFT, Queue, Prefill, Decode, E2E, PerToken}
+
+// CounterKinds are the counters, in the order the block prints them.
+var CounterKinds = []Kind{PromptTokens, GenerationTokens, PrefixQueries, PrefixHits, CachedTokens, Preemptions}
+
+// GaugeKinds are the gauges sampled through the run.
+var GaugeKinds = []Kind{Running, Waiting, KVUsage}
+
+// Name is one engine's metric for a Kind. Counters are named without
+// their _total suffix: Python's prometheus_client declares them so and
+// appends _total to the sample, client_golang (llm-d-inference-sim) puts
+// _total in both; Parse strips it.
+type Name struct {
+	Metric string
+	Kind   Kind
+	Engine string
+}
+
+// Names is the table, in order of preference: for each kind the first name
+// the endpoint exposes is read, so a current name wins over the deprecated
+// alias the same server still exposes beside it.
+//
+// vLLM: vllm/v1/metrics/loggers.py (PrometheusStatLogger). It renamed
+// gpu_cache_usage_perc and gpu_prefix_cache_{queries,hits} to
+// kv_cache_usage_perc and prefix_cache_{queries,hits} in 0.9 and still
+// exposes both; inter_token_latency_seconds replaced
+// time_per_output_token_seconds (both carry the gap between output tokens;
+// llm-d-inference-sim v0.10.2, pkg/llm-d-inference-sim/metrics.go, exposes
+// both with the same values). kv_cache_usage_perc is a fraction: "1 means
+// 100 percent usage".
+//
+// sglang: python/sglang/srt/metrics/collector.py (TokenizerMetricsCollector
+// and SchedulerMetricsCollector). It has no prefill or decode histogram;
+// its queue time is queue_time_seconds, its KV pool usage token_usage (a
+// fraction), its waiting requests num_queue_reqs, its preemptions
+// retractions, and its prefix-cache hits cached_tokens_total against
+// prompt_tokens_total.
+var Names = []Name{
+	{"vllm:time_to_first_token_seconds", TTFT, "vllm"},
+	{"vllm:request_queue_time_seconds", Queue, "vllm"},
+	{"vllm:request_prefill_time_seconds", Prefill, "vllm"},
+	{"vllm:request_decode_time_seconds", Decode, "vllm"},
+	{"vllm:e2e_request_latency_seconds", E2E, "vllm"},
+	{"vllm:inter_token_latency_seconds", PerToken, "vllm"},
+	{"vllm:time_per_output_token_seconds", PerToken, "vllm"},
+	{"vllm:prompt_tokens", PromptTokens, "vllm"},
+	{"vllm:generation_tokens", GenerationTokens, "vllm"},
+	{"vllm:prefix_cache_queries", PrefixQueries, "vllm"},
+	{"vllm:gpu_prefix_cache_queries", PrefixQueries, "vllm"},
+	{"vllm:prefix_cache_hits", PrefixHits, "vllm"},
+	{"vllm:gpu_prefix_cache_hits", PrefixHits, "vllm"},
+	{"vllm:num_preemptions", Preemptions, "vllm"},
+	{"vllm:num_requests_running", Running, "vllm"},
+	{"vllm:num_requests_waiting", Waiting, "vllm"},
+	{"vllm:kv_cache_usage_perc", KVUsage, "vllm"},
+	{"vllm:gpu_cache_usage_perc", KVUsage, "vllm"},
+
+	{"sglang:time_to_first_token_seconds", TTFT, "sglang"},
+	{"sglang:queue_time_seconds", Queue, "sglang"},
+	{"sglang:e2e_request_latency_seconds", E2E, "sglang"},
+	{"sglang:inter_token_latency_seconds", PerToken, "sglang"},
+	{"sglang:prompt_tokens", PromptTokens, "sglang"},
+	{"sglang:generation_tokens", GenerationTokens, "sglang"},
+	{"sglang:cached_tokens", CachedTokens, "sglang"},
+	{"sglang:num_retracted_requests", Preemptions, "sglang"},
+	{"sglang:num_running_reqs", Running, "sglang"},
+	{"sglang:num_queue_reqs", Waiting, "sglang"},
+	{"sglang:token_usage", KVUsage, "sglang"},
+}
+
+// enginePrefixes are the name prefixes of the engines in Names: a family
+// under one of them that the table does not hold is listed as unknown
+// (other families, such as process_ and python_, are not an engine's).
+var enginePrefixes = []string{"vllm:", "sglang:"}
