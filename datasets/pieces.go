@@ -26,8 +26,8 @@ import (
 // boundary in such a text is the same, letters then a space then letters,
 // so the check in newWordPieces (all lead pieces in ascending id order,
 // which are exactly the pairs a prompt's run can put side by side, then a
-// shuffled order, then a sample of first-then-lead pairs, each encoded as
-// one text) fails for a tokenizer that treats that boundary differently,
+// shuffled sample of 4,096, then a sample of first-then-lead pairs, each
+// encoded as one text) fails for a tokenizer that treats that boundary differently,
 // and random-ids then falls back to measuring each prompt.
 type wordPieces struct {
 	lead, first         []int    // token ids, ascending
