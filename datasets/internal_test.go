@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -248,6 +249,31 @@ func TestInOrder(t *testing.T) {
 		inOrder(200, workers, func(i int) (Prompt, error) { return Prompt{}, nil }, func(Prompt, error) bool { stopped++; return stopped < 5 })
 		if stopped != 5 {
 			t.Errorf("workers %d: yield called %d times after returning false at 5", workers, stopped)
+		}
+	}
+}
+
+// TestWordPiecesText: a run is the first piece then consecutive lead
+// pieces from the offset, wrapping past the last, as often as it must.
+func TestWordPiecesText(t *testing.T) {
+	lead := []string{" a", " bb", " c"}
+	w := &wordPieces{lead: []int{10, 20, 30}, first: []int{15, 25}, firstText: []string{"X", "Y"},
+		leadAll: strings.Join(lead, ""), leadOff: []int{0, 2, 5, 7}}
+	cases := []struct {
+		offset, i, n int
+		want         string
+	}{
+		{0, 0, 0, ""},
+		{0, 0, 1, "X"},
+		{0, 0, 3, "X a bb"},
+		{16, 0, 3, "Y bb c"},
+		{31, 0, 2, "X a"}, // past the last id: both wrap to the start
+		{20, 1, 4, "X c a bb"},
+		{30, 0, 8, "X c a bb c a bb c"},
+	}
+	for _, tc := range cases {
+		if got := w.text(tc.offset, tc.i, tc.n); got != tc.want {
+			t.Errorf("text(%d, %d, %d) = %q, want %q", tc.offset, tc.i, tc.n, got, tc.want)
 		}
 	}
 }

@@ -276,6 +276,10 @@ func repeatTo(ids []int, n int) []int {
 // (offset+i+j) mod vocab, decoded to text unless TokenizePrompt.
 type randomIDsDataset struct {
 	randomDataset
+	// pieces builds exact text without encoding it (see wordPieces); nil
+	// when the tokenizer's pieces do not verify, or when no text is exact
+	// (Compat, TokenizePrompt), and then prompts are measured.
+	pieces *wordPieces
 }
 
 func newRandomIDs(opts Options, tok Tokenizer) (Dataset, error) {
@@ -285,7 +289,11 @@ func newRandomIDs(opts Options, tok Tokenizer) (Dataset, error) {
 	if tok.VocabSize() <= 0 {
 		return nil, fmt.Errorf("random-ids: tokenizer vocab size is %d", tok.VocabSize())
 	}
-	return &randomIDsDataset{randomDataset{opts: opts, tok: tok, nspecial: tok.NumSpecialTokensToAdd()}}, nil
+	d := &randomIDsDataset{randomDataset: randomDataset{opts: opts, tok: tok, nspecial: tok.NumSpecialTokensToAdd()}}
+	if !opts.Compat && !opts.TokenizePrompt {
+		d.pieces = piecesFor(tok)
+	}
+	return d, nil
 }
 
 // Generate draws input lengths, output lengths, then one offset per prompt.
@@ -338,6 +346,11 @@ func (d *randomIDsDataset) prompt(i, offset, inLen, outLen int) (Prompt, error) 
 		return Prompt{IDs: run(0, inLen), PromptLen: inLen, TextPromptLen: inLen, OutputLen: outLen}, nil
 	}
 	target := d.textTarget(inLen)
+	if d.pieces != nil {
+		p := Prompt{Text: d.pieces.text(offset, i, target), OutputLen: outLen}
+		d.finish(&p, inLen)
+		return p, nil
+	}
 	text, err := d.tok.Decode(run(0, target), false)
 	if err == nil && !d.opts.Compat {
 		pos := target

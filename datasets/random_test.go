@@ -221,8 +221,9 @@ func trunc(s string) string {
 }
 
 // BenchmarkRandomIDs128 is random-ids' exact-length generation of 256
-// prompts of 128 tokens per op (decode the id run, measure, repair), on
-// every core (-cpu sets how many).
+// prompts of 128 tokens per op, built from the tokenizer's verified pieces
+// without encoding, on every core (-cpu sets how many). The pieces are
+// found before the timer starts; BenchmarkRandomIDsPieces times that.
 func BenchmarkRandomIDs128(b *testing.B) {
 	tok := qwen3(b)
 	d := mustNew(b, "random-ids", randomOpts("", 128, 1, 1), tok)
@@ -234,4 +235,15 @@ func BenchmarkRandomIDs128(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*256), "µs/prompt")
+}
+
+// BenchmarkRandomIDsPieces is the one-time cost, per tokenizer, of finding
+// and verifying the pieces random-ids builds exact text from (Qwen3).
+func BenchmarkRandomIDsPieces(b *testing.B) {
+	tok := qwen3(b)
+	for b.Loop() {
+		if !datasets.BuildPieces(tok) {
+			b.Fatal("Qwen3's pieces did not verify")
+		}
+	}
 }

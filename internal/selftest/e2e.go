@@ -24,6 +24,10 @@ type E2EPoint struct {
 	// tokens (default 128).
 	Dataset  string
 	InputLen int
+	// Compat is a --compat value for the bench child ("" for none):
+	// random-lengths gives random-ids prompts as bench_serving makes them,
+	// the measure of what exact lengths cost.
+	Compat string
 	// StartOnly stops the run after a second of requests (--max-duration):
 	// the point measures how soon the first request goes out, not the run.
 	StartOnly bool
@@ -34,6 +38,15 @@ func (p E2EPoint) dataset() string {
 		return "random"
 	}
 	return p.Dataset
+}
+
+// label names the point's prompts in the table: the dataset, and its
+// --compat value if any.
+func (p E2EPoint) label() string {
+	if p.Compat != "" {
+		return p.dataset() + " --compat " + p.Compat
+	}
+	return p.dataset()
 }
 
 func (p E2EPoint) inputLen() int {
@@ -84,6 +97,9 @@ func (h *harness) e2e(ctx context.Context, p E2EPoint, outputTokens int) (E2ERes
 		"--output-file", out, "--disable-tqdm", "--ready-check-timeout-sec", "10"}
 	if p.StartOnly {
 		args = append(args, "--max-duration", "1s")
+	}
+	if p.Compat != "" {
+		args = append(args, "--compat", p.Compat)
 	}
 	cmd := h.command(ctx, "0", args...)
 	stderr, err := cmd.StderrPipe()

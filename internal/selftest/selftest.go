@@ -112,6 +112,8 @@ func Full() Options {
 			{Requests: 10000, Streams: 64, Stats: "exact", InputLen: 1024, StartOnly: true},
 			{Requests: 1000000, Streams: 64, Stats: "exact", StartOnly: true},
 			{Requests: 1000000, Streams: 64, Stats: "exact", Dataset: "random-ids", StartOnly: true},
+			{Requests: 10000, Streams: 64, Stats: "exact", Dataset: "random-ids"},
+			{Requests: 10000, Streams: 64, Stats: "exact", Dataset: "random-ids", Compat: "random-lengths"},
 		},
 		E2ETokens: 256,
 	}
@@ -493,13 +495,13 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 		for _, p := range o.E2EPoints {
 			r, err := h.e2e(ctx, p, o.E2ETokens)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("e2e %s %d×%d %s: %w", p.dataset(), p.Requests, p.Streams, p.Stats, err))
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\terror: %v\t\t\t\t\t\t\t\n", p.dataset(), p.inputLen(), p.Requests, p.Streams, p.Stats, err)
+				errs = append(errs, fmt.Errorf("e2e %s %d×%d %s: %w", p.label(), p.Requests, p.Streams, p.Stats, err))
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\terror: %v\t\t\t\t\t\t\t\n", p.label(), p.inputLen(), p.Requests, p.Streams, p.Stats, err)
 				continue
 			}
 			growth, perTok := "-", "-"
 			if !p.StartOnly {
-				key := fmt.Sprintf("%s/%d/%d/%s", p.dataset(), p.inputLen(), p.Streams, p.Stats)
+				key := fmt.Sprintf("%s/%d/%d/%s", p.label(), p.inputLen(), p.Streams, p.Stats)
 				if q, ok := prev[key]; ok && p.Requests > prevReq[key] {
 					growth = f0(float64(r.MaxRSS-q.MaxRSS) / float64(p.Requests-prevReq[key]))
 				}
@@ -508,7 +510,7 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 					perTok = strconv.FormatFloat(r.CPU.Seconds()*1e6/float64(r.OutputTokens), 'f', 2, 64)
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%.1f\t%s\t\n", p.dataset(), p.inputLen(), p.Requests, p.Streams, p.Stats, r.OutputTokens,
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%.1f\t%s\t\n", p.label(), p.inputLen(), p.Requests, p.Streams, p.Stats, r.OutputTokens,
 				r.Wall.Seconds(), r.FirstRequest.Seconds(), r.CPU.Seconds(), perTok, float64(r.MaxRSS)/(1<<20), growth)
 		}
 		flush()
