@@ -11,7 +11,9 @@ import (
 
 func TestServerBlock(t *testing.T) {
 	s := &Summary{TotalInputTokens: 100, TotalOutputTokens: 50, TTFT: Stats{Median: 55, P90: 70, P99: 80}}
-	est := func(v, lo, hi float64) servermetrics.Estimate { return servermetrics.Estimate{Value: v, Lower: lo, Upper: hi} }
+	est := func(v, lo, hi float64) servermetrics.Estimate {
+		return servermetrics.Estimate{Value: v, Lower: lo, Upper: hi}
+	}
 	s.Server = []servermetrics.Report{{
 		Source: "http://h/metrics", Engine: "vllm", PrefixHitRate: 0.25,
 		Latencies: []servermetrics.Latency{{Kind: servermetrics.TTFT, Metric: "vllm:time_to_first_token_seconds", Count: 10, Mean: 0.05,
