@@ -167,6 +167,7 @@ func (s *Summary) writeExtras(t *tableWriter) {
 	if c := s.Compat.String(); c != "" {
 		t.row("Compat:", c)
 	}
+	s.writeShardRows(t)
 	t.line(strings.Repeat("=", 50))
 }
 
@@ -428,6 +429,14 @@ func (s *Summary) appendExtras(r record) record {
 		field{"total_throughput_retokenized", s.TotalThroughputRetokenized},
 		field{"compat", compat},
 	)
+	// Only a shard and a merge have these keys: a run in one process
+	// keeps its record as it always was.
+	if s.Shard != nil {
+		sp = append(sp, field{"shard", s.Shard.record()})
+	}
+	if s.Merged != nil {
+		sp = append(sp, field{"merged", s.Merged.record()})
+	}
 	return append(r, field{"servingprobe", sp})
 }
 
