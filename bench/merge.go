@@ -220,8 +220,13 @@ func Merge(shards []*Summary) (*Summary, error) {
 	}
 	if from == MergedFromSketches {
 		for _, s := range byIndex {
-			if s.Shard.Sketches == nil {
+			if s.Shard.Sketches == nil && s.Details == nil {
 				return nil, fmt.Errorf("merge: shard %d/%d has neither per-request details (--output-details) nor sketches (--stats sketch), and a merge needs one of them from every shard", s.Shard.Index, n)
+			}
+		}
+		for _, s := range byIndex {
+			if s.Shard.Sketches == nil {
+				return nil, fmt.Errorf("merge: shard %d/%d has no sketches and not every shard kept its details: run every shard with --output-details, or every one with --stats sketch", s.Shard.Index, n)
 			}
 		}
 	}
@@ -460,9 +465,10 @@ func (a *Accumulator) addDetail(i int, s *Summary, j int) error {
 	}
 	rec := reqRec{idx: i, tpot: math.NaN(), ttft: d.TTFTs[j]}
 	if !sent.IsZero() {
-		if a.origin.IsZero() || sent.Before(a.origin) {
+		if a.origin.IsZero() {
 			a.origin = sent
 		}
+		rec.start = sent.Sub(a.origin).Seconds()
 		a.minSent, a.maxSent = minTime(a.minSent, sent, a.nSent), maxTime(a.maxSent, sent, a.nSent)
 		a.nSent++
 		if !sched.IsZero() {
