@@ -417,6 +417,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		start = a.minSent // the first request sent, whatever the order of Add
 	}
 	a.details.fill(&s, start)
+	s.Shard = shardOf(p.Shard, start, a.stats)
 	return s, nil
 }
 

@@ -168,6 +168,7 @@ func (s *Summary) writeExtras(t *tableWriter) {
 		t.row("Compat:", c)
 	}
 	s.writeServer(t)
+	s.writeShardRows(t)
 	t.line(strings.Repeat("=", 50))
 }
 
@@ -430,6 +431,14 @@ func (s *Summary) appendExtras(r record) record {
 		field{"compat", compat},
 	)
 	sp = append(sp, s.serverFields()...)
+	// Only a shard and a merge have these keys: a run in one process
+	// keeps its record as it always was.
+	if s.Shard != nil {
+		sp = append(sp, field{"shard", s.Shard.record()})
+	}
+	if s.Merged != nil {
+		sp = append(sp, field{"merged", s.Merged.record()})
+	}
 	return append(r, field{"servingprobe", sp})
 }
 

@@ -146,6 +146,20 @@ func ParseRecord(line []byte) (*Summary, error) {
 		if c, err := ParseCompat(joinComma(sp.Compat)); err == nil {
 			s.Compat = c
 		}
+		if raw, ok := spFlat["shard"]; ok && string(raw) != "null" {
+			sh, err := parseShard(raw)
+			if err != nil {
+				return nil, err
+			}
+			s.Shard = sh
+		}
+		if raw, ok := spFlat["merged"]; ok && string(raw) != "null" {
+			m, err := parseMerged(raw)
+			if err != nil {
+				return nil, err
+			}
+			s.Merged = m
+		}
 	} else {
 		// A bench_serving record: every request it counts completed.
 		s.Requests = s.Completed

@@ -82,6 +82,9 @@ type Params struct {
 	// Planned is how many prompts the run prepared; those beyond the
 	// requests added were never sent. 0: unknown.
 	Planned int
+	// Shard, set on a shard of a run split across processes (bench
+	// --shard), is written into the record for a merge; nil otherwise.
+	Shard *ShardInfo
 	// Stopped says why the run ended early: StoppedMaxDuration,
 	// StoppedInterrupted, StoppedConversations, one of the Ended* reasons
 	// of an SLO search's point, or "" when every prompt was sent.
@@ -318,6 +321,12 @@ type Summary struct {
 	// Sweep says which point of a sweep or SLO search the run was; nil for
 	// a single run.
 	Sweep *SweepInfo `json:"sweep,omitempty"`
+	// Shard says which part of a run split across processes this summary
+	// is; nil for a run in one process.
+	Shard *ShardInfo `json:"shard,omitempty"`
+	// Merged, on the merge of a run's shards, says what was merged and
+	// keeps each shard's own figures; nil otherwise.
+	Merged *MergeInfo `json:"merged,omitempty"`
 }
 
 // ErrAllFailed is returned by Summary under CompatAllFailedError when no

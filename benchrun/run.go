@@ -154,6 +154,9 @@ func Prepare(ctx context.Context, s Spec, env Env) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s, prompts, pacer, err = applyShard(s, prompts, pacer); err != nil {
+		return nil, err
+	}
 	sent := model
 	if s.ServedModelName != "" {
 		sent = s.ServedModelName
@@ -487,7 +490,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 			return out, fmt.Errorf("warmup: %w", err)
 		}
 	}
-	if s.FlushCache || (p.Info.SGLang && envflag.Truthy(getenv("SGLANG_IS_IN_CI"))) {
+	if s.FlushCache || (p.Info.SGLang && envflag.Truthy(getenv("SGLANG_IS_IN_CI")) && (s.Shard == nil || s.Shard.Index == 0)) {
 		if err := flushCache(ctx, p.Client, s.BaseURL, s.Backend, s.FlushCacheTimeout, nil); err != nil {
 			return out, err
 		}
@@ -519,6 +522,9 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 			return 0
 		}
 		return n
+	}
+	if err := p.syncStart(ctx, env, &params); err != nil {
+		return out, err
 	}
 	acc := bench.NewAccumulator(params)
 	runCtx, watch := ctx, p.watch

@@ -126,6 +126,16 @@ type Spec struct {
 	// Sweep makes the bench a sweep or an SLO search; nil: one run.
 	Sweep *SweepSpec `json:"sweep"`
 
+	// Shard makes this process one part of a run split across processes
+	// (see Shard); nil: the whole run. JSON: "I/N".
+	Shard *Shard `json:"shard,omitempty"`
+	// RunID names the run the shards belong to; empty: DeriveRunID.
+	RunID string `json:"run_id,omitempty"`
+	// StartAt, if set, is when the measured run starts: an RFC 3339 time,
+	// or a file holding one (see StartTime), read when the run is about
+	// to start.
+	StartAt string `json:"start_at,omitempty"`
+
 	// Details keeps the per-request arrays (--output-details).
 	Details bool `json:"-"`
 	// DetailsNoTexts keeps the details' times without the generated texts
@@ -345,6 +355,7 @@ func (s *Spec) Validate() error {
 	if s.Sweep != nil {
 		s.Sweep.validate(s, &p)
 	}
+	s.validateShard(&p)
 	return p.err()
 }
 

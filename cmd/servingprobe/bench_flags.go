@@ -41,6 +41,9 @@ type benchFlags struct {
 	// headers are --header's K=V values; the spec holds them as a map
 	// once the API key from the environment is added.
 	headers []string
+	// shardCount is --shard-count: the shard index then comes from
+	// JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it.
+	shardCount int
 	// mooncakeWorkload only names the trace (--dataset-path reads it).
 	mooncakeWorkload string
 	// unused holds the values of flags that are parsed only to be refused
@@ -323,6 +326,10 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("max-concurrency", "Requests in flight at most; arrivals queue on the client and the wait is reported.", intValue(&s.MaxConcurrency))
 	local("output-file", "JSONL file the result is appended to (default: bench_serving's name).", stringValue(&f.outputFile))
 	b.bool("output-details", "", "Add per-request arrays to the JSONL record.", &f.outputDetails)
+	p("shard", "Run part I of a run split across N processes (I/N, I from 0): the prompts whose index is I mod N, each at the time the single run would send it; max concurrency split; warm-up, cache flush and profiler on shard 0 only. Merge the records with servingprobe merge.", shardValue(&s.Shard))
+	local("shard-count", "The N of --shard, with I from the environment variable JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's pod index).", intValue(&f.shardCount))
+	p("run-id", "The id a sharded run's records share (default: a hash of the flags and the seed).", stringValue(&s.RunID))
+	p("start-at", "Start the measured run at this RFC 3339 time, or at the time held in this file; a late start is recorded and reported.", stringValue(&s.StartAt))
 	p("stats", "exact keeps every sample (4 bytes an inter-token gap) for NumPy's percentiles; sketch keeps every latency in quantile sketches (1% relative error; means, maxima and counts exact; peaks on a 10 ms grid; labelled in the table and JSONL), so that memory does not grow with the requests of a long run.", enumValue(&s.Stats, bench.StatsExact, bench.StatsSketch))
 	b.bool("print-requests", "", "Print a line to stdout as each measured request starts and ends (written by a goroutine of its own, off the requests' path).", &f.printRequests)
 	b.bool("disable-tqdm", "", "No progress bar.", &f.disableTqdm)
@@ -510,6 +517,13 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 		}
 		s.BaseURL = u
 	}
+	if f.shardCount != 0 {
+		sh, err := shardFromEnv(f.shardCount, s.Shard, getenv)
+		if err != nil {
+			bad("%w", err)
+		}
+		s.Shard = sh
+	}
 	if f.given("max-concurrency") && s.MaxConcurrency == 0 {
 		// 0 is the Spec's "unbounded"; given on the command line it is a
 		// mistake, as in bench_serving.
@@ -581,6 +595,46 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 		return s, err
 	}
 	return s, nil
+}
+
+// shardValue is --shard I/N.
+func shardValue(p **benchrun.Shard) flagValue {
+	return &scalar[*benchrun.Shard]{p: p,
+		show: func(s *benchrun.Shard) string {
+			if s == nil {
+				return ""
+			}
+			return s.String()
+		},
+		parse: func(v string) (*benchrun.Shard, error) {
+			s, err := benchrun.ParseShard(v)
+			if err != nil {
+				return nil, err
+			}
+			return &s, nil
+		}}
+}
+
+// shardFromEnv is --shard-count N with the index from
+// JOB_COMPLETION_INDEX, which Kubernetes sets in each pod of an Indexed
+// Job. A --shard given too must agree with it.
+func shardFromEnv(count int, given *benchrun.Shard, getenv func(string) string) (*benchrun.Shard, error) {
+	v := getenv("JOB_COMPLETION_INDEX")
+	if v == "" {
+		if given != nil && given.Count == count {
+			return given, nil
+		}
+		return nil, errors.New("--shard-count: JOB_COMPLETION_INDEX is unset (it is set in the pods of an Indexed Job); give --shard I/N instead")
+	}
+	i, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return nil, fmt.Errorf("--shard-count: JOB_COMPLETION_INDEX=%q is not a whole number", v)
+	}
+	sh := &benchrun.Shard{Index: i, Count: count}
+	if given != nil && *given != *sh {
+		return nil, fmt.Errorf("--shard %s disagrees with --shard-count %d and JOB_COMPLETION_INDEX=%d", given, count, i)
+	}
+	return sh, nil
 }
 
 // parseHeaders reads --header K=V values.

@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	register("bench", addBenchCommand(app))
 	register("probe", addProbeCommand(app))
 	register("report", addReportCommand(app))
+	register("merge", addMergeCommand(app))
 	register("simulate", addSimulateCommand(app))
 	register("check-config", addCheckConfigCommand(app))
 	register("selftest", addSelftestCommand(app))

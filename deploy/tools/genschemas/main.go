@@ -38,6 +38,7 @@ var coreKinds = []struct{ file, group, version, kind string }{
 	{"api__v1_openapi.json", "", "v1", "Service"},
 	{"apis__apps__v1_openapi.json", "apps", "v1", "Deployment"},
 	{"apis__networking.k8s.io__v1_openapi.json", "networking.k8s.io", "v1", "NetworkPolicy"},
+	{"apis__batch__v1_openapi.json", "batch", "v1", "Job"},
 }
 
 // crdFiles are the Prometheus Operator CRDs deploy/kubernetes uses.

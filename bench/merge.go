@@ -1,0 +1,545 @@
+package bench
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// How a merge took the latencies (MergeInfo.From).
+const (
+	MergedFromDetails  = "details"  // every request's times: exact
+	MergedFromSketches = "sketches" // the shards' sketches: within SketchRelativeError
+)
+
+// MergeInfo is what a merged record says about its shards.
+type MergeInfo struct {
+	RunID string
+	Count int
+	// From is MergedFromDetails or MergedFromSketches.
+	From string
+	// Shards are each shard's own figures, by index.
+	Shards []ShardLine
+}
+
+// ShardLine is one shard's own line in a merged record.
+type ShardLine struct {
+	Index int
+	// Start is the shard's start by its own clock; Offset is its lateness
+	// after the announced start (HasOffset false when none was announced).
+	Start     time.Time
+	Offset    time.Duration
+	HasOffset bool
+	Late      bool
+	// Duration is the shard's benchmark duration in seconds.
+	Duration                                float64
+	MaxConcurrency                          int
+	Requests, Completed, Failed             int
+	TotalInputTokens, TotalOutputTokens     int
+	RequestThroughput, OutputThroughput     float64
+	TTFT, ITL, E2E                          Stats
+	ScheduledRequestRate, ActualRequestRate Rate
+}
+
+func (l *ShardLine) record() record {
+	r := record{
+		{"index", l.Index},
+		{"start_time", wallTime(l.Start)},
+		{"start_offset", nil},
+		{"late", l.Late},
+		{"duration", l.Duration},
+		{"max_concurrency", l.MaxConcurrency},
+		{"requests", l.Requests},
+		{"completed", l.Completed},
+		{"failed", l.Failed},
+		{"total_input_tokens", l.TotalInputTokens},
+		{"total_output_tokens", l.TotalOutputTokens},
+		{"request_throughput", l.RequestThroughput},
+		{"output_throughput", l.OutputThroughput},
+		{"scheduled_request_rate", float64(l.ScheduledRequestRate)},
+		{"actual_request_rate", float64(l.ActualRequestRate)},
+	}
+	if l.HasOffset {
+		r[2].value = l.Offset.Seconds()
+	}
+	for _, m := range []struct {
+		name string
+		st   Stats
+	}{{"ttft", l.TTFT}, {"itl", l.ITL}, {"e2e_latency", l.E2E}} {
+		r = append(r, field{"median_" + m.name + "_ms", m.st.Median}, field{"p99_" + m.name + "_ms", m.st.P99})
+	}
+	return r
+}
+
+func (m *MergeInfo) record() record {
+	lines := make([]record, len(m.Shards))
+	for i := range m.Shards {
+		lines[i] = m.Shards[i].record()
+	}
+	return record{{"run_id", m.RunID}, {"count", m.Count}, {"from", m.From}, {"shards", lines}}
+}
+
+// parseMerged reads the servingprobe block's "merged" object.
+func parseMerged(raw json.RawMessage) (*MergeInfo, error) {
+	var j struct {
+		RunID  string `json:"run_id"`
+		Count  int    `json:"count"`
+		From   string `json:"from"`
+		Shards []struct {
+			Index                int        `json:"index"`
+			Start                *time.Time `json:"start_time"`
+			Offset               *float64   `json:"start_offset"`
+			Late                 bool       `json:"late"`
+			Duration             float64    `json:"duration"`
+			MaxConcurrency       int        `json:"max_concurrency"`
+			Requests             int        `json:"requests"`
+			Completed            int        `json:"completed"`
+			Failed               int        `json:"failed"`
+			TotalInputTokens     int        `json:"total_input_tokens"`
+			TotalOutputTokens    int        `json:"total_output_tokens"`
+			RequestThroughput    float64    `json:"request_throughput"`
+			OutputThroughput     float64    `json:"output_throughput"`
+			ScheduledRequestRate Rate       `json:"scheduled_request_rate"`
+			ActualRequestRate    Rate       `json:"actual_request_rate"`
+			MedianTTFT           float64    `json:"median_ttft_ms"`
+			P99TTFT              float64    `json:"p99_ttft_ms"`
+			MedianITL            float64    `json:"median_itl_ms"`
+			P99ITL               float64    `json:"p99_itl_ms"`
+			MedianE2E            float64    `json:"median_e2e_latency_ms"`
+			P99E2E               float64    `json:"p99_e2e_latency_ms"`
+		} `json:"shards"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return nil, fmt.Errorf("decode merged: %w", err)
+	}
+	m := &MergeInfo{RunID: j.RunID, Count: j.Count, From: j.From}
+	for _, l := range j.Shards {
+		sl := ShardLine{Index: l.Index, Late: l.Late, Duration: l.Duration, MaxConcurrency: l.MaxConcurrency,
+			Requests: l.Requests, Completed: l.Completed, Failed: l.Failed,
+			TotalInputTokens: l.TotalInputTokens, TotalOutputTokens: l.TotalOutputTokens,
+			RequestThroughput: l.RequestThroughput, OutputThroughput: l.OutputThroughput,
+			ScheduledRequestRate: l.ScheduledRequestRate, ActualRequestRate: l.ActualRequestRate,
+			TTFT: Stats{Median: l.MedianTTFT, P99: l.P99TTFT}, ITL: Stats{Median: l.MedianITL, P99: l.P99ITL},
+			E2E: Stats{Median: l.MedianE2E, P99: l.P99E2E}}
+		if l.Start != nil {
+			sl.Start = *l.Start
+		}
+		if l.Offset != nil {
+			sl.HasOffset, sl.Offset = true, time.Duration(math.Round(*l.Offset*1e9))
+		}
+		m.Shards = append(m.Shards, sl)
+	}
+	return m, nil
+}
+
+// writeShardRows writes a shard's or a merge's rows of servingprobe's
+// block.
+func (s *Summary) writeShardRows(t *tableWriter) {
+	if sh := s.Shard; sh != nil {
+		t.row("Shard:", fmt.Sprintf("%d/%d of run %s", sh.Index, sh.Count, sh.RunID))
+		if off, ok := sh.Offset(); ok {
+			t.row("Start offset (s):", startOffsetText(off, sh.Late()))
+		}
+	}
+	m := s.Merged
+	if m == nil {
+		return
+	}
+	t.row("Merged run:", fmt.Sprintf("%s, %d shards", m.RunID, m.Count))
+	switch m.From {
+	case MergedFromSketches:
+		t.row("Merged latencies:", fmt.Sprintf("from sketches, within %g%%; peaks are the sum of the shards' (an upper bound); request rates summed", SketchRelativeError*100))
+	default:
+		t.row("Merged latencies:", "exact, from every request's details")
+	}
+	for _, l := range m.Shards {
+		line := fmt.Sprintf("%d ok of %d, %s s, %s req/s, P99 TTFT %s ms", l.Completed, l.Requests, pyFixed2(l.Duration), pyFixed2(l.RequestThroughput), pyFixed2(l.TTFT.P99))
+		if l.HasOffset {
+			line += ", start " + startOffsetText(l.Offset, l.Late)
+		}
+		t.row(fmt.Sprintf("Shard %d/%d:", l.Index, m.Count), line)
+	}
+}
+
+// startOffsetText is a start offset in seconds, marked when late.
+func startOffsetText(off time.Duration, late bool) string {
+	s := strconv.FormatFloat(off.Seconds(), 'f', 3, 64)
+	if off >= 0 {
+		s = "+" + s
+	}
+	if late {
+		s += " (late)"
+	}
+	return s
+}
+
+// ErrNotShard is returned by Merge for a record that is not a shard's.
+var ErrNotShard = errors.New("not a shard's record (run bench with --shard)")
+
+// Merge combines the records of every shard of one run, read back by
+// ParseRecord, into the summary of the whole run, as one process running
+// it would have reported it:
+//
+//   - counts and token totals are the shards' sums, exactly;
+//   - latency statistics are exact when every shard kept its details
+//     (--output-details): each request's times are taken back from them
+//     and the statistics computed over all of them at once; else they come
+//     from the shards' sketches (--stats sketch) added together, which is
+//     what one sketch of every sample would hold, so within
+//     SketchRelativeError of the exact values;
+//   - the duration is the union of the shards' windows (from each
+//     shard's start by its wall clock, for its duration), so the
+//     throughputs are over the time any shard was measuring.
+//
+// It refuses records of different runs or shard counts, a shard given
+// twice, and says which shards are missing.
+func Merge(shards []*Summary) (*Summary, error) {
+	if len(shards) == 0 {
+		return nil, errors.New("merge: no record")
+	}
+	byIndex, err := checkShards(shards)
+	if err != nil {
+		return nil, err
+	}
+	first := byIndex[0]
+	n := first.Shard.Count
+
+	from := MergedFromDetails
+	for _, s := range byIndex {
+		if s.Details == nil {
+			from = MergedFromSketches
+		}
+	}
+	if from == MergedFromSketches {
+		for _, s := range byIndex {
+			if s.Shard.Sketches == nil && s.Details == nil {
+				return nil, fmt.Errorf("merge: shard %d/%d has neither per-request details (--output-details) nor sketches (--stats sketch), and a merge needs one of them from every shard", s.Shard.Index, n)
+			}
+		}
+		for _, s := range byIndex {
+			if s.Shard.Sketches == nil {
+				return nil, fmt.Errorf("merge: shard %d/%d has no sketches and not every shard kept its details: run every shard with --output-details, or every one with --stats sketch", s.Shard.Index, n)
+			}
+		}
+	}
+
+	info, _ := prober.LookupBackend(first.Backend)
+	p := Params{
+		Backend: first.Backend, DatasetName: first.DatasetName, RequestRate: float64(first.RequestRate),
+		UseTraceTimestamps: first.UseTraceTimestamps, SharegptOutputLen: first.SharegptOutputLen,
+		RandomInputLen: first.RandomInputLen, RandomOutputLen: first.RandomOutputLen, RandomRangeRatio: first.RandomRangeRatio,
+		Tag: first.Tag, ServerInfo: first.ServerInfo, AcceptLength: first.AcceptLength,
+		SplitChunkGaps: info.SplitChunkGaps, Embedding: info.Embedding || first.Embedding,
+		Compat: first.Compat, Goodput: first.Goodput, Details: from == MergedFromDetails, DetailsNoTexts: false,
+	}
+	if from == MergedFromSketches {
+		p.Stats = StatsSketch
+	}
+	for _, m := range first.Percentiles {
+		p.PercentileMetrics = append(p.PercentileMetrics, m.Metric)
+	}
+	if len(first.Percentiles) > 0 {
+		for _, q := range first.Percentiles[0].Percentiles {
+			p.MetricPercentiles = append(p.MetricPercentiles, q.P)
+		}
+	}
+
+	a := NewAccumulator(p)
+	origin := first.Shard.Start
+	var windows [][2]time.Time
+	mi := &MergeInfo{RunID: first.Shard.RunID, Count: n, From: from}
+	var schedRate, actualRate Rate
+	var e2eSum, peakTok float64
+	var peakConc int
+	for _, s := range byIndex {
+		sh := s.Shard
+		if sh.Start.Before(origin) {
+			origin = sh.Start
+		}
+		windows = append(windows, [2]time.Time{sh.Start, sh.Start.Add(time.Duration(math.Round(s.Duration * 1e9)))})
+		p.MaxConcurrency += s.MaxConcurrency
+		a.requests += s.Requests
+		a.notStreamed += s.NotStreamed
+		a.completed += s.Completed
+		a.totalIn += s.TotalInputTokens
+		a.totalInText += s.TotalInputTextTokens
+		a.totalInVision += s.TotalInputVisionTokens
+		a.totalOut += s.TotalOutputTokens
+		a.totalRetok += s.TotalOutputTokensRetokenized
+		a.good += s.GoodRequests
+		for k, v := range s.Outcomes {
+			a.outcomes[k] += v
+		}
+		for k, v := range s.Clocks {
+			a.clocks[k] += v
+		}
+		p.Planned += s.Requests + s.NotSent
+		if p.Stopped == "" {
+			p.Stopped = s.Stopped
+		}
+		schedRate += s.ScheduledRequestRate
+		actualRate += s.ActualRequestRate
+		e2eSum += s.Concurrency * s.Duration
+		peakTok += s.MaxOutputTokensPerS
+		peakConc += s.MaxConcurrentRequests
+		off, has := sh.Offset()
+		mi.Shards = append(mi.Shards, ShardLine{
+			Index: sh.Index, Start: sh.Start, Offset: off, HasOffset: has, Late: sh.Late(),
+			Duration: s.Duration, MaxConcurrency: s.MaxConcurrency,
+			Requests: s.Requests, Completed: s.Completed, Failed: s.Failed,
+			TotalInputTokens: s.TotalInputTokens, TotalOutputTokens: s.TotalOutputTokens,
+			RequestThroughput: s.RequestThroughput, OutputThroughput: s.OutputThroughput,
+			ScheduledRequestRate: s.ScheduledRequestRate, ActualRequestRate: s.ActualRequestRate,
+			TTFT: s.TTFT, ITL: s.ITL, E2E: s.E2ELatency,
+		})
+	}
+	a.p.MaxConcurrency, a.p.Planned, a.p.Stopped = p.MaxConcurrency, p.Planned, p.Stopped
+	a.start = origin
+	if from == MergedFromDetails {
+		if err := a.addDetails(byIndex); err != nil {
+			return nil, err
+		}
+	} else {
+		m := &mergedSketches{e2eSum: e2eSum, peakTok: peakTok, peakConc: peakConc}
+		for i, s := range byIndex {
+			k := s.Shard.Sketches
+			if i == 0 {
+				m.ttft, m.tpot, m.itl, m.e2e, m.queue, m.e2eQ = NewSketch(SketchRelativeError), NewSketch(SketchRelativeError), NewSketch(SketchRelativeError), NewSketch(SketchRelativeError), NewSketch(SketchRelativeError), NewSketch(SketchRelativeError)
+			}
+			m.ttft.Merge(k.TTFT)
+			m.tpot.Merge(k.TPOT)
+			m.itl.Merge(k.ITL)
+			m.e2e.Merge(k.E2E)
+			m.queue.Merge(k.Queue)
+			m.e2eQ.Merge(k.E2EQ)
+		}
+		a.stats = m
+	}
+	sum, err := a.Summary(unionLength(windows))
+	if err != nil {
+		return nil, err
+	}
+	if from == MergedFromSketches {
+		// Without every request's times the rates of the whole run are
+		// the sums of the shards' (each shard's realised share).
+		sum.ScheduledRequestRate, sum.ActualRequestRate = schedRate, actualRate
+	}
+	sum.Merged = mi
+	return &sum, nil
+}
+
+// checkShards returns the records by shard index, or says what is wrong:
+// a record that is no shard's, records of different runs, a shard twice,
+// the shards missing.
+func checkShards(shards []*Summary) ([]*Summary, error) {
+	for i, s := range shards {
+		if s.Shard == nil {
+			return nil, fmt.Errorf("merge: record %d: %w", i+1, ErrNotShard)
+		}
+	}
+	first := shards[0].Shard
+	byIndex := make([]*Summary, first.Count)
+	for i, s := range shards {
+		sh := s.Shard
+		switch {
+		case sh.RunID != first.RunID:
+			return nil, fmt.Errorf("merge: record %d is shard %d/%d of run %s, record 1 of run %s: shards of different runs", i+1, sh.Index, sh.Count, sh.RunID, first.RunID)
+		case sh.Count != first.Count:
+			return nil, fmt.Errorf("merge: record %d is shard %d of %d, record 1 of %d: shards of different splits", i+1, sh.Index, sh.Count, first.Count)
+		case sh.Index < 0 || sh.Index >= sh.Count:
+			return nil, fmt.Errorf("merge: record %d is shard %d of %d: out of range", i+1, sh.Index, sh.Count)
+		case byIndex[sh.Index] != nil:
+			return nil, fmt.Errorf("merge: shard %d/%d of run %s is given twice", sh.Index, sh.Count, sh.RunID)
+		}
+		byIndex[sh.Index] = s
+	}
+	var missing []string
+	for i, s := range byIndex {
+		if s == nil {
+			missing = append(missing, fmt.Sprintf("%d/%d", i, first.Count))
+		}
+	}
+	if len(missing) > 0 {
+		word := "shard"
+		if len(missing) > 1 {
+			word = "shards"
+		}
+		return nil, fmt.Errorf("merge: run %s: %s %s missing", first.RunID, word, strings.Join(missing, ", "))
+	}
+	return byIndex, nil
+}
+
+// unionLength is the total length of the union of the windows.
+func unionLength(w [][2]time.Time) time.Duration {
+	w = slices.Clone(w)
+	slices.SortFunc(w, func(x, y [2]time.Time) int { return x[0].Compare(y[0]) })
+	var total time.Duration
+	var cur [2]time.Time
+	for i, x := range w {
+		switch {
+		case i == 0:
+			cur = x
+		case !x[0].After(cur[1]):
+			if x[1].After(cur[1]) {
+				cur[1] = x[1]
+			}
+		default:
+			total += cur[1].Sub(cur[0])
+			cur = x
+		}
+	}
+	if len(w) > 0 {
+		total += cur[1].Sub(cur[0])
+	}
+	return total
+}
+
+// mergedRequest is one request of a shard's details, placed in the run.
+type mergedRequest struct {
+	shard *Summary
+	j     int // its index in the shard's details
+	key   int // its place in the single run's order
+}
+
+// addDetails adds every request of the shards' details, in the single
+// run's order: when every prompt is one request, shard I's j-th request
+// is the run's request j·N+I (the shards split the prompts by index);
+// otherwise (conversations) shard by shard.
+func (a *Accumulator) addDetails(byIndex []*Summary) error {
+	n := len(byIndex)
+	interleave := true
+	total := 0
+	for _, s := range byIndex {
+		if s.Shard.Planned != s.Shard.Prompts {
+			interleave = false
+		}
+		total += len(s.Details.TTFTs)
+	}
+	reqs := make([]mergedRequest, 0, total)
+	base := 0
+	for _, s := range byIndex {
+		for j := range s.Details.TTFTs {
+			key := base + j
+			if interleave {
+				key = j*n + s.Shard.Index
+			}
+			reqs = append(reqs, mergedRequest{shard: s, j: j, key: key})
+		}
+		base += len(s.Details.TTFTs)
+	}
+	slices.SortFunc(reqs, func(x, y mergedRequest) int { return cmp.Compare(x.key, y.key) })
+	for i, r := range reqs {
+		if err := a.addDetail(i, r.shard, r.j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addDetail adds request j of a shard's details as the run's request i:
+// the record the accumulator would have made of its Result, from the
+// times the details kept.
+func (a *Accumulator) addDetail(i int, s *Summary, j int) error {
+	d := s.Details
+	if j >= len(d.SentTimes) || j >= len(d.ITLs) || j >= len(d.OutputLens) || j >= len(d.InputLens) {
+		return fmt.Errorf("merge: shard %d: its details lack servingprobe's per-request times (request %d)", s.Shard.Index, j)
+	}
+	at := func(v []float64) time.Time {
+		if j >= len(v) || v[j] < 0 {
+			return time.Time{}
+		}
+		return s.Shard.Start.Add(time.Duration(math.Round(v[j] * 1e9)))
+	}
+	sched, sent, firstTok, end := at(d.ScheduledTimes), at(d.SentTimes), at(d.FirstTokenTimes), at(d.EndTimes)
+	outcome := ""
+	if j < len(d.Outcomes) {
+		outcome = d.Outcomes[j]
+	}
+	rec := reqRec{idx: i, tpot: math.NaN(), ttft: d.TTFTs[j]}
+	if !sent.IsZero() {
+		if a.origin.IsZero() {
+			a.origin = sent
+		}
+		rec.start = sent.Sub(a.origin).Seconds()
+		a.minSent, a.maxSent = minTime(a.minSent, sent, a.nSent), maxTime(a.maxSent, sent, a.nSent)
+		a.nSent++
+		if !sched.IsZero() {
+			rec.queued = true
+			rec.queue = max(sent.Sub(sched), 0).Seconds()
+		}
+	}
+	if !sched.IsZero() {
+		a.minSched, a.maxSched = minTime(a.minSched, sched, a.nSched), maxTime(a.maxSched, sched, a.nSched)
+		a.nSched++
+	}
+	rec.itlOff = a.itl.len()
+	for _, g := range d.ITLs[j] {
+		a.itl.pushSeconds(g)
+	}
+	rec.itlLen = len(d.ITLs[j])
+	outLen := d.OutputLens[j]
+	if outcome == string(prober.OutcomeSuccess) || (a.p.Compat.EmptySuccess && outcome == string(prober.OutcomeEmptyOutput)) {
+		rec.ok = true
+		if !end.IsZero() && !sent.IsZero() {
+			rec.e2e = max(end.Sub(sent), 0).Seconds()
+		}
+		if outLen >= 2 {
+			rec.tpot = max(rec.e2e-rec.ttft, 0) / float64(outLen-1)
+		}
+		rec.firstTok = 1
+		if a.perToken {
+			rec.firstTok = max(outLen-rec.itlLen, 1)
+		}
+	}
+	row := detailRow{inputLen: d.InputLens[j], outputLen: outLen, ttft: rec.ttft, times: [4]time.Time{sched, sent, firstTok, end}, outcome: outcome}
+	if j < len(d.GeneratedTexts) {
+		row.text = d.GeneratedTexts[j]
+	}
+	if j < len(d.Errors) {
+		row.err = d.Errors[j]
+	}
+	if j < len(d.ServerTimings) {
+		row.server = d.ServerTimings[j]
+	}
+	a.details.add(i, row, a.itl.of(rec))
+	a.stats.add(rec, &a.itl)
+	return nil
+}
+
+// pushSeconds appends a sample given in seconds, as a word when it is a
+// whole number of nanoseconds that reads back bit for bit, else as a
+// wide value.
+func (s *itlStore) pushSeconds(v float64) {
+	ns := math.Round(v * 1e9)
+	if ns >= 0 && ns < wideBit && time.Duration(ns).Seconds() == v {
+		s.push(uint32(ns))
+		return
+	}
+	s.push(wideBit | uint32(len(s.wide)))
+	s.wide = append(s.wide, v)
+}
+
+// mergedSketches are the statistics of a merge of sketches: the shards'
+// sketches added, the concurrency's sum of E2E from each shard's figures,
+// and the peaks summed (an upper bound: the shards' peaks need not fall in
+// the same second).
+type mergedSketches struct {
+	ttft, tpot, itl, e2e, queue, e2eQ *Sketch
+	e2eSum, peakTok                   float64
+	peakConc                          int
+}
+
+func (m *mergedSketches) add(reqRec, *itlStore) {}
+
+func (m *mergedSketches) latencies(*itlStore) latencies {
+	return latencies{ttft: m.ttft, tpot: m.tpot, itl: m.itl, e2e: m.e2e, queue: m.queue, e2eQ: m.e2eQ,
+		e2eSum: m.e2eSum, peakTokens: m.peakTok, peakConcurrent: m.peakConc}
+}
