@@ -148,7 +148,10 @@ func TestBenchOllamaServerTimings(t *testing.T) {
 				w.Header().Set("Content-Type", "application/x-ndjson")
 				for _, l := range lines {
 					time.Sleep(2 * time.Millisecond)
-					_, _ = w.Write(append(l, '\n'))
+					// Two writes: appending to l would write into the
+					// transcript the concurrent requests share.
+					_, _ = w.Write(l)
+					_, _ = w.Write([]byte("\n"))
 					_ = http.NewResponseController(w).Flush()
 				}
 			}))
