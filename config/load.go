@@ -60,6 +60,7 @@ var KnownBackends = []string{
 	"sglang", "sglang-native", "sglang-oai", "sglang-oai-chat",
 	"vllm", "vllm-chat", "lmdeploy", "lmdeploy-chat",
 	"trt", "truss", "openai", "openai-chat", "ollama", "ollama-chat",
+	"openai-responses", "anthropic",
 }
 
 // UnmarshalYAML applies DefaultTarget before decoding.

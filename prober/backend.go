@@ -28,8 +28,12 @@ type SSEEvent struct {
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
-	CachedTokens     int         // prompt tokens served from the prefix cache, if reported
-	Source           TokenSource // TokenSourceUsage or TokenSourceMetaInfo
+	CachedTokens     int // prompt tokens served from the prefix cache, if reported
+	// ReasoningTokens is the part of CompletionTokens the server says went
+	// to reasoning (completion_tokens_details.reasoning_tokens,
+	// output_tokens_details.reasoning_tokens), 0 when it says nothing.
+	ReasoningTokens int
+	Source          TokenSource // TokenSourceUsage or TokenSourceMetaInfo
 }
 
 // Delta is what one event means. Decode fills it; it never reads a clock.
@@ -48,6 +52,11 @@ type Delta struct {
 	// output_log_probs under speculative decoding), else 0. Cumulative
 	// counts go in Usage.
 	Tokens int
+	// Reasoning: all of Text is reasoning (a reasoning_content or reasoning
+	// field, a reasoning delta, a thinking delta), not the answer. An event
+	// that carries both is the answer's first: its answer text arrived
+	// with it.
+	Reasoning bool
 	// Usage is a cumulative usage block; Usage.Source is empty when the
 	// event has none.
 	Usage Usage
@@ -220,6 +229,10 @@ type BackendInfo struct {
 	// TTFT, ITL or TPOT columns). None is registered yet; the field is
 	// here so that the summary can ask it instead of the name once one is.
 	Embedding bool
+	// APIKeyHeader is a header that carries the API key itself, sent
+	// beside the bearer token: Anthropic's API authenticates with
+	// x-api-key, while vLLM's --api-key check reads Authorization.
+	APIKeyHeader string
 
 	newBackend func() Backend
 }
@@ -266,6 +279,8 @@ const (
 	ProtocolTRT               = "trt-generate-stream"
 	ProtocolTruss             = "truss"
 	ProtocolOllama            = "ollama"
+	ProtocolOpenAIResponses   = "openai-responses"
+	ProtocolAnthropic         = "anthropic-messages"
 )
 
 func newSGLang() Backend      { return sglangGenerate{} }
@@ -275,6 +290,8 @@ func newTRT() Backend         { return trtGenerateStream{} }
 func newTruss() Backend       { return truss{} }
 func newOllama() Backend      { return ollama{} }
 func newOllamaChat() Backend  { return ollama{chat: true} }
+func newResponses() Backend   { return openAIResponses{} }
+func newAnthropic() Backend   { return anthropic{} }
 
 // backends maps every accepted --backend name to its protocol, as
 // blackbox_exporter's Probers map does.
@@ -309,6 +326,14 @@ var backends = map[string]BackendInfo{
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newOllama},
 	"ollama-chat": {Protocol: ProtocolOllama, Path: pathOllamaChat, Chat: true, DefaultPort: 11434, APIRoot: ollamaAPIRoot,
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newOllamaChat},
+	// Not bench_serving's either: OpenAI's Responses API and Anthropic's
+	// Messages API, which vLLM, sglang (Responses) and ollama serve beside
+	// their chat route. Both carry a conversation, so they replay
+	// multi-turn datasets. 8000 is vLLM's port.
+	"openai-responses": {Protocol: ProtocolOpenAIResponses, Path: pathResponses, Chat: true, DefaultPort: 8000,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newResponses},
+	"anthropic": {Protocol: ProtocolAnthropic, Path: pathMessages, Chat: true, DefaultPort: 8000, APIKeyHeader: anthropicAPIKeyHeader,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newAnthropic},
 }
 
 // LookupBackend returns the BackendInfo for a --backend name.

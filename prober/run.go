@@ -388,6 +388,11 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			// on every output event.
 			tokens, counted := 0, false
 			if u := d.Usage; u.Source != "" {
+				if u.PromptTokens == 0 {
+					// Anthropic states the input count in message_start
+					// only; a later block without one keeps it.
+					u.PromptTokens, u.CachedTokens = final.PromptTokens, max(u.CachedTokens, final.CachedTokens)
+				}
 				final = u
 				if u.CompletionTokens > 0 && (perEventCT || len(res.Events) == 0) {
 					tokens, counted = max(u.CompletionTokens-lastCT, 0), true
@@ -421,7 +426,7 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			if len(res.Events) == 0 {
 				res.FirstToken = at
 			}
-			res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: len(text)})
+			res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: len(text), Reasoning: d.Reasoning && newText > 0})
 			if streamed += tokens; limit > 0 && streamed > limit {
 				res.End = at
 				return ErrOverrun
@@ -448,6 +453,9 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			res.OutputTokens, res.OutputTokensSource = final.CompletionTokens, final.Source
 		}
 		res.CachedTokens = final.CachedTokens
+		if final.ReasoningTokens > 0 {
+			res.ReasoningTokens, res.ReasoningTokensSource = final.ReasoningTokens, final.Source
+		}
 	}
 	if err == nil && len(res.Events) == 0 && res.GeneratedText == "" && res.OutputTokens == 0 {
 		return ErrEmptyOutput
@@ -479,6 +487,7 @@ func (p *Prober) countTokens(prompt datasets.Prompt, res *Result) {
 		}
 	}
 	p.reconcileEvents(res)
+	splitReasoning(res)
 	if res.InputTokensSource == "" {
 		if n, ok := p.count(promptText(prompt)); ok {
 			res.InputTokens, res.InputTokensSource = n, TokenSourceTokenizer

@@ -19,6 +19,8 @@ const (
 	EndpointTruss       Endpoint = "truss-predict"
 	EndpointOllama      Endpoint = "ollama-generate"
 	EndpointOllamaChat  Endpoint = "ollama-chat"
+	EndpointResponses   Endpoint = "openai-responses"
+	EndpointMessages    Endpoint = "anthropic-messages"
 )
 
 // ChunkKind says what an event written to a stream carried.

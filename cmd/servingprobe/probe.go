@@ -199,6 +199,13 @@ func resolveProbe(a *probeArgs) (config.Target, string, config.Module, error) {
 		if hc.Authorization == nil && hc.BasicAuth == nil && hc.BearerToken == "" && hc.OAuth2 == nil {
 			if _, ok := m.Headers["Authorization"]; !ok {
 				hc.Authorization = &promconfig.Authorization{Type: "Bearer", Credentials: promconfig.Secret(a.APIKey)}
+				if info.APIKeyHeader != "" {
+					// The same key, where the protocol's own servers look
+					// for it, kept secret as the bearer token is.
+					hc.HTTPHeaders = &promconfig.Headers{Headers: map[string]promconfig.Header{
+						info.APIKeyHeader: {Secrets: []promconfig.Secret{promconfig.Secret(a.APIKey)}},
+					}}
+				}
 			}
 		}
 	}
