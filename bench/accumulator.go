@@ -277,6 +277,9 @@ func (a *Accumulator) record(i int, r *prober.Result, sm *prober.Samples) reqRec
 		if a.perToken {
 			rec.firstTok = max(sm.FirstTokens, 1)
 		}
+		if a.p.Embedding {
+			rec.firstTok = 0 // an embedding generates no token for the peak to count
+		}
 	}
 	return rec
 }

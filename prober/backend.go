@@ -152,6 +152,9 @@ type Framing struct {
 	// Raw: the server may answer a stream with an unframed body
 	// (FormatRaw: the generated text itself, no decoding) instead of SSE.
 	Raw bool
+	// NoOutput: the answer generates nothing (embeddings): a body that
+	// decodes is a success without output, not empty_output.
+	NoOutput bool
 }
 
 // framer is implemented by the protocols whose Framing is not the zero
@@ -225,9 +228,8 @@ type BackendInfo struct {
 	// backend's own requests).
 	APIRoot string
 	// Embedding marks embedding backends (bench_serving's
-	// sglang-embedding and vllm-embedding: no output tokens, so no
-	// TTFT, ITL or TPOT columns). None is registered yet; the field is
-	// here so that the summary can ask it instead of the name once one is.
+	// sglang-embedding and vllm-embedding, and openai-embeddings: no
+	// output tokens, so the table has no output, TTFT, ITL or TPOT rows).
 	Embedding bool
 	// APIKeyHeader is a header that carries the API key itself, sent
 	// beside the bearer token: Anthropic's API authenticates with
@@ -281,6 +283,7 @@ const (
 	ProtocolOllama            = "ollama"
 	ProtocolOpenAIResponses   = "openai-responses"
 	ProtocolAnthropic         = "anthropic-messages"
+	ProtocolOpenAIEmbeddings  = "openai-embeddings"
 )
 
 func newSGLang() Backend      { return sglangGenerate{} }
@@ -292,6 +295,7 @@ func newOllama() Backend      { return ollama{} }
 func newOllamaChat() Backend  { return ollama{chat: true} }
 func newResponses() Backend   { return openAIResponses{} }
 func newAnthropic() Backend   { return anthropic{} }
+func newEmbeddings() Backend  { return openAIEmbeddings{} }
 
 // backends maps every accepted --backend name to its protocol, as
 // blackbox_exporter's Probers map does.
@@ -334,6 +338,14 @@ var backends = map[string]BackendInfo{
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newResponses},
 	"anthropic": {Protocol: ProtocolAnthropic, Path: pathMessages, Chat: true, DefaultPort: 8000, APIKeyHeader: anthropicAPIKeyHeader,
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newAnthropic},
+	// Embeddings: bench_serving's two names and the plain OpenAI one, all
+	// /v1/embeddings.
+	"sglang-embedding": {Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, DefaultPort: 30000, SGLang: true, Embedding: true,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, FlushCacheTimeout: true, newBackend: newEmbeddings},
+	"vllm-embedding": {Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, DefaultPort: 8000, Embedding: true,
+		ReadyPath: pathModels, FlushCachePath: pathResetPrefixCache, newBackend: newEmbeddings},
+	"openai-embeddings": {Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, DefaultPort: 8000, Embedding: true,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newEmbeddings},
 }
 
 // LookupBackend returns the BackendInfo for a --backend name.

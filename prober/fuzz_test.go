@@ -157,3 +157,4 @@ func FuzzDecodeOllama(f *testing.F)            { fuzzDecode(f, "ollama") }
 func FuzzDecodeOllamaChat(f *testing.F)        { fuzzDecode(f, "ollama-chat") }
 func FuzzDecodeOpenAIResponses(f *testing.F)   { fuzzDecode(f, "openai-responses") }
 func FuzzDecodeAnthropic(f *testing.F)         { fuzzDecode(f, "anthropic") }
+func FuzzDecodeEmbeddings(f *testing.F)        { fuzzDecode(f, "openai-embeddings") }

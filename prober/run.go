@@ -209,8 +209,10 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		return err
 	}
 	ct := resp.Header.Get("Content-Type")
-	format := FormatFor(ct, p.Options.Stream)
 	fr := framingOf(p.Backend)
+	// An answer without output is one JSON object, whatever was asked
+	// (the embeddings route has no stream): read it whole.
+	format := FormatFor(ct, p.Options.Stream && !fr.NoOutput)
 	if p.Options.Stream && format == FormatNDJSON && !fr.NDJSON {
 		res.End = time.Now()
 		return &FormatError{Header: "Content-Type", Value: truncate(ct, 64), Why: wrongProtocolNDJSON}
@@ -457,7 +459,7 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			res.ReasoningTokens, res.ReasoningTokensSource = final.ReasoningTokens, final.Source
 		}
 	}
-	if err == nil && len(res.Events) == 0 && res.GeneratedText == "" && res.OutputTokens == 0 {
+	if err == nil && len(res.Events) == 0 && res.GeneratedText == "" && res.OutputTokens == 0 && !fr.NoOutput {
 		return ErrEmptyOutput
 	}
 	return err

@@ -26,6 +26,8 @@
 //     then response.completed or response.incomplete with the usage;
 //     message_start with the input count, content_block_delta text deltas,
 //     message_delta with stop_reason and usage, message_stop), no [DONE].
+//   - POST /v1/embeddings: one JSON object with a 384-float embedding per
+//     input and the prompt count, after TTFT's prefill model.
 //
 // # Token model
 //

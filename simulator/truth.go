@@ -21,6 +21,7 @@ const (
 	EndpointOllamaChat  Endpoint = "ollama-chat"
 	EndpointResponses   Endpoint = "openai-responses"
 	EndpointMessages    Endpoint = "anthropic-messages"
+	EndpointEmbeddings  Endpoint = "openai-embeddings"
 )
 
 // ChunkKind says what an event written to a stream carried.

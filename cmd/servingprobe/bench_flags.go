@@ -484,9 +484,7 @@ var unsupported = map[string]string{
 
 // unsupportedBackends are bench_serving backends we do not speak.
 var unsupportedBackends = map[string]string{
-	"gserver":          "gRPC is not implemented",
-	"sglang-embedding": "embeddings are not implemented",
-	"vllm-embedding":   "embeddings are not implemented",
+	"gserver": "gRPC is not implemented",
 }
 
 // benchSpec completes the Spec the flags bound into with what needs the

@@ -147,7 +147,6 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"cache report", []string{"--cache-report"}, "--cache-report is not supported"},
 		{"agentic", []string{"--dataset-offset", "3"}, "agentic-trace dataset is not implemented"},
 		{"gserver", []string{"--backend", "gserver"}, "--backend gserver is not supported"},
-		{"embedding", []string{"--backend", "vllm-embedding"}, "embeddings are not implemented"},
 		{"unknown backend", []string{"--backend", "tgi"}, `--backend "tgi": unknown backend (one of anthropic, lmdeploy,`},
 		{"unknown flag", []string{"--num-prompt", "3"}, "unknown long flag '--num-prompt'"},
 		{"stray argument", []string{"foo"}, `unexpected argument "foo"`},
