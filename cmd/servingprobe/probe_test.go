@@ -231,3 +231,34 @@ func TestProbeSummaryText(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeAPIKeyHeader: OPENAI_API_KEY goes to an anthropic target as the
+// bearer token and, kept secret the same way, as x-api-key; other backends
+// get the bearer token alone.
+func TestProbeAPIKeyHeader(t *testing.T) {
+	for _, tc := range []struct {
+		backend   string
+		wantXAPIK bool
+	}{{"anthropic", true}, {"vllm-chat", false}} {
+		t.Run(tc.backend, func(t *testing.T) {
+			target, _, _, err := resolveProbe(&probeArgs{URL: "http://127.0.0.1:8000", Backend: tc.backend, Model: "m", APIKey: "sk-test",
+				Timeout: time.Second, MaxTokens: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc := target.HTTPClientConfig
+			if hc.Authorization == nil || string(hc.Authorization.Credentials) != "sk-test" {
+				t.Errorf("authorization = %+v, want the bearer token", hc.Authorization)
+			}
+			var got []string
+			if hc.HTTPHeaders != nil {
+				for _, s := range hc.HTTPHeaders.Headers["x-api-key"].Secrets {
+					got = append(got, string(s))
+				}
+			}
+			if want := tc.wantXAPIK; (len(got) == 1 && got[0] == "sk-test") != want {
+				t.Errorf("x-api-key secrets = %q, want it set: %v", got, want)
+			}
+		})
+	}
+}
