@@ -21,10 +21,13 @@ const (
 // (python/sglang/srt/parser/reasoning_parser.py) and vLLM's deepseek_r1
 // and qwen3 parsers:
 //
-//   - "<think>" anywhere opens reasoning from the start (the parsers strip
-//     it and take everything up to the close as reasoning); reasoning runs
-//     to "</think>", or to "<tool_call>", or to the end of the text when
-//     neither comes (a length cut in the middle of thinking);
+//   - "<think>" at the start (after white space) opens reasoning (the
+//     parsers strip it and take everything up to the close as reasoning);
+//     reasoning runs to "</think>", or to "<tool_call>", or to the end of
+//     the text when neither comes (a length cut in the middle of
+//     thinking). An answer that only mentions the tag later is not
+//     reasoning: the streaming parsers, which see the text in order, would
+//     not go back over what they had already passed as the answer;
 //   - "</think>" without an opening tag closes reasoning that began with
 //     the text (DeepSeek-R1, and Qwen3 templates that put "<think>" in the
 //     prompt);
@@ -34,7 +37,7 @@ const (
 // the reasoning: it is the last token of thinking); ok is false when the
 // text has no reasoning.
 func thinkEnd(text string) (end int, ok bool) {
-	opened := strings.Contains(text, thinkOpen)
+	opened := strings.HasPrefix(strings.TrimLeft(text, " \t\r\n"), thinkOpen)
 	if i := strings.Index(text, thinkClose); i >= 0 {
 		if j := strings.Index(text, toolCallOpen); opened && j >= 0 && j < i {
 			return j, true

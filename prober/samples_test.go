@@ -18,6 +18,7 @@ func TestThinkEnd(t *testing.T) {
 		ok   bool
 	}{
 		{"The answer is 42.", 0, false},
+		{"Models write <think> tags around their thoughts.", 0, false},
 		{"<think>I need to think about this...</think>The answer is 42.", len("<think>I need to think about this...</think>"), true},
 		{"I need to think about this...</think>The answer is 42.", len("I need to think about this...</think>"), true},
 		{"\n<think>\nhmm\n</think>\n\nYes.", len("\n<think>\nhmm\n</think>"), true},
