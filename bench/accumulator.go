@@ -22,8 +22,11 @@ type reqRec struct {
 	e2e      float64
 	tpot     float64 // NaN when OutputTokens <= 1
 	firstTok int     // tokens counted at start+ttft for the peak
-	itlOff   int
-	itlLen   int
+	// The answer phase (prober.Samples): the time to the first answer
+	// token and the answer's TPOT, NaN where undefined.
+	ttfat, answerTPOT float64
+	itlOff            int
+	itlLen            int
 }
 
 // statistics keeps the latencies of the requests added: every sample
@@ -49,6 +52,7 @@ type distribution interface {
 // latencies are what a statistics strategy hands the summary.
 type latencies struct {
 	ttft, tpot, itl, e2e, queue, e2eQ distribution
+	ttfat, answerTPOT                 distribution
 	// e2eSum is the sum of the successes' E2E latencies in seconds, for
 	// the concurrency.
 	e2eSum         float64
@@ -120,6 +124,10 @@ type Accumulator struct {
 	good                  int
 
 	completed, totalIn, totalInText, totalInVision, totalOut, totalRetok int
+	// Successes that reasoned before answering, those of them whose
+	// reasoning count was counted rather than stated, and the split of
+	// the successes' output.
+	reasoned, reasoningCounted, totalReasoning, totalAnswer int
 
 	minSched, maxSched, minSent, maxSent time.Time
 	nSched, nSent                        int
@@ -180,6 +188,14 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 	if rec.ok {
 		outLen = sm.OutputTokens
 		a.countSuccess(rec, &r, in, outLen, row)
+		if sm.Reasoning {
+			a.reasoned++
+			if sm.ReasoningTokensSource == prober.TokenSourceCounted {
+				a.reasoningCounted++
+			}
+		}
+		a.totalReasoning += sm.ReasoningTokens
+		a.totalAnswer += sm.AnswerTokens
 	} else {
 		a.outcomes[r.Outcome]++
 	}
@@ -221,7 +237,7 @@ func benchSamples(r *prober.Result) prober.Samples {
 // record is request i's record; its inter-token samples are appended to
 // the store, and its times counted into the run's spans.
 func (a *Accumulator) record(i int, r *prober.Result, sm *prober.Samples) reqRec {
-	rec := reqRec{idx: i, tpot: math.NaN()}
+	rec := reqRec{idx: i, tpot: math.NaN(), ttfat: math.NaN(), answerTPOT: math.NaN()}
 	if !r.Sent.IsZero() {
 		if a.origin.IsZero() {
 			a.origin = r.Sent
@@ -255,9 +271,18 @@ func (a *Accumulator) record(i int, r *prober.Result, sm *prober.Samples) reqRec
 		if sm.TPOTSeconds >= 0 {
 			rec.tpot = sm.TPOTSeconds
 		}
+		if prober.Defined(sm.TTFAT) {
+			rec.ttfat = sm.TTFAT.Seconds()
+		}
+		if sm.AnswerTPOTSeconds >= 0 {
+			rec.answerTPOT = sm.AnswerTPOTSeconds
+		}
 		rec.firstTok = 1
 		if a.perToken {
 			rec.firstTok = max(sm.FirstTokens, 1)
+		}
+		if a.p.Embedding {
+			rec.firstTok = 0 // an embedding generates no token for the peak to count
 		}
 	}
 	return rec
@@ -397,6 +422,15 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		ClientQueue:          l.queue.Stats(),
 		E2EIncludingQueue:    l.e2eQ.Stats(),
 		Compat:               p.Compat,
+	}
+	if a.reasoned > 0 {
+		// Only a run that reasoned: the summary of any other run, and its
+		// table and record, stay as they were.
+		s.Reasoning = &ReasoningSummary{
+			Requests: a.reasoned, CountedRequests: a.reasoningCounted,
+			ReasoningTokens: a.totalReasoning, AnswerTokens: a.totalAnswer,
+			TTFAT: l.ttfat.Stats(), AnswerTPOT: l.answerTPOT.Stats(),
+		}
 	}
 	if len(a.outcomes) > 0 {
 		s.Outcomes = maps.Clone(a.outcomes)

@@ -33,7 +33,7 @@ func (e *exactStats) latencies(itl *itlStore) latencies {
 	// In dispatch order, for NumPy's order-dependent sums.
 	slices.SortFunc(recs, func(x, y reqRec) int { return cmp.Compare(x.idx, y.idx) })
 
-	var ttfts, tpots, e2es, queues, e2eQ []float64
+	var ttfts, tpots, e2es, queues, e2eQ, ttfats, answerTPOTs []float64
 	nITL := 0
 	for _, r := range recs {
 		if r.queued {
@@ -46,6 +46,12 @@ func (e *exactStats) latencies(itl *itlStore) latencies {
 		e2es = append(e2es, r.e2e)
 		if !math.IsNaN(r.tpot) {
 			tpots = append(tpots, r.tpot)
+		}
+		if !math.IsNaN(r.ttfat) {
+			ttfats = append(ttfats, r.ttfat)
+		}
+		if !math.IsNaN(r.answerTPOT) {
+			answerTPOTs = append(answerTPOTs, r.answerTPOT)
 		}
 		nITL += r.itlLen
 		if r.queued {
@@ -69,6 +75,7 @@ func (e *exactStats) latencies(itl *itlStore) latencies {
 	return latencies{
 		ttft: exactOf(ttfts), tpot: exactOf(tpots), itl: e.itl,
 		e2e: exactOf(e2es), queue: exactOf(queues), e2eQ: exactOf(e2eQ),
+		ttfat: exactOf(ttfats), answerTPOT: exactOf(answerTPOTs),
 		e2eSum: e2eSum, peakTokens: e.peakTok, peakConcurrent: e.peakConc,
 	}
 }

@@ -149,6 +149,19 @@ func (s *Summary) writeExtras(t *tableWriter) {
 	t.f2("P99 client queue time (ms):", s.ClientQueue.P99)
 	t.f2("Mean E2E incl. queue (ms):", s.E2EIncludingQueue.Mean)
 	t.f2("P99 E2E incl. queue (ms):", s.E2EIncludingQueue.P99)
+	if r := s.Reasoning; r != nil {
+		t.line(center("Reasoning and Answer", '-', 50))
+		t.int("Requests with reasoning:", r.Requests)
+		t.int("  reasoning tokens counted:", r.CountedRequests)
+		t.int("Reasoning tokens:", r.ReasoningTokens)
+		t.int("Answer tokens:", r.AnswerTokens)
+		t.f2("Mean TTFAT (ms):", r.TTFAT.Mean)
+		t.f2("Median TTFAT (ms):", r.TTFAT.Median)
+		t.f2("P99 TTFAT (ms):", r.TTFAT.P99)
+		t.f2("Mean answer TPOT (ms):", r.AnswerTPOT.Mean)
+		t.f2("Median answer TPOT (ms):", r.AnswerTPOT.Median)
+		t.f2("P99 answer TPOT (ms):", r.AnswerTPOT.P99)
+	}
 	for _, m := range s.Percentiles {
 		l := metricLabels[m.Metric]
 		t.line(center(l.header, '-', 50))
@@ -399,6 +412,24 @@ func (s *Summary) appendExtras(r record) record {
 			field{"median_" + m.name + "_ms", m.st.Median},
 			field{"p99_" + m.name + "_ms", m.st.P99},
 		)
+	}
+	if r := s.Reasoning; r != nil {
+		sp = append(sp,
+			field{"reasoning_requests", r.Requests},
+			field{"reasoning_counted_requests", r.CountedRequests},
+			field{"total_reasoning_tokens", r.ReasoningTokens},
+			field{"total_answer_tokens", r.AnswerTokens},
+		)
+		for _, m := range []struct {
+			name string
+			st   Stats
+		}{{"ttfat", r.TTFAT}, {"answer_tpot", r.AnswerTPOT}} {
+			sp = append(sp,
+				field{"mean_" + m.name + "_ms", m.st.Mean},
+				field{"median_" + m.name + "_ms", m.st.Median},
+				field{"p99_" + m.name + "_ms", m.st.P99},
+			)
+		}
 	}
 	if len(s.Goodput) > 0 {
 		sp = append(sp, field{"good_requests", s.GoodRequests})

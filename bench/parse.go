@@ -121,6 +121,19 @@ func ParseRecord(line []byte) (*Summary, error) {
 			m.st.Median = jsonNumber(spFlat["median_"+m.name+"_ms"])
 			m.st.P99 = jsonNumber(spFlat["p99_"+m.name+"_ms"])
 		}
+		if n := jsonNumber(spFlat["reasoning_requests"]); n > 0 {
+			r := &ReasoningSummary{Requests: int(n), CountedRequests: int(jsonNumber(spFlat["reasoning_counted_requests"])),
+				ReasoningTokens: int(jsonNumber(spFlat["total_reasoning_tokens"])), AnswerTokens: int(jsonNumber(spFlat["total_answer_tokens"]))}
+			for _, m := range []struct {
+				name string
+				st   *Stats
+			}{{"ttfat", &r.TTFAT}, {"answer_tpot", &r.AnswerTPOT}} {
+				m.st.Mean = jsonNumber(spFlat["mean_"+m.name+"_ms"])
+				m.st.Median = jsonNumber(spFlat["median_"+m.name+"_ms"])
+				m.st.P99 = jsonNumber(spFlat["p99_"+m.name+"_ms"])
+			}
+			s.Reasoning = r
+		}
 		if len(sp.Goodput) > 0 {
 			s.Goodput = sp.Goodput
 		}

@@ -11,6 +11,7 @@ import (
 // peaks on a grid of time slots.
 type sketchStats struct {
 	ttft, tpot, itl, e2e, queue, e2eQ *Sketch
+	ttfat, answerTPOT                 *Sketch
 	e2eSum, e2eComp                   float64 // Neumaier's compensated sum of e2e
 	peaks                             peakGrid
 	bucketConcurrency                 bool // CompatBucketConcurrency
@@ -18,7 +19,7 @@ type sketchStats struct {
 
 func newSketchStats(bucketConcurrency bool) *sketchStats {
 	n := func() *Sketch { return NewSketch(SketchRelativeError) }
-	return &sketchStats{ttft: n(), tpot: n(), itl: n(), e2e: n(), queue: n(), e2eQ: n(), bucketConcurrency: bucketConcurrency}
+	return &sketchStats{ttft: n(), tpot: n(), itl: n(), e2e: n(), queue: n(), e2eQ: n(), ttfat: n(), answerTPOT: n(), bucketConcurrency: bucketConcurrency}
 }
 
 // add folds the request into the sketches and drops its inter-token
@@ -41,6 +42,12 @@ func (k *sketchStats) add(r reqRec, itl *itlStore) {
 	if !math.IsNaN(r.tpot) {
 		k.tpot.Add(r.tpot)
 	}
+	if !math.IsNaN(r.ttfat) {
+		k.ttfat.Add(r.ttfat)
+	}
+	if !math.IsNaN(r.answerTPOT) {
+		k.answerTPOT.Add(r.answerTPOT)
+	}
 	if r.queued {
 		k.e2eQ.Add(r.e2e + r.queue)
 	}
@@ -56,7 +63,7 @@ func (k *sketchStats) add(r reqRec, itl *itlStore) {
 }
 
 func (k *sketchStats) latencies(*itlStore) latencies {
-	l := latencies{ttft: k.ttft, tpot: k.tpot, itl: k.itl, e2e: k.e2e, queue: k.queue, e2eQ: k.e2eQ,
+	l := latencies{ttft: k.ttft, tpot: k.tpot, itl: k.itl, e2e: k.e2e, queue: k.queue, e2eQ: k.e2eQ, ttfat: k.ttfat, answerTPOT: k.answerTPOT,
 		e2eSum: k.e2eSum + k.e2eComp}
 	l.peakTokens, l.peakConcurrent = k.peaks.result(k.bucketConcurrency)
 	return l

@@ -308,6 +308,9 @@ type Summary struct {
 	// leaving out the wait for a free slot (coordinated omission).
 	ClientQueue       Stats `json:"client_queue_ms"`
 	E2EIncludingQueue Stats `json:"e2e_latency_including_client_queue_ms"`
+	// Reasoning is the answer phase of a run in which some request
+	// reasoned before answering; nil otherwise.
+	Reasoning *ReasoningSummary `json:"reasoning,omitempty"`
 	// Goodput, when configured: requests meeting every SLO, per second.
 	Goodput        Goodput       `json:"goodput,omitempty"`
 	GoodRequests   int           `json:"good_requests,omitempty"`
@@ -327,6 +330,26 @@ type Summary struct {
 	// Merged, on the merge of a run's shards, says what was merged and
 	// keeps each shard's own figures; nil otherwise.
 	Merged *MergeInfo `json:"merged,omitempty"`
+}
+
+// ReasoningSummary is the answer phase of a run whose requests reasoned
+// before answering (prober.Samples' reasoning rules). bench_serving's TTFT,
+// TPOT and output counts include the reasoning; these set the answer
+// beside them.
+type ReasoningSummary struct {
+	// Requests counts the successes that reasoned; CountedRequests those
+	// of them whose reasoning count the server did not state, so that it
+	// was counted from their reasoning events.
+	Requests        int `json:"requests"`
+	CountedRequests int `json:"counted_requests"`
+	// ReasoningTokens and AnswerTokens split the successes' output tokens.
+	ReasoningTokens int `json:"reasoning_tokens"`
+	AnswerTokens    int `json:"answer_tokens"`
+	// TTFAT is the time to the first answer token over every success with
+	// one (TTFT for a success that did not reason); AnswerTPOT is the
+	// answer's TPOT over those with two answer tokens or more. In ms.
+	TTFAT      Stats `json:"ttfat_ms"`
+	AnswerTPOT Stats `json:"answer_tpot_ms"`
 }
 
 // ErrAllFailed is returned by Summary under CompatAllFailedError when no

@@ -202,6 +202,9 @@ func newClient(s Spec, info prober.BackendInfo, env Env) (*http.Client, error) {
 			}
 			h.Set(k, v)
 		}
+		if k, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok && info.APIKeyHeader != "" && !info.NoAuth && h.Get(info.APIKeyHeader) == "" {
+			h.Set(info.APIKeyHeader, k) // the same key, where the protocol's own servers look for it
+		}
 		c.Transport = headerTransport{next: c.Transport, h: h}
 	}
 	return c, nil

@@ -60,6 +60,7 @@ var KnownBackends = []string{
 	"sglang", "sglang-native", "sglang-oai", "sglang-oai-chat",
 	"vllm", "vllm-chat", "lmdeploy", "lmdeploy-chat",
 	"trt", "truss", "openai", "openai-chat", "ollama", "ollama-chat",
+	"openai-responses", "anthropic", "sglang-embedding", "vllm-embedding", "openai-embeddings",
 }
 
 // UnmarshalYAML applies DefaultTarget before decoding.

@@ -36,6 +36,16 @@ type HistoryEntry struct {
 	// each event's gap counted once per token it carried.
 	ITLMedianSeconds *float64 `json:"itl_median_seconds,omitempty"`
 
+	// The answer phase, only for a request that reasoned before
+	// answering: the time to its first answer token, the answer's TPOT,
+	// and how its output split (ReasoningTokenSource: usage when the
+	// server stated the count, counted when it did not).
+	TTFATSeconds         *float64 `json:"ttfat_seconds,omitempty"`
+	AnswerTPOTSeconds    *float64 `json:"answer_tpot_seconds,omitempty"`
+	ReasoningTokens      int      `json:"reasoning_tokens,omitempty"`
+	ReasoningTokenSource string   `json:"reasoning_token_source,omitempty"`
+	AnswerTokens         int      `json:"answer_tokens,omitempty"`
+
 	InputTokens  int    `json:"input_tokens"`
 	OutputTokens int    `json:"output_tokens"`
 	TokenSource  string `json:"token_source,omitempty"`
@@ -173,7 +183,7 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 	if r.Server.Stated() {
 		st = &r.Server
 	}
-	return HistoryEntry{
+	e := HistoryEntry{
 		Streamed: r.Stream, ServerTimings: st,
 		Time: end, Target: r.Target, Module: r.Module, Model: model, Mode: mode,
 		Outcome: string(r.Outcome), Success: r.Outcome == prober.OutcomeSuccess,
@@ -188,4 +198,10 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 		red:              red,
 		itl:              slices.Clip(sm.itl[:min(len(sm.itl), maxHistoryITL)]),
 	}
+	if full := r.Samples(); full.Reasoning {
+		e.TTFATSeconds = opt(sm.ttfat)
+		e.AnswerTPOTSeconds = opt(full.AnswerTPOTSeconds)
+		e.ReasoningTokens, e.ReasoningTokenSource, e.AnswerTokens = full.ReasoningTokens, string(full.ReasoningTokensSource), full.AnswerTokens
+	}
+	return e
 }

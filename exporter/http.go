@@ -271,6 +271,12 @@ func resultText(r prober.Result) string {
 	timing("ttft", sm.ttft, "no token arrived")
 	timing("tpot", sm.tpot, "fewer than two output tokens")
 	timing("e2e", sm.e2e, "the request was not sent")
+	if full := r.Samples(); full.Reasoning {
+		// Only for a request that reasoned, so other debug output is as it was.
+		timing("ttfat", sm.ttfat, "no answer token arrived")
+		timing("answer_tpot", full.AnswerTPOTSeconds, "fewer than two answer tokens")
+		fmt.Fprintf(&b, "reasoning_tokens: %d (%s)\nanswer_tokens: %d\n", full.ReasoningTokens, full.ReasoningTokensSource, full.AnswerTokens)
+	}
 	fmt.Fprintf(&b, "input_tokens: %d\noutput_tokens: %d\n", max(r.InputTokens, 0), max(r.OutputTokens, 0))
 	if r.Server.Stated() {
 		fmt.Fprintf(&b, "server_timings: %s\n", ServerTimingsText(r.Server))

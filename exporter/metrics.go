@@ -91,9 +91,9 @@ func histogramOpts(name, help string, buckets []float64) prometheus.HistogramOpt
 // Metrics holds every long-lived metric of the daemon. All methods are safe
 // for concurrent use.
 type Metrics struct {
-	ttft, itl, tpot, e2e, queue *prometheus.HistogramVec
-	requests                    *prometheus.CounterVec
-	promptTokens, genTokens     *prometheus.CounterVec
+	ttft, ttfat, itl, tpot, e2e, queue *prometheus.HistogramVec
+	requests                           *prometheus.CounterVec
+	promptTokens, genTokens            *prometheus.CounterVec
 
 	probeSuccess, lastSuccess, lastProbe *prometheus.GaugeVec
 
@@ -122,6 +122,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		ttft: f.NewHistogramVec(histogramOpts("time_to_first_token_seconds",
 			"Time to first token of successful requests, in seconds: the arrival of the first stream event carrying output text or tokens, minus the moment the request was sent. Role-only and keep-alive events do not count.",
+			requestLatencyBuckets), requestLabels),
+		// The same layout as TTFT, so that the two can be compared bucket
+		// by bucket: reasoning adds seconds to minutes before the answer.
+		ttfat: f.NewHistogramVec(histogramOpts("time_to_first_answer_token_seconds",
+			"Time to first answer token of successful streamed requests, in seconds: the arrival of the first stream event carrying answer text (content, tool-call arguments), after any reasoning (reasoning fields, reasoning or thinking events, or think tags), minus the moment the request was sent. Without reasoning it equals the time to first token. Requests whose stream ended before any answer are not observed.",
 			requestLatencyBuckets), requestLabels),
 		itl: f.NewHistogramVec(histogramOpts("inter_token_latency_seconds",
 			"Inter-token latency of successful requests, in seconds, one sample per output token after the first: an event carrying n tokens that arrived g seconds after the previous output event contributes n samples of g/n.",
@@ -238,7 +243,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // perRequestVecs are the vectors labelled with L.
 func (m *Metrics) perRequestVecs() []*prometheus.MetricVec {
 	return []*prometheus.MetricVec{
-		m.ttft.MetricVec, m.itl.MetricVec, m.tpot.MetricVec, m.e2e.MetricVec, m.queue.MetricVec,
+		m.ttft.MetricVec, m.ttfat.MetricVec, m.itl.MetricVec, m.tpot.MetricVec, m.e2e.MetricVec, m.queue.MetricVec,
 		m.requests.MetricVec, m.promptTokens.MetricVec, m.genTokens.MetricVec,
 	}
 }

@@ -71,6 +71,9 @@ func (o *observer) record(r prober.Result, model string) {
 		if sm.ttft >= 0 {
 			observe(m.ttft.WithLabelValues(lv...), sm.ttft, ex)
 		}
+		if sm.ttfat >= 0 {
+			observe(m.ttfat.WithLabelValues(lv...), sm.ttfat, ex)
+		}
 		if sm.e2e >= 0 {
 			observe(m.e2e.WithLabelValues(lv...), sm.e2e, ex)
 		}
@@ -144,8 +147,8 @@ func exemplarOf(id string) prometheus.Labels {
 // samples are the derived timings of one result in seconds; -1 means "not
 // defined for this result".
 type samples struct {
-	queue, ttft, e2e, tpot float64
-	itl                    []itlSample
+	queue, ttft, ttfat, e2e, tpot float64
+	itl                           []itlSample
 }
 
 // itlSample is n tokens that each took perToken seconds.
@@ -169,7 +172,7 @@ func samplesOf(r prober.Result) samples {
 		}
 		return d.Seconds()
 	}
-	s := samples{queue: sec(sm.Queue), ttft: sec(sm.TTFT), e2e: sec(sm.E2E), tpot: sm.TPOTSeconds}
+	s := samples{queue: sec(sm.Queue), ttft: sec(sm.TTFT), ttfat: sec(sm.TTFAT), e2e: sec(sm.E2E), tpot: sm.TPOTSeconds}
 	if sm.E2E < 0 {
 		return s // never sent: no ITL either
 	}

@@ -28,8 +28,12 @@ type SSEEvent struct {
 type Usage struct {
 	PromptTokens     int
 	CompletionTokens int
-	CachedTokens     int         // prompt tokens served from the prefix cache, if reported
-	Source           TokenSource // TokenSourceUsage or TokenSourceMetaInfo
+	CachedTokens     int // prompt tokens served from the prefix cache, if reported
+	// ReasoningTokens is the part of CompletionTokens the server says went
+	// to reasoning (completion_tokens_details.reasoning_tokens,
+	// output_tokens_details.reasoning_tokens), 0 when it says nothing.
+	ReasoningTokens int
+	Source          TokenSource // TokenSourceUsage or TokenSourceMetaInfo
 }
 
 // Delta is what one event means. Decode fills it; it never reads a clock.
@@ -48,6 +52,11 @@ type Delta struct {
 	// output_log_probs under speculative decoding), else 0. Cumulative
 	// counts go in Usage.
 	Tokens int
+	// Reasoning: all of Text is reasoning (a reasoning_content or reasoning
+	// field, a reasoning delta, a thinking delta), not the answer. An event
+	// that carries both is the answer's first: its answer text arrived
+	// with it.
+	Reasoning bool
 	// Usage is a cumulative usage block; Usage.Source is empty when the
 	// event has none.
 	Usage Usage
@@ -143,6 +152,9 @@ type Framing struct {
 	// Raw: the server may answer a stream with an unframed body
 	// (FormatRaw: the generated text itself, no decoding) instead of SSE.
 	Raw bool
+	// NoOutput: the answer generates nothing (embeddings): a body that
+	// decodes is a success without output, not empty_output.
+	NoOutput bool
 }
 
 // framer is implemented by the protocols whose Framing is not the zero
@@ -216,10 +228,13 @@ type BackendInfo struct {
 	// backend's own requests).
 	APIRoot string
 	// Embedding marks embedding backends (bench_serving's
-	// sglang-embedding and vllm-embedding: no output tokens, so no
-	// TTFT, ITL or TPOT columns). None is registered yet; the field is
-	// here so that the summary can ask it instead of the name once one is.
+	// sglang-embedding and vllm-embedding, and openai-embeddings: no
+	// output tokens, so the table has no output, TTFT, ITL or TPOT rows).
 	Embedding bool
+	// APIKeyHeader is a header that carries the API key itself, sent
+	// beside the bearer token: Anthropic's API authenticates with
+	// x-api-key, while vLLM's --api-key check reads Authorization.
+	APIKeyHeader string
 
 	newBackend func() Backend
 }
@@ -266,6 +281,9 @@ const (
 	ProtocolTRT               = "trt-generate-stream"
 	ProtocolTruss             = "truss"
 	ProtocolOllama            = "ollama"
+	ProtocolOpenAIResponses   = "openai-responses"
+	ProtocolAnthropic         = "anthropic-messages"
+	ProtocolOpenAIEmbeddings  = "openai-embeddings"
 )
 
 func newSGLang() Backend      { return sglangGenerate{} }
@@ -275,6 +293,9 @@ func newTRT() Backend         { return trtGenerateStream{} }
 func newTruss() Backend       { return truss{} }
 func newOllama() Backend      { return ollama{} }
 func newOllamaChat() Backend  { return ollama{chat: true} }
+func newResponses() Backend   { return openAIResponses{} }
+func newAnthropic() Backend   { return anthropic{} }
+func newEmbeddings() Backend  { return openAIEmbeddings{} }
 
 // backends maps every accepted --backend name to its protocol, as
 // blackbox_exporter's Probers map does.
@@ -309,6 +330,22 @@ var backends = map[string]BackendInfo{
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newOllama},
 	"ollama-chat": {Protocol: ProtocolOllama, Path: pathOllamaChat, Chat: true, DefaultPort: 11434, APIRoot: ollamaAPIRoot,
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newOllamaChat},
+	// Not bench_serving's either: OpenAI's Responses API and Anthropic's
+	// Messages API, which vLLM, sglang (Responses) and ollama serve beside
+	// their chat route. Both carry a conversation, so they replay
+	// multi-turn datasets. 8000 is vLLM's port.
+	"openai-responses": {Protocol: ProtocolOpenAIResponses, Path: pathResponses, Chat: true, DefaultPort: 8000,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newResponses},
+	"anthropic": {Protocol: ProtocolAnthropic, Path: pathMessages, Chat: true, DefaultPort: 8000, APIKeyHeader: anthropicAPIKeyHeader,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newAnthropic},
+	// Embeddings: bench_serving's two names and the plain OpenAI one, all
+	// /v1/embeddings.
+	"sglang-embedding": {Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, DefaultPort: 30000, SGLang: true, Embedding: true,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, FlushCacheTimeout: true, newBackend: newEmbeddings},
+	"vllm-embedding": {Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, DefaultPort: 8000, Embedding: true,
+		ReadyPath: pathModels, FlushCachePath: pathResetPrefixCache, newBackend: newEmbeddings},
+	"openai-embeddings": {Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, DefaultPort: 8000, Embedding: true,
+		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newEmbeddings},
 }
 
 // LookupBackend returns the BackendInfo for a --backend name.

@@ -24,8 +24,8 @@ func TestBackendTraits(t *testing.T) {
 		if want := name == "sglang"; b.InputIDs != want {
 			t.Errorf("%s: InputIDs = %v, want %v", name, b.InputIDs, want)
 		}
-		if b.Embedding {
-			t.Errorf("%s: Embedding set, but no embedding backend is registered", name)
+		if want := strings.Contains(name, "embedding"); b.Embedding != want {
+			t.Errorf("%s: Embedding = %v, want %v", name, b.Embedding, want)
 		}
 		wantReady := "http://h:1/v1/models"
 		if name == "trt" {
@@ -49,7 +49,8 @@ func TestBackendTraits(t *testing.T) {
 		if b.SGLang != strings.Contains(name, "sglang") {
 			t.Errorf("%s: SGLang = %v", name, b.SGLang)
 		}
-		wantFraming := Framing{EOFEnds: b.Protocol == ProtocolTRT, NDJSON: b.Protocol == ProtocolOllama, Raw: b.Protocol == ProtocolTruss}
+		wantFraming := Framing{EOFEnds: b.Protocol == ProtocolTRT, NDJSON: b.Protocol == ProtocolOllama, Raw: b.Protocol == ProtocolTruss,
+			NoOutput: b.Embedding}
 		if got := framingOf(b.New()); got != wantFraming {
 			t.Errorf("%s: framing = %+v, want %+v", name, got, wantFraming)
 		}

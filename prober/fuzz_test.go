@@ -155,3 +155,6 @@ func FuzzDecodeTRT(f *testing.F)               { fuzzDecode(f, "trt") }
 func FuzzDecodeTruss(f *testing.F)             { fuzzDecode(f, "truss") }
 func FuzzDecodeOllama(f *testing.F)            { fuzzDecode(f, "ollama") }
 func FuzzDecodeOllamaChat(f *testing.F)        { fuzzDecode(f, "ollama-chat") }
+func FuzzDecodeOpenAIResponses(f *testing.F)   { fuzzDecode(f, "openai-responses") }
+func FuzzDecodeAnthropic(f *testing.F)         { fuzzDecode(f, "anthropic") }
+func FuzzDecodeEmbeddings(f *testing.F)        { fuzzDecode(f, "openai-embeddings") }

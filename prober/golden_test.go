@@ -59,12 +59,20 @@ type goldenResult struct {
 	SpecAcceptLength   float64       `json:"spec_accept_length,omitempty"`
 	ServerTimings      ServerTimings `json:"server_timings,omitzero"`
 	KeepAlives         int           `json:"keep_alives"`
+	// The answer phase, written only for a request that reasoned, so the
+	// transcripts of other requests keep their goldens.
+	TTFAT                 string      `json:"ttfat,omitempty"`
+	AnswerTPOT            string      `json:"answer_tpot,omitempty"`
+	ReasoningTokens       int         `json:"reasoning_tokens,omitempty"`
+	ReasoningTokensSource TokenSource `json:"reasoning_tokens_source,omitempty"`
+	AnswerTokens          int         `json:"answer_tokens,omitempty"`
 }
 
 type goldenEvent struct {
-	At      string `json:"at"`
-	Tokens  int    `json:"tokens"`
-	TextEnd int    `json:"text_end"`
+	At        string `json:"at"`
+	Tokens    int    `json:"tokens"`
+	TextEnd   int    `json:"text_end"`
+	Reasoning bool   `json:"reasoning,omitempty"`
 }
 
 // gaps renders ITL gaps as "gap/tokens", so a golden file shows how each
@@ -104,7 +112,11 @@ func toGolden(r Result) goldenResult {
 		GeneratedText: r.GeneratedText, SpecAcceptLength: r.SpecAcceptLength, ServerTimings: r.Server, KeepAlives: r.KeepAlives,
 	}
 	for _, e := range r.Events {
-		g.Events = append(g.Events, goldenEvent{At: e.At.Sub(r.Sent).String(), Tokens: e.Tokens, TextEnd: e.TextEnd})
+		g.Events = append(g.Events, goldenEvent{At: e.At.Sub(r.Sent).String(), Tokens: e.Tokens, TextEnd: e.TextEnd, Reasoning: e.Reasoning})
+	}
+	if sm.Reasoning {
+		g.TTFAT, g.AnswerTPOT = durString(sm.TTFAT), durString(secondsDuration(sm.AnswerTPOTSeconds))
+		g.ReasoningTokens, g.ReasoningTokensSource, g.AnswerTokens = sm.ReasoningTokens, sm.ReasoningTokensSource, sm.AnswerTokens
 	}
 	return g
 }

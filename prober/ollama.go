@@ -145,6 +145,9 @@ func (ollama) Decode(ev SSEEvent) (Delta, error) {
 		}
 	}
 	d.Text = text
+	// Thinking alone is reasoning; a line with any answer text (or a tool
+	// call) is the answer's.
+	d.Reasoning = len(text) > 0 && len(text) == ollamaThinkingLen(&c)
 	if c.Done {
 		// Older servers send no done_reason; the stream has still ended.
 		d.FinishReason = c.DoneReason
@@ -157,6 +160,18 @@ func (ollama) Decode(ev SSEEvent) (Delta, error) {
 		}
 	}
 	return d, nil
+}
+
+// ollamaThinkingLen is the length of the line's thinking text.
+func ollamaThinkingLen(c *ollamaChunk) int {
+	n := 0
+	if c.Thinking != nil {
+		n += len(*c.Thinking)
+	}
+	if c.Message != nil {
+		n += len(c.Message.Thinking)
+	}
+	return n
 }
 
 func (ollama) framing() Framing { return Framing{NDJSON: true} }

@@ -102,6 +102,21 @@ type chatDelta struct {
 	} `json:"tool_calls"`
 }
 
+// reasoningOnly reports whether the delta carries reasoning and nothing
+// of the answer (content or tool-call arguments).
+func (d *chatDelta) reasoningOnly() bool {
+	if d == nil {
+		return false
+	}
+	for _, tc := range d.ToolCalls {
+		if tc.Function.Arguments != "" {
+			return false
+		}
+	}
+	return (d.Content == nil || *d.Content == "") &&
+		((d.ReasoningContent != nil && *d.ReasoningContent != "") || (d.Reasoning != nil && *d.Reasoning != ""))
+}
+
 func (d *chatDelta) text() string {
 	if d == nil {
 		return ""
@@ -163,6 +178,8 @@ func decodeChatJSON(data []byte) (Delta, error) {
 	if len(c.Choices) > 0 {
 		ch := c.Choices[0]
 		d.Text = []byte(ch.Delta.text() + ch.Message.text())
+		d.Reasoning = (ch.Delta.reasoningOnly() || ch.Message.reasoningOnly()) &&
+			!(ch.Delta.text() != "" && !ch.Delta.reasoningOnly()) && !(ch.Message.text() != "" && !ch.Message.reasoningOnly())
 		if ch.FinishReason != nil {
 			d.FinishReason = *ch.FinishReason
 		}
@@ -229,17 +246,25 @@ func scanChatText(data []byte) (Delta, textPart, bool) {
 	if !s.End() || !setText(&d, parts[:]...) {
 		return Delta{}, textPart{}, false
 	}
+	// The part the text comes from says whether it is reasoning; the memo
+	// keeps the flag with that part, so it must follow the part, not the
+	// text (an empty reasoning_content memoised is reasoning when it fills).
 	var memo textPart
-	for _, p := range parts {
+	for i, p := range parts {
 		switch {
 		case len(p.Body) > 0:
+			d.Reasoning = chatReasoningPart(i)
 			return d, p, true // setText saw no other non-empty part
 		case p.Set:
-			memo = p
+			memo, d.Reasoning = p, chatReasoningPart(i)
 		}
 	}
 	return d, memo, true
 }
+
+// chatReasoningPart reports whether scanChatText's part i is a reasoning
+// field (reasoning_content or reasoning, of the delta or the message).
+func chatReasoningPart(i int) bool { return i%3 != 2 }
 
 // chatChoice reads {"delta": {...}, "message": {...}, "finish_reason": ...}.
 func chatChoice(s *jsonscan.Scanner, parts *[6]textPart, fr *string) bool {

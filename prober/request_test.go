@@ -64,6 +64,19 @@ func TestRequestBodies(t *testing.T) {
 				{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"},
 				{Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "And this image?"}}}},
 		{"ollama_chat_no_stream", "ollama-chat", RequestOptions{BaseURL: "http://127.0.0.1:11434", Model: "qwen3:0.6b"}, prompt},
+		{"responses", "openai-responses", ours, prompt},
+		{"responses_multi_turn", "openai-responses", RequestOptions{BaseURL: base.BaseURL, Model: "m", Stream: true, TopP: ptr(0.9)},
+			datasets.Prompt{OutputLen: 32, Messages: []datasets.Message{
+				{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"},
+				{Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "And now?"}}}},
+		{"anthropic", "anthropic", ours, prompt},
+		{"embeddings", "sglang-embedding", ours, prompt},
+		{"embeddings_ids", "openai-embeddings", RequestOptions{BaseURL: base.BaseURL, Model: "m"}, datasets.Prompt{IDs: []int{1, 2, 3}}},
+		{"anthropic_system_version_header", "anthropic", RequestOptions{BaseURL: base.BaseURL, Model: "m", Stream: true,
+			Headers: map[string]string{"anthropic-version": "2024-01-01"}},
+			datasets.Prompt{OutputLen: 32, Messages: []datasets.Message{
+				{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"},
+				{Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "And now?"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := NewBackend(tc.backend)
@@ -142,6 +155,8 @@ func TestBackendRegistry(t *testing.T) {
 		"vllm": 8000, "vllm-chat": 30000, "lmdeploy": 23333, "lmdeploy-chat": 30000,
 		"trt": 8000, "truss": 8080, "openai": 8000, "openai-chat": 8000,
 		"ollama": 11434, "ollama-chat": 11434,
+		"openai-responses": 8000, "anthropic": 8000,
+		"sglang-embedding": 30000, "vllm-embedding": 8000, "openai-embeddings": 8000,
 	}
 	if diff := cmp.Diff(slices.Sorted(func(yield func(string) bool) {
 		for k := range want {

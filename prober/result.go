@@ -61,6 +61,10 @@ const (
 	// TokenSourceSpread is for per-event counts only: the output count
 	// spread over the events by their text (see docs/metrics.md).
 	TokenSourceSpread TokenSource = "spread"
+	// TokenSourceCounted is for reasoning counts only: the per-event
+	// counts of the reasoning events added up, where the server stated
+	// none (see Result.EventTokensSource for how those were found).
+	TokenSourceCounted TokenSource = "counted"
 )
 
 // Event is one stream event that carried output: its arrival time, stamped
@@ -74,6 +78,9 @@ type Event struct {
 	// TextEnd is len(GeneratedText) after this event, so that a total
 	// count can be spread over the events by their text.
 	TextEnd int `json:"text_end,omitzero"`
+	// Reasoning: the event carried reasoning only, no answer text (see
+	// splitReasoning).
+	Reasoning bool `json:"reasoning,omitzero"`
 }
 
 // Trace holds the connection phases from net/http/httptrace. Zero values mean
@@ -123,6 +130,10 @@ type Result struct {
 	Sent       time.Time `json:"sent,omitzero"`
 	FirstToken time.Time `json:"first_token,omitzero"` // arrival of the first event with text or tokens
 	End        time.Time `json:"end,omitzero"`         // arrival of [DONE], EOF, or the failure
+	// FirstAnswer is the arrival of the first event with answer text, set
+	// only when reasoning came before it (without reasoning the first
+	// token is the answer's: FirstToken).
+	FirstAnswer time.Time `json:"first_answer_token,omitzero"`
 
 	// Events holds every output-bearing event in arrival order. Role-only,
 	// usage-only and keep-alive events are not in it.
@@ -139,6 +150,12 @@ type Result struct {
 	OutputTokens       int         `json:"output_tokens,omitzero"`
 	OutputTokensSource TokenSource `json:"output_tokens_source,omitzero"`
 	CachedTokens       int         `json:"cached_tokens,omitzero"` // prompt tokens the server reported as cached
+	// ReasoningTokens is the part of OutputTokens that went to reasoning:
+	// the server's count where it states one above 0 (source usage), else
+	// the per-event counts of the reasoning events added up (source
+	// counted). 0 with no source: the request had no reasoning.
+	ReasoningTokens       int         `json:"reasoning_tokens,omitzero"`
+	ReasoningTokensSource TokenSource `json:"reasoning_tokens_source,omitzero"`
 
 	// RequestedOutputTokens is the max tokens the request asked for.
 	RequestedOutputTokens int `json:"requested_output_tokens,omitzero"`

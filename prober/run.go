@@ -209,8 +209,10 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		return err
 	}
 	ct := resp.Header.Get("Content-Type")
-	format := FormatFor(ct, p.Options.Stream)
 	fr := framingOf(p.Backend)
+	// An answer without output is one JSON object, whatever was asked
+	// (the embeddings route has no stream): read it whole.
+	format := FormatFor(ct, p.Options.Stream && !fr.NoOutput)
 	if p.Options.Stream && format == FormatNDJSON && !fr.NDJSON {
 		res.End = time.Now()
 		return &FormatError{Header: "Content-Type", Value: truncate(ct, 64), Why: wrongProtocolNDJSON}
@@ -388,6 +390,11 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			// on every output event.
 			tokens, counted := 0, false
 			if u := d.Usage; u.Source != "" {
+				if u.PromptTokens == 0 {
+					// Anthropic states the input count in message_start
+					// only; a later block without one keeps it.
+					u.PromptTokens, u.CachedTokens = final.PromptTokens, max(u.CachedTokens, final.CachedTokens)
+				}
 				final = u
 				if u.CompletionTokens > 0 && (perEventCT || len(res.Events) == 0) {
 					tokens, counted = max(u.CompletionTokens-lastCT, 0), true
@@ -421,7 +428,7 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			if len(res.Events) == 0 {
 				res.FirstToken = at
 			}
-			res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: len(text)})
+			res.Events = append(res.Events, Event{At: at, Tokens: tokens, TextEnd: len(text), Reasoning: d.Reasoning && newText > 0})
 			if streamed += tokens; limit > 0 && streamed > limit {
 				res.End = at
 				return ErrOverrun
@@ -448,8 +455,11 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			res.OutputTokens, res.OutputTokensSource = final.CompletionTokens, final.Source
 		}
 		res.CachedTokens = final.CachedTokens
+		if final.ReasoningTokens > 0 {
+			res.ReasoningTokens, res.ReasoningTokensSource = final.ReasoningTokens, final.Source
+		}
 	}
-	if err == nil && len(res.Events) == 0 && res.GeneratedText == "" && res.OutputTokens == 0 {
+	if err == nil && len(res.Events) == 0 && res.GeneratedText == "" && res.OutputTokens == 0 && !fr.NoOutput {
 		return ErrEmptyOutput
 	}
 	return err
@@ -479,6 +489,7 @@ func (p *Prober) countTokens(prompt datasets.Prompt, res *Result) {
 		}
 	}
 	p.reconcileEvents(res)
+	splitReasoning(res)
 	if res.InputTokensSource == "" {
 		if n, ok := p.count(promptText(prompt)); ok {
 			res.InputTokens, res.InputTokensSource = n, TokenSourceTokenizer

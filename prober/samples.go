@@ -40,6 +40,25 @@ type Samples struct {
 	// FirstTokens is how many tokens the first output event carried: they
 	// arrive at TTFT and get no ITL entry.
 	FirstTokens int
+
+	// Reasoning: the request reasoned before answering (the server said
+	// so in its stream or its count; see Result.ReasoningTokens).
+	Reasoning bool
+	// TTFAT is the time to the first answer token, FirstAnswer − Sent:
+	// the wait for the answer itself, after any reasoning. Without
+	// reasoning it is TTFT. -1 when no answer text arrived (a stream cut
+	// while thinking) or the response was not streamed.
+	TTFAT time.Duration
+	// ReasoningTokens and AnswerTokens split OutputTokens (the answer
+	// gets what reasoning did not); ReasoningTokensSource says whether the
+	// server stated the reasoning count (usage) or it was counted.
+	ReasoningTokens       int
+	ReasoningTokensSource TokenSource
+	AnswerTokens          int
+	// AnswerTPOTSeconds is TPOT over the answer alone: (E2E − TTFAT) /
+	// (AnswerTokens − 1), -1 below 2 answer tokens or without TTFAT.
+	// Without reasoning it is TPOTSeconds.
+	AnswerTPOTSeconds float64
 }
 
 // Defined reports whether d is a defined sample (not -1).
@@ -48,11 +67,13 @@ func Defined(d time.Duration) bool { return d >= 0 }
 // Samples derives the measurements of r.
 func (r *Result) Samples() Samples {
 	s := Samples{
-		Queue: -1, TTFT: -1, E2E: -1, TPOTSeconds: -1,
+		Queue: -1, TTFT: -1, E2E: -1, TPOTSeconds: -1, TTFAT: -1, AnswerTPOTSeconds: -1,
+		Reasoning: r.ReasoningTokensSource != "", ReasoningTokens: max(r.ReasoningTokens, 0), ReasoningTokensSource: r.ReasoningTokensSource,
 		InputTokens: max(r.InputTokens, 0), InputTokensSource: r.InputTokensSource,
 		OutputTokens: max(r.OutputTokens, 0), OutputTokensSource: r.OutputTokensSource,
 		EventTokensSource: r.EventTokensSource,
 	}
+	s.AnswerTokens = max(s.OutputTokens-s.ReasoningTokens, 0)
 	if len(r.Events) > 0 {
 		s.FirstTokens = max(r.Events[0].Tokens, 0)
 	}
@@ -76,6 +97,15 @@ func (r *Result) Samples() Samples {
 			// same operations as bench_serving, so the last digit agrees.
 			s.TPOTSeconds = max(s.E2E.Seconds()-s.TTFT.Seconds(), 0) / float64(s.OutputTokens-1)
 		}
+	}
+	switch {
+	case !s.Reasoning:
+		s.TTFAT = s.TTFT
+	case r.Stream && !r.FirstAnswer.IsZero():
+		s.TTFAT = max(r.FirstAnswer.Sub(r.Sent), 0)
+	}
+	if Defined(s.TTFAT) && Defined(s.E2E) && s.AnswerTokens >= 2 {
+		s.AnswerTPOTSeconds = max(s.E2E.Seconds()-s.TTFAT.Seconds(), 0) / float64(s.AnswerTokens-1)
 	}
 	return s
 }

@@ -149,11 +149,13 @@ func usageField(s *jsonscan.Scanner, u *Usage) bool {
 		case "completion_tokens":
 			ok = m.Once(1) && s.Int(&out.CompletionTokens)
 		case "prompt_tokens_details":
-			ok = m.Once(2) && detailsField(s, &out.CachedTokens)
-		case "total_tokens", "completion_tokens_details":
+			ok = m.Once(2) && detailsField(s, "cached_tokens", &out.CachedTokens)
+		case "completion_tokens_details":
+			ok = m.Once(3) && detailsField(s, "reasoning_tokens", &out.ReasoningTokens)
+		case "total_tokens":
 			ok = s.Skip()
 		default:
-			ok = !jsonscan.Folds(k, "prompt_tokens", "completion_tokens", "prompt_tokens_details") && s.Skip()
+			ok = !jsonscan.Folds(k, "prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details") && s.Skip()
 		}
 		if !ok {
 			return false
@@ -164,8 +166,10 @@ func usageField(s *jsonscan.Scanner, u *Usage) bool {
 	return true
 }
 
-// detailsField reads prompt_tokens_details.cached_tokens.
-func detailsField(s *jsonscan.Scanner, cached *int) bool {
+// detailsField reads one count of a details object:
+// prompt_tokens_details.cached_tokens or
+// completion_tokens_details.reasoning_tokens.
+func detailsField(s *jsonscan.Scanner, key string, dst *int) bool {
 	if s.Null() {
 		return true
 	}
@@ -181,11 +185,10 @@ func detailsField(s *jsonscan.Scanner, cached *int) bool {
 		if end {
 			break
 		}
-		switch string(k) {
-		case "cached_tokens":
-			ok = m.Once(0) && s.Int(cached)
-		default:
-			ok = !jsonscan.Folds(k, "cached_tokens") && s.Skip()
+		if string(k) == key {
+			ok = m.Once(0) && s.Int(dst)
+		} else {
+			ok = !jsonscan.Folds(k, key) && s.Skip()
 		}
 		if !ok {
 			return false

@@ -20,6 +20,14 @@
 //     /generate: one event per chunk, no terminator.
 //   - truss POST /v1/models/model:predict: the OpenAI completions body and
 //     stream.
+//   - OpenAI's Responses API, POST /v1/responses, and Anthropic's Messages
+//     API, POST /v1/messages, as vLLM's converters write them: typed events
+//     with an "event:" line (response.created, response.output_text.delta,
+//     then response.completed or response.incomplete with the usage;
+//     message_start with the input count, content_block_delta text deltas,
+//     message_delta with stop_reason and usage, message_stop), no [DONE].
+//   - POST /v1/embeddings: one JSON object with a 384-float embedding per
+//     input and the prompt count, after TTFT's prefill model.
 //
 // # Token model
 //

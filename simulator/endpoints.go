@@ -20,6 +20,9 @@ func (s *Server) writeError(w http.ResponseWriter, ep Endpoint, rec *record, e *
 		body, _ = json.Marshal(map[string]any{"error": map[string]string{"message": e.message}})
 	case EndpointTRT, EndpointOllama, EndpointOllamaChat:
 		body, _ = json.Marshal(map[string]string{"error": e.message})
+	case EndpointMessages:
+		// vLLM's anthropic entrypoint answers errors in Anthropic's shape.
+		body, _ = json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": anthropicErrorType(e.status), "message": e.message}})
 	default:
 		type info struct {
 			Message string  `json:"message"`
@@ -38,6 +41,27 @@ func (s *Server) writeError(w http.ResponseWriter, ep Endpoint, rec *record, e *
 	if rec != nil {
 		rec.add(ChunkBody, 0, len(body))
 		rec.flushed(time.Now(), time.Time{})
+	}
+}
+
+// anthropicErrorType is Anthropic's error type for a status (ollama's
+// anthropic.NewError table).
+func anthropicErrorType(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusServiceUnavailable, 529:
+		return "overloaded_error"
+	default:
+		return "api_error"
 	}
 }
 

@@ -89,6 +89,9 @@ func New(cfg Config, logger log.Logger) (*Server, error) {
 	}))
 	m.HandleFunc("POST /api/generate", s.generation(EndpointOllama, func(b []byte, _ *http.Request) (genRequest, *apiError) { return s.parseOllama(b, false) }))
 	m.HandleFunc("POST /api/chat", s.generation(EndpointOllamaChat, func(b []byte, _ *http.Request) (genRequest, *apiError) { return s.parseOllama(b, true) }))
+	m.HandleFunc("POST /v1/responses", s.generation(EndpointResponses, func(b []byte, _ *http.Request) (genRequest, *apiError) { return s.parseResponses(b) }))
+	m.HandleFunc("POST /v1/messages", s.generation(EndpointMessages, func(b []byte, _ *http.Request) (genRequest, *apiError) { return s.parseMessages(b) }))
+	m.HandleFunc("POST /v1/embeddings", s.embeddings)
 	m.HandleFunc("GET /v1/models", s.models)
 	m.HandleFunc("POST /tokenize", s.tokenize)
 	m.HandleFunc("POST /detokenize", s.detokenize)
@@ -299,6 +302,10 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 		em = newTRTEmitter(g.model)
 	case EndpointOllama, EndpointOllamaChat:
 		em = newOllamaEmitter(g, ep == EndpointOllamaChat)
+	case EndpointResponses:
+		em = newResponsesEmitter(g)
+	case EndpointMessages:
+		em = newMessagesEmitter(g)
 	}
 
 	var tm *time.Timer

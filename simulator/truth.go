@@ -19,6 +19,9 @@ const (
 	EndpointTruss       Endpoint = "truss-predict"
 	EndpointOllama      Endpoint = "ollama-generate"
 	EndpointOllamaChat  Endpoint = "ollama-chat"
+	EndpointResponses   Endpoint = "openai-responses"
+	EndpointMessages    Endpoint = "anthropic-messages"
+	EndpointEmbeddings  Endpoint = "openai-embeddings"
 )
 
 // ChunkKind says what an event written to a stream carried.

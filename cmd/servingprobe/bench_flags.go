@@ -485,9 +485,7 @@ var unsupported = map[string]string{
 
 // unsupportedBackends are bench_serving backends we do not speak.
 var unsupportedBackends = map[string]string{
-	"gserver":          "Custom server (Not Implemented yet in this script)",
-	"sglang-embedding": "embeddings are not implemented",
-	"vllm-embedding":   "embeddings are not implemented",
+	"gserver": "Custom server (Not Implemented yet in this script)",
 }
 
 // benchSpec completes the Spec the flags bound into with what needs the

@@ -145,8 +145,7 @@ func TestBenchFlagErrors(t *testing.T) {
 	}{
 		{"cache report", []string{"--cache-report"}, "--cache-report is not supported"},
 		{"gserver", []string{"--backend", "gserver"}, "--backend gserver is not supported: Custom server (Not Implemented yet in this script)"},
-		{"embedding", []string{"--backend", "vllm-embedding"}, "embeddings are not implemented"},
-		{"unknown backend", []string{"--backend", "tgi"}, `--backend "tgi": unknown backend (one of lmdeploy,`},
+		{"unknown backend", []string{"--backend", "tgi"}, `--backend "tgi": unknown backend (one of anthropic, lmdeploy,`},
 		{"unknown flag", []string{"--num-prompt", "3"}, "unknown long flag '--num-prompt'"},
 		{"stray argument", []string{"foo"}, `unexpected argument "foo"`},
 		{"tokenize prompt", []string{"--backend", "vllm", "--tokenize-prompt", "--dataset-name", "random"}, "--tokenize-prompt: works only with a backend that sends input_ids: sglang"},

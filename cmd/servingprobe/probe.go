@@ -199,6 +199,13 @@ func resolveProbe(a *probeArgs) (config.Target, string, config.Module, error) {
 		if hc.Authorization == nil && hc.BasicAuth == nil && hc.BearerToken == "" && hc.OAuth2 == nil {
 			if _, ok := m.Headers["Authorization"]; !ok {
 				hc.Authorization = &promconfig.Authorization{Type: "Bearer", Credentials: promconfig.Secret(a.APIKey)}
+				if info.APIKeyHeader != "" {
+					// The same key, where the protocol's own servers look
+					// for it, kept secret as the bearer token is.
+					hc.HTTPHeaders = &promconfig.Headers{Headers: map[string]promconfig.Header{
+						info.APIKeyHeader: {Secrets: []promconfig.Secret{promconfig.Secret(a.APIKey)}},
+					}}
+				}
 			}
 		}
 	}
@@ -215,6 +222,12 @@ type probeJSON struct {
 	ITLSeconds       []float64 `json:"itl_seconds"`
 	ChunkITLSeconds  []float64 `json:"chunk_itl_seconds"`
 	EventTokensTotal int       `json:"event_tokens_total"`
+	// The answer phase, only for a request that reasoned (see
+	// prober.Samples): the time to the first answer token, the answer's
+	// TPOT and its token count. Other requests print as before.
+	TTFATSeconds      *float64 `json:"ttfat_seconds,omitempty"`
+	AnswerTPOTSeconds *float64 `json:"answer_tpot_seconds,omitempty"`
+	AnswerTokens      *int     `json:"answer_tokens,omitempty"`
 }
 
 func optSeconds(d time.Duration) *float64 {
@@ -236,6 +249,12 @@ func writeProbeJSON(w io.Writer, r prober.Result) error {
 	}
 	for _, e := range r.Events {
 		out.EventTokensTotal += e.Tokens
+	}
+	if sm.Reasoning {
+		out.TTFATSeconds, out.AnswerTokens = optSeconds(sm.TTFAT), &sm.AnswerTokens
+		if sm.AnswerTPOTSeconds >= 0 {
+			out.AnswerTPOTSeconds = &sm.AnswerTPOTSeconds
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -283,10 +302,22 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 		}
 		row("ITL per token", "%s, tokens per event from %s", itls(false), orNone(string(sm.EventTokensSource)))
 		row("ITL per chunk", "%s", itls(true))
+		if sm.Reasoning {
+			// The user waits for the answer, not the first thought.
+			row("First answer token", "%s (after %s of reasoning)", probeMS(sm.TTFAT), reasoningSpan(sm))
+			atpot := "–"
+			if sm.AnswerTPOTSeconds >= 0 {
+				atpot = fmt.Sprintf("%.2f ms", sm.AnswerTPOTSeconds*1000)
+			}
+			row("Answer TPOT", "%s", atpot)
+		}
 	}
 	row("E2E", "%s", probeMS(sm.E2E))
 	row("Tokens in", "%d (%s)", sm.InputTokens, orNone(string(sm.InputTokensSource)))
 	row("Tokens out", "%d (%s), requested %d", sm.OutputTokens, orNone(string(sm.OutputTokensSource)), r.RequestedOutputTokens)
+	if sm.Reasoning {
+		row("Tokens reasoning", "%d (%s), answer %d", sm.ReasoningTokens, reasoningSourceText(sm.ReasoningTokensSource), sm.AnswerTokens)
+	}
 	row("Finish reason", "%s", orNone(r.FinishReason))
 	if r.Server.Stated() {
 		// The server's own account (ollama's final object), beside ours.
@@ -305,6 +336,23 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 		row("Timestamps", "%s", clockText(r.Clock))
 	}
 	tw.Flush()
+}
+
+// reasoningSpan is TTFAT − TTFT: how long the request reasoned before
+// its answer began, "–" when either is undefined.
+func reasoningSpan(sm prober.Samples) string {
+	if !prober.Defined(sm.TTFAT) || !prober.Defined(sm.TTFT) {
+		return "–"
+	}
+	return probeMS(sm.TTFAT - sm.TTFT)
+}
+
+// reasoningSourceText says where a reasoning count came from.
+func reasoningSourceText(src prober.TokenSource) string {
+	if src == prober.TokenSourceCounted {
+		return "counted: the server stated none"
+	}
+	return "stated by the server: " + string(src)
 }
 
 func orNone(s string) string {

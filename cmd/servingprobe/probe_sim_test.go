@@ -50,6 +50,13 @@ func TestProbeEverySimulatedBackend(t *testing.T) {
 			if r.Outcome != prober.OutcomeSuccess {
 				t.Fatalf("outcome = %s (%s), want success", r.Outcome, r.Err)
 			}
+			if info, _ := prober.LookupBackend(backend); info.Embedding {
+				// Nothing is generated: the server's input count and an E2E.
+				if r.OutputTokens != 0 || r.InputTokens <= 0 || r.InputTokensSource != prober.TokenSourceUsage || r.Samples().E2E <= 0 {
+					t.Errorf("embeddings: output %d, input %d (%s), E2E %v", r.OutputTokens, r.InputTokens, r.InputTokensSource, r.Samples().E2E)
+				}
+				return
+			}
 			// trt has no usage block; one token per event is the protocol.
 			if r.OutputTokens != maxTokens {
 				t.Errorf("output tokens = %d (%s), want %d", r.OutputTokens, r.OutputTokensSource, maxTokens)

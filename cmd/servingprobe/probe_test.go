@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -190,14 +191,24 @@ func TestProbeSummaryText(t *testing.T) {
 		Sent: sent, End: sent.Add(250 * time.Millisecond), OutputTokens: 16,
 		Server: prober.ServerTimings{TotalDuration: 240 * time.Millisecond, LoadDuration: 2 * time.Millisecond, PromptEvalCount: 9,
 			PromptEvalDuration: 30 * time.Millisecond, EvalCount: 16, EvalDuration: 200 * time.Millisecond}}
+	// The same stream with its first event reasoning: the answer begins at 70 ms.
+	reasoned := streamed
+	reasoned.Events = slices.Clone(streamed.Events)
+	reasoned.Events[0].Reasoning = true
+	reasoned.FirstAnswer = reasoned.Events[1].At
+	reasoned.ReasoningTokens, reasoned.ReasoningTokensSource = 1, prober.TokenSourceCounted
 	for _, tc := range []struct {
 		name          string
 		r             prober.Result
 		want, notWant []string
 	}{
+		{"reasoning first", reasoned,
+			[]string{`(?m)^TTFT +40.00 ms$`, `(?m)^First answer token +70.00 ms \(after 30.00 ms of reasoning\)$`, `(?m)^Answer TPOT +30.00 ms$`,
+				`(?m)^Tokens reasoning +1 \(counted: the server stated none\), answer 2$`},
+			nil},
 		{"streamed, reused connection", streamed,
 			[]string{`(?m)^TTFT +40.00 ms$`, `(?m)^TPOT +30.00 ms$`, `(?m)^ITL per token +p50 30.00 ms`, `(?m)^E2E +100.00 ms$`, `(?m)^Connection +reused \(no DNS, connect or TLS\)$`},
-			[]string{`not measured`, `connection:`, `Server timings`}},
+			[]string{`not measured`, `connection:`, `Server timings`, `answer`}},
 		{"not streamed, new connection, server timings", whole,
 			[]string{`(?m)^TTFT +not measured: the response was not streamed \(only E2E is\)$`, `(?m)^TPOT +not measured`, `(?m)^ITL +not measured`,
 				`(?m)^E2E +250.00 ms$`, `(?m)^Connection +new: DNS `,
@@ -216,6 +227,37 @@ func TestProbeSummaryText(t *testing.T) {
 				if regexp.MustCompile(w).MatchString(b.String()) {
 					t.Errorf("output has %q:\n%s", w, b.String())
 				}
+			}
+		})
+	}
+}
+
+// TestProbeAPIKeyHeader: OPENAI_API_KEY goes to an anthropic target as the
+// bearer token and, kept secret the same way, as x-api-key; other backends
+// get the bearer token alone.
+func TestProbeAPIKeyHeader(t *testing.T) {
+	for _, tc := range []struct {
+		backend   string
+		wantXAPIK bool
+	}{{"anthropic", true}, {"vllm-chat", false}} {
+		t.Run(tc.backend, func(t *testing.T) {
+			target, _, _, err := resolveProbe(&probeArgs{URL: "http://127.0.0.1:8000", Backend: tc.backend, Model: "m", APIKey: "sk-test",
+				Timeout: time.Second, MaxTokens: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc := target.HTTPClientConfig
+			if hc.Authorization == nil || string(hc.Authorization.Credentials) != "sk-test" {
+				t.Errorf("authorization = %+v, want the bearer token", hc.Authorization)
+			}
+			var got []string
+			if hc.HTTPHeaders != nil {
+				for _, s := range hc.HTTPHeaders.Headers["x-api-key"].Secrets {
+					got = append(got, string(s))
+				}
+			}
+			if want := tc.wantXAPIK; (len(got) == 1 && got[0] == "sk-test") != want {
+				t.Errorf("x-api-key secrets = %q, want it set: %v", got, want)
 			}
 		})
 	}

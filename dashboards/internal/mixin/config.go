@@ -29,6 +29,15 @@ type Config struct {
 	// TTFTBreachFor is how long the 5m p99 must stay above the threshold.
 	TTFTBreachFor string `yaml:"ttft_breach_for"`
 
+	// TTFATThresholdSeconds turns on the ServingprobeTTFATBreach alert: the
+	// 5m p99 time to the first answer token (after any reasoning) of probes
+	// above it. Empty (the default) leaves the alert out: how long a model
+	// may think depends on the model and the prompt, so only its user can
+	// set it. A plain decimal string ("30").
+	TTFATThresholdSeconds string `yaml:"ttfat_threshold_seconds"`
+	// TTFATBreachFor is how long the 5m p99 must stay above it.
+	TTFATBreachFor string `yaml:"ttfat_breach_for"`
+
 	// LatencySLOTarget is the fraction of successful probes whose TTFT must be
 	// at or below TTFTThresholdSeconds over the SLO period (30 days).
 	LatencySLOTarget float64 `yaml:"latency_slo_target"`
@@ -77,6 +86,7 @@ func Default() Config {
 		Selector:                `job="servingprobe"`,
 		TTFTThresholdSeconds:    "2",
 		TTFTBreachFor:           "15m",
+		TTFATBreachFor:          "15m",
 		LatencySLOTarget:        0.99,
 		AvailabilitySLOTarget:   0.995,
 		ProbeIntervalSeconds:    15,
@@ -143,8 +153,13 @@ func (c Config) Validate() error {
 	if _, err := LeAtMost(c.TTFTThresholdSeconds); err != nil {
 		errs = append(errs, fmt.Errorf("ttft_threshold_seconds: %w", err))
 	}
+	if c.TTFATThresholdSeconds != "" {
+		if _, err := LeAtMost(c.TTFATThresholdSeconds); err != nil {
+			errs = append(errs, fmt.Errorf("ttfat_threshold_seconds: %w", err))
+		}
+	}
 	for name, d := range map[string]string{
-		"ttft_breach_for": c.TTFTBreachFor, "regression_for": c.RegressionFor, "baseline_window": c.BaselineWindow,
+		"ttft_breach_for": c.TTFTBreachFor, "ttfat_breach_for": c.TTFATBreachFor, "regression_for": c.RegressionFor, "baseline_window": c.BaselineWindow,
 		"probe_failure_for": c.ProbeFailureFor, "target_down_for": c.TargetDownFor,
 		"no_probe_results_for": c.NoProbeResultsFor, "reload_failed_for": c.ReloadFailedFor,
 		"capacity_regression_for": c.CapacityRegressionFor,

@@ -24,6 +24,8 @@ var (
 	ITL  = Histogram{"itl", "servingprobe_inter_token_latency_seconds", "ITL"}
 	TPOT = Histogram{"tpot", "servingprobe_time_per_output_token_seconds", "TPOT"}
 	E2E  = Histogram{"e2e", "servingprobe_e2e_request_latency_seconds", "E2E latency"}
+	// TTFAT is the time to the first answer token, after any reasoning.
+	TTFAT = Histogram{"ttfat", "servingprobe_time_to_first_answer_token_seconds", "TTFAT"}
 )
 
 // QuantileRecord is the name of a recorded quantile over the given rate window.
@@ -142,7 +144,7 @@ histogram_count(sum by (%[1]s) (rate(%[2]s{%[3]s}[%[4]s])))`, byTarget, TTFT.Nam
 // Rules renders rules.yaml.
 func (c Config) Rules() ruleFile {
 	var quantiles []rule
-	for _, h := range []Histogram{TTFT, ITL, TPOT, E2E} {
+	for _, h := range []Histogram{TTFT, ITL, TPOT, E2E, TTFAT} {
 		for _, q := range []string{"0.5", "0.9", "0.99"} {
 			quantiles = append(quantiles, rule{
 				Record: QuantileRecord(h, "5m"),
@@ -219,6 +221,18 @@ func (c Config) Alerts() ruleFile {
 		For:   c.TTFTBreachFor,
 	}, "warning", "Probe TTFT p99 is above the SLO threshold.",
 		fmt.Sprintf("The 5m p99 time to first token of probes to %s is {{ $value | humanizeDuration }}, above the %ss threshold for %s.", who, c.TTFTThresholdSeconds, c.TTFTBreachFor))
+
+	if c.TTFATThresholdSeconds != "" {
+		// Opt-in (see Config.TTFATThresholdSeconds): for reasoning models
+		// the answer's wait is the one users feel, and no threshold fits
+		// every model.
+		add(rule{
+			Alert: "ServingprobeTTFATBreach",
+			Expr:  fmt.Sprintf(`%s{mode="probe", quantile="0.99"} > %s`, QuantileRecord(TTFAT, "5m"), c.TTFATThresholdSeconds),
+			For:   c.TTFATBreachFor,
+		}, "warning", "Probe time to first answer token p99 is above its threshold.",
+			fmt.Sprintf("The 5m p99 time to the first answer token (after any reasoning) of probes to %s is {{ $value | humanizeDuration }}, above the %ss threshold for %s.", who, c.TTFATThresholdSeconds, c.TTFATBreachFor))
+	}
 
 	for _, h := range []Histogram{TTFT, ITL, TPOT} {
 		sel := `{mode="probe", quantile=~"0.5|0.99"}`

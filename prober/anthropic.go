@@ -1,0 +1,187 @@
+package prober
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/servingprobe/servingprobe/datasets"
+)
+
+// anthropic is Anthropic's Messages API, POST /v1/messages, as vLLM (its
+// anthropic entrypoint) and ollama (its anthropic middleware) serve it. A
+// stream is server-sent events, each with an "event:" line and a JSON
+// object whose "type" repeats it:
+//
+//	message_start        usage.input_tokens (output_tokens is 0 or 1, no count of ours)
+//	content_block_start  a text, thinking or tool_use block opens (no text)
+//	content_block_delta  text_delta (answer), thinking_delta (reasoning),
+//	                     input_json_delta (tool arguments), signature_delta (nothing)
+//	content_block_stop
+//	message_delta        delta.stop_reason and usage.output_tokens (ollama and vLLM
+//	                     also repeat input_tokens)
+//	message_stop         the end
+//	ping                 a keep-alive
+//	error                {"type":"error","error":{"type":...,"message":...}}, in a 200
+type anthropic struct{}
+
+var _ Backend = anthropic{}
+
+// The Messages endpoint, the API version it is spoken at (the one both
+// servers' converters implement), and Anthropic's API key header.
+const (
+	pathMessages          = "/v1/messages"
+	anthropicVersion      = "2023-06-01"
+	anthropicAPIKeyHeader = "x-api-key"
+)
+
+// anthropicMessages is the conversation: Anthropic takes only user and
+// assistant turns in "messages"; system turns go in the top-level "system".
+func anthropicMessages(p datasets.Prompt) (msgs []object, system string) {
+	if len(p.Messages) == 0 {
+		return []object{{{"role", "user"}, {"content", p.Text}}}, ""
+	}
+	for _, m := range p.Messages {
+		if m.Role == "system" {
+			system += m.Content
+			continue
+		}
+		msgs = append(msgs, object{{"role", m.Role}, {"content", m.Content}})
+	}
+	return msgs, system
+}
+
+func (anthropic) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, error) {
+	msgs, system := anthropicMessages(p)
+	body := object{{"model", modelFor(o, p)}}
+	if system != "" {
+		body = append(body, field{"system", system})
+	}
+	body = append(body,
+		field{"messages", msgs},
+		field{"max_tokens", p.OutputLen},
+		field{"stream", o.Stream},
+		field{"temperature", floatOr(o.Temperature, 0)},
+	)
+	if o.TopP != nil {
+		body = append(body, field{"top_p", pyFloat(*o.TopP)})
+	}
+	req, err := newJSONRequest(o, pathMessages, body, p)
+	if err == nil && req.Header.Get("anthropic-version") == "" {
+		req.Header.Set("anthropic-version", anthropicVersion)
+	}
+	return req, err
+}
+
+// anthropicUsage is the usage object of message_start's message and of
+// message_delta.
+type anthropicUsage struct {
+	InputTokens          int `json:"input_tokens"`
+	OutputTokens         int `json:"output_tokens"`
+	CacheReadInputTokens int `json:"cache_read_input_tokens"`
+}
+
+// anthropicEvent is one event of a Messages stream: the fields of every
+// type that servingprobe reads.
+type anthropicEvent struct {
+	Type    string `json:"type"`
+	Message *struct {
+		Usage *anthropicUsage `json:"usage"`
+	} `json:"message"` // message_start
+	Delta *struct {
+		Type        string  `json:"type"`
+		Text        string  `json:"text"`
+		Thinking    string  `json:"thinking"`
+		PartialJSON string  `json:"partial_json"`
+		StopReason  *string `json:"stop_reason"`
+	} `json:"delta"` // content_block_delta, message_delta
+	Usage *anthropicUsage `json:"usage"` // message_delta
+	Error json.RawMessage `json:"error"`
+}
+
+// anthropicErrorStatus is the HTTP status Anthropic's API gives each error
+// type (the mapping ollama's anthropic.NewError applies the other way).
+// Types it does not list (vLLM's "internal_error") state no status.
+var anthropicErrorStatus = map[string]int{
+	"invalid_request_error": 400,
+	"authentication_error":  401,
+	"permission_error":      403,
+	"not_found_error":       404,
+	"rate_limit_error":      429,
+	"api_error":             500,
+	"overloaded_error":      529,
+}
+
+// Decode reads one event. message_delta's usage is the request's count;
+// message_start's gives the input count only, since its output_tokens is
+// a placeholder (0 or 1) sent before any output.
+func (anthropic) Decode(ev SSEEvent) (Delta, error) {
+	if isDone(ev.Data) {
+		return Delta{Done: true}, nil
+	}
+	var e anthropicEvent
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return Delta{}, fmt.Errorf("decode anthropic event: %w", err)
+	}
+	if e.Type == "" {
+		e.Type = ev.Event
+	}
+	var d Delta
+	switch e.Type {
+	case "message_start":
+		if e.Message != nil && e.Message.Usage != nil && e.Message.Usage.InputTokens > 0 {
+			u := e.Message.Usage
+			d.Usage = Usage{PromptTokens: u.InputTokens, CachedTokens: u.CacheReadInputTokens, Source: TokenSourceUsage}
+		}
+	case "content_block_delta":
+		if e.Delta != nil {
+			switch e.Delta.Type {
+			case "text_delta":
+				d.Text = []byte(e.Delta.Text)
+			case "thinking_delta":
+				d.Text, d.Reasoning = []byte(e.Delta.Thinking), true
+			case "input_json_delta":
+				d.Text = []byte(e.Delta.PartialJSON)
+			}
+		}
+	case "message_delta":
+		if e.Usage != nil {
+			d.Usage = Usage{PromptTokens: e.Usage.InputTokens, CompletionTokens: e.Usage.OutputTokens,
+				CachedTokens: e.Usage.CacheReadInputTokens, Source: TokenSourceUsage}
+		}
+		if e.Delta != nil && e.Delta.StopReason != nil {
+			d.FinishReason = *e.Delta.StopReason
+		}
+	case "message_stop":
+		d.Done = true
+	case "error":
+		return Delta{}, anthropicError(e.Error)
+	default:
+		if len(e.Error) > 0 && string(e.Error) != "null" {
+			return Delta{}, anthropicError(e.Error)
+		}
+	}
+	return d, nil
+}
+
+// anthropicError reads an error object ({"type":..., "message":...}, or
+// another server's string) as a ServerError.
+func anthropicError(raw json.RawMessage) error {
+	var o struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &o) != nil {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			o.Message = s
+		} else {
+			o.Message = string(raw)
+		}
+	}
+	msg := o.Message
+	if o.Type != "" {
+		msg = o.Type + ": " + msg
+	}
+	return &ServerError{Message: truncate(msg, maxErrText), Status: anthropicErrorStatus[o.Type]}
+}

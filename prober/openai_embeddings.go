@@ -1,0 +1,80 @@
+package prober
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/servingprobe/servingprobe/datasets"
+)
+
+// openAIEmbeddings is /v1/embeddings, OpenAI's embeddings route as vLLM,
+// sglang and ollama serve it (bench_serving's sglang-embedding and
+// vllm-embedding backends, and openai-embeddings). The answer is one JSON
+// object, never a stream: {"object":"list","data":[{"object":"embedding",
+// "embedding":[...],"index":0}],"model":...,"usage":{"prompt_tokens":n,
+// "total_tokens":n}} (ollama's openai.EmbeddingList, vLLM's
+// EmbeddingResponse). Nothing is generated, so a request has an E2E
+// latency and an input count, and no first token, TPOT or ITL.
+type openAIEmbeddings struct{}
+
+var _ Backend = openAIEmbeddings{}
+
+// pathEmbeddings is the embeddings endpoint.
+const pathEmbeddings = "/v1/embeddings"
+
+// embeddingsInput is "input": the prompt's text, or its token ids when it
+// has only ids (the route takes either).
+func embeddingsInput(p datasets.Prompt) any {
+	if p.Text == "" && len(p.IDs) > 0 {
+		return p.IDs
+	}
+	return p.Text
+}
+
+func (openAIEmbeddings) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, error) {
+	body := object{
+		{"model", modelFor(o, p)},
+		{"input", embeddingsInput(p)},
+	}
+	o.Stream = false // the route answers with one object; asking for a stream would only change Accept
+	return newJSONRequest(o, pathEmbeddings, body, p)
+}
+
+// embeddingsResponse is the part of the answer servingprobe reads: how many
+// embeddings came back and the server's input count.
+type embeddingsResponse struct {
+	errorField
+	Data []struct {
+		Embedding json.RawMessage `json:"embedding"`
+	} `json:"data"`
+	Usage *struct {
+		PromptTokens int `json:"prompt_tokens"`
+	} `json:"usage"`
+}
+
+// errNoEmbeddings is an answer that decodes but holds no embedding.
+var errNoEmbeddings = errors.New("no embeddings in the response")
+
+// Decode reads the whole answer. It ends the request (a finish reason of
+// "stop": the route has no other) with the server's input count.
+func (openAIEmbeddings) Decode(ev SSEEvent) (Delta, error) {
+	var r embeddingsResponse
+	if err := json.Unmarshal(ev.Data, &r); err != nil {
+		return Delta{}, fmt.Errorf("decode embeddings response: %w", err)
+	}
+	if err := r.err(); err != nil {
+		return Delta{}, err
+	}
+	if len(r.Data) == 0 {
+		return Delta{}, errNoEmbeddings
+	}
+	d := Delta{FinishReason: "stop"}
+	if r.Usage != nil && r.Usage.PromptTokens > 0 {
+		d.Usage = Usage{PromptTokens: r.Usage.PromptTokens, Source: TokenSourceUsage}
+	}
+	return d, nil
+}
+
+func (openAIEmbeddings) framing() Framing { return Framing{NoOutput: true} }
