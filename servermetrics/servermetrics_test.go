@@ -206,12 +206,10 @@ func TestWatchFailSoft(t *testing.T) {
 		{"not found", notFound, "404 Not Found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			begin := time.Now()
+			// The slow case's reason names the timeout that bounded it: a
+			// read that waited on the server would say otherwise.
 			w := Start(t.Context(), tc.url, Options{Timeout: 200 * time.Millisecond, MaxBytes: 64 << 10, Interval: 10 * time.Millisecond})
 			r := w.Stop(t.Context(), 1)
-			if took := time.Since(begin); took > 2*time.Second {
-				t.Errorf("Start and Stop took %v", took)
-			}
 			if !strings.Contains(r.Missing, tc.want) || r.Source != tc.url {
 				t.Errorf("Report.Missing = %q, want it to contain %q", r.Missing, tc.want)
 			}

@@ -412,11 +412,9 @@ func TestBenchSLOSearchSlowServerBudget(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	// Generous: the budget bounds the search, not the tokenizer load or
-	// the ready check around it, and the machine is shared.
-	if wall > 60*time.Second {
-		t.Errorf("the search took %s with a 20 s budget", wall)
-	}
+	// The budget is held on what the points measured (below), not on the
+	// wall clock, which the tokenizer load, the ready check and a shared
+	// machine also spend.
 	recs := readRecords(t, out)
 	var measured time.Duration
 	held, failed := 0.0, 0.0
