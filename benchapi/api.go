@@ -16,7 +16,6 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/config"
-	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -136,7 +135,7 @@ func decodeRequest(r io.Reader, cfg *config.Config) (Request, *apiError) {
 	slices.Sort(names)
 	for _, k := range names {
 		if k != "target" && k != "module" && !slices.Contains(BodyKeys, k) {
-			return req, badRequest("unknown field %q (a body may set target, module and %s)", exporter.TruncateUTF8(k, 100), strings.Join(BodyKeys, ", "))
+			return req, badRequest("unknown field %q (a body may set target, module and %s)", prober.TruncateUTF8(k, 100), strings.Join(BodyKeys, ", "))
 		}
 	}
 	str := func(k string) (string, *apiError) {
@@ -146,7 +145,7 @@ func decodeRequest(r io.Reader, cfg *config.Config) (Request, *apiError) {
 		}
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
-			return "", badRequest("%s: want string, got JSON %s", k, exporter.TruncateUTF8(string(raw), 40))
+			return "", badRequest("%s: want string, got JSON %s", k, prober.TruncateUTF8(string(raw), 40))
 		}
 		return s, nil
 	}
@@ -159,7 +158,7 @@ func decodeRequest(r io.Reader, cfg *config.Config) (Request, *apiError) {
 	}
 	t, ok := cfg.Target(target)
 	if !ok {
-		return req, badRequest("target: no configured target %q", exporter.TruncateUTF8(target, 100))
+		return req, badRequest("target: no configured target %q", prober.TruncateUTF8(target, 100))
 	}
 	req.Target = t
 	if req.ModuleName, e = str("module"); e != nil {
@@ -173,7 +172,7 @@ func decodeRequest(r io.Reader, cfg *config.Config) (Request, *apiError) {
 	}
 	m, ok := cfg.Modules[req.ModuleName]
 	if !ok {
-		return req, badRequest("module: no configured module %q", exporter.TruncateUTF8(req.ModuleName, 100))
+		return req, badRequest("module: no configured module %q", prober.TruncateUTF8(req.ModuleName, 100))
 	}
 
 	// The module's bench, with the daemon's limits as the defaults, so
@@ -241,7 +240,7 @@ func patch(s *benchrun.Spec, key string, raw json.RawMessage) *apiError {
 	if key == "request_rate" && json.Unmarshal(raw, &str) == nil && str != "inf" {
 		// A record's rate may read "Infinity" (Python's); a body's is
 		// a number or "inf", as documented.
-		return badRequest("request_rate: want a number or \"inf\", got %q", exporter.TruncateUTF8(str, 40))
+		return badRequest("request_rate: want a number or \"inf\", got %q", prober.TruncateUTF8(str, 40))
 	}
 	one, _ := json.Marshal(map[string]json.RawMessage{key: raw})
 	if err := json.Unmarshal(one, s); err != nil {
@@ -251,7 +250,7 @@ func patch(s *benchrun.Spec, key string, raw json.RawMessage) *apiError {
 		}
 		msg := strings.TrimPrefix(err.Error(), "json: ")
 		if key == "max_duration" {
-			msg = "want a positive duration such as \"5m\", got " + exporter.TruncateUTF8(string(raw), 40)
+			msg = "want a positive duration such as \"5m\", got " + prober.TruncateUTF8(string(raw), 40)
 		}
 		return badRequest("%s: %s", key, msg)
 	}
@@ -263,7 +262,7 @@ func patch(s *benchrun.Spec, key string, raw json.RawMessage) *apiError {
 func checkLimits(s *benchrun.Spec, keys map[string]json.RawMessage, lim config.Bench) *apiError {
 	given := func(k string) bool { _, ok := keys[k]; return ok }
 	if given("dataset_name") && !slices.Contains(datasetNames, s.Dataset) {
-		return badRequest("dataset_name: %q is not one of %s (datasets that read files come from a module)", exporter.TruncateUTF8(s.Dataset, 100), strings.Join(datasetNames, ", "))
+		return badRequest("dataset_name: %q is not one of %s (datasets that read files come from a module)", prober.TruncateUTF8(s.Dataset, 100), strings.Join(datasetNames, ", "))
 	}
 	for _, f := range []struct {
 		key string

@@ -292,7 +292,7 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	view := run.view
 	run.mu.Unlock()
 	red := b.d.Redactor()
-	view.Status, view.Ended, view.Error = status, &et, exporter.TruncateUTF8(red.Redact(msg), 2000)
+	view.Status, view.Ended, view.Error = status, &et, prober.TruncateUTF8(red.Redact(msg), 2000)
 	// The summary carries the target's /server_info answer verbatim; a
 	// server that echoes request headers there would hand our credentials
 	// to the results file and the API.

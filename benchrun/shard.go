@@ -56,12 +56,12 @@ type Shard struct {
 func ParseShard(s string) (Shard, error) {
 	i, n, ok := strings.Cut(s, "/")
 	if !ok {
-		return Shard{}, fmt.Errorf("want I/N (shard I of N, from 0), got %q", truncate(s, 40))
+		return Shard{}, fmt.Errorf("want I/N (shard I of N, from 0), got %q", prober.TruncateUTF8(s, 40))
 	}
 	idx, err1 := strconv.Atoi(strings.TrimSpace(i))
 	cnt, err2 := strconv.Atoi(strings.TrimSpace(n))
 	if err1 != nil || err2 != nil {
-		return Shard{}, fmt.Errorf("want I/N with whole numbers, got %q", truncate(s, 40))
+		return Shard{}, fmt.Errorf("want I/N with whole numbers, got %q", prober.TruncateUTF8(s, 40))
 	}
 	return Shard{Index: idx, Count: cnt}, nil
 }

@@ -346,11 +346,11 @@ func (s *Spec) Validate() error {
 	}
 	for _, u := range s.ServerMetrics {
 		if v, err := url.Parse(u); err != nil || (v.Scheme != "http" && v.Scheme != "https") || v.Host == "" {
-			p.add("server_metrics", "want an http or https URL, got %q", truncate(u, 80))
+			p.add("server_metrics", "want an http or https URL, got %q", prober.TruncateUTF8(u, 80))
 		}
 	}
 	if s.Stats != "" && s.Stats != bench.StatsExact && s.Stats != bench.StatsSketch {
-		p.add("stats", "must be %s or %s, got %q", bench.StatsExact, bench.StatsSketch, truncate(s.Stats, 40))
+		p.add("stats", "must be %s or %s, got %q", bench.StatsExact, bench.StatsSketch, prober.TruncateUTF8(s.Stats, 40))
 	}
 	if s.Sweep != nil {
 		s.Sweep.validate(s, &p)

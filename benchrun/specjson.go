@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 // A Spec's JSON is a bench window's body (POST /api/v1/benches) and what
@@ -39,7 +40,7 @@ func (d *jsonDuration) UnmarshalJSON(b []byte) error {
 	}
 	v, err := model.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("want a duration such as \"5m\", got %q", truncate(s, 40))
+		return fmt.Errorf("want a duration such as \"5m\", got %q", prober.TruncateUTF8(s, 40))
 	}
 	*d = jsonDuration(v)
 	return nil
@@ -278,7 +279,7 @@ func (w *SweepSpec) UnmarshalJSON(b []byte) error {
 		case bench.ByMaxConcurrency:
 			w.By = bench.ByMaxConcurrency
 		default:
-			return fmt.Errorf("slo_search: want %s or %s, got %q", bench.ByRequestRate, bench.ByMaxConcurrency, truncate(j.SLOSearch, 40))
+			return fmt.Errorf("slo_search: want %s or %s, got %q", bench.ByRequestRate, bench.ByMaxConcurrency, prober.TruncateUTF8(j.SLOSearch, 40))
 		}
 	}
 	if j.Points != nil {
@@ -379,15 +380,3 @@ func (p *problems) err() error {
 	}
 	return p.list
 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/report"
 )
 
@@ -226,7 +227,7 @@ var landingTmpl = template.Must(template.Must(template.New("landing").Funcs(benc
 		return fmt.Sprintf("%.1f%% (%d/%d)", 100*float64(ok)/float64(n), ok, n)
 	},
 	"time":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"trunc": func(s string) string { return TruncateUTF8(s, 200) },
+	"trunc": func(s string) string { return prober.TruncateUTF8(s, 200) },
 }).Parse(`
 <h2>Targets</h2>
 {{if not .Targets}}<p>No target is configured.</p>{{else}}

@@ -6,24 +6,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-kit/log"
 	"github.com/go-logfmt/logfmt"
+	"github.com/servingprobe/servingprobe/prober"
 )
-
-// TruncateUTF8 cuts s to at most n bytes without splitting a rune, marking
-// the cut with an ellipsis.
-func TruncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
-}
 
 // probeLog captures one probe's log records at every level, for the
 // history and /probe?debug. Records are kept unformatted: a probe pays for
@@ -76,7 +63,7 @@ func (l *probeLog) Log(kv ...any) error {
 			str = fmt.Sprint(v)
 		}
 		if len(str) > maxProbeLogBytes {
-			str, l.cut = TruncateUTF8(str, maxProbeLogBytes), true // a new string
+			str, l.cut = prober.TruncateUTF8(str, maxProbeLogBytes), true // a new string
 		} else if _, ok := v.(string); ok {
 			str = strings.Clone(str) // it may be a slice of a large server response
 		}

@@ -183,5 +183,5 @@ func anthropicError(raw json.RawMessage) error {
 	if o.Type != "" {
 		msg = o.Type + ": " + msg
 	}
-	return &ServerError{Message: truncate(msg, maxErrText), Status: anthropicErrorStatus[o.Type]}
+	return &ServerError{Message: TruncateUTF8(msg, maxErrText), Status: anthropicErrorStatus[o.Type]}
 }

@@ -178,27 +178,27 @@ type errorField struct {
 
 func (e errorField) err() error {
 	if e.Object == "error" {
-		return &ServerError{Message: truncate(e.Message, maxErrText), Status: statedStatus(e.Code)}
+		return &ServerError{Message: TruncateUTF8(e.Message, maxErrText), Status: statedStatus(e.Code)}
 	}
 	raw := bytes.TrimSpace(e.Error)
 	switch string(raw) {
 	case "", "null", "false":
 		return nil
 	case "true":
-		return &ServerError{Message: truncate(e.Message, maxErrText), Status: statedStatus(e.Status)}
+		return &ServerError{Message: TruncateUTF8(e.Message, maxErrText), Status: statedStatus(e.Status)}
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return &ServerError{Message: truncate(s, maxErrText)}
+		return &ServerError{Message: TruncateUTF8(s, maxErrText)}
 	}
 	var o struct {
 		Message string          `json:"message"`
 		Code    json.RawMessage `json:"code"`
 	}
 	if json.Unmarshal(raw, &o) == nil && o.Message != "" {
-		return &ServerError{Message: truncate(o.Message, maxErrText), Status: statedStatus(o.Code)}
+		return &ServerError{Message: TruncateUTF8(o.Message, maxErrText), Status: statedStatus(o.Code)}
 	}
-	return &ServerError{Message: truncate(string(raw), maxErrText), Status: statedStatus(o.Code)}
+	return &ServerError{Message: TruncateUTF8(string(raw), maxErrText), Status: statedStatus(o.Code)}
 }
 
 // statedStatus reads an error's code as an HTTP status: an integer from 400
@@ -228,15 +228,17 @@ func finishError(d *Delta) error {
 	if text := d.TextString(); text != "" {
 		msg += ": " + text
 	}
-	return &ServerError{Message: truncate(msg, maxErrText)}
+	return &ServerError{Message: TruncateUTF8(msg, maxErrText)}
 }
 
 // maxErrText bounds any server-provided text that reaches Result.Err.
 const maxErrText = 512
 
-// truncate cuts s to at most n bytes on a rune boundary and replaces
-// invalid UTF-8, so error text is printable and bounded.
-func truncate(s string, n int) string {
+// TruncateUTF8 cuts s to at most n bytes on a rune boundary, marking the
+// cut with an ellipsis, and replaces invalid UTF-8, so that text from a
+// server or an HTTP caller is printable and bounded wherever it is shown
+// (errors, logs, API messages).
+func TruncateUTF8(s string, n int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s

@@ -85,7 +85,7 @@ const wrongProtocolSSE = "the server streams server-sent events, which this back
 // LLM server sends with a usable body.
 func checkResponseFormat(h http.Header) error {
 	if ce := strings.TrimSpace(h.Get("Content-Encoding")); ce != "" && !strings.EqualFold(ce, "identity") {
-		return &FormatError{Header: "Content-Encoding", Value: truncate(ce, 64)}
+		return &FormatError{Header: "Content-Encoding", Value: TruncateUTF8(ce, 64)}
 	}
 	if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "text/html" {
 		return &FormatError{Header: "Content-Type", Value: mt}

@@ -129,7 +129,7 @@ func DetectModelWithHeaders(ctx context.Context, c *http.Client, baseURL string,
 		return "", fmt.Errorf("detect model: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("detect model: %w", &StatusError{Code: resp.StatusCode, Body: truncate(strings.TrimSpace(string(b)), maxErrorBody)})
+		return "", fmt.Errorf("detect model: %w", &StatusError{Code: resp.StatusCode, Body: TruncateUTF8(strings.TrimSpace(string(b)), maxErrorBody)})
 	}
 	var m struct {
 		Data []struct {

@@ -149,9 +149,9 @@ func (openAIResponses) Decode(ev SSEEvent) (Delta, error) {
 		if r := e.Response; r != nil && r.Error != nil {
 			msg, status = r.Error.Message, statedStatus(r.Error.Code)
 		}
-		return Delta{}, &ServerError{Message: truncate(msg, maxErrText), Status: status}
+		return Delta{}, &ServerError{Message: TruncateUTF8(msg, maxErrText), Status: status}
 	case "error":
-		return Delta{}, &ServerError{Message: truncate(e.Message, maxErrText), Status: statedStatus(e.Code)}
+		return Delta{}, &ServerError{Message: TruncateUTF8(e.Message, maxErrText), Status: statedStatus(e.Code)}
 	}
 	return d, nil
 }

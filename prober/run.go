@@ -198,7 +198,7 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	if resp.StatusCode != http.StatusOK {
 		snippet, rerr := io.ReadAll(io.LimitReader(body, maxErrorBody))
 		res.End = time.Now()
-		se := &StatusError{Code: resp.StatusCode, Body: truncate(strings.TrimSpace(string(snippet)), maxErrorBody)}
+		se := &StatusError{Code: resp.StatusCode, Body: TruncateUTF8(strings.TrimSpace(string(snippet)), maxErrorBody)}
 		if rerr != nil && se.Body == "" {
 			se.Body = "(reading body: " + rerr.Error() + ")"
 		}
@@ -215,11 +215,11 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	format := FormatFor(ct, p.Options.Stream && !fr.NoOutput)
 	if p.Options.Stream && format == FormatNDJSON && !fr.NDJSON {
 		res.End = time.Now()
-		return &FormatError{Header: "Content-Type", Value: truncate(ct, 64), Why: wrongProtocolNDJSON}
+		return &FormatError{Header: "Content-Type", Value: TruncateUTF8(ct, 64), Why: wrongProtocolNDJSON}
 	}
 	if p.Options.Stream && format == FormatSSE && fr.NDJSON {
 		res.End = time.Now()
-		return &FormatError{Header: "Content-Type", Value: truncate(ct, 64), Why: wrongProtocolSSE}
+		return &FormatError{Header: "Content-Type", Value: TruncateUTF8(ct, 64), Why: wrongProtocolSSE}
 	}
 	if fr.Raw && p.Options.Stream && isRawType(ct) {
 		format = FormatRawOrSSE // SSE passed through under the raw type is still SSE
@@ -330,7 +330,7 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 				// Recognised by its first bytes, whatever the headers said:
 				// decoded as this protocol, every event would be empty.
 				res.End = at
-				return &FormatError{Header: "body", Value: truncate(string(ev.Data[:min(len(ev.Data), 32)]), 40), Why: wrongProtocolSSE}
+				return &FormatError{Header: "body", Value: TruncateUTF8(string(ev.Data[:min(len(ev.Data), 32)]), 40), Why: wrongProtocolSSE}
 			}
 			d := &st.delta
 			if sr.format == FormatRaw {

@@ -134,7 +134,7 @@ func sglangFinishReason(raw json.RawMessage) (string, error) {
 		if msg == "" {
 			msg = `finish_reason "abort"`
 		}
-		return "", &ServerError{Message: truncate(msg, maxErrText), Status: statedStatus(o.StatusCode)}
+		return "", &ServerError{Message: TruncateUTF8(msg, maxErrText), Status: statedStatus(o.StatusCode)}
 	}
 	return o.Type, nil
 }
