@@ -451,6 +451,31 @@ func TestSurfacesExact(t *testing.T) {
 			if probe.TTFT != bv.TTFT || probe.TTFT != dv.TTFT {
 				t.Errorf("TTFT: probe %v s, bench ttfts[0] %v s, daemon histogram %v s; want one value", probe.TTFT, bv.TTFT, dv.TTFT)
 			}
+			// Time to the first answer token: the probe's value is the one
+			// observation of the daemon's histogram, and a stream that
+			// reasoned first answers after its first token. The probe
+			// shows it only for a stream that reasoned; for the others the
+			// histogram holds their TTFT (docs/metrics.md).
+			var pa struct {
+				TTFAT *float64 `json:"ttfat_seconds"`
+			}
+			if err := json.Unmarshal(pj.Bytes(), &pa); err != nil {
+				t.Fatal(err)
+			}
+			var ttfatCount uint64
+			var ttfatSum float64
+			for _, mt := range byName["servingprobe_time_to_first_answer_token_seconds"].GetMetric() {
+				ttfatCount += mt.GetHistogram().GetSampleCount()
+				ttfatSum += mt.GetHistogram().GetSampleSum()
+			}
+			switch {
+			case pa.TTFAT == nil && (ttfatCount != 1 || ttfatSum != probe.TTFT):
+				t.Errorf("TTFAT of a stream without reasoning: daemon histogram %d observations summing to %v s, want its TTFT %v s", ttfatCount, ttfatSum, probe.TTFT)
+			case pa.TTFAT != nil && (ttfatCount != 1 || ttfatSum != *pa.TTFAT):
+				t.Errorf("TTFAT: probe %v s, daemon histogram %d observations summing to %v s; want one value", *pa.TTFAT, ttfatCount, ttfatSum)
+			case pa.TTFAT != nil && strings.Contains(tr.id(), "reasoning") && !(*pa.TTFAT > probe.TTFT):
+				t.Errorf("TTFAT %v s of a reasoning stream is not after its TTFT %v s", *pa.TTFAT, probe.TTFT)
+			}
 			// Per-token ITL: the same list from the probe and the JSONL;
 			// the daemon's histogram has its count, sum and buckets.
 			if diff := cmp.Diff(probe.ITLs, bv.ITLs); diff != "" {
