@@ -133,6 +133,7 @@ type Accumulator struct {
 	nSched, nSent                        int
 
 	start time.Time // what the details' times count from
+	cache cacheTally
 }
 
 // NewAccumulator returns an empty Accumulator for a run with parameters p.
@@ -146,6 +147,7 @@ func NewAccumulator(p Params) *Accumulator {
 		perToken: !p.Compat.ChunkITL || p.SplitChunkGaps,
 		stats:    &exactStats{bucketConcurrency: p.Compat.BucketConcurrency},
 		details:  noDetails{},
+		cache:    cacheTally{on: p.CacheReport},
 	}
 	if p.Stats == StatsSketch {
 		a.stats = newSketchStats(p.Compat.BucketConcurrency)
@@ -199,6 +201,7 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 	} else {
 		a.outcomes[r.Outcome]++
 	}
+	a.cache.add(&r, rec.ok, in)
 	if r.Clock != "" {
 		a.clocks[r.Clock]++
 	}
@@ -451,6 +454,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		start = a.minSent // the first request sent, whatever the order of Add
 	}
 	a.details.fill(&s, start)
+	a.cache.fill(&s, p.CostPerHour)
 	s.Shard = shardOf(p.Shard, start, a.stats)
 	return s, nil
 }

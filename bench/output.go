@@ -112,6 +112,7 @@ func (s *Summary) WriteTable(w io.Writer) error {
 		}
 		t.f2("Max ITL (ms):", s.ITL.Max)
 	}
+	s.writeCacheReport(t)
 	t.line(strings.Repeat("=", 50))
 	s.writeExtras(t)
 	return t.w.Flush()
@@ -181,6 +182,7 @@ func (s *Summary) writeExtras(t *tableWriter) {
 		t.row("Compat:", c)
 	}
 	s.writeServer(t)
+	s.writeCostEnergy(t)
 	s.writeShardRows(t)
 	t.line(strings.Repeat("=", 50))
 }
@@ -283,6 +285,7 @@ func (s *Summary) record(o JSONOptions) ([]byte, error) {
 		field{"max_output_tokens_per_s", s.MaxOutputTokensPerS},
 		field{"max_concurrent_requests", s.MaxConcurrentRequests},
 	)
+	r = s.appendCacheReport(r)
 	if !o.StandardOnly {
 		r = s.appendExtras(r)
 		if s.Sweep != nil {
@@ -462,6 +465,7 @@ func (s *Summary) appendExtras(r record) record {
 		field{"compat", compat},
 	)
 	sp = append(sp, s.serverFields()...)
+	sp = append(sp, s.costEnergyFields()...)
 	// Only a shard and a merge have these keys: a run in one process
 	// keeps its record as it always was.
 	if s.Shard != nil {

@@ -89,6 +89,7 @@ type Params struct {
 	// StoppedInterrupted, StoppedConversations, one of the Ended* reasons
 	// of an SLO search's point, or "" when every prompt was sent.
 	Stopped string
+	CacheCostParams // --cache-report and --cost-per-hour (cachereport.go)
 }
 
 // Why a run ended before sending every prompt. StoppedConversations: the
@@ -330,6 +331,7 @@ type Summary struct {
 	// Merged, on the merge of a run's shards, says what was merged and
 	// keeps each shard's own figures; nil otherwise.
 	Merged *MergeInfo `json:"merged,omitempty"`
+	CacheCost // --cache-report and --cost-per-hour (cachereport.go, cost.go)
 }
 
 // ReasoningSummary is the answer phase of a run whose requests reasoned

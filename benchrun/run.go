@@ -420,6 +420,11 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 		extra["bootstrap_host"] = FakeBootstrapHost
 		extra["bootstrap_room"] = 0
 	}
+	if s.CacheReport && info.SGLang && info.Protocol != prober.ProtocolSGLangGenerate {
+		// bench_serving's --cache-report asks sglang's OpenAI routes for
+		// the cache tiers' split (sglext.cached_tokens_details).
+		extra["return_cached_tokens_details"] = true
+	}
 	switch info.Protocol {
 	case prober.ProtocolOpenAICompletions:
 		if s.ReturnLogprob && s.TopLogprobsNum > 0 {

@@ -88,6 +88,14 @@ type Spec struct {
 	// bootstrap_room) to every request of an sglang backend, for
 	// decode-only benchmarking of a disaggregated server.
 	FakePrefill bool `json:"fake_prefill"`
+	// CacheReport is bench_serving's --cache-report: add up the cached
+	// prompt tokens the server states per response (bench.CacheReport);
+	// on sglang's OpenAI routes each request then asks for them with
+	// "return_cached_tokens_details": true.
+	CacheReport bool `json:"cache_report"`
+	// CostPerHour is the serving hardware's price per hour in USD, for
+	// the cost per million input and output tokens (bench.Cost); 0: none.
+	CostPerHour float64 `json:"cost_per_hour"`
 
 	LoRANames        []string `json:"lora_name"`
 	LoRADistribution string   `json:"lora_request_distribution"`
@@ -258,6 +266,9 @@ func (s *Spec) Validate() error {
 			p.add(field, "must be above 0, got %v", v)
 		}
 	}
+	if !(s.CostPerHour >= 0) || math.IsInf(s.CostPerHour, 0) {
+		p.add("cost_per_hour", "must be a finite number of USD at least 0, got %v", s.CostPerHour)
+	}
 	atLeast("num_prompts", s.NumPrompts, 1)
 	if math.IsNaN(s.RequestRate) || s.RequestRate <= 0 {
 		p.add("request_rate", "must be > 0 (inf sends all at once), got %v", s.RequestRate)
@@ -398,6 +409,7 @@ func (s *Spec) Params() bench.Params {
 		DetailsNoTexts:     s.DetailsNoTexts,
 		SpoolDetails:       s.SpoolDetails,
 		Stats:              s.Stats,
+		CacheCostParams:    bench.CacheCostParams{CacheReport: s.CacheReport, CostPerHour: s.CostPerHour},
 	}
 }
 

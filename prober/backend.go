@@ -67,7 +67,10 @@ type Delta struct {
 	SpecAcceptLength float64
 	// Server holds the timings a server states at the end (ollama).
 	Server ServerTimings
-	Done   bool // [DONE] or a terminal event
+	// CacheDetails is sglang's split of the cached prompt tokens by cache
+	// tier, when the event carries one; nil otherwise.
+	CacheDetails *CacheDetails
+	Done         bool // [DONE] or a terminal event
 }
 
 // HasUsage reports whether the event carried a usage block.

@@ -53,7 +53,8 @@ type completionsChunk struct {
 		Text         string  `json:"text"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *usageJSON `json:"usage"`
+	Usage  *usageJSON  `json:"usage"`
+	SGLExt *sglextJSON `json:"sglext"`
 }
 
 func (openAICompletions) Decode(ev SSEEvent) (Delta, error) {
@@ -145,6 +146,8 @@ func scanCompletionsText(data []byte) (Delta, textPart, bool) {
 			})
 		case "usage":
 			ok = m.Once(1) && usageField(&s, &d.Usage)
+		case "sglext":
+			ok = s.Null() // an sglext object: decodeCompletionsJSON reads it
 		case "id", "created", "model", "system_fingerprint":
 			ok = s.Skip()
 		default:

@@ -150,6 +150,9 @@ type Result struct {
 	OutputTokens       int         `json:"output_tokens,omitzero"`
 	OutputTokensSource TokenSource `json:"output_tokens_source,omitzero"`
 	CachedTokens       int         `json:"cached_tokens,omitzero"` // prompt tokens the server reported as cached
+	// CacheDetails is sglang's split of the cached tokens by cache tier,
+	// from the last event that carried one; nil when none did.
+	CacheDetails *CacheDetails `json:"cache_details,omitempty"`
 	// ReasoningTokens is the part of OutputTokens that went to reasoning:
 	// the server's count where it states one above 0 (source usage), else
 	// the per-event counts of the reasoning events added up (source

@@ -355,6 +355,9 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			if d.FinishReason != "" {
 				res.FinishReason, finished = d.FinishReason, true
 			}
+			if d.CacheDetails != nil {
+				res.CacheDetails = d.CacheDetails // the last wins, as bench_serving's
+			}
 			if d.SpecAcceptLength > 0 {
 				res.SpecAcceptLength = d.SpecAcceptLength
 			}
@@ -459,6 +462,7 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			res.ReasoningTokens, res.ReasoningTokensSource = final.ReasoningTokens, final.Source
 		}
 	}
+	applyCacheDetails(res, res.CacheDetails)
 	if err == nil && len(res.Events) == 0 && res.GeneratedText == "" && res.OutputTokens == 0 && !fr.NoOutput {
 		return ErrEmptyOutput
 	}

@@ -58,6 +58,9 @@ type sglangChunk struct {
 		CompletionTokens int             `json:"completion_tokens"`
 		CachedTokens     int             `json:"cached_tokens"`
 		SpecAcceptLength float64         `json:"spec_accept_length"`
+		// CachedTokensDetails is the cache tiers' split, which sglang
+		// sends when its hierarchical cache is on.
+		CachedTokensDetails *cacheDetailsJSON `json:"cached_tokens_details"`
 	} `json:"meta_info"`
 }
 
@@ -104,6 +107,7 @@ func decodeSGLangJSON(data []byte) (Delta, error) {
 		}
 		d.FinishReason = fr
 		d.SpecAcceptLength = m.SpecAcceptLength
+		d.CacheDetails = m.CachedTokensDetails.details(false)
 	}
 	return d, nil
 }
@@ -211,6 +215,8 @@ func metaInfo(s *jsonscan.Scanner, d *Delta) bool {
 			ok = m.Once(3) && s.Int(&u.CachedTokens)
 		case "spec_accept_length":
 			ok = m.Once(4) && s.Float(&d.SpecAcceptLength)
+		case "cached_tokens_details":
+			ok = s.Null() // an object: decodeSGLangJSON reads it
 		case "id", "weight_version", "e2e_latency":
 			ok = s.Skip()
 		default:

@@ -37,6 +37,9 @@ type Snapshot struct {
 	// Unknown are the families under an engine's prefix that Names does
 	// not hold, sorted.
 	Unknown []string
+	// GPU holds a DCGM exporter's energy and power (energy.go); nil when
+	// the endpoint is no DCGM exporter.
+	GPU *GPUReading
 }
 
 // Gauge is a gauge's sum over its series and the number of series, so
@@ -74,6 +77,9 @@ func Parse(r io.Reader) (*Snapshot, error) {
 		base := name
 		if mf.GetType() == dto.MetricType_COUNTER || mf.GetType() == dto.MetricType_UNTYPED {
 			base = strings.TrimSuffix(name, "_total")
+		}
+		if readDCGM(s, name, mf) {
+			continue
 		}
 		kind, ok := known[base]
 		if !ok {

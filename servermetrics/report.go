@@ -38,6 +38,9 @@ type Report struct {
 	// Unknown are the engine families the endpoint exposes that the
 	// table does not read.
 	Unknown []string
+	// Energy is the GPUs' energy over the run when the endpoint is a DCGM
+	// exporter (energy.go); nil otherwise.
+	Energy *Energy
 }
 
 // Latency is one server histogram over the run, in seconds.
@@ -131,6 +134,7 @@ func GaugeValues(s *Snapshot) map[Kind]float64 {
 			v[k] = g.Sum
 		}
 	}
+	addGPUPower(s, v)
 	return v
 }
 
@@ -138,7 +142,7 @@ func GaugeValues(s *Snapshot) map[Kind]float64 {
 // in between into a Report. A family that appears only at the end (an
 // engine that creates its series on the first request) counts from zero.
 func Compute(start, end *Snapshot, samples []Sample) Report {
-	r := Report{PrefixHitRate: math.NaN(), Samples: samples, Unknown: end.Unknown}
+	r := Report{PrefixHitRate: math.NaN(), Samples: samples, Unknown: end.Unknown, Energy: computeEnergy(start, end, samples)}
 	engines := map[string]int{}
 	for _, k := range LatencyKinds {
 		n, ok := pick(k, func(m string) bool { _, ok := end.Histograms[m]; return ok })

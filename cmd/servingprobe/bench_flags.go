@@ -46,12 +46,6 @@ type benchFlags struct {
 	shardCount int
 	// mooncakeWorkload only names the trace (--dataset-path reads it).
 	mooncakeWorkload string
-	// unused holds the values of flags that are parsed only to be refused
-	// (unsupported) or that change nothing here.
-	unused struct {
-		cacheReport bool
-	}
-
 	remote remoteFlags
 
 	// set records which flags the user gave; keys maps a flag to the
@@ -350,7 +344,8 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	})
 	p("logprob-start-len", "sglang /generate logprob_start_len.", intValue(&s.LogprobStartLen))
 	b.bool("return-routed-experts", "return_routed_experts", "sglang /generate return_routed_experts.", &s.ReturnRoutedExperts)
-	b.bool("cache-report", "", "Not supported.", &f.unused.cacheReport)
+	b.bool("cache-report", "cache_report", "Print bench_serving's Cache Hit Details (prompt tokens the server served from its prefix cache, from sglang's sglext or meta_info, else the usage block's cached_tokens) and add cache_report to the JSONL; on sglang's OpenAI routes each request asks for return_cached_tokens_details.", &s.CacheReport)
+	p("cost-per-hour", "Price of the serving hardware per hour in USD (>= 0): prints and records the cost per million input and per million output tokens, each the hour's price x the run's duration / that side's tokens x 1e6 (the whole price charged to each side, not split).", floatValue(&s.CostPerHour))
 
 	p("seed", "Seed of prompt sampling, LoRA picks and arrivals.", int64Value(&s.Seed))
 	b.bool("disable-ignore-eos", "disable_ignore_eos", "Do not send ignore_eos (it is sent as true by default).", &s.DisableIgnoreEOS)
@@ -479,9 +474,7 @@ func (f *benchFlags) given(name string) bool { p := f.set[name]; return p != nil
 
 // unsupported are the flags we parse, so that scripts written for
 // bench_serving get a clear message instead of "unknown flag".
-var unsupported = map[string]string{
-	"cache-report": "the cache hit report is not implemented",
-}
+var unsupported = map[string]string{}
 
 // unsupportedBackends are bench_serving backends we do not speak.
 var unsupportedBackends = map[string]string{

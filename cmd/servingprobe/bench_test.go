@@ -143,7 +143,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		args []string
 		want string // in the parse or spec error
 	}{
-		{"cache report", []string{"--cache-report"}, "--cache-report is not supported"},
+		{"cost per hour", []string{"--cost-per-hour=-1"}, "--cost-per-hour: must be a finite number of USD at least 0, got -1"},
 		{"gserver", []string{"--backend", "gserver"}, "--backend gserver is not supported: Custom server (Not Implemented yet in this script)"},
 		{"unknown backend", []string{"--backend", "tgi"}, `--backend "tgi": unknown backend (one of anthropic, lmdeploy,`},
 		{"unknown flag", []string{"--num-prompt", "3"}, "unknown long flag '--num-prompt'"},
@@ -178,6 +178,29 @@ func TestBenchFlagErrors(t *testing.T) {
 				t.Errorf("bench %v: error %v, want it to contain %q", tc.args, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestBenchCacheCostFlags: --cache-report and --cost-per-hour bind into the
+// Spec and its bench.Params, and --help no longer calls --cache-report
+// unsupported.
+func TestBenchCacheCostFlags(t *testing.T) {
+	f, err := parseBenchFlags(t, "--cache-report", "--cost-per-hour", "2.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.benchSpec(noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.CacheReport || s.CostPerHour != 2.5 {
+		t.Errorf("spec cache_report %v, cost_per_hour %v; want true, 2.5", s.CacheReport, s.CostPerHour)
+	}
+	if p := s.Params(); !p.CacheReport || p.CostPerHour != 2.5 {
+		t.Errorf("params %+v; want cache report and 2.5", p.CacheCostParams)
+	}
+	if len(unsupported) != 0 {
+		t.Errorf("unsupported flags %v, want none", unsupported)
 	}
 }
 

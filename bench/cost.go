@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/servingprobe/servingprobe/servermetrics"
+)
+
+// Cost is the run's price per million tokens from --cost-per-hour: the
+// hour's price times the run's duration in hours, divided by the tokens
+// of one side, times a million. The whole price is charged to each side
+// (not split between them), as the throughput-based cost estimates of
+// other benchmarks do (the hardware's hourly rate over the tokens it
+// produces an hour): the input figure is what a million prompt tokens
+// cost at this run's input throughput, the output figure likewise, and
+// the two must not be added. A side with no tokens has no figure (NaN,
+// null in the JSONL).
+type Cost struct {
+	PerHour                float64
+	PerMillionInputTokens  float64
+	PerMillionOutputTokens float64
+}
+
+// Cost computes the run's Cost; ok is false without --cost-per-hour.
+func (s *Summary) Cost() (c Cost, ok bool) {
+	if s.CostPerHour <= 0 || math.IsNaN(s.CostPerHour) {
+		return Cost{}, false
+	}
+	spent := s.CostPerHour * s.Duration / 3600
+	per := func(tokens int) float64 {
+		if tokens <= 0 || s.Duration <= 0 {
+			return math.NaN()
+		}
+		return spent / float64(tokens) * 1e6
+	}
+	return Cost{PerHour: s.CostPerHour, PerMillionInputTokens: per(s.TotalInputTokens), PerMillionOutputTokens: per(s.TotalOutputTokens)}, true
+}
+
+// Energy is the GPUs' energy over the run from the first --server-metrics
+// source that is a DCGM exporter, with that source's URL; ok is false when
+// no source exposed a DCGM energy or power family.
+func (s *Summary) Energy() (e *servermetrics.Energy, source string, ok bool) {
+	var first *servermetrics.Energy
+	var firstSrc string
+	for i := range s.Server {
+		r := &s.Server[i]
+		if r.Energy == nil {
+			continue
+		}
+		if r.Energy.Method != "" {
+			return r.Energy, r.Source, true
+		}
+		if first == nil {
+			first, firstSrc = r.Energy, r.Source
+		}
+	}
+	return first, firstSrc, first != nil
+}
+
+// usd writes a price with four decimals, "n/a" when there is none.
+func usd(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "n/a (no tokens)"
+	}
+	return strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+// energyMissing says why there is no energy when more than one metrics
+// source was read and none was a DCGM exporter: the second source was
+// meant to be one.
+func (s *Summary) energyMissing() string {
+	if len(s.Server) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("no --server-metrics source exposes %s or %s", servermetrics.DCGMEnergy, servermetrics.DCGMPower)
+}
+
+// writeCostEnergy writes the cache report's agreement with the server,
+// the energy and the cost lines of servingprobe's block, after the
+// Server metrics sections.
+func (s *Summary) writeCostEnergy(t *tableWriter) {
+	s.writeCacheAgreement(t)
+	e, src, ok := s.Energy()
+	why := s.energyMissing()
+	if ok || why != "" {
+		t.line(center("Energy", '-', 50))
+	}
+	switch {
+	case ok && e.Method != "":
+		t.row("Energy source:", src)
+		how := fmt.Sprintf("%s counter, %d GPUs", servermetrics.DCGMEnergy, e.GPUs)
+		if e.Method == servermetrics.EnergyPowerEstimate {
+			how = fmt.Sprintf("estimate: %s integrated over the samples, %d GPUs", servermetrics.DCGMPower, e.GPUs)
+		}
+		t.row("Energy (J):", pyFixed2(e.Joules)+" ("+how+")")
+		if v := e.PerOutputToken(s.TotalOutputTokens); !math.IsNaN(v) {
+			t.row("Energy per output token (J):", strconv.FormatFloat(v, 'f', 4, 64))
+		} else {
+			t.row("Energy per output token (J):", "n/a (no output tokens)")
+		}
+	case ok:
+		t.row("Energy source:", src)
+		t.row("Energy:", "not measured: "+e.Missing)
+	case why != "":
+		t.row("Energy:", "not measured: "+why)
+	}
+	if c, ok := s.Cost(); ok {
+		t.line(center("Cost", '-', 50))
+		t.row("Cost per hour (USD):", strconv.FormatFloat(c.PerHour, 'f', -1, 64))
+		t.row("Cost per 1M input tokens (USD):", usd(c.PerMillionInputTokens))
+		t.row("Cost per 1M output tokens (USD):", usd(c.PerMillionOutputTokens))
+		t.row("Cost basis:", "the hour's price x duration / tokens x 1e6, whole price to each side")
+	}
+}
+
+// costEnergyFields are the servingprobe object's "cache_vs_server",
+// "energy" and "cost" keys, each present only when its table lines are.
+func (s *Summary) costEnergyFields() record {
+	out := s.cacheAgreementFields()
+	nanNull := func(v float64) any {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return v
+	}
+	e, src, ok := s.Energy()
+	switch {
+	case ok && e.Method != "":
+		out = append(out, field{"energy", record{
+			{"source", src},
+			{"joules", e.Joules},
+			{"joules_per_output_token", nanNull(e.PerOutputToken(s.TotalOutputTokens))},
+			{"method", e.Method},
+			{"gpus", e.GPUs},
+		}})
+	case ok:
+		out = append(out, field{"energy", record{{"source", src}, {"missing", e.Missing}}})
+	case s.energyMissing() != "":
+		out = append(out, field{"energy", record{{"source", nil}, {"missing", s.energyMissing()}}})
+	}
+	if c, ok := s.Cost(); ok {
+		out = append(out, field{"cost", record{
+			{"per_hour", c.PerHour},
+			{"per_million_input_tokens", nanNull(c.PerMillionInputTokens)},
+			{"per_million_output_tokens", nanNull(c.PerMillionOutputTokens)},
+		}})
+	}
+	return out
+}
