@@ -88,7 +88,7 @@ type Params struct {
 	// Stopped says why the run ended early: StoppedMaxDuration,
 	// StoppedInterrupted, StoppedConversations, one of the Ended* reasons
 	// of an SLO search's point, or "" when every prompt was sent.
-	Stopped string
+	Stopped         string
 	CacheCostParams // --cache-report and --cost-per-hour (cachereport.go)
 }
 
@@ -330,8 +330,8 @@ type Summary struct {
 	Shard *ShardInfo `json:"shard,omitempty"`
 	// Merged, on the merge of a run's shards, says what was merged and
 	// keeps each shard's own figures; nil otherwise.
-	Merged *MergeInfo `json:"merged,omitempty"`
-	CacheCost // --cache-report and --cost-per-hour (cachereport.go, cost.go)
+	Merged    *MergeInfo `json:"merged,omitempty"`
+	CacheCost            // --cache-report and --cost-per-hour (cachereport.go, cost.go)
 }
 
 // ReasoningSummary is the answer phase of a run whose requests reasoned

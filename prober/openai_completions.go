@@ -93,7 +93,7 @@ func decodeCompletionsJSON(data []byte) (Delta, error) {
 	}
 	// An empty choices list is a usage-only chunk, not an error
 	// (sgl-project/sglang#5451).
-	d := Delta{Usage: c.Usage.usage()}
+	d := Delta{Usage: c.Usage.usage(), CacheDetails: c.SGLExt.details()}
 	if len(c.Choices) > 0 {
 		d.Text = []byte(c.Choices[0].Text)
 		if fr := c.Choices[0].FinishReason; fr != nil {

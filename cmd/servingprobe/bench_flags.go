@@ -46,7 +46,7 @@ type benchFlags struct {
 	shardCount int
 	// mooncakeWorkload only names the trace (--dataset-path reads it).
 	mooncakeWorkload string
-	remote remoteFlags
+	remote           remoteFlags
 
 	// set records which flags the user gave; keys maps a flag to the
 	// Spec's JSON key it sets, for --remote.
