@@ -57,11 +57,18 @@ func nextToken(r *rand.Rand) (text string, id int) {
 //
 // A prompt given as token ids is its length.
 func (s *Server) countText(text string) (int, *apiError) {
+	ids, e := s.encodeText(text)
+	return len(ids), e
+}
+
+// encodeText is countText's encoding: the prompt's token ids, which the
+// prefix cache model reads.
+func (s *Server) encodeText(text string) ([]int, *apiError) {
 	ids, err := s.tok.Encode(text, true)
 	if err != nil {
-		return 0, badRequest("tokenize the prompt: %v", err)
+		return nil, badRequest("tokenize the prompt: %v", err)
 	}
-	return len(ids), nil
+	return ids, nil
 }
 
 // chatIDs renders messages through the chat template with the generation
