@@ -15,7 +15,7 @@ type genRequest struct {
 	promptTokens int
 	// promptIDs are the prompt's token ids (len promptTokens), read by
 	// the prefix cache model.
-	promptIDs []int
+	promptIDs    []int
 	maxTokens    int
 	minTokens    int
 	ignoreEOS    bool

@@ -49,10 +49,10 @@ type Server struct {
 	scrapeMu   sync.Mutex
 	scrapes    [scrapeLogSize]Scrape
 	scrapeNext int
-	truth   *truthStore
-	replies *replies // nil unless Config.CheckHistory
-	mux     *http.ServeMux
-	created int64 // Unix seconds at New, for /v1/models
+	truth      *truthStore
+	replies    *replies // nil unless Config.CheckHistory
+	mux        *http.ServeMux
+	created    int64 // Unix seconds at New, for /v1/models
 	// tok counts prompts (see countText). It is the shared embedded
 	// tokenizer, loaded once per process, safe for concurrent use.
 	tok *tokenizer.Tokenizer

@@ -98,8 +98,8 @@ type Truth struct {
 	// non-streaming responses, errors).
 	HeadersFlushed time.Time
 	// Finished is when the handler returned.
-	Finished         time.Time
-	PromptTokens     int
+	Finished     time.Time
+	PromptTokens int
 	// CachedTokens are the prompt's leading tokens the prefix cache held
 	// at admission (see prefixCache); zero if never admitted.
 	CachedTokens     int
@@ -365,7 +365,7 @@ func newTruthStore(size int) *truthStore {
 // because the metrics are fed from its stats; keep says whether its
 // chunks are kept for the ring.
 func newRecord(m *engineMetrics, keep bool, id string, ep Endpoint, received, read, arrived time.Time) *record {
-	return &record{keep: keep, stats: reqStats{m: m, firstOff: -1, lastOff: -1, itl: make([]uint64, len(m.itl.counts))},id: id, endpoint: ep, received: received, read: read, arrived: arrived, admitted: -1, headers: -1, finish: -1}
+	return &record{keep: keep, stats: reqStats{m: m, firstOff: -1, lastOff: -1, itl: make([]uint64, len(m.itl.counts))}, id: id, endpoint: ep, received: received, read: read, arrived: arrived, admitted: -1, headers: -1, finish: -1}
 }
 
 func (s *truthStore) publish(r *record) {
