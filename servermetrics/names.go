@@ -94,9 +94,79 @@ var Names = []Name{
 	{"sglang:num_running_reqs", Running, "sglang"},
 	{"sglang:num_queue_reqs", Waiting, "sglang"},
 	{"sglang:token_usage", KVUsage, "sglang"},
+
+	// TensorRT-LLM's trtllm-serve: tensorrt_llm/metrics/collector.py
+	// (MetricsCollector, prefix "trtllm_", Python prometheus_client, so
+	// counters as above). Its time_per_output_token histogram holds one
+	// observation per request, the request's mean gap, not one per gap.
+	// kv_cache_utilization is used over max blocks, a fraction.
+	{"trtllm_time_to_first_token_seconds", TTFT, "trtllm"},
+	{"trtllm_request_queue_time_seconds", Queue, "trtllm"},
+	{"trtllm_request_prefill_time_seconds", Prefill, "trtllm"},
+	{"trtllm_request_decode_time_seconds", Decode, "trtllm"},
+	{"trtllm_e2e_request_latency_seconds", E2E, "trtllm"},
+	{"trtllm_time_per_output_token_seconds", PerToken, "trtllm"},
+	{"trtllm_prompt_tokens", PromptTokens, "trtllm"},
+	{"trtllm_generation_tokens", GenerationTokens, "trtllm"},
+	{"trtllm_prompt_cached_tokens", CachedTokens, "trtllm"},
+	{"trtllm_num_requests_running", Running, "trtllm"},
+	{"trtllm_num_requests_waiting", Waiting, "trtllm"},
+	{"trtllm_kv_cache_utilization", KVUsage, "trtllm"},
+
+	// NVIDIA Dynamo's HTTP frontend: lib/runtime/src/metrics/
+	// prometheus_names.rs (frontend_service, prefix "dynamo_frontend_",
+	// the Rust prometheus crate: a counter's TYPE line keeps _total). Its
+	// clock is the frontend's, so its TTFT includes routing and the
+	// worker's queue. It has no prompt-token counter: input_sequence_tokens
+	// and cached_tokens are per-request histograms, read by their sums.
+	// inflight_requests counts every request between the frontend and an
+	// engine, those the engine still queues included; queued_requests
+	// those that have not had a first response.
+	{"dynamo_frontend_time_to_first_token_seconds", TTFT, "dynamo"},
+	{"dynamo_frontend_request_duration_seconds", E2E, "dynamo"},
+	{"dynamo_frontend_inter_token_latency_seconds", PerToken, "dynamo"},
+	{"dynamo_frontend_input_sequence_tokens", PromptTokens, "dynamo"},
+	{"dynamo_frontend_output_tokens", GenerationTokens, "dynamo"},
+	{"dynamo_frontend_cached_tokens", CachedTokens, "dynamo"},
+	{"dynamo_frontend_inflight_requests", Running, "dynamo"},
+	{"dynamo_frontend_queued_requests", Waiting, "dynamo"},
+
+	// llama.cpp's llama-server with --metrics: tools/server/server.cpp
+	// (the "llamacpp:" metrics handler; plain lines without labels, the
+	// TYPE line naming the sample, _total included). It has no histogram.
+	// requests_processing are the busy slots, requests_deferred the tasks
+	// waiting for one. kv_cache_usage_ratio is a fraction, in builds that
+	// still expose it. prompt_tokens_total leaves out the tokens reused
+	// from the cache since prompt_tokens_cached_total was added.
+	{"llamacpp:prompt_tokens", PromptTokens, "llamacpp"},
+	{"llamacpp:tokens_predicted", GenerationTokens, "llamacpp"},
+	{"llamacpp:prompt_tokens_cached", CachedTokens, "llamacpp"},
+	{"llamacpp:requests_processing", Running, "llamacpp"},
+	{"llamacpp:requests_deferred", Waiting, "llamacpp"},
+	{"llamacpp:kv_cache_usage_ratio", KVUsage, "llamacpp"},
 }
+
+// histogramSum are the counter kinds read from a histogram's _sum:
+// Dynamo states its prompt and cached tokens only as per-request
+// histograms, whose sum over the run is the tokens' count.
+var histogramSum = map[string]bool{
+	"dynamo_frontend_input_sequence_tokens": true,
+	"dynamo_frontend_cached_tokens":         true,
+}
+
+// excludesCached are the prompt counters that leave out the prompt tokens
+// served from the cache (llama.cpp's prompt_tokens_total since it added
+// prompt_tokens_cached_total): the tokens queried are the two counters'
+// sum.
+var excludesCached = map[string]bool{"llamacpp:prompt_tokens": true}
+
+// Engines are the engines Names covers, as Report.Engine names them.
+// llm-d-inference-sim (pkg/llm-d-inference-sim/metrics.go) is not one of
+// its own: it exposes vLLM's names with a model_name label only, and
+// reads as vllm.
+var Engines = []string{"vllm", "sglang", "trtllm", "dynamo", "llamacpp"}
 
 // enginePrefixes are the name prefixes of the engines in Names: a family
 // under one of them that the table does not hold is listed as unknown
 // (other families, such as process_ and python_, are not an engine's).
-var enginePrefixes = []string{"vllm:", "sglang:"}
+var enginePrefixes = []string{"vllm:", "sglang:", "trtllm_", "dynamo_frontend_", "llamacpp:"}

@@ -91,6 +91,14 @@ func Parse(r io.Reader) (*Snapshot, error) {
 			continue
 		}
 		switch {
+		case histogramSum[base] && mf.GetType() == dto.MetricType_HISTOGRAM:
+			var v float64
+			for _, m := range mf.GetMetric() {
+				v += m.GetHistogram().GetSampleSum()
+			}
+			if finite(v) {
+				s.Counters[base] = v
+			}
 		case slices.Contains(LatencyKinds, kind) && mf.GetType() == dto.MetricType_HISTOGRAM:
 			if h, ok := sumHistograms(mf.GetMetric()); ok {
 				s.Histograms[base] = h

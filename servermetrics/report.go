@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -16,8 +17,8 @@ type Report struct {
 	// not answer, was too slow, too large or not Prometheus text, or
 	// exposes no metric of a known engine).
 	Missing string
-	// Engine is the engine whose names the endpoint exposes: vllm or
-	// sglang.
+	// Engine is the engine whose names the endpoint exposes, one of
+	// Engines.
 	Engine    string
 	Latencies []Latency
 	Counters  []Count
@@ -215,6 +216,11 @@ func Compute(start, end *Snapshot, samples []Sample) Report {
 	if !okH || !okQ {
 		hits, okH = r.Count(CachedTokens)
 		queries, okQ = r.Count(PromptTokens)
+		for _, c := range r.Counters {
+			if c.Kind == PromptTokens && excludesCached[c.Metric] {
+				queries += hits
+			}
+		}
 	}
 	if okH && okQ && queries > 0 {
 		r.PrefixHitRate = hits / queries
@@ -226,7 +232,7 @@ func Compute(start, end *Snapshot, samples []Sample) Report {
 		}
 	}
 	if best == 0 {
-		r.Missing = "the endpoint exposes no metric of vLLM or sglang"
+		r.Missing = "the endpoint exposes no metric of a known engine (" + strings.Join(Engines, ", ") + ")"
 	}
 	return r
 }

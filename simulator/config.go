@@ -165,6 +165,13 @@ type Config struct {
 	// chat request with an assistant turn that is not one of them: a
 	// multi-turn client must carry the replies it really got.
 	CheckHistory bool
+
+	// MetricsNames is the engine whose metric names, labels and bucket
+	// layouts GET /metrics serves: vllm or sglang (see metrics.go).
+	MetricsNames MetricsNames
+	// KVCacheTokens is the KV cache's size in tokens: the denominator of
+	// the KV-cache usage gauge and the prefix cache's capacity.
+	KVCacheTokens int
 }
 
 // DefaultConfig returns realistic defaults for a small model on one GPU.
@@ -187,6 +194,11 @@ func DefaultConfig() Config {
 		RetryAfter:         time.Second,
 		TruthSize:          1024,
 		MaxRequestBytes:    16 << 20,
+		MetricsNames:       MetricsVLLM,
+		// 256 Ki tokens: a small model's KV cache on one GPU, and a
+		// bound on the prefix cache's memory (an entry per block, per
+		// token under sglang's names).
+		KVCacheTokens: 256 << 10,
 	}
 }
 
@@ -248,6 +260,12 @@ func (c *Config) Validate() error {
 	}
 	if c.TruthSize < 0 {
 		bad("truth_size", "must not be negative, got %d", c.TruthSize)
+	}
+	if c.MetricsNames != MetricsVLLM && c.MetricsNames != MetricsSGLang {
+		bad("metrics_names", "must be %q or %q, got %q", MetricsVLLM, MetricsSGLang, c.MetricsNames)
+	}
+	if c.KVCacheTokens < 1 {
+		bad("kv_cache_tokens", "must be positive, got %d", c.KVCacheTokens)
 	}
 	if c.MaxRequestBytes < 1 {
 		bad("max_request_bytes", "must be positive, got %d", c.MaxRequestBytes)

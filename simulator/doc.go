@@ -79,8 +79,32 @@
 //
 // Records are keyed by the X-Request-Id request header (generated when
 // absent, echoed in the response), kept in a ring of TruthSize entries, and
-// served by Server.Truth, Server.WaitTruth and GET /debug/truth/{id}. A
-// record is published when its handler returns.
+// served by Server.Truth, Server.Truths, Server.WaitTruth and GET
+// /debug/truth/{id}. A record is published when its handler returns.
+//
+// # Server metrics
+//
+// GET /metrics serves the engine's own Prometheus metrics in vLLM's names
+// (vllm/v1/metrics/loggers.py) or, with MetricsNames sglang, sglang's
+// (python/sglang/srt/metrics/collector.py): their HELP and TYPE lines,
+// label sets, bucket layouts and prometheus_client's text (metrics.go).
+// One server serves one name set, as a real engine does. Every value comes
+// from the ground truth above, through one function (engineMetrics.observe):
+// TTFT, queue, prefill, decode, E2E and inter-token histograms from a
+// request's arrival, admission and token-chunk flush times, counted once per
+// admitted request when its last token chunk is flushed (before the stream's
+// end, so a client that read the end finds it counted); prompt and
+// generation token counters; the prefix cache's queries and hits (vLLM) or
+// cached tokens (sglang) from a deterministic block model (prefixCache:
+// chained block hashes, blocks of 16 tokens under vLLM's names and 1 under
+// sglang's, the last prompt token never a hit, least recently used blocks
+// evicted beyond KVCacheTokens); and live gauges: requests running and
+// waiting for a slot under MaxRunningRequests, and KV-cache usage, the
+// blocks of prompt plus output that running requests reserve from admission
+// over KVCacheTokens. Preemptions stay zero: the simulator never preempts.
+// POST /reset_prefix_cache (vLLM) and POST /flush_cache (sglang) empty the
+// prefix cache. Each read's gauges are kept (Server.Scrapes) as the ground
+// truth of what a sampler saw.
 //
 // # Faults
 //

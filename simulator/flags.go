@@ -35,6 +35,8 @@ func AddFlags(cmd *kingpin.CmdClause) *Config {
 	cmd.Flag("sim.retry-after", "Retry-After of the 429 fault.").Default(d.RetryAfter.String()).DurationVar(&c.RetryAfter)
 	cmd.Flag("sim.truth-size", "Finished requests whose ground truth is kept (0: record none).").Default(strconv.Itoa(d.TruthSize)).IntVar(&c.TruthSize)
 	cmd.Flag("sim.check-history", "Refuse a chat request whose assistant turns are not replies this server generated.").Default(strconv.FormatBool(d.CheckHistory)).BoolVar(&c.CheckHistory)
+	cmd.Flag("sim.metrics-names", "Engine whose metric names GET /metrics serves: vllm or sglang.").Default(string(d.MetricsNames)).EnumVar((*string)(&c.MetricsNames), string(MetricsVLLM), string(MetricsSGLang))
+	cmd.Flag("sim.kv-cache-tokens", "KV cache size in tokens: the KV-cache usage gauge's denominator and the prefix cache's capacity.").Default(strconv.Itoa(d.KVCacheTokens)).IntVar(&c.KVCacheTokens)
 	cmd.Flag("sim.max-request-bytes", "Maximum request body size.").Default(strconv.FormatInt(d.MaxRequestBytes, 10)).Int64Var(&c.MaxRequestBytes)
 	return c
 }

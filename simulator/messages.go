@@ -62,11 +62,11 @@ func (s *Server) chatRequest(model string, msgs []datasets.Message, stream, igno
 	if e := s.checkHistory(roles, contents); e != nil {
 		return genRequest{}, e
 	}
-	pt, e := s.countChat(msgs)
+	ids, e := s.chatIDs(msgs)
 	if e != nil {
 		return genRequest{}, e
 	}
-	req := genRequest{model: s.cfg.Model, stream: stream, promptTokens: pt, ignoreEOS: ignoreEOS}
+	req := genRequest{model: s.cfg.Model, stream: stream, promptTokens: len(ids), promptIDs: ids, ignoreEOS: ignoreEOS}
 	return req, s.openAILimits(&req, maxTokens)
 }
 

@@ -49,7 +49,7 @@ func (s *Server) parseOllama(body []byte, chat bool) (genRequest, *apiError) {
 	if b.Model != s.cfg.Model {
 		return genRequest{}, &apiError{status: 404, message: "model '" + b.Model + "' not found"}
 	}
-	var prompt int
+	var ids []int
 	if chat {
 		if len(b.Messages) == 0 {
 			return genRequest{}, badRequest("messages must not be empty")
@@ -64,35 +64,31 @@ func (s *Server) parseOllama(body []byte, chat bool) (genRequest, *apiError) {
 		if e := s.checkHistory(roles, contents); e != nil {
 			return genRequest{}, e
 		}
-		n, e := s.countChat(msgs)
-		if e != nil {
+		var e *apiError
+		if ids, e = s.chatIDs(msgs); e != nil {
 			return genRequest{}, e
 		}
-		prompt = n
 	} else {
 		if b.Prompt == nil || *b.Prompt == "" {
 			// ollama loads the model and answers done_reason "load"; the
 			// simulator has nothing to load.
 			return genRequest{}, badRequest("prompt is required")
 		}
-		var (
-			n int
-			e *apiError
-		)
+		var e *apiError
 		switch {
 		case b.Raw:
-			n, e = s.countText(*b.Prompt)
+			ids, e = s.encodeText(*b.Prompt)
 		case b.System != "":
-			n, e = s.countChat([]datasets.Message{{Role: "system", Content: b.System}, {Role: "user", Content: *b.Prompt}})
+			ids, e = s.chatIDs([]datasets.Message{{Role: "system", Content: b.System}, {Role: "user", Content: *b.Prompt}})
 		default:
-			n, e = s.countChat([]datasets.Message{{Role: "user", Content: *b.Prompt}})
+			ids, e = s.chatIDs([]datasets.Message{{Role: "user", Content: *b.Prompt}})
 		}
 		if e != nil {
 			return genRequest{}, e
 		}
-		prompt = n
 	}
-	req := genRequest{model: b.Model, stream: b.Stream == nil || *b.Stream, promptTokens: prompt}
+	prompt := len(ids)
+	req := genRequest{model: b.Model, stream: b.Stream == nil || *b.Stream, promptTokens: prompt, promptIDs: ids}
 	req.maxTokens = s.cfg.MaxModelLen - prompt
 	if n := b.Options.NumPredict; n != nil && *n > 0 {
 		req.maxTokens = min(*n, req.maxTokens)

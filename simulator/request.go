@@ -13,6 +13,9 @@ type genRequest struct {
 	model        string // the model to echo
 	stream       bool
 	promptTokens int
+	// promptIDs are the prompt's token ids (len promptTokens), read by
+	// the prefix cache model.
+	promptIDs    []int
 	maxTokens    int
 	minTokens    int
 	ignoreEOS    bool
@@ -33,26 +36,26 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// promptLen counts an OpenAI prompt: a string, a list of token ids, or a
+// promptIDs reads an OpenAI prompt: a string, a list of token ids, or a
 // one-element list of either (batches are refused).
-func (s *Server) promptLen(raw json.RawMessage) (int, *apiError) {
+func (s *Server) promptIDs(raw json.RawMessage) ([]int, *apiError) {
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
-		return s.countText(text)
+		return s.encodeText(text)
 	}
 	var ids []int
 	if json.Unmarshal(raw, &ids) == nil {
-		return len(ids), nil
+		return ids, nil
 	}
 	var ss []string
 	if json.Unmarshal(raw, &ss) == nil && len(ss) == 1 {
-		return s.countText(ss[0])
+		return s.encodeText(ss[0])
 	}
 	var ii [][]int
 	if json.Unmarshal(raw, &ii) == nil && len(ii) == 1 {
-		return len(ii[0]), nil
+		return ii[0], nil
 	}
-	return 0, badRequest("prompt must be a string or a list of token ids; the simulator does not serve batched prompts")
+	return nil, badRequest("prompt must be a string or a list of token ids; the simulator does not serve batched prompts")
 }
 
 // openAILimits applies vLLM's max_tokens default and context-length check.
@@ -118,12 +121,12 @@ func (s *Server) parseCompletions(body []byte) (genRequest, *apiError) {
 	if len(b.Prompt) == 0 {
 		return genRequest{}, badRequest("prompt is required")
 	}
-	pt, e := s.promptLen(b.Prompt)
+	ids, e := s.promptIDs(b.Prompt)
 	if e != nil {
 		return genRequest{}, e
 	}
 	req := genRequest{
-		model: s.cfg.Model, stream: b.Stream, promptTokens: pt, minTokens: b.MinTokens,
+		model: s.cfg.Model, stream: b.Stream, promptTokens: len(ids), promptIDs: ids, minTokens: b.MinTokens,
 		ignoreEOS: b.IgnoreEOS, includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage,
 	}
 	return req, s.openAILimits(&req, b.MaxTokens)
@@ -198,12 +201,12 @@ func (s *Server) parseChat(body []byte) (genRequest, *apiError) {
 	if e := s.checkHistory(roles, contents); e != nil {
 		return genRequest{}, e
 	}
-	pt, e := s.countChat(msgs)
+	ids, e := s.chatIDs(msgs)
 	if e != nil {
 		return genRequest{}, e
 	}
 	req := genRequest{
-		model: s.cfg.Model, stream: b.Stream, promptTokens: pt, minTokens: b.MinTokens,
+		model: s.cfg.Model, stream: b.Stream, promptTokens: len(ids), promptIDs: ids, minTokens: b.MinTokens,
 		ignoreEOS: b.IgnoreEOS, includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage,
 	}
 	// vLLM prefers max_completion_tokens and falls back to max_tokens.
@@ -240,13 +243,13 @@ func (s *Server) parseGenerate(body []byte) (genRequest, *apiError) {
 		if err := json.Unmarshal(b.InputIDs, &ids); err != nil {
 			return genRequest{}, badRequest("input_ids must be a list of ints; the simulator does not serve batches")
 		}
-		req.promptTokens = len(ids)
+		req.promptTokens, req.promptIDs = len(ids), ids
 	case b.Text != nil:
-		n, e := s.countText(*b.Text)
+		ids, e := s.encodeText(*b.Text)
 		if e != nil {
 			return genRequest{}, e
 		}
-		req.promptTokens = n
+		req.promptTokens, req.promptIDs = len(ids), ids
 	default:
 		return genRequest{}, badRequest("Either text, input_ids or input_embeds should be provided.")
 	}
@@ -282,7 +285,8 @@ func (s *Server) parseTRT(body []byte, model string, stream bool) (genRequest, *
 	if b.MaxTokens == nil || *b.MaxTokens < 1 {
 		return genRequest{}, badRequest("input 'max_tokens' is required and must be at least 1")
 	}
-	pt, e := s.countText(*b.TextInput)
+	ids, e := s.encodeText(*b.TextInput)
+	pt := len(ids)
 	if e != nil {
 		return genRequest{}, e
 	}
@@ -290,7 +294,7 @@ func (s *Server) parseTRT(body []byte, model string, stream bool) (genRequest, *
 		return genRequest{}, badRequest("max_tokens %d plus %d input tokens exceeds the maximum sequence length %d", *b.MaxTokens, pt, s.cfg.MaxModelLen)
 	}
 	return genRequest{
-		model: model, stream: stream, promptTokens: pt,
+		model: model, stream: stream, promptTokens: pt, promptIDs: ids,
 		maxTokens: *b.MaxTokens, minTokens: b.MinLength,
 		// TensorRT-LLM has no ignore_eos: an end_id outside the vocabulary
 		// can never be sampled, which has the same effect.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,11 +38,21 @@ type Server struct {
 	logger  log.Logger
 	sem     *semaphore.Weighted // nil: no cap
 	running atomic.Int64
+	// waiting counts the requests queued for a running slot; kvUsed the
+	// KV tokens (whole blocks) running requests reserve.
+	waiting atomic.Int64
+	kvUsed  atomic.Int64
 	seq     atomic.Uint64
-	truth   *truthStore
-	replies *replies // nil unless Config.CheckHistory
-	mux     *http.ServeMux
-	created int64 // Unix seconds at New, for /v1/models
+	// metrics, prefix and the scrape log serve GET /metrics.
+	metrics    *engineMetrics
+	prefix     *prefixCache
+	scrapeMu   sync.Mutex
+	scrapes    [scrapeLogSize]Scrape
+	scrapeNext int
+	truth      *truthStore
+	replies    *replies // nil unless Config.CheckHistory
+	mux        *http.ServeMux
+	created    int64 // Unix seconds at New, for /v1/models
 	// tok counts prompts (see countText). It is the shared embedded
 	// tokenizer, loaded once per process, safe for concurrent use.
 	tok *tokenizer.Tokenizer
@@ -61,7 +72,11 @@ func New(cfg Config, logger log.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, logger: logger, truth: newTruthStore(cfg.TruthSize), created: time.Now().Unix(), tok: tok}
+	now := time.Now()
+	s := &Server{cfg: cfg, logger: logger, truth: newTruthStore(cfg.TruthSize), created: now.Unix(), tok: tok,
+		metrics: newEngineMetrics(cfg.MetricsNames, cfg.Model, now),
+		prefix:  newPrefixCache(cfg.MetricsNames.blockSize(), cfg.KVCacheTokens/cfg.MetricsNames.blockSize()),
+	}
 	if cfg.CheckHistory {
 		s.replies = newReplies()
 	}
@@ -100,12 +115,19 @@ func New(cfg Config, logger log.Logger) (*Server, error) {
 	m.HandleFunc("GET /model_info", s.modelInfo)
 	m.HandleFunc("GET /get_server_info", s.serverInfo)
 	m.HandleFunc("GET /debug/truth/{id}", s.truthHandler)
+	m.HandleFunc("GET /metrics", s.metricsHandler)
+	m.HandleFunc("POST /reset_prefix_cache", s.flushCache)
+	m.HandleFunc("POST /flush_cache", s.flushCache)
 	s.mux = m
 	return s, nil
 }
 
 // Handler serves every simulated endpoint.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// Truths returns the ground truth of the finished requests still in the
+// ring, in the order they finished.
+func (s *Server) Truths() []Truth { return s.truth.all() }
 
 // Truth returns the ground truth of a finished request, if still in the ring.
 func (s *Server) Truth(id string) (Truth, bool) { return s.truth.get(id) }
@@ -179,12 +201,11 @@ func (s *Server) generation(ep Endpoint, parse parseFunc) http.HandlerFunc {
 			id = s.newID(seq)
 		}
 		w.Header().Set(RequestIDHeader, id)
-		rec := s.truth.begin(id, ep, received, read, arrived)
+		rec := newRecord(s.metrics, s.truth != nil, id, ep, received, read, arrived)
 		defer func() {
-			if rec != nil {
-				rec.finish = rec.since(time.Now())
-				s.truth.publish(rec)
-			}
+			rec.finish = rec.since(time.Now())
+			s.observe(rec)
+			s.truth.publish(rec)
 		}()
 
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
@@ -273,7 +294,10 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 
 	// Admission: a running slot, FIFO.
 	if s.sem != nil {
-		if err := s.sem.Acquire(ctx, 1); err != nil {
+		s.waiting.Add(1)
+		err := s.sem.Acquire(ctx, 1)
+		s.waiting.Add(-1)
+		if err != nil {
 			return "client_gone"
 		}
 		defer s.sem.Release(1)
@@ -281,11 +305,16 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 	s.running.Add(1)
 	defer s.running.Add(-1)
 	admitted := time.Now()
+	cached := s.prefix.admit(req.promptIDs)
 	if rec != nil {
 		rec.admitted = rec.since(admitted)
+		rec.cachedTokens = cached
 	}
 
 	n, eos := s.cfg.outputLen(rng, req.maxTokens, req.minTokens, req.ignoreEOS)
+	kv := s.kvBlocks(req.promptTokens + n)
+	s.kvUsed.Add(kv)
+	defer s.kvUsed.Add(-kv)
 	g := &gen{id: id, model: req.model, created: arrived.Unix(), arrived: arrived, admitted: admitted, promptTokens: req.promptTokens, n: n, eos: eos, rng: rng}
 	if s.replies != nil {
 		g.text = make([]byte, 0, 8*n)
@@ -362,6 +391,12 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, sw *streamWr
 			return "client_gone"
 		}
 		g.emitted += k
+		if final && !sw.coalesce {
+			// The last token chunk is out: the engine has finished the
+			// request and counts it before the stream's end reaches the
+			// client, so a reader that saw the end finds it counted.
+			s.observe(rec)
+		}
 		if !faultDone && g.emitted >= mid {
 			faultDone = true
 			switch fault {
@@ -434,6 +469,15 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, sw *streamWr
 		return "fault"
 	}
 	return "ok"
+}
+
+// observe feeds a request's truth to the metrics, once.
+func (s *Server) observe(rec *record) {
+	if rec == nil || rec.observed {
+		return
+	}
+	rec.observed = true
+	s.metrics.observe(rec)
 }
 
 // unary serves a non-streaming request: it waits out the whole decode, then

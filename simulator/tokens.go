@@ -36,8 +36,8 @@ func nextToken(r *rand.Rand) (text string, id int) {
 	return vocab[i], vocabBase + i
 }
 
-// countText counts a text prompt. It and countChat are how every prompt is
-// counted: with the tokenizer the simulator names as its own on /model_info
+// countText counts a text prompt. It, encodeText and chatIDs are how every
+// prompt is counted: with the tokenizer the simulator names as its own on /model_info
 // (embeddedTokenizer, the Qwen3 tokenizer built into the binary), the way
 // the real servers count them with their model's:
 //
@@ -57,11 +57,18 @@ func nextToken(r *rand.Rand) (text string, id int) {
 //
 // A prompt given as token ids is its length.
 func (s *Server) countText(text string) (int, *apiError) {
+	ids, e := s.encodeText(text)
+	return len(ids), e
+}
+
+// encodeText is countText's encoding: the prompt's token ids, which the
+// prefix cache model reads.
+func (s *Server) encodeText(text string) ([]int, *apiError) {
 	ids, err := s.tok.Encode(text, true)
 	if err != nil {
-		return 0, badRequest("tokenize the prompt: %v", err)
+		return nil, badRequest("tokenize the prompt: %v", err)
 	}
-	return len(ids), nil
+	return ids, nil
 }
 
 // chatIDs renders messages through the chat template with the generation
@@ -76,12 +83,6 @@ func (s *Server) chatIDs(messages []datasets.Message) ([]int, *apiError) {
 		return nil, badRequest("tokenize the prompt: %v", err)
 	}
 	return ids, nil
-}
-
-// countChat counts a chat prompt.
-func (s *Server) countChat(messages []datasets.Message) (int, *apiError) {
-	ids, e := s.chatIDs(messages)
-	return len(ids), e
 }
 
 // detokenize maps ids onto the output vocabulary: it inverts the output

@@ -3,6 +3,7 @@ package simulator
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 )
@@ -97,8 +98,11 @@ type Truth struct {
 	// non-streaming responses, errors).
 	HeadersFlushed time.Time
 	// Finished is when the handler returned.
-	Finished         time.Time
-	PromptTokens     int
+	Finished     time.Time
+	PromptTokens int
+	// CachedTokens are the prompt's leading tokens the prefix cache held
+	// at admission (see prefixCache); zero if never admitted.
+	CachedTokens     int
 	CompletionTokens int
 	Chunks           []Chunk
 }
@@ -154,6 +158,7 @@ type truthJSON struct {
 	HeadersUnixNano  int64       `json:"headers_flushed_unix_nano,omitempty"`
 	FinishedUnixNano int64       `json:"finished_unix_nano"`
 	PromptTokens     int         `json:"prompt_tokens"`
+	CachedTokens     int         `json:"cached_tokens"`
 	CompletionTokens int         `json:"completion_tokens"`
 	Chunks           []chunkJSON `json:"chunks"`
 }
@@ -185,7 +190,7 @@ func (t Truth) MarshalJSON() ([]byte, error) {
 		ReceivedUnixNano: unix(t.Received), ReadUnixNano: unix(t.Read),
 		ArrivedUnixNano: t.Arrived.UnixNano(), AdmittedUnixNano: unix(t.Admitted),
 		HeadersUnixNano: unix(t.HeadersFlushed), FinishedUnixNano: unix(t.Finished),
-		PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens,
+		PromptTokens: t.PromptTokens, CachedTokens: t.CachedTokens, CompletionTokens: t.CompletionTokens,
 		Chunks: make([]chunkJSON, len(t.Chunks)),
 	}
 	for i, c := range t.Chunks {
@@ -203,8 +208,77 @@ type record struct {
 	received, read, arrived    time.Time
 	admitted, headers, finish  int64 // nanoseconds after arrived; -1 unset
 	promptTokens, outputTokens int
-	chunks                     []rawChunk
-	pending                    int // first chunk not yet stamped by a flush
+	cachedTokens               int
+	observed                   bool // fed to the metrics already
+	// keep says whether chunks are kept for the truth ring; the stats
+	// are summed either way, without an allocation per chunk.
+	keep    bool
+	chunks  []rawChunk
+	pending int // first chunk not yet stamped by a flush
+	stats   reqStats
+}
+
+// reqStats is what the metrics read of a request's chunks, summed as they
+// are flushed: the first and last token chunk's flush and the gaps
+// between token chunks, bucketed as the metrics bucket them. Chunks
+// flushed together share their flush's time, so all but the first of a
+// flush are gaps of zero, as Truth.ITLs has them.
+type reqStats struct {
+	m                   *engineMetrics
+	firstOff, lastOff   int64 // token chunks' flush, after arrived; -1 none
+	pendFirst           int   // tokens of the first token chunk since the last flush
+	pendChunks, pendTok int   // the token chunks after it, and their tokens
+	generated           int
+	itl                 []uint64 // per ITL bucket, as engineMetrics.itl
+	itlSum              float64
+}
+
+// addChunk notes a token chunk of n tokens, committed but not flushed.
+func (st *reqStats) addChunk(n int) {
+	if n == 0 {
+		return
+	}
+	if st.pendFirst == 0 {
+		st.pendFirst = n
+		return
+	}
+	st.pendChunks++
+	st.pendTok += n
+}
+
+// gap adds one gap between token chunks, the later one of n tokens: one
+// observation under vLLM; n in the bucket of d/n under sglang (see
+// engineMetrics.observe).
+func (st *reqStats) gap(d float64, n int) {
+	v, count := d, uint64(1)
+	if st.m.names == MetricsSGLang {
+		v, count = d/float64(n), uint64(n)
+	}
+	i, _ := slices.BinarySearch(st.m.itl.bounds, v)
+	st.itl[i] += count
+	st.itlSum += d
+}
+
+// flushed stamps the pending token chunks with the flush at off.
+func (st *reqStats) flushed(off int64) {
+	if st.pendFirst == 0 {
+		return
+	}
+	st.generated += st.pendFirst + st.pendTok
+	if st.firstOff < 0 {
+		st.firstOff = off
+	} else {
+		st.gap(time.Duration(off-st.lastOff).Seconds(), st.pendFirst)
+	}
+	st.lastOff = off
+	if st.pendChunks > 0 {
+		if st.m.names == MetricsSGLang {
+			st.itl[0] += uint64(st.pendTok) // each a gap of 0 over its tokens
+		} else {
+			st.itl[0] += uint64(st.pendChunks)
+		}
+	}
+	st.pendFirst, st.pendChunks, st.pendTok = 0, 0, 0
 }
 
 type rawChunk struct {
@@ -221,6 +295,10 @@ func (r *record) add(kind ChunkKind, tokens, bytes int) {
 	if r == nil {
 		return
 	}
+	r.stats.addChunk(tokens)
+	if !r.keep {
+		return
+	}
 	r.chunks = append(r.chunks, rawChunk{off: -1, woff: -1, bytes: int32(bytes), tokens: int32(tokens), kind: kind})
 }
 
@@ -231,6 +309,7 @@ func (r *record) flushed(now, wrote time.Time) {
 		return
 	}
 	off, woff := r.since(now), int64(-1)
+	r.stats.flushed(off)
 	if !wrote.IsZero() {
 		woff = r.since(wrote)
 	}
@@ -250,7 +329,7 @@ func (r *record) truth() Truth {
 	t := Truth{
 		RequestID: r.id, Endpoint: r.endpoint, Fault: r.fault,
 		Received: r.received, Read: r.read, Arrived: r.arrived, Admitted: at(r.admitted), HeadersFlushed: at(r.headers), Finished: at(r.finish),
-		PromptTokens: r.promptTokens, CompletionTokens: r.outputTokens,
+		PromptTokens: r.promptTokens, CachedTokens: r.cachedTokens, CompletionTokens: r.outputTokens,
 		Chunks: make([]Chunk, 0, len(r.chunks)),
 	}
 	for _, c := range r.chunks {
@@ -282,11 +361,11 @@ func newTruthStore(size int) *truthStore {
 	}
 }
 
-func (s *truthStore) begin(id string, ep Endpoint, received, read, arrived time.Time) *record {
-	if s == nil {
-		return nil
-	}
-	return &record{id: id, endpoint: ep, received: received, read: read, arrived: arrived, admitted: -1, headers: -1, finish: -1}
+// newRecord starts a request's truth. Every generation request has one,
+// because the metrics are fed from its stats; keep says whether its
+// chunks are kept for the ring.
+func newRecord(m *engineMetrics, keep bool, id string, ep Endpoint, received, read, arrived time.Time) *record {
+	return &record{keep: keep, stats: reqStats{m: m, firstOff: -1, lastOff: -1, itl: make([]uint64, len(m.itl.counts))}, id: id, endpoint: ep, received: received, read: read, arrived: arrived, admitted: -1, headers: -1, finish: -1}
 }
 
 func (s *truthStore) publish(r *record) {
@@ -305,6 +384,22 @@ func (s *truthStore) publish(r *record) {
 		close(ch)
 	}
 	delete(s.waiters, r.id)
+}
+
+// all returns the kept records' truths in the order they were published.
+func (s *truthStore) all() []Truth {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Truth
+	for i := range s.ring {
+		if r := s.ring[(s.next+i)%len(s.ring)]; r != nil {
+			out = append(out, r.truth())
+		}
+	}
+	return out
 }
 
 func (s *truthStore) get(id string) (Truth, bool) {

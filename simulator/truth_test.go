@@ -97,7 +97,7 @@ func TestTruthEndpoint(t *testing.T) {
 			"request_id": "g1", "endpoint": "sglang-generate",
 			"arrived_unix_nano": float64(arrived), "admitted_unix_nano": float64(arrived),
 			"headers_flushed_unix_nano": float64(arrived), "finished_unix_nano": float64(arrived + int64(111*time.Millisecond)),
-			"prompt_tokens": 1.0, "completion_tokens": 2.0,
+			"prompt_tokens": 1.0, "cached_tokens": 0.0, "completion_tokens": 2.0,
 			"chunks": []any{
 				map[string]any{"kind": "token", "offset_nanos": 101e6, "unix_nano": float64(arrived + 101e6), "tokens": 1.0, "bytes": got["chunks"].([]any)[0].(map[string]any)["bytes"]},
 				map[string]any{"kind": "token", "offset_nanos": 111e6, "unix_nano": float64(arrived + 111e6), "tokens": 1.0, "bytes": got["chunks"].([]any)[1].(map[string]any)["bytes"]},
