@@ -2,8 +2,8 @@ package benchapi
 
 import (
 	"context"
-	"math"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
