@@ -7,7 +7,6 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
-	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
 // headlineOf is the one mapping from a run's summary and record to the
@@ -38,8 +37,9 @@ const noServerBlock = "no server metrics in the record: the target sets no_serve
 // serverTTFT reads the server's TTFT p50 and p99 (ms) from a record's
 // servingprobe.server block (its first endpoint, as the CLI's table
 // shows first), or says why there is none. The block's keys are the
-// bench package's JSONL; the kind's key is built from servermetrics.TTFT
-// as the block builds it.
+// bench package's JSONL (bench/server.go's serverRecord); a renamed key
+// turns the landing cell into a dash, which TestLandingBenchRowIsTheAPIs
+// and the llm-d integration test catch, since they read the API's value.
 func serverTTFT(record json.RawMessage) (p50, p99 float64, missing string) {
 	var r struct {
 		Servingprobe struct {
@@ -63,7 +63,7 @@ func serverTTFT(record json.RawMessage) (p50, p99 float64, missing string) {
 		P50   float64 `json:"p50"`
 		P99   float64 `json:"p99"`
 	}
-	raw, ok := block[string(servermetrics.TTFT)+"_ms"]
+	raw, ok := block["ttft_ms"]
 	if !ok || json.Unmarshal(raw, &ttft) != nil {
 		return 0, 0, src + " has no TTFT histogram"
 	}
