@@ -18,10 +18,12 @@ import (
 
 	"log/slog"
 
+	"github.com/go-kit/log"
 	"github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/tokenizer"
@@ -518,5 +520,31 @@ func TestBenchWindowServerMetricsFromConfig(t *testing.T) {
 		if !slices.Equal(s.ServerMetrics, tc.urls) || s.NoServerMetrics != tc.off {
 			t.Errorf("target %s: spec server_metrics %q, no_server_metrics %v; want %q, %v", tc.target, s.ServerMetrics, s.NoServerMetrics, tc.urls, tc.off)
 		}
+	}
+}
+
+// TestRedactLoggerHidesServerMetricsPassword: a run's log line naming an
+// endpoint it could not read (benchrun logs its URL) carries no password.
+func TestRedactLoggerHidesServerMetricsPassword(t *testing.T) {
+	const secret = "pw-in-metrics-url"
+	cfg, err := config.Parse([]byte(`targets:
+  - name: a
+    url: http://127.0.0.1:1
+    backend: vllm
+    modules: [m]
+    server_metrics: ["http://u:` + secret + `@127.0.0.1:2/metrics"]
+modules:
+  m: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	red := config.NewRedactor(cfg)
+	var buf strings.Builder
+	l := redactLogger{log.NewLogfmtLogger(&buf), func() *config.Redactor { return red }}
+	u := cfg.Targets[0].ServerMetricsURLs()[0]
+	_ = l.Log("msg", "Server metrics not read", "url", u, "err", fmt.Errorf("GET %s: 404", u), "n", 3)
+	if out := buf.String(); strings.Contains(out, secret) || !strings.Contains(out, "n=3") {
+		t.Errorf("log line %q: the password passes, or a value is lost", out)
 	}
 }
