@@ -24,9 +24,10 @@ import (
 // "target" (required) and "module" (default: the target's first). It is
 // decoded as a patch over the module's bench (benchrun.ModuleSpec) with
 // the daemon's limits as defaults, then checked once by Spec.Validate and
-// against the limits. Dataset files, addresses, headers and bodies cannot
-// be named here (a module's can): the API must not read arbitrary files
-// on the daemon's host or send what its config does not.
+// against the limits. Dataset files, addresses, headers, bodies and the
+// server-metrics endpoints cannot be named here (a module's or a target's
+// can): the API must not read arbitrary files on the daemon's host, fetch
+// URLs of the caller's choosing or send what its config does not.
 
 // BodyKeys are the Spec keys a bench window's body may set. The CLI's
 // --remote sends exactly these and refuses its other flags.

@@ -3,6 +3,7 @@ package benchapi
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
 // TestLandingBenchRowIsTheAPIs runs a window whose output is a real
@@ -39,6 +41,13 @@ func TestLandingBenchRowIsTheAPIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server's block as a read of vLLM's /metrics leaves it: every
+	// quantile its own number, none zero, so that a missed key shows.
+	sum.Server = []servermetrics.Report{{Source: "http://127.0.0.1:1/metrics", Engine: "vllm", PrefixHitRate: math.NaN(),
+		Latencies: []servermetrics.Latency{{Kind: servermetrics.TTFT, Metric: "vllm:time_to_first_token_seconds", Count: 3, Mean: 0.4,
+			P50: servermetrics.Estimate{Value: 0.0731, Lower: 0.05, Upper: 0.075},
+			P90: servermetrics.Estimate{Value: 0.6, Lower: 0.5, Upper: 0.75},
+			P99: servermetrics.Estimate{Value: 0.8843, Lower: 0.75, Upper: 1}}}}}
 	run := func(ctx context.Context, job Job) (Output, error) {
 		job.Started(1, 1)
 		return benchOutput(&sum)
@@ -65,6 +74,13 @@ func TestLandingBenchRowIsTheAPIs(t *testing.T) {
 	if want["ttftp99"] == "0.0 ms" || want["itlp99"] == "0.0 ms" {
 		t.Fatalf("the summary's p99s are 0, which cannot tell a missed key from a value: %v", s)
 	}
+	// The server's TTFT is the record's, the JSONL's servingprobe.server
+	// block: the one the CLI writes.
+	ttft := api["record"].(map[string]any)["servingprobe"].(map[string]any)["server"].(map[string]any)["ttft_ms"].(map[string]any)
+	want["serverttft"] = strconv.FormatFloat(ttft["p50"].(float64), 'f', 1, 64) + " / " + strconv.FormatFloat(ttft["p99"].(float64), 'f', 1, 64) + " ms"
+	if want["serverttft"] != "73.1 / 884.3 ms" {
+		t.Fatalf("the record's server TTFT p50/p99 = %s, want the block's 73.1 / 884.3 ms", want["serverttft"])
+	}
 	check := func(e *benchEnv, when string) {
 		resp, err := e.client.Get(e.url + "/")
 		if err != nil {
@@ -73,7 +89,7 @@ func TestLandingBenchRowIsTheAPIs(t *testing.T) {
 		page, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		for class, w := range want {
-			c := regexp.MustCompile(`<td class="` + class + `">([^<]*)</td>`).FindStringSubmatch(string(page))
+			c := regexp.MustCompile(`<td class="` + class + `"(?: title="[^"]*")?>([^<]*)</td>`).FindStringSubmatch(string(page))
 			if c == nil || c[1] != w {
 				t.Errorf("%s: landing page %s = %v, the API says %q", when, class, c, w)
 			}
@@ -81,4 +97,23 @@ func TestLandingBenchRowIsTheAPIs(t *testing.T) {
 	}
 	check(e, "live")
 	check(startBenchDaemonWith(t, cfg, "", run), "after a restart")
+}
+
+// TestServerTTFTMissingSaysWhy: a record without the server's TTFT gives
+// a headline that says why, for each way it can lack it.
+func TestServerTTFTMissingSaysWhy(t *testing.T) {
+	for _, tc := range []struct{ name, record, want string }{
+		{"no record", ``, "the run has no record"},
+		{"no block", `{"completed":3,"servingprobe":{"requests":3}}`, noServerBlock},
+		{"not read", `{"servingprobe":{"server":{"source":"http://e/metrics","missing":"no answer within 2s"}}}`, "server metrics of http://e/metrics not read: no answer within 2s"},
+		{"no histogram", `{"servingprobe":{"server":{"source":"http://e/metrics","engine":"sglang","samples":3}}}`, "http://e/metrics has no TTFT histogram"},
+		{"no observation", `{"servingprobe":{"server":{"source":"http://e/metrics","ttft_ms":{"metric":"vllm:time_to_first_token_seconds","count":0}}}}`, "http://e/metrics counted no TTFT in the run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p50, p99, why := serverTTFT([]byte(tc.record))
+			if why != tc.want || p50 != 0 || p99 != 0 {
+				t.Errorf("serverTTFT(%s) = %v, %v, %q, want 0, 0, %q", tc.record, p50, p99, why, tc.want)
+			}
+		})
+	}
 }

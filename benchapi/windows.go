@@ -19,6 +19,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/prober"
 )
@@ -226,7 +227,7 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	defer b.wg.Done()
 	defer run.cancel(nil)
 	id, target := run.view.ID, req.Target.Name
-	logger := log.With(b.logger, "id", id, "target", target)
+	logger := log.With(redactLogger{b.logger, b.d.Redactor}, "id", id, "target", target)
 
 	watchDone := make(chan struct{})
 	go func() {
@@ -329,6 +330,30 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 		kv = append(kv, "err", view.Error)
 	}
 	level.Info(logger).Log(kv...)
+}
+
+// redactLogger replaces the config's secrets in a run's log values: the
+// run logs the server-metrics endpoints it could not read, and a target's
+// server_metrics URL may carry a password.
+type redactLogger struct {
+	next log.Logger
+	red  func() *config.Redactor
+}
+
+func (l redactLogger) Log(kv ...any) error {
+	red := l.red()
+	out := make([]any, len(kv))
+	for i, v := range kv {
+		switch v := v.(type) {
+		case string:
+			out[i] = red.Redact(v)
+		case error:
+			out[i] = red.Redact(v.Error())
+		default:
+			out[i] = v
+		}
+	}
+	return l.next.Log(out...)
 }
 
 // snapshot copies the view with live progress.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,10 +18,12 @@ import (
 
 	"log/slog"
 
+	"github.com/go-kit/log"
 	"github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/tokenizer"
@@ -196,6 +199,10 @@ func TestBenchAPIValidation(t *testing.T) {
 		{"malformed", `{"target":`, 400, "malformed JSON"},
 		{"wrong type", `{"target":"a","num_prompts":"ten"}`, 400, "num_prompts: want int"},
 		{"unknown field", `{"target":"a","dataset_path":"/etc/passwd"}`, 400, `unknown field "dataset_path"`},
+		// The server's metrics endpoints come from the config only: a
+		// requester must not make the daemon fetch a URL of its choosing.
+		{"server_metrics", `{"target":"a","server_metrics":["http://169.254.169.254/latest/meta-data"]}`, 400, `unknown field "server_metrics"`},
+		{"no_server_metrics", `{"target":"a","no_server_metrics":true}`, 400, `unknown field "no_server_metrics"`},
 		{"no target", `{}`, 400, "target: must be set"},
 		{"unknown target", `{"target":"zz"}`, 400, `target: no configured target "zz"`},
 		{"unknown module", `{"target":"a","module":"../x"}`, 400, `module: no configured module "../x"`},
@@ -480,4 +487,64 @@ func metricValue(t *testing.T, d *exporter.Daemon, field string, labels ...strin
 	}
 	t.Fatalf("no %s%v in the registry", name, labels)
 	return 0
+}
+
+// TestBenchWindowServerMetricsFromConfig: a window reads the server
+// metrics its target's config names, or none when the target turns them
+// off; the body cannot change either (TestBenchAPIValidation).
+func TestBenchWindowServerMetricsFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := strings.Replace(strings.ReplaceAll(benchConfigTmpl, "RESULTS", dir),
+		"    modules: [short]\n  - name: b\n",
+		"    modules: [short]\n    server_metrics: [http://127.0.0.1:2/metrics, http://127.0.0.1:3/m]\n  - name: b\n", 1)
+	cfg = strings.Replace(cfg, "    modules: [short]\nmodules:", "    modules: [short]\n    no_server_metrics: true\nmodules:", 1)
+	fr := newFakeRunner()
+	close(fr.release)
+	e := startBenchDaemonWith(t, cfg, "", fr.run)
+	for _, tc := range []struct {
+		target string
+		urls   []string
+		off    bool
+	}{
+		{"a", []string{"http://127.0.0.1:2/metrics", "http://127.0.0.1:3/m"}, false},
+		{"b", nil, true},
+	} {
+		code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"`+tc.target+`","num_prompts":2}`)
+		if code != http.StatusAccepted {
+			t.Fatalf("POST target %s = %d %v", tc.target, code, m)
+		}
+		e.waitStatus(t, m["id"].(string), "completed")
+		fr.mu.Lock()
+		s := fr.jobs[len(fr.jobs)-1].Request.Spec
+		fr.mu.Unlock()
+		if !slices.Equal(s.ServerMetrics, tc.urls) || s.NoServerMetrics != tc.off {
+			t.Errorf("target %s: spec server_metrics %q, no_server_metrics %v; want %q, %v", tc.target, s.ServerMetrics, s.NoServerMetrics, tc.urls, tc.off)
+		}
+	}
+}
+
+// TestRedactLoggerHidesServerMetricsPassword: a run's log line naming an
+// endpoint it could not read (benchrun logs its URL) carries no password.
+func TestRedactLoggerHidesServerMetricsPassword(t *testing.T) {
+	const secret = "pw-in-metrics-url"
+	cfg, err := config.Parse([]byte(`targets:
+  - name: a
+    url: http://127.0.0.1:1
+    backend: vllm
+    modules: [m]
+    server_metrics: ["http://u:` + secret + `@127.0.0.1:2/metrics"]
+modules:
+  m: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	red := config.NewRedactor(cfg)
+	var buf strings.Builder
+	l := redactLogger{log.NewLogfmtLogger(&buf), func() *config.Redactor { return red }}
+	u := cfg.Targets[0].ServerMetricsURLs()[0]
+	_ = l.Log("msg", "Server metrics not read", "url", u, "err", fmt.Errorf("GET %s: 404", u), "n", 3)
+	if out := buf.String(); strings.Contains(out, secret) || !strings.Contains(out, "n=3") {
+		t.Errorf("log line %q: the password passes, or a value is lost", out)
+	}
 }

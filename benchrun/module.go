@@ -35,6 +35,9 @@ func ModuleSpec(t config.Target, m config.Module) Spec {
 	o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = m.InputLen, m.OutputLen, m.RangeRatio
 	o.SharegptOutputLen = m.OutputLen
 	s.Seed = m.Seed
+	// A window reads the server's metrics where the target says, as the
+	// CLI's --server-metrics and --no-server-metrics.
+	s.ServerMetrics, s.NoServerMetrics = t.ServerMetricsURLs(), t.NoServerMetrics
 
 	// What a request sends: the module's body settings, with streaming,
 	// ignore_eos and headers held here once.

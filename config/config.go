@@ -1,6 +1,8 @@
 package config
 
 import (
+	"net/url"
+
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 )
@@ -37,6 +39,52 @@ type Target struct {
 	MaxEventBytes    int   `yaml:"max_event_bytes"`
 
 	HTTPClientConfig promconfig.HTTPClientConfig `yaml:"http_client_config"`
+
+	// ServerMetrics are the server's own Prometheus endpoints that a bench
+	// window on this target reads around its measured run, as the bench
+	// CLI's --server-metrics. Empty means the target URL's /metrics, tried
+	// and left out when it does not answer. They come only from this file:
+	// a bench window's body cannot name them, so an HTTP caller cannot make
+	// the daemon fetch a URL of its choosing.
+	ServerMetrics []SecretURL `yaml:"server_metrics,omitempty"`
+	// NoServerMetrics reads none (the CLI's --no-server-metrics).
+	NoServerMetrics bool `yaml:"no_server_metrics,omitempty"`
+}
+
+// SecretURL is a URL whose password, if it has one, is a secret: it
+// marshals (in /config) with the password shown as xxxxx, as net/url's
+// Redacted writes it, so that the rendered config still parses. The
+// server-metrics reads have a client of their own (they never share the
+// target's http_client_config, so that they never take a connection from
+// the measured requests), which leaves userinfo as the way to give them
+// credentials.
+type SecretURL string
+
+// MarshalYAML renders the URL with its password redacted.
+func (u SecretURL) MarshalYAML() (any, error) { return RedactURL(string(u)), nil }
+
+// RedactURL returns s with the password of its userinfo replaced by
+// xxxxx (net/url's Redacted). A string that does not parse as a URL is
+// returned as "<unparseable URL>": it could hold anything.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "<unparseable URL>"
+	}
+	return u.Redacted()
+}
+
+// ServerMetricsURLs returns the server-metrics endpoints as plain strings,
+// the form a bench's Spec takes.
+func (t Target) ServerMetricsURLs() []string {
+	if len(t.ServerMetrics) == 0 {
+		return nil
+	}
+	out := make([]string, len(t.ServerMetrics))
+	for i, u := range t.ServerMetrics {
+		out[i] = string(u)
+	}
+	return out
 }
 
 // Module is a request shape.

@@ -88,12 +88,12 @@ func TestLoadBad(t *testing.T) {
 		want []string // every line of the error, in order
 	}{
 		{"bad-unknown-field.yml", []string{
-			`config file "testdata/bad-unknown-field.yml": line 6: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, timeout, url)`,
+			`config file "testdata/bad-unknown-field.yml": line 6: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, server_metrics, timeout, url)`,
 			`line 10: unknown key "max_tokens" in a module (allowed: apply_chat_template, dataset, dataset_path, extra_body, headers, ignore_eos, include_usage, input_len, lora, output_len, prompt, range_ratio, seed, stream, temperature, tokenizer, top_p)`,
 		}},
 		{"bad-typo-hides-url.yml", []string{
 			// The misspelt key does not hide the invalid URL below it.
-			`config file "testdata/bad-typo-hides-url.yml": line 5: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, timeout, url)`,
+			`config file "testdata/bad-typo-hides-url.yml": line 5: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, server_metrics, timeout, url)`,
 			// prometheus/common's own decoder hides the type's name.
 			`line 11: unknown key "usr"`,
 			`targets[1].url: scheme must be http or https, got "ftp"`,
@@ -123,6 +123,19 @@ func TestLoadBad(t *testing.T) {
 			`modules["m"].top_p: must be in (0, 1]`,
 			`modules["m"].headers["Authorization"]: credentials belong in the target's http_client_config, where they are kept secret`,
 			`bench.max_request_rate: must be positive`,
+		}},
+		{"bad-server-metrics-type.yml", []string{
+			// A scalar where a list belongs (yaml shortens the value).
+			`config file "testdata/bad-server-metrics-type.yml": line 6: "http://..." must be a list of URLs`,
+		}},
+		{"bad-server-metrics.yml", []string{
+			`config file "testdata/bad-server-metrics.yml": targets[0].no_server_metrics: excludes server_metrics: set one or the other`,
+			`targets[0].server_metrics[0]: scheme must be http or https, got "ftp"`,
+			// The duplicate is named with its password hidden.
+			`targets[0].server_metrics[2]: duplicate of an earlier entry`,
+			`targets[0].server_metrics[3]: invalid URL "<unparseable URL>"`,
+			`targets[0].server_metrics[4]: must not be empty`,
+			`targets[0].server_metrics[5]: scheme must be http or https, got ""`,
 		}},
 		{"bad-url-credentials.yml", []string{
 			`config file "testdata/bad-url-credentials.yml": targets[0].url: must not contain credentials; use http_client_config.basic_auth`,

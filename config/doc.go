@@ -5,7 +5,9 @@
 // Defaults are applied before decoding, so an absent key keeps its default.
 // Validate returns every problem at once, each prefixed with the path of the
 // field (targets[1].modules[0]: unknown module "x"). Secrets come from
-// prometheus/common/config and render as <secret> in Redacted.
+// prometheus/common/config and render as <secret> in Redacted; a password
+// in a server_metrics URL (SecretURL) renders as xxxxx, so that the
+// rendered URL still parses.
 //
 // This package imports only the standard library, yaml and
 // prometheus/common; the reload gauges live in the exporter.

@@ -36,7 +36,7 @@ var yamlPlaces = map[string]struct {
 var yamlKinds = map[string]string{
 	"int": "a whole number", "int64": "a whole number", "float64": "a number", "bool": "true or false",
 	"model.Duration": "a duration such as 30s or 1m", "string": "text", "[]string": "a list",
-	"config.Regexp": "a regular expression",
+	"config.Regexp": "a regular expression", "[]config.SecretURL": "a list of URLs", "config.SecretURL": "a URL",
 }
 
 var (

@@ -22,8 +22,9 @@ type Redactor struct{ secrets []string }
 const minSecretLen = 4
 
 // NewRedactor collects the secrets of the given configs (credentials in
-// http_client_config, also those kept in files; a password in a target URL;
-// module headers whose names say they carry credentials).
+// http_client_config, also those kept in files; a password in a target URL
+// or a server_metrics URL; module headers whose names say they carry
+// credentials).
 func NewRedactor(cfgs ...*Config) *Redactor {
 	var s []string
 	add := func(v string) {
@@ -37,9 +38,11 @@ func NewRedactor(cfgs ...*Config) *Redactor {
 		}
 		for _, t := range c.Targets {
 			addHTTPSecrets(&t.HTTPClientConfig, add)
-			if u, err := url.Parse(t.URL); err == nil && u.User != nil {
-				if p, ok := u.User.Password(); ok {
-					add(p)
+			for _, raw := range append([]string{t.URL}, t.ServerMetricsURLs()...) {
+				if u, err := url.Parse(raw); err == nil && u.User != nil {
+					if p, ok := u.User.Password(); ok {
+						add(p)
+					}
 				}
 			}
 		}

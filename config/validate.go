@@ -95,6 +95,25 @@ func (t Target) validate(v *validator, p string, modules map[string]Module) {
 	if err := t.HTTPClientConfig.Validate(); err != nil {
 		v.add(p+".http_client_config", "%v", err)
 	}
+	if t.NoServerMetrics && len(t.ServerMetrics) > 0 {
+		v.add(p+".no_server_metrics", "excludes server_metrics: set one or the other")
+	}
+	for j, s := range t.ServerMetrics {
+		q := fmt.Sprintf("%s.server_metrics[%d]", p, j)
+		// The value is quoted redacted: errors reach logs and /-/reload's answer.
+		switch u, err := url.Parse(string(s)); {
+		case s == "":
+			v.add(q, "must not be empty")
+		case err != nil:
+			v.add(q, "invalid URL %q", RedactURL(string(s)))
+		case u.Scheme != "http" && u.Scheme != "https":
+			v.add(q, "scheme must be http or https, got %q", u.Scheme)
+		case u.Host == "":
+			v.add(q, "must include a host")
+		case slices.Contains(t.ServerMetrics[:j], s):
+			v.add(q, "duplicate of an earlier entry")
+		}
+	}
 }
 
 var credentialHeaders = []string{"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"}

@@ -61,12 +61,16 @@ func contractMetrics(t *testing.T) map[string]string {
 	return out
 }
 
-// serverMetrics are the inference servers' own histograms that the optional
-// client-vs-server panels read, old and new names.
+// serverMetrics are the inference servers' own histograms and gauges that
+// the optional client-vs-server panels read, old and new names (sources:
+// servermetrics/names.go).
 var serverMetrics = []string{
 	"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
 	"vllm:e2e_request_latency_seconds", "sglang:time_to_first_token_seconds", "sglang:inter_token_latency_seconds",
 	"sglang:time_per_output_token_seconds", "sglang:e2e_request_latency_seconds",
+	"vllm:request_queue_time_seconds", "sglang:queue_time_seconds",
+	"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage",
+	"vllm:num_requests_waiting", "sglang:num_queue_reqs", "vllm:num_requests_running", "sglang:num_running_reqs",
 }
 
 func TestGeneratedFilesUpToDate(t *testing.T) {

@@ -46,6 +46,14 @@ type BenchHeadline struct {
 	// quantiles over the bench requests are PromQL's to compute from the
 	// mode="bench" histograms.
 	TTFTP99Ms, ITLP99Ms float64
+	// ServerTTFTP50Ms and ServerTTFTP99Ms are the server's own TTFT over
+	// the run, read from its metrics endpoint: the run record's
+	// servingprobe.server.ttft_ms p50 and p99, in milliseconds. They are
+	// estimates from the server's histogram buckets, as
+	// histogram_quantile's. Set only when ServerMissing is "".
+	ServerTTFTP50Ms, ServerTTFTP99Ms float64
+	// ServerMissing says why the run has no server TTFT; "" when it has.
+	ServerMissing string
 	// Capacity is the answer of an SLO search; nil for other runs.
 	Capacity *BenchCapacity
 }
@@ -138,6 +146,11 @@ var benchFuncs = template.FuncMap{
 	"reqRate": func(h *BenchHeadline) string { return strconv.FormatFloat(h.RequestThroughput, 'f', 2, 64) + " req/s" },
 	"outRate": func(h *BenchHeadline) string { return strconv.FormatFloat(h.OutputThroughput, 'f', 1, 64) + " tok/s" },
 	"msVal":   func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + " ms" },
+	// msPairMs is landing.go's msPair for figures already in ms, as the
+	// bench summary states them.
+	"msPairMs": func(a, b float64) string {
+		return strconv.FormatFloat(a, 'f', 1, 64) + " / " + strconv.FormatFloat(b, 'f', 1, 64) + " ms"
+	},
 	"statusClass": func(s BenchStatus) string {
 		switch s {
 		case BenchFail:
@@ -152,7 +165,7 @@ var benchFuncs = template.FuncMap{
 const benchesHTML = `{{define "benches"}}
 <h2>Bench windows</h2>
 {{if not .Rows}}<p>No bench window has run. Start one with <code>POST api/v1/benches</code>.</p>{{else}}
-<div class="scroll"><table class="results benches"><tr><th>id</th><th>created</th><th>target</th><th>module</th><th>status</th><th>progress</th><th>requests</th><th>output</th><th>TTFT p99</th><th>ITL p99</th><th>error</th></tr>
-{{range .Rows}}<tr class="bench"><td><a href="api/v1/benches/{{.ID}}">{{.ID}}</a>{{if .Report}} <a href="{{.Report}}">report</a>{{end}}</td><td>{{time .Created}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td class="{{statusClass .Status}}">{{.Status}}</td><td class="progress">{{.Progress}}</td>{{if .Sweep}}<td colspan="4" class="sweep">{{.Sweep}}</td>{{else if .Headline}}<td class="reqrate">{{reqRate .Headline}}</td><td class="outrate">{{outRate .Headline}}</td><td class="ttftp99">{{msVal .Headline.TTFTP99Ms}}</td><td class="itlp99">{{msVal .Headline.ITLP99Ms}}</td>{{else}}<td></td><td></td><td></td><td></td>{{end}}<td>{{.Error}}</td></tr>
+<div class="scroll"><table class="results benches"><tr><th>id</th><th>created</th><th>target</th><th>module</th><th>status</th><th>progress</th><th>requests</th><th>output</th><th>TTFT p99</th><th title="the server's own TTFT over the run, from its metrics endpoint (bucket estimates)">server TTFT p50 / p99</th><th>ITL p99</th><th>error</th></tr>
+{{range .Rows}}<tr class="bench"><td><a href="api/v1/benches/{{.ID}}">{{.ID}}</a>{{if .Report}} <a href="{{.Report}}">report</a>{{end}}</td><td>{{time .Created}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td class="{{statusClass .Status}}">{{.Status}}</td><td class="progress">{{.Progress}}</td>{{if .Sweep}}<td colspan="5" class="sweep">{{.Sweep}}</td>{{else if .Headline}}<td class="reqrate">{{reqRate .Headline}}</td><td class="outrate">{{outRate .Headline}}</td><td class="ttftp99">{{msVal .Headline.TTFTP99Ms}}</td>{{with .Headline}}{{if .ServerMissing}}<td class="serverttft dim" title="{{.ServerMissing}}">–</td>{{else}}<td class="serverttft" title="the server's own histogram over the run: bucket estimates, as histogram_quantile's">{{msPairMs .ServerTTFTP50Ms .ServerTTFTP99Ms}}</td>{{end}}{{end}}<td class="itlp99">{{msVal .Headline.ITLP99Ms}}</td>{{else}}<td></td><td></td><td></td><td></td><td></td>{{end}}<td>{{.Error}}</td></tr>
 {{end}}</table></div>{{if .More}}<p class="dim">{{.More}} older runs: <a href="api/v1/benches">api/v1/benches</a></p>{{end}}{{end}}
 {{end}}`

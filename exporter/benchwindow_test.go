@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,10 +144,35 @@ func TestLandingBenchSweepRow(t *testing.T) {
 	rec := httptest.NewRecorder()
 	d.handleLanding(rec, httptest.NewRequest("GET", "/", nil))
 	page := rec.Body.String()
-	if n := len(regexp.MustCompile(`<td class="progress">point 3/4: 4/10</td><td colspan="4" class="sweep">request_rate sweep, 2 points</td>`).FindAllString(page, -1)); n != landingBenches {
+	if n := len(regexp.MustCompile(`<td class="progress">point 3/4: 4/10</td><td colspan="5" class="sweep">request_rate sweep, 2 points</td>`).FindAllString(page, -1)); n != landingBenches {
 		t.Errorf("%d sweep rows with their point and answer, want %d:\n%s", n, landingBenches, page)
 	}
 	if !regexp.MustCompile(`2 older runs: <a href="api/v1/benches">`).MatchString(page) {
 		t.Errorf("the page does not say how many older runs the API lists:\n%s", page)
+	}
+}
+
+// TestLandingServerTTFTCell: the server TTFT cell shows both quantiles
+// when the run has them, and a dash whose title says why when it has not
+// (the why is escaped: it can quote what an endpoint answered).
+func TestLandingServerTTFTCell(t *testing.T) {
+	d := &Daemon{history: NewHistory(1)}
+	d.state.Store(&state{cfg: &config.Config{}})
+	d.SetBenchWindows(func() []BenchWindow {
+		return []BenchWindow{
+			{ID: "with", Status: BenchSucceeded, Headline: &BenchHeadline{ServerTTFTP50Ms: 61.25, ServerTTFTP99Ms: 98.04}},
+			{ID: "without", Status: BenchSucceeded, Headline: &BenchHeadline{ServerMissing: `server metrics not read: GET <x>: 404 "Not Found"`}},
+		}
+	})
+	rec := httptest.NewRecorder()
+	d.handleLanding(rec, httptest.NewRequest("GET", "/", nil))
+	page := rec.Body.String()
+	for _, want := range []string{
+		`<td class="serverttft" title="the server's own histogram over the run: bucket estimates, as histogram_quantile's">61.2 / 98.0 ms</td>`,
+		`<td class="serverttft dim" title="server metrics not read: GET &lt;x&gt;: 404 &#34;Not Found&#34;">–</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("landing page lacks %s:\n%s", want, page)
+		}
 	}
 }

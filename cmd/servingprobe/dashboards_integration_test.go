@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -40,15 +39,24 @@ const llmdModel = "Qwen/Qwen2.5-0.5B-Instruct"
 //
 // Server-side metrics: llm-d-inference-sim exports real vllm:* histograms
 // (model_name label, as vLLM). No SGLang can run here, so the sglang:*
-// series come from one stand-in, the job "sglang-standin": llm-d's own four
-// latency histograms, renamed from vllm: to sglang:. It proves the sglang
-// queries' names and model_name label against real observations; it does
-// not prove SGLang's exposition.
+// series come from one stand-in, the job "sglang-standin": the llm-d
+// families the dashboard reads, renamed to SGLang's names of the same
+// quantity. It proves the sglang queries' names and model_name label
+// against real observations; it does not prove SGLang's exposition.
+//
+// A second bench window runs on the llmd target, whose config names its
+// server_metrics (with a password), at a concurrency above llm-d's
+// --max-num-seqs, so that requests wait in the engine's queue. Its stored
+// server metrics block is checked through the API, the results file and
+// the landing page (llmdWindow), and every client-vs-server panel query is
+// evaluated for that target and the vllm job at the end and must return
+// finite numbers (checkClientVsServerOnEngine).
 //
 // The config is demo.yml (what `serve --demo` probes) with four changes:
 // probes every 1s instead of 5s, so that a 10s rate window holds several
 // probes; bench windows enabled (the demo disables them); a tokenizer path
-// on the modules, which a bench run requires; and the llm-d target. The
+// on the modules, which a bench run requires; and the llm-d target, with
+// its server_metrics. The
 // simulator is the demo's (simulator.DefaultConfig) plus 5% of HTTP 500s,
 // so that the error panels show real failures, not only zeros.
 //
@@ -125,11 +133,14 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 		"sweep": {"slo": "e2e:p50<=60s", "slo_start": 10, "slo_max": 20, "cooldown": "0s"}}`)
 	view := waitBench(ctx, t, base, id)
 	t.Logf("bench %s on sim-vllm-chat: %s, %s to %s", id, view.Status, view.Started.Format(time.TimeOnly), view.Ended.Format(time.TimeOnly))
+	llmdWindow(ctx, t, base, filepath.Join(dir, "results"), llmd)
 	// The end of the window, scraped and evaluated, plus two scrapes more
 	// so that the last rate windows hold it.
 	for mode, prom := range proms {
-		if err := prom.WaitFor(ctx, `servingprobe_bench_runs_total{target="sim-vllm-chat", result="completed"} > 0`); err != nil {
-			t.Fatalf("%s Prometheus: %v\n%s", mode, err, prom.Log())
+		for _, target := range []string{"sim-vllm-chat", "llmd"} {
+			if err := prom.WaitFor(ctx, `servingprobe_bench_runs_total{target="`+target+`", result="completed"} > 0`); err != nil {
+				t.Fatalf("%s Prometheus: %v\n%s", mode, err, prom.Log())
+			}
 		}
 	}
 	time.Sleep(2 * time.Second)
@@ -170,6 +181,7 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 				}
 				t.Logf("%d of %d dashboard queries have data", withData, len(checks))
 				checkRulesHealthy(ctx, t, prom, start)
+				checkClientVsServerOnEngine(ctx, t, prom, end)
 			})
 		}
 	})
@@ -206,6 +218,7 @@ func dashboardsTestConfig(t *testing.T, simURL, llmdURL string) []byte {
 	cfg["targets"] = append(targets, map[string]any{
 		"name": "llmd", "url": llmdURL, "backend": "vllm-chat", "model": llmdModel,
 		"modules": []string{"chat-short"}, "interval": "1s", "timeout": "10s",
+		"server_metrics": []string{llmdServerMetricsURL(llmdURL)},
 	})
 	// A bench run needs a local tokenizer (the daemon does not fall back to
 	// the embedded one); this is the embedded one's files.
@@ -235,7 +248,7 @@ func startLLMDSim(t *testing.T, bin string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "--model", llmdModel, "--port", port,
 		"--mode", "random", "--time-to-first-token", "50ms", "--inter-token-latency", "10ms",
-		"--force-dummy-tokenizer", "--max-num-seqs", "64")
+		"--force-dummy-tokenizer", "--max-num-seqs", llmdMaxNumSeqs)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -269,17 +282,9 @@ func waitHTTP(t *testing.T, url string, timeout time.Duration) {
 	}
 }
 
-// serverLatencyFamilies are the vLLM histograms that the client-vs-server
-// dashboard reads; SGLang exports the same names under sglang:.
-var serverLatencyFamilies = map[string]bool{
-	"vllm:time_to_first_token_seconds":   true,
-	"vllm:inter_token_latency_seconds":   true,
-	"vllm:time_per_output_token_seconds": true,
-	"vllm:e2e_request_latency_seconds":   true,
-}
-
-// sglangStandin serves the server latency histograms of the text exposition
-// at metricsURL renamed from vllm: to sglang:, and nothing else.
+// sglangStandin serves the families of the text exposition at metricsURL
+// that the client-vs-server dashboard reads, renamed from vLLM's names to
+// SGLang's (serverFamilyRenames), and nothing else.
 func sglangStandin(metricsURL string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, err := http.Get(metricsURL)
@@ -288,35 +293,13 @@ func sglangStandin(metricsURL string) http.Handler {
 			return
 		}
 		defer resp.Body.Close()
-		var out bytes.Buffer
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			name := line
-			if rest, ok := strings.CutPrefix(line, "# "); ok {
-				if f := strings.Fields(rest); len(f) >= 2 {
-					name = f[1]
-				}
-			} else if i := strings.IndexAny(line, "{ "); i >= 0 {
-				name = line[:i]
-			}
-			for _, suf := range []string{"_bucket", "_sum", "_count"} {
-				if b, ok := strings.CutSuffix(name, suf); ok && serverLatencyFamilies[b] {
-					name = b
-				}
-			}
-			if serverLatencyFamilies[name] {
-				out.WriteString(strings.ReplaceAll(line, "vllm:", "sglang:"))
-				out.WriteByte('\n')
-			}
-		}
-		if err := sc.Err(); err != nil {
+		out, err := renameFamilies(resp.Body, serverFamilyRenames)
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		_, _ = w.Write(out.Bytes())
+		_, _ = w.Write(out)
 	})
 }
 

@@ -222,6 +222,11 @@ type Result struct {
 	// histogram_quantile over a window without observations. Grafana draws
 	// nothing for them.
 	NaN int
+	// Inf counts the float samples (among Floats) that are +Inf or -Inf,
+	// such as histogram_quantile whose rank falls in the +Inf bucket: a
+	// panel draws them off its scale, so a query that should have a
+	// number does not.
+	Inf int
 }
 
 // Empty reports whether the query returned no sample at all.
@@ -231,14 +236,29 @@ func (r Result) Empty() bool { return r.Floats+r.Histograms == 0 }
 // panel can draw: a native histogram or a float that is not NaN.
 func (r Result) HasValues() bool { return r.Floats-r.NaN+r.Histograms > 0 }
 
-// isNaN reports whether raw is a [timestamp, "NaN"] sample pair.
-func isNaN(raw json.RawMessage) bool {
+// Finite reports whether the query returned at least one sample and every
+// float among them is a finite number (neither NaN nor infinite).
+func (r Result) Finite() bool { return !r.Empty() && r.NaN == 0 && r.Inf == 0 }
+
+// sampleValue returns the value of a [timestamp, "value"] sample pair.
+func sampleValue(raw json.RawMessage) string {
 	var pair [2]any
 	if json.Unmarshal(raw, &pair) != nil {
-		return false
+		return ""
 	}
 	s, _ := pair[1].(string)
-	return s == "NaN"
+	return s
+}
+
+// count adds one float sample to r.
+func (r *Result) count(raw json.RawMessage) {
+	r.Floats++
+	switch sampleValue(raw) {
+	case "NaN":
+		r.NaN++
+	case "+Inf", "-Inf":
+		r.Inf++
+	}
 }
 
 type apiResponse struct {
@@ -283,19 +303,13 @@ func (s *Server) api(ctx context.Context, path string, form url.Values) (Result,
 	for _, series := range r.Data.Result {
 		res.Series++
 		if len(series.Value) > 0 {
-			res.Floats++
-			if isNaN(series.Value) {
-				res.NaN++
-			}
+			res.count(series.Value)
 		}
 		if len(series.Histogram) > 0 {
 			res.Histograms++
 		}
-		res.Floats += len(series.Values)
 		for _, v := range series.Values {
-			if isNaN(v) {
-				res.NaN++
-			}
+			res.count(v)
 		}
 		res.Histograms += len(series.Histograms)
 	}

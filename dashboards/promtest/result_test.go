@@ -11,21 +11,27 @@ import (
 )
 
 // TestResultCountsNaN feeds a canned query_range response: NaN samples count
-// as floats but not as values a panel can draw.
+// as floats but not as values a panel can draw; NaN and infinite samples
+// are not finite.
 func TestResultCountsNaN(t *testing.T) {
 	tests := []struct {
 		name       string
 		body       string
 		want       Result
 		wantValues bool
+		wantFinite bool
 	}{
 		{"only NaN", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"NaN"],[2,"NaN"]]}]}}`,
-			Result{Series: 1, Floats: 2, NaN: 2}, false},
+			Result{Series: 1, Floats: 2, NaN: 2}, false, false},
 		{"NaN and a value", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"NaN"],[2,"0.25"]]}]}}`,
-			Result{Series: 1, Floats: 2, NaN: 1}, true},
+			Result{Series: 1, Floats: 2, NaN: 1}, true, false},
+		{"Inf and a value", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"+Inf"],[2,"0.25"]]},{"metric":{"a":"b"},"values":[[1,"-Inf"]]}]}}`,
+			Result{Series: 2, Floats: 3, Inf: 2}, true, false},
+		{"only values", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"0"],[2,"0.25"]]}]}}`,
+			Result{Series: 1, Floats: 2}, true, true},
 		{"histogram", `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"histograms":[[1,{"count":"1","sum":"1"}]]}]}}`,
-			Result{Series: 1, Histograms: 1}, true},
-		{"empty", `{"status":"success","data":{"resultType":"matrix","result":[]}}`, Result{}, false},
+			Result{Series: 1, Histograms: 1}, true, true},
+		{"empty", `{"status":"success","data":{"resultType":"matrix","result":[]}}`, Result{}, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,6 +50,9 @@ func TestResultCountsNaN(t *testing.T) {
 			}
 			if got.HasValues() != tc.wantValues {
 				t.Errorf("HasValues() = %v, want %v", got.HasValues(), tc.wantValues)
+			}
+			if got.Finite() != tc.wantFinite {
+				t.Errorf("Finite() = %v, want %v", got.Finite(), tc.wantFinite)
 			}
 		})
 	}

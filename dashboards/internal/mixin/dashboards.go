@@ -377,6 +377,33 @@ var (
 	sglangE2E  = []string{"sglang:e2e_request_latency_seconds"}
 )
 
+// Server load metric names, newest first, as servermetrics/names.go reads
+// them (its comment cites the engines' sources). vLLM renamed
+// gpu_cache_usage_perc to kv_cache_usage_perc in 0.9; both are a fraction
+// of the KV-cache blocks in use, as is SGLang's token_usage (of its token
+// pool). SGLang's waiting requests are num_queue_reqs.
+var (
+	vllmQueue     = []string{"vllm:request_queue_time_seconds"}
+	sglangQueue   = []string{"sglang:queue_time_seconds"}
+	vllmKVUsage   = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}
+	sglangKVUsage = []string{"sglang:token_usage"}
+	vllmWaiting   = []string{"vllm:num_requests_waiting"}
+	sglangWaiting = []string{"sglang:num_queue_reqs"}
+	vllmRunning   = []string{"vllm:num_requests_running"}
+	sglangRunning = []string{"sglang:num_running_reqs"}
+)
+
+// serverGauge is agg of the first gauge name that exists, joined with `or`
+// as serverQuantile joins quantiles, so that an old and a new name of the
+// same gauge are never added up.
+func serverGauge(agg string, names ...string) string {
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s(%s{%s})", agg, n, serverSel))
+	}
+	return strings.Join(parts, "\nor\n")
+}
+
 // ClientVsServer renders the client-versus-server dashboard.
 func (c Config) ClientVsServer() *Dashboard {
 	vars := standardVars()
@@ -385,7 +412,7 @@ func (c Config) ClientVsServer() *Dashboard {
 	serverModel := queryVar("server_model", "Server model", `label_values({__name__=~"vllm:time_to_first_token_seconds_count|sglang:time_to_first_token_seconds_count", job=~"$server_job"}, model_name)`)
 	vars = append(vars, serverJob, serverModel)
 	b := newDashboard(ClientVsServerUID, "servingprobe / Client vs server",
-		"servingprobe's client-side TTFT, ITL and E2E next to the inference server's own histograms (vLLM, SGLang). The gap is network, proxy and queueing cost that server metrics cannot see. Choose one target and the server job behind it. Every panel here is optional: it shows data only if the server's metrics are scraped into the same Prometheus.",
+		"servingprobe's client-side TTFT, ITL and E2E next to the inference server's own histograms (vLLM, SGLang), and the server's queue time, KV cache usage and waiting requests. The gap is network, proxy and queueing cost that server metrics cannot see. Choose one target and the server job behind it. Every panel here is optional: it shows data only if the server's metrics are scraped into the same Prometheus.",
 		vars)
 	b.d.Annotations.List = append(b.d.Annotations.List, benchAnnotations(false)...)
 
@@ -417,5 +444,26 @@ func (c Config) ClientVsServer() *Dashboard {
 			optionalDescription+"Client p50 minus server p50: time spent outside the engine (network, TLS, proxies, gateway queues, SSE buffering).", "s", thresholds(),
 			q(fmt.Sprintf("(\n%s\n)\n- on ()\n(\n%s\n)", HistogramQuantile("0.5", qt.h.Name, sel, "", rateInterval), server), "gap p50")), 8, 8)
 	}
+
+	// What the engine says about its own load: why its TTFT grows.
+	b.row("Server load", "")
+	b.add(timeseries("Server queue time",
+		optionalDescription+"p50 and p99 of the time requests waited in the engine's queue before it scheduled them (vLLM's WAITING phase, SGLang's queue). When the TTFT gap is small and this grows, the engine is saturated: the wait is inside it, not in front of it.", "s", thresholds(),
+		q(serverQuantile("0.5", vllmQueue...), "vLLM p50"),
+		q(serverQuantile("0.99", vllmQueue...), "vLLM p99"),
+		q(serverQuantile("0.5", sglangQueue...), "SGLang p50"),
+		q(serverQuantile("0.99", sglangQueue...), "SGLang p99")), 8, 8)
+	kv := timeseries("Server KV cache usage",
+		optionalDescription+"The fraction of the engine's KV cache in use, the highest over its instances (vLLM's kv_cache_usage_perc, 1 is full; SGLang's token_usage of its token pool). Near 1, new requests wait or running ones are preempted.", "percentunit", thresholds(),
+		q(serverGauge("max", vllmKVUsage...), "vLLM"),
+		q(serverGauge("max", sglangKVUsage...), "SGLang"))
+	kv.FieldConfig.Defaults.Min, kv.FieldConfig.Defaults.Max = ptr(0.0), ptr(1.0)
+	b.add(kv, 8, 8)
+	b.add(timeseries("Server waiting and running requests",
+		optionalDescription+"Requests the engine holds waiting for a slot and requests it is running, summed over its instances. Waiting above 0 means requests queue inside the engine; compare with the queue time.", "short", thresholds(),
+		q(serverGauge("sum", vllmWaiting...), "vLLM waiting"),
+		q(serverGauge("sum", vllmRunning...), "vLLM running"),
+		q(serverGauge("sum", sglangWaiting...), "SGLang waiting"),
+		q(serverGauge("sum", sglangRunning...), "SGLang running")), 8, 8)
 	return b.d
 }
