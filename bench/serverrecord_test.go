@@ -23,7 +23,9 @@ import (
 // invert by a plain division).
 func serverReport(n int) servermetrics.Report {
 	rng := rand.New(rand.NewPCG(1, 2))
-	est := func(v, lo, hi float64) servermetrics.Estimate { return servermetrics.Estimate{Value: v, Lower: lo, Upper: hi} }
+	est := func(v, lo, hi float64) servermetrics.Estimate {
+		return servermetrics.Estimate{Value: v, Lower: lo, Upper: hi}
+	}
 	r := servermetrics.Report{
 		Source: "http://vllm:8000/metrics", Engine: "vllm", PrefixHitRate: 1.0 / 3,
 		Latencies: []servermetrics.Latency{
