@@ -19,8 +19,8 @@ import (
 // with and without observations and an open last bucket, counters that
 // disagree with ours (token-count notes), a hit rate, the three gauges
 // over n samples (one read lacks the waiting gauge), failed reads, notes
-// and unknown families. Its numbers are awkward floats (ms × 1000 does not
-// invert by a plain division).
+// and unknown families. Its numbers are awkward floats (0.1 + 0.2,
+// thirds) and its offsets are not whole milliseconds.
 func serverReport(n int) servermetrics.Report {
 	rng := rand.New(rand.NewPCG(1, 2))
 	est := func(v, lo, hi float64) servermetrics.Estimate {

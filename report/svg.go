@@ -56,6 +56,13 @@ type chart struct {
 	Categories []string
 	// Height overrides the default height (a timeline needs rows).
 	Height int
+	// Stacked stacks the bar series at each x, in order, instead of
+	// setting them side by side; a negative height is drawn down from the
+	// top of the stack below it.
+	Stacked bool
+	// XRange, when set, is the x axis's span, so that charts drawn one
+	// under another share their axis (it widens to hold every point).
+	XRange *[2]float64
 }
 
 const (
@@ -81,9 +88,15 @@ func (c *chart) SVG() template.HTML {
 		}
 		xmin, xmax, ymin, ymax = min(xmin, x), max(xmax, x), min(ymin, y), max(ymax, y)
 	}
+	tops := map[float64]float64{} // a stack's height so far, by x
 	for _, s := range c.Series {
 		for i := range s.X {
-			grow(s.X[i], s.Y[i])
+			y := s.Y[i]
+			if c.Stacked && s.Kind == bars {
+				y += tops[s.X[i]]
+				tops[s.X[i]] = y
+			}
+			grow(s.X[i], y)
 		}
 	}
 	for _, g := range c.Segments {
@@ -98,6 +111,9 @@ func (c *chart) SVG() template.HTML {
 	}
 	if math.IsInf(xmin, 1) {
 		xmin, xmax, ymin, ymax = 0, 1, 0, 1
+	}
+	if r := c.XRange; r != nil {
+		xmin, xmax = min(xmin, r[0]), max(xmax, r[1])
 	}
 	if c.YFromZero && ymin > 0 {
 		ymin = 0
@@ -157,6 +173,10 @@ func (c *chart) SVG() template.HTML {
 			nbars++
 		}
 	}
+	if c.Stacked {
+		nbars = min(nbars, 1)
+	}
+	clear(tops)
 	for i, s := range c.Series {
 		cls := "s" + strconv.Itoa(i%6)
 		switch s.Kind {
@@ -186,6 +206,11 @@ func (c *chart) SVG() template.HTML {
 			fmt.Fprintf(&b, `<g class="series bars %s" data-points="%d"><title>%s</title>`, cls, len(s.X), template.HTMLEscapeString(s.Name))
 			for j := range s.X {
 				y0, y1 := py(max(ymin, 0)), py(s.Y[j])
+				if c.Stacked {
+					base := tops[s.X[j]]
+					y0, y1 = py(base), py(base+s.Y[j])
+					tops[s.X[j]] = base + s.Y[j]
+				}
 				fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, px(s.X[j])-w/2, min(y0, y1), max(w, 1), math.Abs(y0-y1))
 			}
 			b.WriteString(`</g>`)
