@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
 
 	"github.com/servingprobe/servingprobe/bench"
@@ -16,7 +17,11 @@ func consoleRows(id string, rows []bench.TableRow) template.HTML {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<table class="compare rows" data-rows="%s">`, template.HTMLEscapeString(id))
 	for _, r := range rows {
-		fmt.Fprintf(&b, `<tr><td>%s</td><td class="val">%s</td></tr>`, template.HTMLEscapeString(strings.TrimSpace(r.Label)), template.HTMLEscapeString(r.Value))
+		tr := "<tr>"
+		if strings.HasPrefix(r.Label, " ") { // the console indents a row that belongs to the one above
+			tr = `<tr class="sub">`
+		}
+		fmt.Fprintf(&b, `%s<td>%s</td><td class="val">%s</td></tr>`, tr, template.HTMLEscapeString(strings.TrimSpace(r.Label)), template.HTMLEscapeString(r.Value))
 	}
 	b.WriteString(`</table>`)
 	return template.HTML(b.String())
@@ -82,9 +87,12 @@ func serverGaugeCharts(r *servermetrics.Report, i int, xr *[2]float64) []templat
 	return out
 }
 
-// ttftSplit stacks, at p50, p90 and p99, the server's TTFT (the block's
-// bucket estimate) and the rest of ours (bench's ServerTTFTGap): together
-// they are our TTFT. false when the server has no TTFT for the run.
+// ttftSplit stacks, at p50, p90 and p99, our TTFT as the server's TTFT
+// (the block's bucket estimate) and the rest (bench's ServerTTFTGap).
+// Where the server's estimate exceeds ours (a negative rest) the bars are
+// the server's part up to our TTFT and, above it, the excess in a third
+// series, so that no bar suggests a rest that is not there. false when
+// the server has no TTFT for the run.
 func ttftSplit(s *bench.Summary, r *servermetrics.Report, i int) (chart, bool) {
 	gap, ok := s.ServerTTFTGap(r)
 	if !ok {
@@ -92,12 +100,21 @@ func ttftSplit(s *bench.Summary, r *servermetrics.Report, i int) (chart, bool) {
 	}
 	l, _ := r.Latency(servermetrics.TTFT)
 	x := []float64{0, 1, 2}
-	return chart{ID: chartID("server-ttft-split", i), Title: "Our TTFT split: the server's (bucket estimate) and the rest", XLabel: "percentile",
-		YLabel: "TTFT (ms)", YFromZero: true, Stacked: true, Categories: []string{"p50", "p90", "p99"},
+	var server, rest, over []float64
+	for j, e := range []servermetrics.Estimate{l.P50, l.P90, l.P99} {
+		server = append(server, e.Value*1000+min(gap[j], 0))
+		rest, over = append(rest, max(gap[j], 0)), append(over, max(-gap[j], 0))
+	}
+	c := chart{ID: chartID("server-ttft-split", i), Title: "Our TTFT split: the server's (bucket estimate) and the rest", XLabel: "percentile",
+		YLabel: "TTFT (ms)", YFromZero: true, Stacked: true, LegendLeft: true, Categories: []string{"p50", "p90", "p99"},
 		Series: []series{
-			{Name: "server TTFT (bucket estimate)", Kind: bars, X: x, Y: []float64{l.P50.Value * 1000, l.P90.Value * 1000, l.P99.Value * 1000}},
-			{Name: "rest: network, HTTP, queue before the engine", Kind: bars, X: x, Y: gap[:]},
-		}}, true
+			{Name: "server TTFT (bucket estimate)", Kind: bars, X: x, Y: server},
+			{Name: "rest: network, HTTP, queue before the engine", Kind: bars, X: x, Y: rest},
+		}}
+	if slices.ContainsFunc(gap[:], func(g float64) bool { return g < 0 }) {
+		c.Series = append(c.Series, series{Name: "server estimate above our TTFT", Kind: bars, X: x, Y: over})
+	}
+	return c, true
 }
 
 // serverNote words what the block is, or why it is missing.
@@ -109,7 +126,7 @@ func serverNote(s *bench.Summary, r *servermetrics.Report) string {
 		"The gauges were read %d times; the charts draw at most %d of the reads, taken evenly (the peaks above are over every read).",
 		r.Source, r.Engine, r.SamplesRead(), bench.ServerSeriesPoints)
 	if _, ok := s.ServerTTFTGap(r); ok {
-		note += " The TTFT split stacks the server's TTFT (a bucket estimate) under the rest of ours: the network, HTTP and any queue in front of the engine; a negative rest (the server's estimate above ours) is drawn down from the top of the server's bar."
+		note += " The TTFT split stacks our TTFT as the server's TTFT (a bucket estimate) and the rest: the network, HTTP and any queue in front of the engine. Where the server's estimate exceeds our TTFT (a coarse bucket, another clock start, or other traffic) there is no rest, and the excess is stacked above our TTFT in its own colour."
 	}
 	return note
 }
@@ -173,7 +190,7 @@ func reasoningSection(s *bench.Summary) (section, bool) {
 // groupedBars draws one bar per category and series, the series side by
 // side within each category.
 func groupedBars(id, title, yl string, cats, names []string, vals [][]float64) template.HTML {
-	c := chart{ID: id, Title: title, XLabel: strings.Join(cats, ", "), YLabel: yl, YFromZero: true, Categories: cats}
+	c := chart{ID: id, Title: title, XLabel: strings.Join(cats, ", "), YLabel: yl, YFromZero: true, Categories: cats, LegendLeft: true}
 	n := float64(len(names))
 	for k, name := range names {
 		off := (float64(k) - (n-1)/2) * 0.9 / n // the bars' width (svg.go)

@@ -60,6 +60,9 @@ type chart struct {
 	// setting them side by side; a negative height is drawn down from the
 	// top of the stack below it.
 	Stacked bool
+	// LegendLeft puts the legend top left, for bars that grow to the
+	// right (percentiles), whose top right is taken.
+	LegendLeft bool
 	// XRange, when set, is the x axis's span, so that charts drawn one
 	// under another share their axis (it widens to hold every point).
 	XRange *[2]float64
@@ -136,6 +139,12 @@ func (c *chart) SVG() template.HTML {
 	ymax += (ymax - ymin) * 0.05
 	chartH := cmp.Or(c.Height, chartH)
 	pw, ph := float64(chartW-padL-padR), float64(chartH-padT-padB)
+	if c.LegendLeft && len(c.Series) > 1 {
+		// Room above the data for the legend's lines, so that no bar
+		// runs under them.
+		legend := float64(14*len(c.Series) + 6)
+		ymax = ymin + (ymax-ymin)*ph/(ph-legend)
+	}
 	px := func(x float64) float64 { return padL + (x-xmin)/(xmax-xmin)*pw }
 	py := func(y float64) float64 { return padT + ph - (y-ymin)/(ymax-ymin)*ph }
 
@@ -236,8 +245,17 @@ func (c *chart) SVG() template.HTML {
 			m.Class, padL, y, chartW-padR, chartW-padR-2, y-3, template.HTMLEscapeString(m.Label))
 	}
 	if len(c.Series) > 1 {
+		// Top right, wide enough for the longest name (about 6 px a
+		// character at the legend's 11 px), or top left.
+		x := chartW - padR - 150
+		for _, s := range c.Series {
+			x = min(x, chartW-padR-14-6*len([]rune(s.Name)))
+		}
+		if c.LegendLeft {
+			x = padL + 8
+		}
 		for i, s := range c.Series {
-			fmt.Fprintf(&b, `<text class="legend s%d" x="%d" y="%d">■ %s</text>`, i%6, chartW-padR-150, padT+14+14*i, template.HTMLEscapeString(s.Name))
+			fmt.Fprintf(&b, `<text class="legend s%d" x="%d" y="%d">■ %s</text>`, i%6, x, padT+14+14*i, template.HTMLEscapeString(s.Name))
 		}
 	}
 	b.WriteString(`</svg>`)
