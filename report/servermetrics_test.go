@@ -36,7 +36,9 @@ func reasoningRun(t *testing.T) *bench.Summary {
 		first := sent + 50 + i
 		r := prober.Result{Stream: true, Outcome: prober.OutcomeSuccess, Scheduled: at(sent), Sent: at(sent), FirstToken: at(first),
 			OutputTokensSource: prober.TokenSourceUsage, InputTokens: 16, InputTokensSource: prober.TokenSourceUsage}
-		ev := func(ms int, reasoning bool) prober.Event { return prober.Event{At: at(ms), Tokens: 1, Reasoning: reasoning} }
+		ev := func(ms int, reasoning bool) prober.Event {
+			return prober.Event{At: at(ms), Tokens: 1, Reasoning: reasoning}
+		}
 		if i%2 == 0 {
 			r.FirstAnswer = at(first + 40)
 			r.Events = []prober.Event{ev(first, true), ev(first+20, true), ev(first+40, false), ev(first+50, false), ev(first+60, false)}
@@ -63,7 +65,9 @@ func reasoningRun(t *testing.T) *bench.Summary {
 // split has a negative rest), E2E, the token counters and the three
 // gauges read every 0.5 s over 4.5 s.
 func vllmBlock(s *bench.Summary) servermetrics.Report {
-	est := func(v, lo, hi float64) servermetrics.Estimate { return servermetrics.Estimate{Value: v, Lower: lo, Upper: hi} }
+	est := func(v, lo, hi float64) servermetrics.Estimate {
+		return servermetrics.Estimate{Value: v, Lower: lo, Upper: hi}
+	}
 	r := servermetrics.Report{Source: "http://127.0.0.1:8000/metrics", Engine: "vllm", PrefixHitRate: 0.25,
 		Latencies: []servermetrics.Latency{
 			{Kind: servermetrics.TTFT, Metric: "vllm:time_to_first_token_seconds", Count: 40, Mean: 0.05,
