@@ -231,3 +231,41 @@ func TestTableSections(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseServer: a record's server block, however malformed, is read
+// back or refused with an error, never a panic; what is read back writes
+// a record that reads back to the same bytes.
+func FuzzParseServer(f *testing.F) {
+	// Seeds hold the servingprobe object's server keys alone: the fuzzer
+	// mutates and minimizes small inputs faster.
+	s := &Summary{TotalInputTokens: 5, TotalOutputTokens: 7, TTFT: Stats{Median: 20, P90: 60, P99: 90}}
+	missing := servermetrics.Report{Source: "http://other/metrics", Missing: "no answer within 2s", PrefixHitRate: math.NaN()}
+	s.Server = []servermetrics.Report{serverReport(3), missing}
+	for _, strict := range []bool{false, true} {
+		e := &pyEncoder{strict: strict}
+		if err := e.object(record{{"servingprobe", s.serverFields()}}); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(e.buf.Bytes())
+	}
+	f.Add([]byte(`{"servingprobe": {"server": {"source": "u", "series": {"offsets_s": [0, 1.5], "waiting": [null, 2]}, "samples": 9}}}`))
+	f.Add([]byte(`{"servingprobe": {"server": {"source": "u", "ttft_ms": {"count": 1, "p50": 1, "p50_bucket": {"lower": 0, "upper": null}}}}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		s, err := ParseRecord(line)
+		if err != nil {
+			return
+		}
+		once, err := s.Record(JSONOptions{Strict: true})
+		if err != nil {
+			return // a value strict JSON cannot hold
+		}
+		back, err := ParseRecord(once)
+		if err != nil {
+			t.Fatalf("ParseRecord of Record's own line: %v\n%s", err, once)
+		}
+		twice, err := back.Record(JSONOptions{Strict: true})
+		if err != nil || !bytes.Equal(once, twice) {
+			t.Fatalf("record read back differs (%v):\n%s", err, cmp.Diff(string(once), string(twice)))
+		}
+	})
+}
