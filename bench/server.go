@@ -214,24 +214,23 @@ const ServerSeriesPoints = 240
 // ServerSeries is the samples of r that the record keeps and the report
 // draws: all of them up to ServerSeriesPoints, else ServerSeriesPoints
 // taken evenly by index, the first (the run's start) and the last (its
-// end) among them. The block's peaks and means are over every sample, so
-// a thinned series can miss a short peak the block states.
+// end) among them, their offsets to the millisecond (the reads are a
+// second apart; finer digits are the scheduler's noise), so that a report
+// drawn from the record and one drawn from the run are the same. The
+// block's peaks and means are over every sample, so a thinned series can
+// miss a short peak the block states.
 func ServerSeries(r *servermetrics.Report) []servermetrics.Sample {
 	n := len(r.Samples)
-	if n <= ServerSeriesPoints {
-		return r.Samples
-	}
-	out := make([]servermetrics.Sample, ServerSeriesPoints)
+	out := make([]servermetrics.Sample, min(n, ServerSeriesPoints))
 	for i := range out {
-		out[i] = r.Samples[i*(n-1)/(ServerSeriesPoints-1)]
+		j := i
+		if n > ServerSeriesPoints {
+			j = i * (n - 1) / (ServerSeriesPoints - 1)
+		}
+		out[i] = servermetrics.Sample{Offset: r.Samples[j].Offset.Round(time.Millisecond), Values: r.Samples[j].Values}
 	}
 	return out
 }
-
-// seriesOffset is a sample's offset in the record: seconds, to the
-// millisecond (the reads are a second apart; finer digits are the
-// scheduler's noise), so that a record read back writes the same bytes.
-func seriesOffset(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }
 
 // serverSeriesRecord is the series as arrays: "offsets_s", then one
 // array per gauge kind that any sample holds, in GaugeKinds' order, NaN
@@ -239,7 +238,7 @@ func seriesOffset(d time.Duration) float64 { return d.Round(time.Millisecond).Se
 func serverSeriesRecord(ser []servermetrics.Sample) record {
 	at := make([]float64, len(ser))
 	for i, sm := range ser {
-		at[i] = seriesOffset(sm.Offset)
+		at[i] = sm.Offset.Seconds()
 	}
 	rec := record{{"offsets_s", at}}
 	for _, k := range servermetrics.GaugeKinds {

@@ -83,7 +83,8 @@ func vllmBlock(s *bench.Summary) servermetrics.Report {
 		for k, x := range v {
 			peak[k], sum[k] = max(peak[k], x), sum[k]+x
 		}
-		r.Samples = append(r.Samples, servermetrics.Sample{Offset: time.Duration(i) * 500 * time.Millisecond, Values: v})
+		// Not whole milliseconds, as a real read's offset.
+		r.Samples = append(r.Samples, servermetrics.Sample{Offset: time.Duration(i)*500*time.Millisecond + 123456, Values: v})
 	}
 	for _, k := range servermetrics.GaugeKinds {
 		r.Gauges = append(r.Gauges, servermetrics.GaugeStats{Kind: k, Peak: peak[k], Mean: sum[k] / 10, Samples: 10})
