@@ -30,13 +30,26 @@ func center(s string, fill byte, width int) string {
 // pads its headers the same way.
 func Center(s string, fill byte, width int) string { return center(s, fill, width) }
 
-// tableWriter writes bench_serving's "{:<40} {:<10}" rows.
-type tableWriter struct{ w *bufio.Writer }
+// tableWriter writes bench_serving's "{:<40} {:<10}" rows; with sections
+// set it also keeps each row under the line above it (TableSections).
+type tableWriter struct {
+	w        *bufio.Writer
+	sections *[]TableSection
+}
 
-func (t *tableWriter) line(s string) { t.w.WriteString(s + "\n") }
+func (t *tableWriter) line(s string) {
+	t.w.WriteString(s + "\n")
+	if t.sections != nil {
+		*t.sections = append(*t.sections, TableSection{Title: strings.Trim(s, "=- ")})
+	}
+}
 
 func (t *tableWriter) row(label, value string) {
-	t.line(fmt.Sprintf("%-40s %-10s", label, value))
+	t.w.WriteString(fmt.Sprintf("%-40s %-10s\n", label, value))
+	if t.sections != nil && len(*t.sections) > 0 {
+		last := &(*t.sections)[len(*t.sections)-1]
+		last.Rows = append(last.Rows, TableRow{label, value})
+	}
 }
 
 func (t *tableWriter) f2(label string, v float64) { t.row(label, pyFixed2(v)) }
@@ -48,7 +61,10 @@ func (t *tableWriter) int(label string, v int) { t.row(label, strconv.Itoa(v)) }
 // servingprobe's extra block below it, so that parsers of the standard
 // table see it unchanged.
 func (s *Summary) WriteTable(w io.Writer) error {
-	t := &tableWriter{w: bufio.NewWriter(w)}
+	return s.writeTable(&tableWriter{w: bufio.NewWriter(w)})
+}
+
+func (s *Summary) writeTable(t *tableWriter) error {
 	t.line("")
 	t.line(center(" Serving Benchmark Result ", '=', 50))
 	t.row("Backend:", s.Backend)

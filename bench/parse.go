@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
 // ParseRecord reads one JSONL record back into a Summary: the inverse of
@@ -166,6 +171,9 @@ func ParseRecord(line []byte) (*Summary, error) {
 			}
 			s.Shard = sh
 		}
+		if err := s.parseServers(spFlat["server"], spFlat["server_more"]); err != nil {
+			return nil, err
+		}
 		if raw, ok := spFlat["merged"]; ok && string(raw) != "null" {
 			m, err := parseMerged(raw)
 			if err != nil {
@@ -260,4 +268,233 @@ func pythonToJSON(b []byte) []byte {
 		}
 	}
 	return out
+}
+
+// parseServers reads the servingprobe object's server blocks ("server",
+// then "server_more") into s.Server, so that a report or a comparison of
+// JSONL files shows the block the console showed.
+func (s *Summary) parseServers(first, more json.RawMessage) error {
+	if len(first) == 0 || string(first) == "null" {
+		return nil
+	}
+	r, err := s.parseServer(first)
+	if err != nil {
+		return fmt.Errorf("servingprobe.server: %w", err)
+	}
+	s.Server = append(s.Server, r)
+	if len(more) == 0 || string(more) == "null" {
+		return nil
+	}
+	var rest []json.RawMessage
+	if err := json.Unmarshal(more, &rest); err != nil {
+		return fmt.Errorf("servingprobe.server_more: %w", err)
+	}
+	for i, raw := range rest {
+		r, err := s.parseServer(raw)
+		if err != nil {
+			return fmt.Errorf("servingprobe.server_more[%d]: %w", i, err)
+		}
+		s.Server = append(s.Server, r)
+	}
+	return nil
+}
+
+// parseServer is the inverse of serverRecord for everything the block
+// shows. It walks the keys in the record's order, so that the latencies,
+// counters and gauges come back in the order they were written. Keys it
+// does not know (a newer servingprobe's) are skipped; what the record
+// derives from the summary (ttft_minus_server_ms, *_ours, the notes on
+// token counts) is computed again rather than read. Errors name the key.
+func (s *Summary) parseServer(raw json.RawMessage) (servermetrics.Report, error) {
+	r := servermetrics.Report{PrefixHitRate: math.NaN()}
+	fields, err := objectFields(raw)
+	if err != nil {
+		return r, err
+	}
+	var notes []string
+	for _, f := range fields {
+		var err error
+		k := f.key
+		switch {
+		case k == "source":
+			err = json.Unmarshal(f.value, &r.Source)
+		case k == "missing":
+			err = json.Unmarshal(f.value, &r.Missing)
+		case k == "engine":
+			err = json.Unmarshal(f.value, &r.Engine)
+		case k == "samples":
+			err = json.Unmarshal(f.value, &r.SampleCount)
+		case k == "sample_errors":
+			err = json.Unmarshal(f.value, &r.SampleErrors)
+		case k == "notes":
+			err = json.Unmarshal(f.value, &notes)
+		case k == "unknown_metrics":
+			err = json.Unmarshal(f.value, &r.Unknown)
+		case k == "prefix_cache_hit_rate":
+			err = json.Unmarshal(f.value, &r.PrefixHitRate)
+		case k == "series":
+			r.Samples, err = parseServerSeries(f.value)
+		case slices.Contains(servermetrics.CounterKinds, servermetrics.Kind(k)):
+			c := servermetrics.Count{Kind: servermetrics.Kind(k)}
+			err = json.Unmarshal(f.value, &c.Delta)
+			r.Counters = append(r.Counters, c)
+		case strings.HasSuffix(k, "_ms") && slices.Contains(servermetrics.LatencyKinds, servermetrics.Kind(strings.TrimSuffix(k, "_ms"))):
+			var l servermetrics.Latency
+			l, err = parseServerLatency(servermetrics.Kind(strings.TrimSuffix(k, "_ms")), f.value)
+			r.Latencies = append(r.Latencies, l)
+		case strings.HasSuffix(k, "_peak") && slices.Contains(servermetrics.GaugeKinds, servermetrics.Kind(strings.TrimSuffix(k, "_peak"))):
+			g := servermetrics.GaugeStats{Kind: servermetrics.Kind(strings.TrimSuffix(k, "_peak"))}
+			err = json.Unmarshal(f.value, &g.Peak)
+			r.Gauges = append(r.Gauges, g)
+		case strings.HasSuffix(k, "_mean") && slices.Contains(servermetrics.GaugeKinds, servermetrics.Kind(strings.TrimSuffix(k, "_mean"))):
+			kind := servermetrics.Kind(strings.TrimSuffix(k, "_mean"))
+			i := slices.IndexFunc(r.Gauges, func(g servermetrics.GaugeStats) bool { return g.Kind == kind })
+			if i < 0 {
+				err = fmt.Errorf("no %s_peak before it", kind)
+				break
+			}
+			err = json.Unmarshal(f.value, &r.Gauges[i].Mean)
+		}
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	for i, g := range r.Gauges {
+		for _, sm := range r.Samples {
+			if _, ok := sm.Values[g.Kind]; ok {
+				r.Gauges[i].Samples++
+			}
+		}
+	}
+	if r.SampleCount == len(r.Samples) {
+		r.SampleCount = 0 // every sample is in Samples
+	}
+	// The record's notes end with the token-count notes, which the block
+	// computes from the counters and our totals; keep only the server's.
+	if tok := s.serverTokens(&r); len(tok) <= len(notes) && slices.Equal(notes[len(notes)-len(tok):], tok) {
+		notes = notes[:len(notes)-len(tok)]
+	}
+	if len(notes) > 0 {
+		r.Notes = notes
+	}
+	return r, nil
+}
+
+// parseServerLatency reads one "<kind>_ms" object: ms back to seconds,
+// each percentile with its bucket (an upper bound of null is +Inf).
+func parseServerLatency(kind servermetrics.Kind, raw json.RawMessage) (servermetrics.Latency, error) {
+	type bucket struct {
+		Lower float64  `json:"lower"`
+		Upper *float64 `json:"upper"`
+	}
+	var v struct {
+		Metric string  `json:"metric"`
+		Count  float64 `json:"count"`
+		Mean   float64 `json:"mean"`
+		P50    float64 `json:"p50"`
+		P90    float64 `json:"p90"`
+		P99    float64 `json:"p99"`
+		P50B   *bucket `json:"p50_bucket"`
+		P90B   *bucket `json:"p90_bucket"`
+		P99B   *bucket `json:"p99_bucket"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return servermetrics.Latency{}, err
+	}
+	l := servermetrics.Latency{Kind: kind, Metric: v.Metric, Count: v.Count}
+	if v.Count == 0 {
+		return l, nil
+	}
+	l.Mean = fromMs(v.Mean)
+	for _, p := range []struct {
+		value float64
+		b     *bucket
+		e     *servermetrics.Estimate
+		name  string
+	}{{v.P50, v.P50B, &l.P50, "p50"}, {v.P90, v.P90B, &l.P90, "p90"}, {v.P99, v.P99B, &l.P99, "p99"}} {
+		if p.b == nil {
+			return l, fmt.Errorf("%s_bucket: missing", p.name)
+		}
+		p.e.Value, p.e.Lower, p.e.Upper = fromMs(p.value), fromMs(p.b.Lower), math.Inf(1)
+		if p.b.Upper != nil {
+			p.e.Upper = fromMs(*p.b.Upper)
+		}
+	}
+	return l, nil
+}
+
+// parseServerSeries reads the "series" object back into samples: one per
+// offset, each with the gauges not null at it.
+func parseServerSeries(raw json.RawMessage) ([]servermetrics.Sample, error) {
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	var at []float64
+	if err := json.Unmarshal(v["offsets_s"], &at); err != nil {
+		return nil, fmt.Errorf("offsets_s: %w", err)
+	}
+	out := make([]servermetrics.Sample, len(at))
+	for i, sec := range at {
+		out[i] = servermetrics.Sample{Offset: time.Duration(math.Round(sec * 1e9)), Values: map[servermetrics.Kind]float64{}}
+	}
+	for _, k := range servermetrics.GaugeKinds {
+		raw, ok := v[string(k)]
+		if !ok {
+			continue
+		}
+		var vals []*float64
+		if err := json.Unmarshal(raw, &vals); err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		if len(vals) != len(at) {
+			return nil, fmt.Errorf("%s: %d values for %d offsets", k, len(vals), len(at))
+		}
+		for i, x := range vals {
+			if x != nil {
+				out[i].Values[k] = *x
+			}
+		}
+	}
+	return out, nil
+}
+
+// fromMs reads the record's ms (seconds × 1000) back as seconds. For a
+// product of 1000 the division finds a float whose product is the same
+// again (TestFromMs checks it across magnitudes), so a record read back
+// writes the same bytes.
+func fromMs(x float64) float64 { return x / 1000 }
+
+// rawField is one key of a JSON object and its value, undecoded.
+type rawField struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectFields returns a JSON object's keys and values in their order
+// (encoding/json's maps forget it).
+func objectFields(raw json.RawMessage) ([]rawField, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		if err == nil {
+			err = fmt.Errorf("want an object, got %s", raw)
+		}
+		return nil, err
+	}
+	var out []rawField
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, rawField{t.(string), v})
+	}
+	if _, err := dec.Token(); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
@@ -133,7 +134,7 @@ func (s *Summary) writeServer(t *tableWriter) {
 		if v, ok := r.Count(servermetrics.Preemptions); ok {
 			t.row("Preemptions:", fmtCount(v))
 		}
-		samples := fmt.Sprint(len(r.Samples))
+		samples := fmt.Sprint(r.SamplesRead())
 		if r.SampleErrors > 0 {
 			samples += fmt.Sprintf(" (%d reads failed)", r.SampleErrors)
 		}
@@ -191,12 +192,67 @@ func (s *Summary) serverRecord(r *servermetrics.Report) record {
 	for _, g := range r.Gauges {
 		rec = append(rec, field{string(g.Kind) + "_peak", g.Peak}, field{string(g.Kind) + "_mean", g.Mean})
 	}
-	rec = append(rec, field{"samples", len(r.Samples)}, field{"sample_errors", r.SampleErrors})
+	rec = append(rec, field{"samples", r.SamplesRead()}, field{"sample_errors", r.SampleErrors})
+	if ser := ServerSeries(r); len(ser) > 0 {
+		rec = append(rec, field{"series", serverSeriesRecord(ser)})
+	}
 	if n := slices.Concat(r.Notes, s.serverTokens(r)); len(n) > 0 {
 		rec = append(rec, field{"notes", n})
 	}
 	if len(r.Unknown) > 0 {
 		rec = append(rec, field{"unknown_metrics", r.Unknown})
+	}
+	return rec
+}
+
+// ServerSeriesPoints bounds the gauge samples a record keeps for each
+// endpoint: a run of an hour, sampled each second, would carry 3,600
+// points of every gauge; 240 draw a run's shape on the report's
+// 640-pixel charts (one point per 2.5 pixels).
+const ServerSeriesPoints = 240
+
+// ServerSeries is the samples of r that the record keeps and the report
+// draws: all of them up to ServerSeriesPoints, else ServerSeriesPoints
+// taken evenly by index, the first (the run's start) and the last (its
+// end) among them, their offsets to the millisecond (the reads are a
+// second apart; finer digits are the scheduler's noise), so that a report
+// drawn from the record and one drawn from the run are the same. The
+// block's peaks and means are over every sample, so a thinned series can
+// miss a short peak the block states.
+func ServerSeries(r *servermetrics.Report) []servermetrics.Sample {
+	n := len(r.Samples)
+	out := make([]servermetrics.Sample, min(n, ServerSeriesPoints))
+	for i := range out {
+		j := i
+		if n > ServerSeriesPoints {
+			j = i * (n - 1) / (ServerSeriesPoints - 1)
+		}
+		out[i] = servermetrics.Sample{Offset: r.Samples[j].Offset.Round(time.Millisecond), Values: r.Samples[j].Values}
+	}
+	return out
+}
+
+// serverSeriesRecord is the series as arrays: "offsets_s", then one
+// array per gauge kind that any sample holds, in GaugeKinds' order, NaN
+// (null in strict JSON) where a sample lacks it.
+func serverSeriesRecord(ser []servermetrics.Sample) record {
+	at := make([]float64, len(ser))
+	for i, sm := range ser {
+		at[i] = sm.Offset.Seconds()
+	}
+	rec := record{{"offsets_s", at}}
+	for _, k := range servermetrics.GaugeKinds {
+		vals, seen := make([]float64, len(ser)), false
+		for i, sm := range ser {
+			v, ok := sm.Values[k]
+			if !ok {
+				v = math.NaN()
+			}
+			vals[i], seen = v, seen || ok
+		}
+		if seen {
+			rec = append(rec, field{string(k), vals})
+		}
 	}
 	return rec
 }

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
 // metricRow is one line of the comparison table. Lower is better for
@@ -16,6 +18,10 @@ type metricRow struct {
 	higherBetter bool
 	get          func(*bench.Summary) float64
 }
+
+// neutralRows are neither better nor worse when they differ: how long the
+// model reasoned, how full the KV cache ran.
+var neutralRows = map[string]bool{"Reasoning tokens": true, "Server KV cache usage peak (%)": true}
 
 var compareRows = []metricRow{
 	{"Request throughput (req/s)", true, func(s *bench.Summary) float64 { return s.RequestThroughput }},
@@ -32,6 +38,80 @@ var compareRows = []metricRow{
 	{"P99 TPOT (ms)", false, func(s *bench.Summary) float64 { return s.TPOT.P99 }},
 	{"Mean E2E latency (ms)", false, func(s *bench.Summary) float64 { return s.E2ELatency.Mean }},
 	{"P99 E2E latency (ms)", false, func(s *bench.Summary) float64 { return s.E2ELatency.P99 }},
+	// The answer phase, where a run's streams reasoned; NaN (shown as –)
+	// in a run that measured none.
+	{"Median TTFAT (ms)", false, reasoning(func(r *bench.ReasoningSummary) float64 { return r.TTFAT.Median })},
+	{"P99 TTFAT (ms)", false, reasoning(func(r *bench.ReasoningSummary) float64 { return r.TTFAT.P99 })},
+	{"Reasoning tokens", false, reasoning(func(r *bench.ReasoningSummary) float64 { return float64(r.ReasoningTokens) })},
+	{"Mean answer TPOT (ms)", false, reasoning(func(r *bench.ReasoningSummary) float64 { return r.AnswerTPOT.Mean })},
+	// The first metrics endpoint's block, where it was read.
+	{"Server TTFT P50 (ms, bucket estimate)", false, serverLatency(servermetrics.TTFT, func(l servermetrics.Latency) float64 { return l.P50.Value * 1000 })},
+	{"Server TTFT P99 (ms, bucket estimate)", false, serverLatency(servermetrics.TTFT, func(l servermetrics.Latency) float64 { return l.P99.Value * 1000 })},
+	{"TTFT ours - server P50 (ms)", false, ttftGap(0)},
+	{"TTFT ours - server P99 (ms)", false, ttftGap(2)},
+	{"Server KV cache usage peak (%)", false, serverGauge(servermetrics.KVUsage, 100)},
+	{"Server waiting requests peak", false, serverGauge(servermetrics.Waiting, 1)},
+	{"Server prefix cache hit rate (%)", true, server(func(r *servermetrics.Report) float64 { return r.PrefixHitRate * 100 })},
+	{"Server preemptions", false, server(func(r *servermetrics.Report) float64 {
+		if v, ok := r.Count(servermetrics.Preemptions); ok {
+			return v
+		}
+		return math.NaN()
+	})},
+}
+
+// reasoning reads a row from a run's answer phase; NaN without one.
+func reasoning(get func(*bench.ReasoningSummary) float64) func(*bench.Summary) float64 {
+	return func(s *bench.Summary) float64 {
+		if s.Reasoning == nil {
+			return math.NaN()
+		}
+		return get(s.Reasoning)
+	}
+}
+
+// server reads a row from a run's first metrics endpoint; NaN without a
+// block that was read.
+func server(get func(*servermetrics.Report) float64) func(*bench.Summary) float64 {
+	return func(s *bench.Summary) float64 {
+		if len(s.Server) == 0 || s.Server[0].Missing != "" {
+			return math.NaN()
+		}
+		return get(&s.Server[0])
+	}
+}
+
+func serverLatency(k servermetrics.Kind, get func(servermetrics.Latency) float64) func(*bench.Summary) float64 {
+	return server(func(r *servermetrics.Report) float64 {
+		if l, ok := r.Latency(k); ok && l.Count > 0 {
+			return get(l)
+		}
+		return math.NaN()
+	})
+}
+
+// serverGauge is a gauge's peak over the run, times scale (100 for a
+// fraction shown in %, as the console does).
+func serverGauge(k servermetrics.Kind, scale float64) func(*bench.Summary) float64 {
+	return server(func(r *servermetrics.Report) float64 {
+		if g, ok := r.Gauge(k); ok {
+			return g.Peak * scale
+		}
+		return math.NaN()
+	})
+}
+
+// ttftGap is bench's ServerTTFTGap at p50 (0), p90 (1) or p99 (2).
+func ttftGap(i int) func(*bench.Summary) float64 {
+	return func(s *bench.Summary) float64 {
+		if len(s.Server) == 0 {
+			return math.NaN()
+		}
+		if gap, ok := s.ServerTTFTGap(&s.Server[0]); ok {
+			return gap[i]
+		}
+		return math.NaN()
+	}
 }
 
 // compareSections puts several runs side by side: a table of the headline
@@ -49,12 +129,23 @@ func compareSections(runs []Run) []section {
 	}
 	b.WriteString(`</tr>`)
 	for _, row := range compareRows {
+		if !slices.ContainsFunc(runs, func(r Run) bool { return !math.IsNaN(row.get(r.Summary)) }) {
+			continue // no run measured it
+		}
 		base := row.get(runs[0].Summary)
 		fmt.Fprintf(&b, `<tr><td>%s</td>`, row.name)
 		for i, r := range runs {
 			v := row.get(r.Summary)
-			fmt.Fprintf(&b, `<td class="num">%.2f</td>`, v)
+			if math.IsNaN(v) {
+				b.WriteString(`<td class="num">–</td>`)
+			} else {
+				fmt.Fprintf(&b, `<td class="num">%.2f</td>`, v)
+			}
 			if i == 0 {
+				continue
+			}
+			if math.IsNaN(v) || math.IsNaN(base) {
+				b.WriteString(`<td class="num">–</td><td class="num">–</td>`)
 				continue
 			}
 			diff := v - base
@@ -63,9 +154,10 @@ func compareSections(runs []Run) []section {
 				pct = fmt.Sprintf("%+.1f%%", 100*diff/math.Abs(base))
 			}
 			cls := ""
-			if worse := (diff < 0) == row.higherBetter && diff != 0; worse {
+			if neutralRows[row.name] || diff == 0 {
+			} else if worse := (diff < 0) == row.higherBetter; worse {
 				cls = "worse"
-			} else if diff != 0 {
+			} else {
 				cls = "better"
 			}
 			fmt.Fprintf(&b, `<td class="num %s">%+.2f</td><td class="num %s">%s</td>`, cls, diff, cls, pct)
@@ -74,7 +166,7 @@ func compareSections(runs []Run) []section {
 	}
 	b.WriteString(`</table>`)
 	secs := []section{
-		{Title: "Differences", Note: "Each run against the first; red is worse (slower, or less throughput), green better.", Table: template.HTML(b.String())},
+		{Title: "Differences", Note: "Each run against the first; red is worse (slower, or less throughput), green better. Server rows are each run's first metrics endpoint, its percentiles bucket estimates; – where a run did not measure the row.", Table: template.HTML(b.String())},
 		{Title: "Latency percentiles", Charts: percentileCharts(runs)},
 	}
 	if cdfs := overlayCDFs(runs); len(cdfs) > 0 {

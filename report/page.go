@@ -24,6 +24,7 @@ path.series.line{fill:none} g.bars rect{stroke:none;opacity:.85}
 .mark.knee{stroke:#1a7f37;stroke-width:2} .mark.cat{stroke:none} .mlabel{font-size:10px;fill:#57606a}
 .timeline rect.queue{fill:#afb8c1} .timeline rect.prefill{fill:#0969da} .timeline rect.decode{fill:#1a7f37} .timeline rect.failed{fill:#cf222e}
 table.compare{border-collapse:collapse;font-size:13px} table.compare td,table.compare th{border:1px solid #d0d7de;padding:3px 8px}
+table.rows tr.sub td:first-child{padding-left:22px} table.rows td.val{font-variant-numeric:tabular-nums}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap} .worse{color:#cf222e} .better{color:#1a7f37}
 @media print{body{margin:0} svg.chart{width:48%;break-inside:avoid} h2{break-after:avoid}}
 </style></head><body>

@@ -1,8 +1,10 @@
 // Package report draws bench runs as one self-contained HTML page: the
 // console's summary table, throughput and concurrency over time, latency
 // distributions, latencies against time and prompt length, a request
-// timeline and failures; several runs side by side with their differences;
-// and a sweep or SLO search as latency-against-throughput curves. It reads
+// timeline and failures, the server's own metrics over the run and the
+// answer phase of runs that reasoned; several runs side by side with
+// their differences; and a sweep or SLO search as
+// latency-against-throughput curves. It reads
 // only bench summaries (a live run's, or records read back from JSONL with
 // bench.ParseRecord), so a report drawn later from the file shows the same
 // numbers as the console did.
@@ -151,15 +153,25 @@ func runSections(r Run, o Options) []section {
 		secs = append(secs, section{Title: "Latency percentiles",
 			Note:   "The record has no per-request data: run bench with --output-details to draw distributions, time series and the timeline.",
 			Charts: percentileCharts([]Run{r})})
+		secs = append(secs, serverMetricsSections(s, false)...)
+		if sec, ok := reasoningSection(s); ok {
+			secs = append(secs, sec)
+		}
 		return secs
 	}
 	v := requestsOf(d)
-	secs = append(secs,
-		section{Title: "Throughput and concurrency", Note: "Each request's output tokens are spread evenly from its first token to its end; the table's peak counts them per second of arrival, as bench_serving does, so the two peaks differ.",
-			Charts: timelineCharts(d)},
-		section{Title: "Distributions", Note: "Histograms and cumulative distributions; the lines mark the median, p90 and p99 the summary reports.",
-			Charts: distributionCharts(s, v)},
-	)
+	note := "Each request's output tokens are spread evenly from its first token to its end; the table's peak counts them per second of arrival, as bench_serving does, so the two peaks differ."
+	charts, drawn := timelineCharts(s)
+	if drawn {
+		note += " Under them, on the same time axis, the server's gauges as its metrics endpoint was read through the run: KV cache usage under the throughput, requests running and waiting on the server under the client's."
+	}
+	secs = append(secs, section{Title: "Throughput and concurrency", Note: note, Charts: charts})
+	secs = append(secs, serverMetricsSections(s, drawn)...)
+	if sec, ok := reasoningSection(s); ok {
+		secs = append(secs, sec)
+	}
+	secs = append(secs, section{Title: "Distributions", Note: "Histograms and cumulative distributions; the lines mark the median, p90 and p99 the summary reports.",
+		Charts: distributionCharts(s, v)})
 	if sec, ok := serverSection(d); ok {
 		secs = append(secs, sec)
 	}
@@ -226,17 +238,34 @@ func requestsOf(d *bench.Details) reqs {
 }
 
 // timelineCharts draws the run's output throughput and its requests in
-// flight and queued over time (bench's Timeline, as --plot-throughput).
-func timelineCharts(d *bench.Details) []template.HTML {
-	t := d.Timeline(120)
+// flight and queued over time (bench's Timeline, as --plot-throughput),
+// and under them, on the same x axis, each metrics endpoint's gauges
+// (drawn is whether any were). The gauges' offsets count from the
+// endpoint's first read, which the run's start follows at once.
+func timelineCharts(s *bench.Summary) (charts []template.HTML, drawn bool) {
+	t := s.Details.Timeline(120)
 	if t == nil {
-		return nil
+		return nil, false
 	}
-	tp := chart{ID: "throughput", Title: "Output throughput", XLabel: "time (s from start)", YLabel: "output tokens/s", YFromZero: true,
+	xr := &[2]float64{0, t.Width * float64(len(t.At))}
+	for i := range s.Server {
+		if ser := bench.ServerSeries(&s.Server[i]); len(ser) > 0 {
+			xr[1] = max(xr[1], ser[len(ser)-1].Offset.Seconds())
+		}
+	}
+	tp := chart{ID: "throughput", Title: "Output throughput", XLabel: "time (s from start)", YLabel: "output tokens/s", YFromZero: true, XRange: xr,
 		Series: []series{{Name: "output tokens/s", Kind: line, X: t.At, Y: t.TokPerS}}}
-	cc := chart{ID: "concurrency", Title: "Requests in flight and queued in the client", XLabel: "time (s from start)", YLabel: "requests", YFromZero: true,
+	cc := chart{ID: "concurrency", Title: "Requests in flight and queued in the client", XLabel: "time (s from start)", YLabel: "requests", YFromZero: true, XRange: xr,
 		Series: []series{{Name: "in flight", Kind: line, X: t.At, Y: t.InFlight}, {Name: "queued", Kind: line, X: t.At, Y: t.Queued}}}
-	return []template.HTML{tp.SVG(), cc.SVG()}
+	charts = []template.HTML{tp.SVG(), cc.SVG()}
+	for i := range s.Server {
+		if s.Server[i].Missing != "" {
+			continue
+		}
+		g := serverGaugeCharts(&s.Server[i], i, xr)
+		charts, drawn = append(charts, g...), drawn || len(g) > 0
+	}
+	return charts, drawn
 }
 
 // distributionCharts draws a histogram and a CDF per latency, marked with

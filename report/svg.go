@@ -56,6 +56,16 @@ type chart struct {
 	Categories []string
 	// Height overrides the default height (a timeline needs rows).
 	Height int
+	// Stacked stacks the bar series at each x, in order, instead of
+	// setting them side by side; a negative height is drawn down from the
+	// top of the stack below it.
+	Stacked bool
+	// LegendLeft puts the legend top left, for bars that grow to the
+	// right (percentiles), whose top right is taken.
+	LegendLeft bool
+	// XRange, when set, is the x axis's span, so that charts drawn one
+	// under another share their axis (it widens to hold every point).
+	XRange *[2]float64
 }
 
 const (
@@ -81,9 +91,15 @@ func (c *chart) SVG() template.HTML {
 		}
 		xmin, xmax, ymin, ymax = min(xmin, x), max(xmax, x), min(ymin, y), max(ymax, y)
 	}
+	tops := map[float64]float64{} // a stack's height so far, by x
 	for _, s := range c.Series {
 		for i := range s.X {
-			grow(s.X[i], s.Y[i])
+			y := s.Y[i]
+			if c.Stacked && s.Kind == bars {
+				y += tops[s.X[i]]
+				tops[s.X[i]] = y
+			}
+			grow(s.X[i], y)
 		}
 	}
 	for _, g := range c.Segments {
@@ -98,6 +114,9 @@ func (c *chart) SVG() template.HTML {
 	}
 	if math.IsInf(xmin, 1) {
 		xmin, xmax, ymin, ymax = 0, 1, 0, 1
+	}
+	if r := c.XRange; r != nil {
+		xmin, xmax = min(xmin, r[0]), max(xmax, r[1])
 	}
 	if c.YFromZero && ymin > 0 {
 		ymin = 0
@@ -120,6 +139,12 @@ func (c *chart) SVG() template.HTML {
 	ymax += (ymax - ymin) * 0.05
 	chartH := cmp.Or(c.Height, chartH)
 	pw, ph := float64(chartW-padL-padR), float64(chartH-padT-padB)
+	if c.LegendLeft && len(c.Series) > 1 {
+		// Room above the data for the legend's lines, so that no bar
+		// runs under them.
+		legend := float64(14*len(c.Series) + 6)
+		ymax = ymin + (ymax-ymin)*ph/(ph-legend)
+	}
 	px := func(x float64) float64 { return padL + (x-xmin)/(xmax-xmin)*pw }
 	py := func(y float64) float64 { return padT + ph - (y-ymin)/(ymax-ymin)*ph }
 
@@ -157,6 +182,10 @@ func (c *chart) SVG() template.HTML {
 			nbars++
 		}
 	}
+	if c.Stacked {
+		nbars = min(nbars, 1)
+	}
+	clear(tops)
 	for i, s := range c.Series {
 		cls := "s" + strconv.Itoa(i%6)
 		switch s.Kind {
@@ -186,6 +215,11 @@ func (c *chart) SVG() template.HTML {
 			fmt.Fprintf(&b, `<g class="series bars %s" data-points="%d"><title>%s</title>`, cls, len(s.X), template.HTMLEscapeString(s.Name))
 			for j := range s.X {
 				y0, y1 := py(max(ymin, 0)), py(s.Y[j])
+				if c.Stacked {
+					base := tops[s.X[j]]
+					y0, y1 = py(base), py(base+s.Y[j])
+					tops[s.X[j]] = base + s.Y[j]
+				}
 				fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, px(s.X[j])-w/2, min(y0, y1), max(w, 1), math.Abs(y0-y1))
 			}
 			b.WriteString(`</g>`)
@@ -211,8 +245,17 @@ func (c *chart) SVG() template.HTML {
 			m.Class, padL, y, chartW-padR, chartW-padR-2, y-3, template.HTMLEscapeString(m.Label))
 	}
 	if len(c.Series) > 1 {
+		// Top right, wide enough for the longest name (about 6 px a
+		// character at the legend's 11 px), or top left.
+		x := chartW - padR - 150
+		for _, s := range c.Series {
+			x = min(x, chartW-padR-14-6*len([]rune(s.Name)))
+		}
+		if c.LegendLeft {
+			x = padL + 8
+		}
 		for i, s := range c.Series {
-			fmt.Fprintf(&b, `<text class="legend s%d" x="%d" y="%d">■ %s</text>`, i%6, chartW-padR-150, padT+14+14*i, template.HTMLEscapeString(s.Name))
+			fmt.Fprintf(&b, `<text class="legend s%d" x="%d" y="%d">■ %s</text>`, i%6, x, padT+14+14*i, template.HTMLEscapeString(s.Name))
 		}
 	}
 	b.WriteString(`</svg>`)

@@ -30,6 +30,10 @@ type Report struct {
 	// Samples are the gauges read through the run, the first at its
 	// start and the last at its end.
 	Samples []Sample
+	// SampleCount, when not 0, is how many samples were read: a report
+	// read back from a JSONL record holds only the evenly thinned series
+	// the record keeps (bench.ServerSeries) in Samples.
+	SampleCount int
 	// SampleErrors counts the reads during the run that failed (their
 	// samples are missing, nothing else).
 	SampleErrors int
@@ -76,6 +80,15 @@ type GaugeStats struct {
 type Sample struct {
 	Offset time.Duration
 	Values map[Kind]float64
+}
+
+// SamplesRead is how many times the gauges were read through the run:
+// SampleCount when set, else len(Samples).
+func (r *Report) SamplesRead() int {
+	if r.SampleCount > 0 {
+		return r.SampleCount
+	}
+	return len(r.Samples)
 }
 
 // Latency returns the histogram of kind k, if the server exposes it.
