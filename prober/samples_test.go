@@ -145,8 +145,8 @@ func TestAnswerITLGaps(t *testing.T) {
 		perToken, perChunk []gap
 	}{
 		{
-			name: "no reasoning: every gap is the answer's",
-			r:    Result{Events: []Event{{At: ms(100), Tokens: 1}, {At: ms(110), Tokens: 2}, {At: ms(130), Tokens: 1}}},
+			name:     "no reasoning: every gap is the answer's",
+			r:        Result{Events: []Event{{At: ms(100), Tokens: 1}, {At: ms(110), Tokens: 2}, {At: ms(130), Tokens: 1}}},
 			perToken: []gap{{10, 2}, {20, 1}}, perChunk: []gap{{10, 1}, {20, 1}},
 		},
 		{
@@ -173,8 +173,8 @@ func TestAnswerITLGaps(t *testing.T) {
 				{At: ms(110), Tokens: 1, Reasoning: true}}},
 		},
 		{
-			name: "a stated reasoning count without reasoning events: the stream is the answer",
-			r:    Result{ReasoningTokens: 40, ReasoningTokensSource: TokenSourceUsage, Events: []Event{{At: ms(900), Tokens: 1}, {At: ms(910), Tokens: 1}}},
+			name:     "a stated reasoning count without reasoning events: the stream is the answer",
+			r:        Result{ReasoningTokens: 40, ReasoningTokensSource: TokenSourceUsage, Events: []Event{{At: ms(900), Tokens: 1}, {At: ms(910), Tokens: 1}}},
 			perToken: []gap{{10, 1}}, perChunk: []gap{{10, 1}},
 		},
 	}
