@@ -13,7 +13,7 @@ type exactStats struct {
 	recs              []reqRec
 	// itl and the peaks are computed by the first latencies, which sorts
 	// the samples in place: the records' ranges no longer hold after it.
-	itl      exactDist
+	itl exactDist
 	// answerITL is the answer's samples, copied out of the store before
 	// the sort when some success reasoned before gaps it measured
 	// (answerSplit); else the answer's samples are every sample, and it is
@@ -21,8 +21,8 @@ type exactStats struct {
 	answerITL   exactDist
 	answerSplit bool
 	peakTok     float64
-	peakConc int
-	finished bool
+	peakConc    int
+	finished    bool
 }
 
 func (e *exactStats) add(r reqRec, itl *itlStore) {

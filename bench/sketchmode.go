@@ -15,10 +15,10 @@ type sketchStats struct {
 	// answerITL is nil until a success reasoned before gaps it measured:
 	// until then the answer's samples are every sample, and itl serves.
 	// It starts as a copy of itl, then takes each success's answer samples.
-	answerITL       *Sketch
-	e2eSum, e2eComp                   float64 // Neumaier's compensated sum of e2e
-	peaks                             peakGrid
-	bucketConcurrency                 bool // CompatBucketConcurrency
+	answerITL         *Sketch
+	e2eSum, e2eComp   float64 // Neumaier's compensated sum of e2e
+	peaks             peakGrid
+	bucketConcurrency bool // CompatBucketConcurrency
 }
 
 func newSketchStats(bucketConcurrency bool) *sketchStats {
