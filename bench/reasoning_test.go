@@ -251,3 +251,31 @@ func TestAnswerITLTableRecord(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSummarizeReasoning is BenchmarkSummarize's run with the first
+// half of every request's events reasoning, in each statistics mode: the
+// answer ITL costs exact statistics one copy of the answer's samples (4
+// bytes each, as the ITL store) and the sketch one more sketch.
+func BenchmarkSummarizeReasoning(b *testing.B) {
+	for _, reasoning := range []bool{false, true} {
+		results, rows := benchResults(10000)
+		if reasoning {
+			for i := range results {
+				results[i].ReasoningTokensSource = prober.TokenSourceCounted
+				for k := range len(results[i].Events) / 2 {
+					results[i].Events[k].Reasoning = true
+				}
+			}
+		}
+		for _, stats := range []string{StatsExact, StatsSketch} {
+			b.Run(fmt.Sprintf("reasoning=%t/%s", reasoning, stats), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := Summarize(results, rows, Params{Backend: "vllm", Stats: stats, Duration: time.Minute}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
