@@ -109,4 +109,3 @@ func deref(p *float64) any {
 	}
 	return *p
 }
-
