@@ -176,7 +176,9 @@ func (s *Summary) writeExtras(t *tableWriter) {
 			t.f2("P"+percentileWord(p.P)+" "+l.name+" (ms):", p.Value)
 		}
 	}
-	if s.NotStreamed > 0 {
+	if s.NotStreamed > 0 && !s.Embedding {
+		// An embedding is never streamed, and its table has no TTFT or
+		// TPOT for the row to qualify.
 		t.row("Not streamed:", fmt.Sprintf("%d requests; TTFT and TPOT from the whole response", s.NotStreamed))
 	}
 	if s.Stats == StatsSketch {
