@@ -27,6 +27,10 @@ type reqRec struct {
 	ttfat, answerTPOT float64
 	itlOff            int
 	itlLen            int
+	// itlAnswer is how many of the record's inter-token samples, the last
+	// ones, are the answer's (prober.ITLGap.Answer): all of them for a
+	// request that did not reason.
+	itlAnswer int
 }
 
 // statistics keeps the latencies of the requests added: every sample
@@ -53,6 +57,10 @@ type distribution interface {
 type latencies struct {
 	ttft, tpot, itl, e2e, queue, e2eQ distribution
 	ttfat, answerTPOT                 distribution
+	// answerITL is the answer's inter-token samples of every success (all
+	// of a success that did not reason); it is itl itself when no success
+	// reasoned before gaps it measured.
+	answerITL distribution
 	// e2eSum is the sum of the successes' E2E latencies in seconds, for
 	// the concurrency.
 	e2eSum         float64
@@ -263,7 +271,7 @@ func (a *Accumulator) record(i int, r *prober.Result, sm *prober.Samples) reqRec
 		rec.ttft = sm.TTFT.Seconds()
 	}
 	rec.itlOff = a.itl.len()
-	rec.itlLen = a.itl.appendResult(r, !a.perToken)
+	rec.itlLen, rec.itlAnswer = a.itl.appendResult(r, !a.perToken)
 
 	// sglang counts any 200 stream read without an exception as a success,
 	// even one with no text; its TTFT then stays 0.
@@ -432,7 +440,10 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		s.Reasoning = &ReasoningSummary{
 			Requests: a.reasoned, CountedRequests: a.reasoningCounted,
 			ReasoningTokens: a.totalReasoning, AnswerTokens: a.totalAnswer,
-			TTFAT: l.ttfat.Stats(), AnswerTPOT: l.answerTPOT.Stats(),
+			TTFAT: l.ttfat.Stats(), AnswerTPOT: l.answerTPOT.Stats(), AnswerITL: l.answerITL.Stats(),
+		}
+		if ps := itlPercentiles(p.PercentileMetrics, p.MetricPercentiles); ps != nil {
+			s.Reasoning.AnswerITLPercentiles = metricStats(MetricITL, l.answerITL, ps).Percentiles
 		}
 	}
 	if len(a.outcomes) > 0 {

@@ -13,18 +13,25 @@ type exactStats struct {
 	recs              []reqRec
 	// itl and the peaks are computed by the first latencies, which sorts
 	// the samples in place: the records' ranges no longer hold after it.
-	itl      exactDist
-	peakTok  float64
-	peakConc int
-	finished bool
+	itl exactDist
+	// answerITL is the answer's samples, copied out of the store before
+	// the sort when some success reasoned before gaps it measured
+	// (answerSplit); else the answer's samples are every sample, and it is
+	// itl.
+	answerITL   exactDist
+	answerSplit bool
+	peakTok     float64
+	peakConc    int
+	finished    bool
 }
 
 func (e *exactStats) add(r reqRec, itl *itlStore) {
 	if !r.ok {
 		// Failures keep no inter-token samples except in the details.
 		itl.truncate(r.itlOff)
-		r.itlLen = 0
+		r.itlLen, r.itlAnswer = 0, 0
 	}
+	e.answerSplit = e.answerSplit || r.itlAnswer < r.itlLen
 	e.recs = append(e.recs, r)
 }
 
@@ -61,6 +68,9 @@ func (e *exactStats) latencies(itl *itlStore) latencies {
 	if !e.finished {
 		e.finished = true
 		e.peakTok, e.peakConc = e.peaks(recs, itl)
+		if e.answerSplit {
+			e.answerITL = answerDist(recs, itl) // before the sort ends the records' ranges
+		}
 		if nITL > 0 {
 			// The mean and std in dispatch order, then the order
 			// statistics sorted in place.
@@ -69,15 +79,40 @@ func (e *exactStats) latencies(itl *itlStore) latencies {
 			n, sorted := itl.sortInPlace()
 			e.itl = newExactDist(m, sd, n, sorted)
 		}
+		if !e.answerSplit {
+			e.answerITL = e.itl
+		}
 	}
 	// Summed before exactOf sorts the list.
 	e2eSum := pairwiseSum(e2es)
 	return latencies{
 		ttft: exactOf(ttfts), tpot: exactOf(tpots), itl: e.itl,
 		e2e: exactOf(e2es), queue: exactOf(queues), e2eQ: exactOf(e2eQ),
-		ttfat: exactOf(ttfats), answerTPOT: exactOf(answerTPOTs),
+		ttfat: exactOf(ttfats), answerTPOT: exactOf(answerTPOTs), answerITL: e.answerITL,
 		e2eSum: e2eSum, peakTokens: e.peakTok, peakConcurrent: e.peakConc,
 	}
+}
+
+// answerDist is the exact distribution of the successes' answer samples,
+// in dispatch order for the mean and std. They are copied into a store of
+// their own (4 bytes a sample, as the run's ITL) to be sorted, since the
+// run's store is sorted whole for the ITL.
+func answerDist(recs []reqRec, itl *itlStore) exactDist {
+	ans := &itlStore{}
+	for _, r := range recs {
+		if r.ok {
+			g := itl.answerOf(r)
+			ans.appendRange(itl, g.off, g.n)
+		}
+	}
+	n := ans.len()
+	if n == 0 {
+		return exactDist{}
+	}
+	m := meanAt(n, ans.at)
+	sd := stdAround(n, m, ans.at)
+	n, sorted := ans.sortInPlace()
+	return newExactDist(m, sd, n, sorted)
 }
 
 // exactDist is an exact distribution: n values of mean m and standard

@@ -61,10 +61,14 @@ func (s *itlStore) at(i int) float64 { return decodeITL(s.word(i), s.wide) }
 
 // appendResult appends r's inter-token latencies, each gap expanded into
 // its per-token samples as prober's Result.AppendITLs does, and returns
-// how many it added.
-func (s *itlStore) appendResult(r *prober.Result, perChunk bool) int {
+// how many it added and how many of those, the last ones, are the
+// answer's (prober.ITLGap.Answer: the answer's gaps end a request's list).
+func (s *itlStore) appendResult(r *prober.Result, perChunk bool) (n, answer int) {
 	start := s.n
 	for g := range r.ITLGaps(perChunk) {
+		if g.Answer {
+			answer += g.Tokens
+		}
 		if g.Tokens == 1 && g.Gap < wideBit {
 			s.push(uint32(g.Gap))
 			continue
@@ -75,7 +79,25 @@ func (s *itlStore) appendResult(r *prober.Result, perChunk bool) int {
 			s.push(w)
 		}
 	}
-	return s.n - start
+	return s.n - start, answer
+}
+
+// appendRange appends samples [off, off+n) of src, with the wide values
+// they use (one per run of words that shared one in src), so that they
+// read back bit for bit.
+func (s *itlStore) appendRange(src *itlStore, off, n int) {
+	from, to := -1, uint32(0)
+	for i := off; i < off+n; i++ {
+		w := src.word(i)
+		if w >= wideBit {
+			if k := int(w &^ wideBit); k != from {
+				from, to = k, wideBit|uint32(len(s.wide))
+				s.wide = append(s.wide, src.wide[k])
+			}
+			w = to
+		}
+		s.push(w)
+	}
 }
 
 // truncate drops the samples from index n on (the last request's, which
@@ -103,6 +125,12 @@ type itlRange struct {
 
 // of is the range of a record's samples.
 func (s *itlStore) of(r reqRec) itlRange { return itlRange{s, r.itlOff, r.itlLen} }
+
+// answerOf is the range of a record's answer samples: the last of its
+// samples (see appendResult).
+func (s *itlStore) answerOf(r reqRec) itlRange {
+	return itlRange{s, r.itlOff + r.itlLen - r.itlAnswer, r.itlAnswer}
+}
 
 // all yields the samples in seconds, in their order (an iter.Seq).
 func (g itlRange) all(yield func(float64) bool) {

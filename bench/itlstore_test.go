@@ -58,14 +58,34 @@ func randomResults(rng *rand.Rand, n int) []prober.Result {
 func TestITLStoreExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	results := randomResults(rng, 6000) // about 120,000 samples: several chunks
+	for i := range results {
+		// A third reasoned first: their answer's samples are the last.
+		if r := &results[i]; i%3 == 0 {
+			r.ReasoningTokensSource = prober.TokenSourceCounted
+			for j := range rng.IntN(len(r.Events) + 1) {
+				r.Events[j].Reasoning = true
+			}
+		}
+	}
 	for _, perChunk := range []bool{false, true} {
 		var s itlStore
 		var want []float64
 		for i := range results {
 			off := s.len()
-			n := s.appendResult(&results[i], perChunk)
+			n, na := s.appendResult(&results[i], perChunk)
 			if got := len(results[i].AppendITLs(nil, perChunk)); n != got {
 				t.Fatalf("request %d: appended %d samples, AppendITLs gives %d", i, n, got)
+			}
+			wantAnswer := results[i].AppendAnswerITLs(nil, perChunk)
+			gotAnswer := s.answerOf(reqRec{itlOff: off, itlLen: n, itlAnswer: na}).values()
+			if !slices.EqualFunc(gotAnswer, wantAnswer, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+				t.Fatalf("request %d: answer samples %v, AppendAnswerITLs gives %v", i, gotAnswer, wantAnswer)
+			}
+			// Copied out, they read back bit for bit.
+			var c itlStore
+			c.appendRange(&s, off+n-na, na)
+			if got := (itlRange{&c, 0, c.len()}).values(); !slices.EqualFunc(got, wantAnswer, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+				t.Fatalf("request %d: copied answer samples %v, want %v", i, got, wantAnswer)
 			}
 			if i%7 == 3 { // dropped, as a failure is
 				wide := len(s.wide)
@@ -136,7 +156,7 @@ func TestITLStoreStatsMatchFloat(t *testing.T) {
 			// records are reversed, and every third is a failure.
 			for i := range results {
 				off := s.len()
-				n := s.appendResult(&results[i], false)
+				n, _ := s.appendResult(&results[i], false)
 				recs = append(recs, reqRec{ok: i%3 != 0, itlOff: off, itlLen: n})
 			}
 			slices.Reverse(recs)

@@ -178,6 +178,11 @@ func (s *Summary) writeExtras(t *tableWriter) {
 		t.f2("Mean answer TPOT (ms):", r.AnswerTPOT.Mean)
 		t.f2("Median answer TPOT (ms):", r.AnswerTPOT.Median)
 		t.f2("P99 answer TPOT (ms):", r.AnswerTPOT.P99)
+		t.f2("Mean answer ITL (ms):", r.AnswerITL.Mean)
+		t.f2("Median answer ITL (ms):", r.AnswerITL.Median)
+		for _, p := range r.answerITLPercentiles() {
+			t.f2("P"+percentileWord(p.P)+" answer ITL (ms):", p.Value)
+		}
 	}
 	for _, m := range s.Percentiles {
 		l := metricLabels[m.Metric]
@@ -188,7 +193,9 @@ func (s *Summary) writeExtras(t *tableWriter) {
 			t.f2("P"+percentileWord(p.P)+" "+l.name+" (ms):", p.Value)
 		}
 	}
-	if s.NotStreamed > 0 {
+	if s.NotStreamed > 0 && !s.Embedding {
+		// An embedding is never streamed, and its table has no TTFT or
+		// TPOT for the row to qualify.
 		t.row("Not streamed:", fmt.Sprintf("%d requests; TTFT and TPOT from the whole response", s.NotStreamed))
 	}
 	if s.Stats == StatsSketch {
@@ -449,6 +456,10 @@ func (s *Summary) appendExtras(r record) record {
 				field{"p99_" + m.name + "_ms", m.st.P99},
 			)
 		}
+		sp = append(sp, field{"mean_answer_itl_ms", r.AnswerITL.Mean}, field{"median_answer_itl_ms", r.AnswerITL.Median})
+		for _, p := range r.answerITLPercentiles() {
+			sp = append(sp, field{"p" + percentileWord(p.P) + "_answer_itl_ms", p.Value})
+		}
 	}
 	if len(s.Goodput) > 0 {
 		sp = append(sp, field{"good_requests", s.GoodRequests})
@@ -538,4 +549,24 @@ func DefaultOutputFile(p Params, now time.Time) string {
 	default:
 		return fmt.Sprintf("%s_%s_%d_%s.jsonl", p.Backend, mmdd, p.NumPrompts, p.DatasetName)
 	}
+}
+
+// answerITLPercentiles are the answer ITL's percentiles the table and the
+// record show: the run's --metric-percentiles when it has them for the
+// ITL, else the P99.
+func (r *ReasoningSummary) answerITLPercentiles() []PercentileValue {
+	if r.AnswerITLPercentiles != nil {
+		return r.AnswerITLPercentiles
+	}
+	return []PercentileValue{{P: 99, Value: r.AnswerITL.P99}}
+}
+
+// itlPercentiles are the run's --metric-percentiles when its
+// --percentile-metrics name the ITL, else nil: the percentiles the answer
+// ITL is reported at beside the ITL's own.
+func itlPercentiles(metrics []string, percentiles []float64) []float64 {
+	if !slices.Contains(metrics, MetricITL) {
+		return nil
+	}
+	return percentiles
 }

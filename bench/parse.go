@@ -132,10 +132,13 @@ func ParseRecord(line []byte) (*Summary, error) {
 			for _, m := range []struct {
 				name string
 				st   *Stats
-			}{{"ttfat", &r.TTFAT}, {"answer_tpot", &r.AnswerTPOT}} {
+			}{{"ttfat", &r.TTFAT}, {"answer_tpot", &r.AnswerTPOT}, {"answer_itl", &r.AnswerITL}} {
 				m.st.Mean = jsonNumber(spFlat["mean_"+m.name+"_ms"])
 				m.st.Median = jsonNumber(spFlat["median_"+m.name+"_ms"])
 				m.st.P99 = jsonNumber(spFlat["p99_"+m.name+"_ms"])
+			}
+			for _, p := range itlPercentiles(sp.PercentileMetrics, sp.MetricPercentiles) {
+				r.AnswerITLPercentiles = append(r.AnswerITLPercentiles, PercentileValue{P: p, Value: jsonNumber(spFlat["p"+percentileWord(p)+"_answer_itl_ms"])})
 			}
 			s.Reasoning = r
 		}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"slices"
 )
 
 // Statistics modes (--stats).
@@ -86,6 +87,13 @@ func (s *Sketch) addIndex(i int, c uint64) {
 		s.counts = append(s.counts, make([]uint64, i-s.offset-len(s.counts)+1)...)
 	}
 	s.counts[i-s.offset] += c
+}
+
+// clone is an independent copy of s.
+func (s *Sketch) clone() *Sketch {
+	c := *s
+	c.counts = slices.Clone(s.counts)
+	return &c
 }
 
 // Count is how many values were added.

@@ -12,9 +12,13 @@ import (
 type sketchStats struct {
 	ttft, tpot, itl, e2e, queue, e2eQ *Sketch
 	ttfat, answerTPOT                 *Sketch
-	e2eSum, e2eComp                   float64 // Neumaier's compensated sum of e2e
-	peaks                             peakGrid
-	bucketConcurrency                 bool // CompatBucketConcurrency
+	// answerITL is nil until a success reasoned before gaps it measured:
+	// until then the answer's samples are every sample, and itl serves.
+	// It starts as a copy of itl, then takes each success's answer samples.
+	answerITL         *Sketch
+	e2eSum, e2eComp   float64 // Neumaier's compensated sum of e2e
+	peaks             peakGrid
+	bucketConcurrency bool // CompatBucketConcurrency
 }
 
 func newSketchStats(bucketConcurrency bool) *sketchStats {
@@ -32,9 +36,17 @@ func (k *sketchStats) add(r reqRec, itl *itlStore) {
 	if !r.ok {
 		return
 	}
+	if k.answerITL == nil && r.itlAnswer < r.itlLen {
+		k.answerITL = k.itl.clone()
+	}
 	gaps := itl.of(r)
 	for g := range gaps.all {
 		k.itl.Add(g)
+	}
+	if k.answerITL != nil {
+		for g := range itl.answerOf(r).all {
+			k.answerITL.Add(g)
+		}
 	}
 	k.peaks.add(r, gaps, k.bucketConcurrency)
 	k.ttft.Add(r.ttft)
@@ -65,6 +77,10 @@ func (k *sketchStats) add(r reqRec, itl *itlStore) {
 func (k *sketchStats) latencies(*itlStore) latencies {
 	l := latencies{ttft: k.ttft, tpot: k.tpot, itl: k.itl, e2e: k.e2e, queue: k.queue, e2eQ: k.e2eQ, ttfat: k.ttfat, answerTPOT: k.answerTPOT,
 		e2eSum: k.e2eSum + k.e2eComp}
+	l.answerITL = k.itl
+	if k.answerITL != nil {
+		l.answerITL = k.answerITL
+	}
 	l.peakTokens, l.peakConcurrent = k.peaks.result(k.bucketConcurrency)
 	return l
 }

@@ -352,6 +352,14 @@ type ReasoningSummary struct {
 	// answer's TPOT over those with two answer tokens or more. In ms.
 	TTFAT      Stats `json:"ttfat_ms"`
 	AnswerTPOT Stats `json:"answer_tpot_ms"`
+	// AnswerITL is the inter-token latency of the answers: the gaps from
+	// each success's first answer token on (prober.ITLGap.Answer), all of
+	// them for a success that did not reason, per token or per chunk as
+	// the run's ITL. In ms. AnswerITLPercentiles are it at the run's
+	// --metric-percentiles when its --percentile-metrics name itl, as the
+	// ITL's own; nil otherwise (the table shows its P99).
+	AnswerITL            Stats             `json:"answer_itl_ms"`
+	AnswerITLPercentiles []PercentileValue `json:"answer_itl_percentiles,omitempty"`
 }
 
 // ErrAllFailed is returned by Summary under CompatAllFailedError when no

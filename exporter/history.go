@@ -40,11 +40,15 @@ type HistoryEntry struct {
 	// answering: the time to its first answer token, the answer's TPOT,
 	// and how its output split (ReasoningTokenSource: usage when the
 	// server stated the count, counted when it did not).
-	TTFATSeconds         *float64 `json:"ttfat_seconds,omitempty"`
-	AnswerTPOTSeconds    *float64 `json:"answer_tpot_seconds,omitempty"`
-	ReasoningTokens      int      `json:"reasoning_tokens,omitempty"`
-	ReasoningTokenSource string   `json:"reasoning_token_source,omitempty"`
-	AnswerTokens         int      `json:"answer_tokens,omitempty"`
+	TTFATSeconds      *float64 `json:"ttfat_seconds,omitempty"`
+	AnswerTPOTSeconds *float64 `json:"answer_tpot_seconds,omitempty"`
+	// AnswerITLMedianSeconds is the median of the answer's inter-token
+	// latencies (the gaps from its first answer token on), taken as
+	// ITLMedianSeconds is; absent with fewer than two answer events.
+	AnswerITLMedianSeconds *float64 `json:"answer_itl_median_seconds,omitempty"`
+	ReasoningTokens        int      `json:"reasoning_tokens,omitempty"`
+	ReasoningTokenSource   string   `json:"reasoning_token_source,omitempty"`
+	AnswerTokens           int      `json:"answer_tokens,omitempty"`
 
 	InputTokens  int    `json:"input_tokens"`
 	OutputTokens int    `json:"output_tokens"`
@@ -166,6 +170,17 @@ const maxHistoryText = 512
 // events, usually fewer than its output tokens.
 const maxHistoryITL = 512
 
+// answerITL is the answer's part of itl, r's samples (samplesOf): its
+// last samples, as many as r has answer gaps (prober.ITLGap.Answer), in a
+// copy that weightedQuantile may sort.
+func answerITL(r prober.Result, itl []itlSample) []itlSample {
+	n := 0
+	for range r.AnswerITLGaps(false) {
+		n++
+	}
+	return slices.Clone(itl[len(itl)-min(n, len(itl)):])
+}
+
 // entryOf builds a HistoryEntry from a result; red redacts free text.
 func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *config.Redactor) HistoryEntry {
 	sm := samplesOf(r)
@@ -201,6 +216,7 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 	if full := r.Samples(); full.Reasoning {
 		e.TTFATSeconds = opt(sm.ttfat)
 		e.AnswerTPOTSeconds = opt(full.AnswerTPOTSeconds)
+		e.AnswerITLMedianSeconds = opt(weightedQuantile(answerITL(r, sm.itl), 0.5))
 		e.ReasoningTokens, e.ReasoningTokenSource, e.AnswerTokens = full.ReasoningTokens, string(full.ReasoningTokensSource), full.AnswerTokens
 	}
 	return e

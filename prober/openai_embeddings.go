@@ -33,10 +33,19 @@ func embeddingsInput(p datasets.Prompt) any {
 	return p.Text
 }
 
+// NewRequest sends what bench_serving's async_request_openai_embeddings
+// sends (sglang's python/sglang/benchmark/serving.py): the input and the
+// model, a LoRA adapter as both the model and lora_path (sglang reads
+// lora_path, vLLM the model), then the extra body (encoding_format,
+// dimensions, vLLM's truncate_prompt_tokens...). One prompt is one input:
+// bench_serving's datasets give one text or one list of ids per request.
 func (openAIEmbeddings) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, error) {
 	body := object{
 		{"model", modelFor(o, p)},
 		{"input", embeddingsInput(p)},
+	}
+	if p.LoRA != "" {
+		body = append(body, field{"lora_path", p.LoRA})
 	}
 	o.Stream = false // the route answers with one object; asking for a stream would only change Accept
 	return newJSONRequest(o, pathEmbeddings, body, p)

@@ -103,6 +103,11 @@ func (r *Result) Samples() Samples {
 		s.TTFAT = s.TTFT
 	case r.Stream && !r.FirstAnswer.IsZero():
 		s.TTFAT = max(r.FirstAnswer.Sub(r.Sent), 0)
+	case streamedFirst && r.answerStart() == 0:
+		// The server stated a reasoning count but streamed no reasoning
+		// (it keeps its thinking to itself): the first event is the
+		// answer's, as the answer's gaps (ITLGaps) take it.
+		s.TTFAT = s.TTFT
 	}
 	if Defined(s.TTFAT) && Defined(s.E2E) && s.AnswerTokens >= 2 {
 		s.AnswerTPOTSeconds = max(s.E2E.Seconds()-s.TTFAT.Seconds(), 0) / float64(s.AnswerTokens-1)
@@ -116,6 +121,10 @@ func (r *Result) Samples() Samples {
 type ITLGap struct {
 	Gap    time.Duration
 	Tokens int
+	// Answer: the gap is in the answer phase, its earlier event being the
+	// first answer event or a later one (see ITLGaps). Without reasoning
+	// every gap is the answer's.
+	Answer bool
 }
 
 // PerToken is the gap each of the event's tokens took, in seconds.
@@ -133,23 +142,63 @@ func (g ITLGap) PerToken() float64 { return g.Gap.Seconds() / float64(g.Tokens) 
 // Per chunk (perChunk true, bench's --compat chunk-itl): every event after
 // the first is one sample of its gap since the previous event, whatever it
 // carried, as bench_serving measures its OpenAI backends.
+//
+// The answer's gaps (ITLGap.Answer) are those measured from the first
+// answer event (the first not marked reasoning) or a later counted one: the
+// gaps between the answer's chunks, the wait for its first token being
+// TTFAT. They are the last gaps of the list, so a caller can keep them as
+// a suffix of the request's samples. The gap from the last reasoning
+// event to the first answer event is reasoning's, not the answer's; an
+// answer event that carries no token (an sglang chunk whose count did not
+// move) moves no reference, so the answer's gaps then start at its next
+// counted event.
 func (r *Result) ITLGaps(perChunk bool) iter.Seq[ITLGap] {
 	return func(yield func(ITLGap) bool) {
 		if len(r.Events) < 2 {
 			return
 		}
-		prev := r.Events[0].At
-		for _, e := range r.Events[1:] {
+		answerFrom := r.answerStart()
+		prev, prevIdx := r.Events[0].At, 0
+		for i, e := range r.Events[1:] {
 			n := e.Tokens
 			if perChunk {
 				n = 1
 			} else if n <= 0 {
 				continue
 			}
-			if !yield(ITLGap{Gap: max(e.At.Sub(prev), 0), Tokens: n}) {
+			if !yield(ITLGap{Gap: max(e.At.Sub(prev), 0), Tokens: n, Answer: prevIdx >= answerFrom}) {
 				return
 			}
-			prev = e.At
+			prev, prevIdx = e.At, i+1
+		}
+	}
+}
+
+// answerStart is the index of r's first answer event: 0 without reasoning
+// or where no event was marked reasoning (a server that states a reasoning
+// count but streams no reasoning), the first event not marked reasoning
+// otherwise, and len(r.Events) when every event was reasoning (a stream cut
+// while thinking).
+func (r *Result) answerStart() int {
+	if r.ReasoningTokensSource == "" {
+		return 0
+	}
+	for i, e := range r.Events {
+		if !e.Reasoning {
+			return i
+		}
+	}
+	return len(r.Events)
+}
+
+// AnswerITLGaps yields the gaps of ITLGaps that are the answer's: the
+// answer-phase inter-token latency.
+func (r *Result) AnswerITLGaps(perChunk bool) iter.Seq[ITLGap] {
+	return func(yield func(ITLGap) bool) {
+		for g := range r.ITLGaps(perChunk) {
+			if g.Answer && !yield(g) {
+				return
+			}
 		}
 	}
 }
@@ -157,7 +206,17 @@ func (r *Result) ITLGaps(perChunk bool) iter.Seq[ITLGap] {
 // AppendITLs appends r's inter-token latencies in seconds to dst, each gap
 // expanded into its per-token samples (see ITLGaps).
 func (r *Result) AppendITLs(dst []float64, perChunk bool) []float64 {
-	for g := range r.ITLGaps(perChunk) {
+	return appendPerToken(dst, r.ITLGaps(perChunk))
+}
+
+// AppendAnswerITLs appends r's answer-phase inter-token latencies in
+// seconds to dst, as AppendITLs does (see AnswerITLGaps).
+func (r *Result) AppendAnswerITLs(dst []float64, perChunk bool) []float64 {
+	return appendPerToken(dst, r.AnswerITLGaps(perChunk))
+}
+
+func appendPerToken(dst []float64, gaps iter.Seq[ITLGap]) []float64 {
+	for g := range gaps {
 		v := g.PerToken()
 		for range g.Tokens {
 			dst = append(dst, v)

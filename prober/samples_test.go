@@ -1,10 +1,18 @@
 package prober
 
 import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 )
 
 // TestThinkEnd pins where think-tagged reasoning ends, against the
@@ -105,6 +113,14 @@ func TestSamples(t *testing.T) {
 				OutputTokens: 2, FirstTokens: 1, Reasoning: true, TTFAT: -1, ReasoningTokens: 2, ReasoningTokensSource: TokenSourceCounted,
 				AnswerTPOTSeconds: -1},
 		},
+		{
+			name: "a stated reasoning count without reasoning events: the first event is the answer's",
+			r: Result{Stream: true, Sent: ms(0), FirstToken: ms(900), End: ms(920), Events: events(900, 910, 920),
+				OutputTokens: 43, OutputTokensSource: TokenSourceUsage, ReasoningTokens: 40, ReasoningTokensSource: TokenSourceUsage},
+			want: Samples{Queue: -1, TTFT: 900 * time.Millisecond, E2E: 920 * time.Millisecond, TPOTSeconds: ((920 * time.Millisecond).Seconds() - (900 * time.Millisecond).Seconds()) / 42,
+				OutputTokens: 43, OutputTokensSource: TokenSourceUsage, FirstTokens: 1, Reasoning: true, TTFAT: 900 * time.Millisecond,
+				ReasoningTokens: 40, ReasoningTokensSource: TokenSourceUsage, AnswerTokens: 3, AnswerTPOTSeconds: ((920 * time.Millisecond).Seconds() - (900 * time.Millisecond).Seconds()) / 2},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,4 +129,187 @@ func TestSamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAnswerITLGaps states which gaps are the answer's: those measured
+// from the first answer event on, per token and per chunk.
+func TestAnswerITLGaps(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	type gap struct {
+		Ms, Tokens int
+	}
+	tests := []struct {
+		name               string
+		r                  Result
+		perToken, perChunk []gap
+	}{
+		{
+			name:     "no reasoning: every gap is the answer's",
+			r:        Result{Events: []Event{{At: ms(100), Tokens: 1}, {At: ms(110), Tokens: 2}, {At: ms(130), Tokens: 1}}},
+			perToken: []gap{{10, 2}, {20, 1}}, perChunk: []gap{{10, 1}, {20, 1}},
+		},
+		{
+			name: "reasoning: the gap into the answer is reasoning's",
+			r: Result{ReasoningTokensSource: TokenSourceCounted, Events: []Event{{At: ms(100), Tokens: 1, Reasoning: true},
+				{At: ms(105), Tokens: 1, Reasoning: true}, {At: ms(150), Tokens: 1}, {At: ms(157), Tokens: 3}, {At: ms(170), Tokens: 1}}},
+			perToken: []gap{{7, 3}, {13, 1}}, perChunk: []gap{{7, 1}, {13, 1}},
+		},
+		{
+			name: "an answer event without a token count moves no reference per token",
+			r: Result{ReasoningTokensSource: TokenSourceCounted, Events: []Event{{At: ms(100), Tokens: 1, Reasoning: true},
+				{At: ms(150), Tokens: 0}, {At: ms(160), Tokens: 2}, {At: ms(175), Tokens: 1}}},
+			perToken: []gap{{15, 1}}, perChunk: []gap{{10, 1}, {15, 1}},
+		},
+		{
+			name: "reasoning after the answer began is in the answer's gaps",
+			r: Result{ReasoningTokensSource: TokenSourceCounted, Events: []Event{{At: ms(100), Tokens: 1, Reasoning: true},
+				{At: ms(120), Tokens: 1}, {At: ms(125), Tokens: 1, Reasoning: true}, {At: ms(133), Tokens: 1}}},
+			perToken: []gap{{5, 1}, {8, 1}}, perChunk: []gap{{5, 1}, {8, 1}},
+		},
+		{
+			name: "cut while thinking: no answer gaps",
+			r: Result{ReasoningTokensSource: TokenSourceCounted, Events: []Event{{At: ms(100), Tokens: 1, Reasoning: true},
+				{At: ms(110), Tokens: 1, Reasoning: true}}},
+		},
+		{
+			name:     "a stated reasoning count without reasoning events: the stream is the answer",
+			r:        Result{ReasoningTokens: 40, ReasoningTokensSource: TokenSourceUsage, Events: []Event{{At: ms(900), Tokens: 1}, {At: ms(910), Tokens: 1}}},
+			perToken: []gap{{10, 1}}, perChunk: []gap{{10, 1}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, perChunk := range []bool{false, true} {
+				want := tc.perToken
+				if perChunk {
+					want = tc.perChunk
+				}
+				var got []gap
+				for g := range tc.r.AnswerITLGaps(perChunk) {
+					got = append(got, gap{int(g.Gap / time.Millisecond), g.Tokens})
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("AnswerITLGaps(%t) (-want +got):\n%s", perChunk, diff)
+				}
+				// The answer's gaps are the last of ITLGaps: a suffix the
+				// bench keeps as part of a request's samples.
+				var all []ITLGap
+				for g := range tc.r.ITLGaps(perChunk) {
+					all = append(all, g)
+				}
+				for i, g := range all[len(all)-len(got):] {
+					if !g.Answer || (i == 0 && len(all) > len(got) && all[len(all)-len(got)-1].Answer) {
+						t.Errorf("ITLGaps(%t): the answer's gaps are not its last %d: %+v", perChunk, len(got), all)
+					}
+				}
+				var wantSecs []float64
+				for _, g := range want {
+					for range g.Tokens {
+						wantSecs = append(wantSecs, (time.Duration(g.Ms)*time.Millisecond).Seconds()/float64(g.Tokens))
+					}
+				}
+				if diff := cmp.Diff(wantSecs, tc.r.AppendAnswerITLs(nil, perChunk)); diff != "" {
+					t.Errorf("AppendAnswerITLs(%t) (-want +got):\n%s", perChunk, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestAnswerITLTranscripts replays reasoning streams captured from the
+// servers (reasoning in reasoning_content, in reasoning, in think tags the
+// server left in the content, on the Responses and Anthropic routes) with
+// a different delay before each event, and checks that the answer's gaps
+// are exactly the gaps between the answer's chunks. The answer chunks are
+// listed by hand from each transcript (their index among its events).
+func TestAnswerITLTranscripts(t *testing.T) {
+	for _, tc := range []struct {
+		file   string
+		answer []int
+	}{
+		{"vllm-chat/reasoning.sse", []int{3}},
+		{"vllm-chat/reasoning_field.sse", []int{3, 4}},
+		{"vllm-chat/think_tags.sse", []int{5, 6}},
+		{"vllm-chat/think_close_only.sse", []int{4}},
+		{"sglang-oai-chat/reasoning_tokens_stated.sse", []int{3, 4}},
+		{"openai-responses/vllm_reasoning.sse", []int{10, 11}},
+		{"anthropic/vllm_thinking.sse", []int{6, 7}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			transcript, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			events := llmtest.SplitEvents(string(transcript))
+			// Event i arrives after a delay of 100+i² ms: every gap differs.
+			var chunks []llmtest.Chunk
+			arrive := make([]time.Duration, len(events))
+			var at time.Duration
+			for i, e := range events {
+				d := time.Duration(100+i*i) * time.Millisecond
+				at += d
+				arrive[i] = at
+				chunks = append(chunks, llmtest.Chunk{Delay: d, Data: e})
+			}
+			r := replayChunks(t, filepath.Base(filepath.Dir(tc.file)), llmtest.Script{Chunks: chunks})
+			if r.Outcome != OutcomeSuccess || r.ReasoningTokensSource == "" {
+				t.Fatalf("outcome %s, reasoning source %q: want a success that reasoned", r.Outcome, r.ReasoningTokensSource)
+			}
+			if sm := r.Samples(); sm.TTFAT != arrive[tc.answer[0]] {
+				t.Errorf("TTFAT = %v, want the first answer chunk's arrival %v", sm.TTFAT, arrive[tc.answer[0]])
+			}
+			var want, got []time.Duration
+			for k := 1; k < len(tc.answer); k++ {
+				want = append(want, arrive[tc.answer[k]]-arrive[tc.answer[k-1]])
+			}
+			for g := range r.AnswerITLGaps(true) {
+				got = append(got, g.Gap)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("answer gaps per chunk (-want +got):\n%s", diff)
+			}
+			// Per token, the same gaps, each shared by its event's tokens.
+			got = got[:0]
+			var n, answerTokens int
+			for g := range r.AnswerITLGaps(false) {
+				got = append(got, g.Gap)
+				n += g.Tokens
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("answer gaps per token (-want +got):\n%s", diff)
+			}
+			for _, e := range r.Events[len(r.Events)-len(tc.answer)+1:] {
+				answerTokens += e.Tokens
+			}
+			if n != answerTokens || len(r.AppendAnswerITLs(nil, false)) != n {
+				t.Errorf("per-token answer samples: %d tokens in the gaps, %d samples; the answer chunks after the first carry %d",
+					n, len(r.AppendAnswerITLs(nil, false)), answerTokens)
+			}
+		})
+	}
+}
+
+// replayChunks plays one scripted stream through backend inside a
+// synctest bubble, as replay does for the golden transcripts, so that the
+// arrival times are exact virtual times after Sent.
+func replayChunks(t *testing.T, backend string, script llmtest.Script) Result {
+	t.Helper()
+	b, err := NewBackend(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	synctest.Test(t, func(t *testing.T) {
+		p := &Prober{
+			Client:  &http.Client{Transport: &llmtest.Transport{Scripts: []llmtest.Script{script}}},
+			Backend: b,
+			Name:    backend,
+			Options: RequestOptions{BaseURL: "http://llm.test", Model: "m", Stream: true, IgnoreEOS: true, IncludeUsage: true},
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		res = p.Run(ctx, datasets.Prompt{Text: "What colour is the sky?", OutputLen: 4, PromptLen: 7}, time.Now())
+	})
+	return res
 }

@@ -224,10 +224,13 @@ type probeJSON struct {
 	EventTokensTotal int       `json:"event_tokens_total"`
 	// The answer phase, only for a request that reasoned (see
 	// prober.Samples): the time to the first answer token, the answer's
-	// TPOT and its token count. Other requests print as before.
-	TTFATSeconds      *float64 `json:"ttfat_seconds,omitempty"`
-	AnswerTPOTSeconds *float64 `json:"answer_tpot_seconds,omitempty"`
-	AnswerTokens      *int     `json:"answer_tokens,omitempty"`
+	// TPOT, its per-token inter-token latencies (the gaps from the first
+	// answer token on, prober.Result.AnswerITLGaps) and its token count.
+	// Other requests print as before.
+	TTFATSeconds      *float64   `json:"ttfat_seconds,omitempty"`
+	AnswerTPOTSeconds *float64   `json:"answer_tpot_seconds,omitempty"`
+	AnswerITLSeconds  *[]float64 `json:"answer_itl_seconds,omitempty"`
+	AnswerTokens      *int       `json:"answer_tokens,omitempty"`
 }
 
 func optSeconds(d time.Duration) *float64 {
@@ -252,6 +255,8 @@ func writeProbeJSON(w io.Writer, r prober.Result) error {
 	}
 	if sm.Reasoning {
 		out.TTFATSeconds, out.AnswerTokens = optSeconds(sm.TTFAT), &sm.AnswerTokens
+		answerITL := r.AppendAnswerITLs([]float64{}, false)
+		out.AnswerITLSeconds = &answerITL
 		if sm.AnswerTPOTSeconds >= 0 {
 			out.AnswerTPOTSeconds = &sm.AnswerTPOTSeconds
 		}
@@ -292,16 +297,15 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 			tpot = fmt.Sprintf("%.2f ms", sm.TPOTSeconds*1000)
 		}
 		row("TPOT", "%s", tpot)
-		itls := func(perChunk bool) string {
-			v := r.AppendITLs(nil, perChunk)
+		itlText := func(v []float64) string {
 			if len(v) == 0 {
 				return "–"
 			}
 			st := bench.ComputeStats(v)
 			return fmt.Sprintf("p50 %.2f ms  p99 %.2f ms  max %.2f ms  (%d)", st.Median, st.P99, st.Max, len(v))
 		}
-		row("ITL per token", "%s, tokens per event from %s", itls(false), orNone(string(sm.EventTokensSource)))
-		row("ITL per chunk", "%s", itls(true))
+		row("ITL per token", "%s, tokens per event from %s", itlText(r.AppendITLs(nil, false)), orNone(string(sm.EventTokensSource)))
+		row("ITL per chunk", "%s", itlText(r.AppendITLs(nil, true)))
 		if sm.Reasoning {
 			// The user waits for the answer, not the first thought.
 			row("First answer token", "%s (after %s of reasoning)", probeMS(sm.TTFAT), reasoningSpan(sm))
@@ -310,6 +314,8 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 				atpot = fmt.Sprintf("%.2f ms", sm.AnswerTPOTSeconds*1000)
 			}
 			row("Answer TPOT", "%s", atpot)
+			// The gaps between the answer's tokens, without the thinking's.
+			row("Answer ITL per token", "%s", itlText(r.AppendAnswerITLs(nil, false)))
 		}
 	}
 	row("E2E", "%s", probeMS(sm.E2E))

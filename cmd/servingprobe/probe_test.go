@@ -204,7 +204,9 @@ func TestProbeSummaryText(t *testing.T) {
 	}{
 		{"reasoning first", reasoned,
 			[]string{`(?m)^TTFT +40.00 ms$`, `(?m)^First answer token +70.00 ms \(after 30.00 ms of reasoning\)$`, `(?m)^Answer TPOT +30.00 ms$`,
-				`(?m)^Tokens reasoning +1 \(counted: the server stated none\), answer 2$`},
+				`(?m)^Tokens reasoning +1 \(counted: the server stated none\), answer 2$`,
+				// Two gaps in all; the answer's one is from its first token at 70 ms.
+				`(?m)^ITL per token +p50 30.00 ms  p99 30.00 ms  max 30.00 ms  \(2\)`, `(?m)^Answer ITL per token +p50 30.00 ms  p99 30.00 ms  max 30.00 ms  \(1\)$`},
 			nil},
 		{"streamed, reused connection", streamed,
 			[]string{`(?m)^TTFT +40.00 ms$`, `(?m)^TPOT +30.00 ms$`, `(?m)^ITL per token +p50 30.00 ms`, `(?m)^E2E +100.00 ms$`, `(?m)^Connection +reused \(no DNS, connect or TLS\)$`},

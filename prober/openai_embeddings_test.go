@@ -1,0 +1,44 @@
+package prober
+
+import (
+	"io"
+	"testing"
+
+	"github.com/servingprobe/servingprobe/datasets"
+)
+
+// TestEmbeddingsRequestBody: the embeddings body carries what
+// bench_serving's embeddings request carries: the input and the model, a
+// LoRA adapter as the model and as lora_path, and the extra body (here
+// sglang's own test's encoding_format) last, replacing nothing it does not
+// name.
+func TestEmbeddingsRequestBody(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    RequestOptions
+		p    datasets.Prompt
+		want string
+	}{
+		{"text", RequestOptions{BaseURL: "http://e.test", Model: "m"}, datasets.Prompt{Text: "hello world"},
+			`{"model":"m","input":"hello world"}`},
+		{"ids", RequestOptions{BaseURL: "http://e.test", Model: "m"}, datasets.Prompt{IDs: []int{1, 2, 3}},
+			`{"model":"m","input":[1,2,3]}`},
+		{"lora and extra body", RequestOptions{BaseURL: "http://e.test", Model: "m", ExtraBody: map[string]any{"encoding_format": "base64"}},
+			datasets.Prompt{Text: "hello world", LoRA: "adapter-a"},
+			`{"model":"adapter-a","input":"hello world","lora_path":"adapter-a","encoding_format":"base64"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := openAIEmbeddings{}.NewRequest(tc.o, tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(req.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tc.want || req.URL.Path != "/v1/embeddings" {
+				t.Errorf("NewRequest(%+v) = %s %s, want /v1/embeddings %s", tc.p, req.URL.Path, b, tc.want)
+			}
+		})
+	}
+}
