@@ -65,6 +65,10 @@ type requestLogRun struct {
 	// cacheReport: cached_tokens and cached_tokens_details are read only
 	// under --cache-report.
 	cacheReport bool
+	// specAccept: the request function reads spec_accept_length
+	// (bench_serving's /generate function from meta_info, its chat one
+	// only when not streaming, from choices[0].meta_info).
+	specAccept bool
 	// origin is where start_time counts from (see appendOutput).
 	origin time.Time
 }
@@ -81,6 +85,7 @@ func newRequestLogRun(p *Prepared) requestLogRun {
 		textChunks:   p.Info.Protocol == prober.ProtocolOpenAIChat || p.Info.Protocol == prober.ProtocolOpenAICompletions,
 		emptySuccess: params.Compat.EmptySuccess,
 		cacheReport:  s.CacheReport,
+		specAccept:   p.Info.Protocol == prober.ProtocolSGLangGenerate || p.Info.Protocol == prober.ProtocolOpenAIChat && s.DisableStream,
 		origin:       processStart,
 	}
 }
@@ -378,6 +383,8 @@ func requestExtraFields(run *requestLogRun, p *datasets.Prompt) []pyField {
 // failure, tpot never (None). start_time is bench_serving's
 // time.perf_counter() at the send, a clock whose origin Python leaves
 // undefined; here it is the seconds since this process started.
+// spec_accept_length is the server's where bench_serving reads it (see
+// requestLogRun.specAccept), else 0.0.
 // cached_tokens_details is rebuilt from the counts read (device and host,
 // storage and storage_backend where set), not the server's object as
 // sent. spec_cap_length, spec_block_accept_length and
@@ -452,7 +459,11 @@ func appendOutput(b []byte, run *requestLogRun, p *datasets.Prompt, r *prober.Re
 		b = appendPyDict(b, details)
 	}
 	b = append(b, ", spec_accept_length="...)
-	b = appendPyFloat(b, r.SpecAcceptLength)
+	spec := 0.0
+	if run.specAccept {
+		spec = r.SpecAcceptLength
+	}
+	b = appendPyFloat(b, spec)
 	return append(b, ", spec_cap_length=0.0, spec_block_accept_length=0.0, spec_cap_lens_histogram=[])"...)
 }
 

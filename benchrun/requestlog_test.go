@@ -208,3 +208,31 @@ func TestRequestLogLines(t *testing.T) {
 		t.Errorf("%d end lines say success=False, want %d", failed, n/50)
 	}
 }
+
+// TestPrintRequestsSpecAccept: spec_accept_length is the server's only
+// where bench_serving's request function reads it (/generate, and chat
+// without streaming); its streaming chat function leaves it 0.0.
+func TestPrintRequestsSpecAccept(t *testing.T) {
+	for _, tc := range []struct {
+		backend string
+		stream  bool
+		want    string
+	}{
+		{"sglang", true, "spec_accept_length=2.5,"},
+		{"sglang-oai-chat", false, "spec_accept_length=2.5,"},
+		{"sglang-oai-chat", true, "spec_accept_length=0.0,"},
+		{"sglang-oai", true, "spec_accept_length=0.0,"},
+	} {
+		info, err := prober.LookupBackend(tc.backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := DefaultSpec()
+		s.Backend, s.BaseURL, s.DisableStream = tc.backend, "http://s", !tc.stream
+		run := newRequestLogRun(&Prepared{Spec: s, Info: info, Model: "m"})
+		r := prober.Result{Outcome: prober.OutcomeSuccess, SpecAcceptLength: 2.5}
+		if got := string(appendOutput(nil, &run, &datasets.Prompt{}, &r)); !strings.Contains(got, tc.want) {
+			t.Errorf("%s stream=%t: %s, want %s", tc.backend, tc.stream, got, tc.want)
+		}
+	}
+}
