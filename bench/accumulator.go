@@ -273,10 +273,7 @@ func (a *Accumulator) record(i int, r *prober.Result, sm *prober.Samples) reqRec
 	rec.itlOff = a.itl.len()
 	rec.itlLen, rec.itlAnswer = a.itl.appendResult(r, !a.perToken)
 
-	// sglang counts any 200 stream read without an exception as a success,
-	// even one with no text; its TTFT then stays 0.
-	emptyOK := a.p.Compat.EmptySuccess && r.Outcome == prober.OutcomeEmptyOutput
-	if r.Outcome == prober.OutcomeSuccess || emptyOK {
+	if RequestSucceeded(r, a.p.Compat.EmptySuccess) {
 		rec.ok = true
 		rec.e2e = max(sm.E2E, 0).Seconds()
 		if sm.TPOTSeconds >= 0 {

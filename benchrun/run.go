@@ -52,9 +52,10 @@ type Env struct {
 	PauseAfterWarmup *time.Duration
 	// Getenv reads SGLANG_IS_IN_CI; nil means os.Getenv.
 	Getenv func(string) string
-	// RequestLog, if set, gets a line when each measured request starts
-	// and one when it ends (--print-requests), written by a goroutine of
-	// its own so that the requests never wait on it (see requestLog).
+	// RequestLog, if set, gets bench_serving's --print-requests line when
+	// each request (warm-up included) starts and one when it ends,
+	// written by a goroutine of its own so that the requests never wait
+	// on it (see requestLog).
 	RequestLog io.Writer
 	// OnStart, if set, is called just before the measured run starts
 	// (after warmup, cache flush, the pause and the profiler start), with
@@ -409,17 +410,6 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 			extra["return_routed_experts"] = true
 		}
 	}
-	if s.FakePrefill && info.SGLang {
-		// Decode-only benchmarking of a disaggregated sglang server: the
-		// decode server, launched with --disaggregation-transfer-backend
-		// fake, skips the KV transfer for this bootstrap host. The values
-		// are sglang's (FAKE_BOOTSTRAP_HOST in
-		// sglang/srt/disaggregation/utils.py, and room 0 as its own
-		// benchmarks send it), merged before --extra-request-body so that
-		// a caller can still replace them.
-		extra["bootstrap_host"] = FakeBootstrapHost
-		extra["bootstrap_room"] = 0
-	}
 	if s.CacheReport && info.SGLang && info.Protocol != prober.ProtocolSGLangGenerate {
 		// bench_serving's --cache-report asks sglang's OpenAI routes for
 		// the cache tiers' split (sglext.cached_tokens_details).
@@ -433,6 +423,9 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 	}
 	maps.Copy(extra, o.ExtraBody)
 	maps.Copy(extra, s.ExtraBody)
+	for _, kv := range fakePrefillFields(s) {
+		extra[kv.key] = kv.value
+	}
 	if len(extra) > 0 {
 		o.ExtraBody = extra
 	}
@@ -483,6 +476,13 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 			defer cancel()
 			return p.Prober.Run(ctx, prompt, scheduled)
 		}
+	}
+	if env.RequestLog != nil {
+		// bench_serving prints the lines from its request function, which
+		// the warm-up requests go through too.
+		rl := newRequestLog(env.RequestLog, newRequestLogRun(p))
+		defer rl.close()
+		do = rl.wrap(do)
 	}
 	if n := s.WarmupRequests; n > 0 {
 		warm := prober.WarmupPrompts(p.Prompts.First(), n)
@@ -547,16 +547,6 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		pacer = haltPacer{next: pacer, halt: &watch.halt}
 	}
 	measured := do
-	if env.RequestLog != nil {
-		rl := newRequestLog(env.RequestLog, time.Now())
-		defer rl.close()
-		measured = func(ctx context.Context, prompt datasets.Prompt, scheduled time.Time) prober.Result {
-			id := rl.started(prompt)
-			r := do(ctx, prompt, scheduled)
-			rl.ended(id, prompt, &r)
-			return r
-		}
-	}
 	var succeeded atomic.Int64
 	cfg := prober.BenchmarkConfig{
 		Pacer:          pacer,

@@ -284,7 +284,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p := func(name, help string, v kingpin.Value) { b.flag(name, key(name), help, v) }
 	local := func(name, help string, v kingpin.Value) { b.flag(name, "", help, v) }
 
-	p("backend", "Backend: "+strings.Join(prober.BackendNames(), ", ")+".", stringValue(&s.Backend))
+	p("backend", "Backend: "+strings.Join(prober.BackendNames(), ", ")+". (bench_serving's gserver is not supported: its request function raises NotImplementedError.)", stringValue(&s.Backend))
 	p("base-url", "Server base URL; overrides --host and --port.", stringValue(&s.BaseURL))
 	local("host", "Server host.", stringValue(&f.host))
 	local("port", "Server port (default: the backend's, as bench_serving).", intValue(&f.port))
@@ -325,7 +325,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("run-id", "The id a sharded run's records share (default: a hash of the flags and the seed).", stringValue(&s.RunID))
 	p("start-at", "Start the measured run at this RFC 3339 time, or at the time held in this file; a late start is recorded and reported.", stringValue(&s.StartAt))
 	p("stats", "exact keeps every sample (4 bytes an inter-token gap) for NumPy's percentiles; sketch keeps every latency in quantile sketches (1% relative error; means, maxima and counts exact; peaks on a 10 ms grid; labelled in the table and JSONL), so that memory does not grow with the requests of a long run.", enumValue(&s.Stats, bench.StatsExact, bench.StatsSketch))
-	b.bool("print-requests", "", "Print a line to stdout as each measured request starts and ends (written by a goroutine of its own, off the requests' path).", &f.printRequests)
+	b.bool("print-requests", "", "Print bench_serving's rid=... message=\"request start\" and \"request end\" lines (the request's input and output as Python reprs) to stdout for each request, warm-up included, for every backend (bench_serving allows only sglang-oai-chat); written by a goroutine of its own, off the requests' path.", &f.printRequests)
 	b.bool("disable-tqdm", "", "No progress bar.", &f.disableTqdm)
 	b.bool("disable-stream", "disable_stream", "Non-streaming requests.", &s.DisableStream)
 
@@ -398,7 +398,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("mooncake-num-rounds", "mooncake: rounds per session.", intValue(&o.MooncakeNumRounds))
 	local("mooncake-workload", "mooncake: mooncake, conversation, synthetic or toolagent (only names the trace; pass --dataset-path).", enumValue(&f.mooncakeWorkload, "mooncake", "conversation", "synthetic", "toolagent"))
 
-	b.bool("fake-prefill", "fake_prefill", "Decode-only benchmarking of a disaggregated sglang server: send sglang's fake bootstrap_host and bootstrap_room (sglang backends).", &s.FakePrefill)
+	b.bool("fake-prefill", "fake_prefill", "Decode-only benchmarking of a disaggregated sglang server: put sglang's fake bootstrap_host (2.2.2.2) and bootstrap_room 0 in every request body, over --extra-request-body's, as bench_serving does for every backend.", &s.FakePrefill)
 	p("tag", "Free text copied into the JSONL record.", stringValue(&s.Tag))
 	b.strings("header", "header", "Extra request header K=V (several after one flag, or repeated).", &f.headers)
 
@@ -478,7 +478,13 @@ var unsupported = map[string]string{}
 
 // unsupportedBackends are bench_serving backends we do not speak.
 var unsupportedBackends = map[string]string{
-	"gserver": "Custom server (Not Implemented yet in this script)",
+	// bench_serving lists gserver among its backends, but its request
+	// function is `raise NotImplementedError()` (sglang
+	// python/sglang/benchmark/serving.py at 00f9ec47,
+	// async_request_gserver): its run fails at the first (warm-up)
+	// request with a bare NotImplementedError. We refuse it before
+	// sending anything, naming the same exception.
+	"gserver": "NotImplementedError (bench_serving's gserver request function raises it; there is no gserver client)",
 }
 
 // benchSpec completes the Spec the flags bound into with what needs the

@@ -144,7 +144,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		want string // in the parse or spec error
 	}{
 		{"cost per hour", []string{"--cost-per-hour=-1"}, "--cost-per-hour: must be a finite number of USD at least 0, got -1"},
-		{"gserver", []string{"--backend", "gserver"}, "--backend gserver is not supported: Custom server (Not Implemented yet in this script)"},
+		{"gserver", []string{"--backend", "gserver"}, "--backend gserver is not supported: NotImplementedError (bench_serving's gserver request function raises it; there is no gserver client)"},
 		{"unknown backend", []string{"--backend", "tgi"}, `--backend "tgi": unknown backend (one of anthropic, lmdeploy,`},
 		{"unknown flag", []string{"--num-prompt", "3"}, "unknown long flag '--num-prompt'"},
 		{"stray argument", []string{"foo"}, `unexpected argument "foo"`},

@@ -1,0 +1,188 @@
+package benchrun
+
+import (
+	"encoding/json"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// This file writes values as Python's repr() does, for the dataclass
+// reprs that --print-requests prints (see requestlog.go). Only the kinds
+// those reprs hold are covered: None, bool, int, float, str, list and
+// dict, with JSON-decoded values (json.Number) as json.loads would give
+// them to Python.
+
+// appendPyStr appends repr(s): single quotes unless s has a single quote
+// and no double quote; backslash, the quote, \t \n \r escaped; other
+// characters Python does not print (str.isprintable, approximated by
+// unicode.IsPrint) as \xhh, \uhhhh or \Uhhhhhhhh. Invalid UTF-8 becomes
+// U+FFFD, as a Go string cannot carry Python's lone surrogates.
+func appendPyStr(b []byte, s string) []byte {
+	q := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		q = '"'
+	}
+	b = append(b, q)
+	for _, r := range s {
+		switch {
+		case r == '\\':
+			b = append(b, '\\', '\\')
+		case r == rune(q):
+			b = append(b, '\\', q)
+		case r == '\t':
+			b = append(b, '\\', 't')
+		case r == '\n':
+			b = append(b, '\\', 'n')
+		case r == '\r':
+			b = append(b, '\\', 'r')
+		case r < 0x7f && r >= 0x20, r >= 0x7f && unicode.IsPrint(r):
+			b = utf8.AppendRune(b, r)
+		case r < 0x100:
+			b = append(b, '\\', 'x', hexDigit(r>>4), hexDigit(r))
+		case r < 0x10000:
+			b = append(b, '\\', 'u', hexDigit(r>>12), hexDigit(r>>8), hexDigit(r>>4), hexDigit(r))
+		default:
+			b = append(b, '\\', 'U')
+			for sh := 28; sh >= 0; sh -= 4 {
+				b = append(b, hexDigit(r>>sh))
+			}
+		}
+	}
+	return append(b, q)
+}
+
+func hexDigit(r rune) byte { return "0123456789abcdef"[r&0xf] }
+
+// appendPyFloat appends repr(f) (prober.PyFloat: shortest round trip,
+// exponent form below 1e-4 and from 1e16, inf and nan).
+func appendPyFloat(b []byte, f float64) []byte { return append(b, prober.PyFloat(f)...) }
+
+// appendPyOptFloat appends repr(f), or None when ok is false.
+func appendPyOptFloat(b []byte, f float64, ok bool) []byte {
+	if !ok {
+		return append(b, "None"...)
+	}
+	return appendPyFloat(b, f)
+}
+
+// appendPyOptStr appends repr(s), or None for "" (an Optional[str] left
+// at its default).
+func appendPyOptStr(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "None"...)
+	}
+	return appendPyStr(b, s)
+}
+
+// appendPyDict appends a dict of fields in their order.
+func appendPyDict(b []byte, fields []pyField) []byte {
+	b = append(b, '{')
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendPyStr(b, f.key)
+		b = append(b, ": "...)
+		b = appendPyValue(b, f.value)
+	}
+	return append(b, '}')
+}
+
+// sortedFields are m's fields in key order: a Go map does not keep the
+// order its JSON gave, so the one order that is stable is the sorted one.
+func sortedFields(m map[string]any) []pyField {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]pyField, len(keys))
+	for i, k := range keys {
+		out[i] = pyField{k, m[k]}
+	}
+	return out
+}
+
+// appendPyValue appends repr(v) for a value decoded from JSON (or built
+// of the same kinds). A json.Number is an int unless it has a fraction or
+// an exponent, as json.loads decides; other Go types go through their
+// JSON form.
+func appendPyValue(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "None"...)
+	case bool:
+		if v {
+			return append(b, "True"...)
+		}
+		return append(b, "False"...)
+	case string:
+		return appendPyStr(b, v)
+	case int:
+		return strconv.AppendInt(b, int64(v), 10)
+	case int64:
+		return strconv.AppendInt(b, v, 10)
+	case float64:
+		return appendPyFloat(b, v)
+	case json.Number:
+		s := string(v)
+		if !strings.ContainsAny(s, ".eE") {
+			if n, ok := new(big.Int).SetString(s, 10); ok {
+				return n.Append(b, 10) // "-0" is 0, as int("-0")
+			}
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil && f == 0 {
+			return append(b, s...)
+		}
+		return appendPyFloat(b, f) // out of range is inf, as float() gives
+	case []any:
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendPyValue(b, x)
+		}
+		return append(b, ']')
+	case []string:
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendPyStr(b, x)
+		}
+		return append(b, ']')
+	case []float64:
+		b = append(b, '[')
+		for i, x := range v {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendPyFloat(b, x)
+		}
+		return append(b, ']')
+	case map[string]any:
+		return appendPyDict(b, sortedFields(v))
+	case []pyField:
+		return appendPyDict(b, v)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return appendPyStr(b, err.Error())
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return appendPyStr(b, string(raw))
+	}
+	return appendPyValue(b, x)
+}
