@@ -77,3 +77,46 @@ func TestFakePrefillOff(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheReportBodyWins: --cache-report's return_cached_tokens_details
+// is set after the user's --extra-request-body is loaded, as
+// bench_serving sets it in the parsed extra_request_body, so a user's
+// false does not turn the report off; sglang's native /generate route
+// is not asked (its meta_info carries the counts).
+func TestCacheReportBodyWins(t *testing.T) {
+	for _, tc := range []struct {
+		backend string
+		extra   map[string]any
+		want    any
+	}{
+		{"sglang-oai-chat", nil, true},
+		{"sglang-oai", map[string]any{"return_cached_tokens_details": false}, true},
+		{"sglang", nil, nil},
+		{"vllm-chat", nil, nil},
+	} {
+		t.Run(fmt.Sprintf("%s %v", tc.backend, tc.extra), func(t *testing.T) {
+			info, err := prober.LookupBackend(tc.backend)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := DefaultSpec()
+			s.Backend, s.BaseURL, s.CacheReport, s.ExtraBody = tc.backend, "http://s", true, tc.extra
+			be, err := prober.NewBackend(tc.backend)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := be.NewRequest(requestOptions(s, info, "m"), datasets.Prompt{Text: "hi", PromptLen: 1, OutputLen: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(req.Body)
+			var body map[string]any
+			if err := json.Unmarshal(b, &body); err != nil {
+				t.Fatalf("body %s: %v", b, err)
+			}
+			if body["return_cached_tokens_details"] != tc.want {
+				t.Errorf("body %s: return_cached_tokens_details %v, want %v", b, body["return_cached_tokens_details"], tc.want)
+			}
+		})
+	}
+}

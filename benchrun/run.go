@@ -410,11 +410,6 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 			extra["return_routed_experts"] = true
 		}
 	}
-	if s.CacheReport && info.SGLang && info.Protocol != prober.ProtocolSGLangGenerate {
-		// bench_serving's --cache-report asks sglang's OpenAI routes for
-		// the cache tiers' split (sglext.cached_tokens_details).
-		extra["return_cached_tokens_details"] = true
-	}
 	switch info.Protocol {
 	case prober.ProtocolOpenAICompletions:
 		if s.ReturnLogprob && s.TopLogprobsNum > 0 {
@@ -423,6 +418,13 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 	}
 	maps.Copy(extra, o.ExtraBody)
 	maps.Copy(extra, s.ExtraBody)
+	if s.CacheReport && info.SGLang && info.Protocol != prober.ProtocolSGLangGenerate {
+		// bench_serving's --cache-report asks sglang's OpenAI routes for
+		// the cache tiers' split (sglext.cached_tokens_details). It sets
+		// the key in the parsed --extra-request-body, so it wins over the
+		// user's value, as the fake-prefill fields below do.
+		extra["return_cached_tokens_details"] = true
+	}
 	for _, kv := range fakePrefillFields(s) {
 		extra[kv.key] = kv.value
 	}
