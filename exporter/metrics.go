@@ -92,6 +92,7 @@ func histogramOpts(name, help string, buckets []float64) prometheus.HistogramOpt
 // for concurrent use.
 type Metrics struct {
 	ttft, ttfat, itl, tpot, e2e, queue *prometheus.HistogramVec
+	answerITL, answerTPOT              *prometheus.HistogramVec
 	requests                           *prometheus.CounterVec
 	promptTokens, genTokens            *prometheus.CounterVec
 
@@ -133,6 +134,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			tokenLatencyBuckets), requestLabels),
 		tpot: f.NewHistogramVec(histogramOpts("time_per_output_token_seconds",
 			"Time per output token of successful requests with at least two output tokens, in seconds: (end of the response minus first token) divided by (output tokens minus one).",
+			tokenLatencyBuckets), requestLabels),
+		// The answer phase of ITL and TPOT, with their buckets so that each
+		// pair can be compared bucket by bucket: a reasoning model's
+		// thinking tokens can stream at another pace than its answer.
+		answerITL: f.NewHistogramVec(histogramOpts("answer_inter_token_latency_seconds",
+			"Inter-token latency of the answer of successful streamed requests, in seconds, one sample per answer token after the first answer event, as for servingprobe_inter_token_latency_seconds: the gaps measured from the first answer event (after any reasoning) on. The wait from the last reasoning event to the first answer event is not one of them. Without reasoning it equals the inter-token latency. Requests whose stream ended before any answer are not observed.",
+			tokenLatencyBuckets), requestLabels),
+		answerTPOT: f.NewHistogramVec(histogramOpts("answer_time_per_output_token_seconds",
+			"Time per output token of the answer of successful streamed requests with at least two answer tokens, in seconds: (end of the response minus first answer token) divided by (answer tokens minus one), the answer tokens being the output tokens minus the reasoning tokens. Without reasoning it equals the time per output token. Requests whose stream ended before any answer are not observed.",
 			tokenLatencyBuckets), requestLabels),
 		e2e: f.NewHistogramVec(histogramOpts("e2e_request_latency_seconds",
 			"End-to-end latency of successful requests, in seconds: the end of the response ([DONE] or end of body) minus the moment the request was sent.",
@@ -240,12 +250,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// requestHistograms are the histograms labelled with L, the one list that
+// pre-creation (probe and bench series) and deletion read, so that a new
+// histogram cannot be created in one place and left stale in another.
+func (m *Metrics) requestHistograms() []*prometheus.HistogramVec {
+	return []*prometheus.HistogramVec{m.ttft, m.ttfat, m.itl, m.tpot, m.e2e, m.queue, m.answerITL, m.answerTPOT}
+}
+
 // perRequestVecs are the vectors labelled with L.
 func (m *Metrics) perRequestVecs() []*prometheus.MetricVec {
-	return []*prometheus.MetricVec{
-		m.ttft.MetricVec, m.ttfat.MetricVec, m.itl.MetricVec, m.tpot.MetricVec, m.e2e.MetricVec, m.queue.MetricVec,
-		m.requests.MetricVec, m.promptTokens.MetricVec, m.genTokens.MetricVec,
+	var vs []*prometheus.MetricVec
+	for _, h := range m.requestHistograms() {
+		vs = append(vs, h.MetricVec)
 	}
+	return append(vs, m.requests.MetricVec, m.promptTokens.MetricVec, m.genTokens.MetricVec)
 }
 
 // probeGaugeVecs are the vectors labelled with target, module, model.

@@ -58,37 +58,49 @@ func TestSamplesOf(t *testing.T) {
 			want: samples{
 				queue: ms(1), ttft: ms(100), ttfat: ms(100), e2e: ms(185), tpot: (ms(185) - ms(100)) / 4,
 				itl: []itlSample{{ms(20), 1}, {ms(20), 2}, {ms(20), 1}},
+				// Without reasoning the answer phase is the whole stream.
+				answerTPOT: (ms(185) - ms(100)) / 4, answerITL: []itlSample{{ms(20), 1}, {ms(20), 2}, {ms(20), 1}},
 			},
 		},
 		{
 			name: "never sent (connect error before Sent is impossible, but a failed build is)",
 			r:    prober.Result{Scheduled: t0, Outcome: prober.OutcomeConnectError},
-			want: samples{queue: -1, ttft: -1, ttfat: -1, e2e: -1, tpot: -1},
+			want: samples{queue: -1, ttft: -1, ttfat: -1, e2e: -1, tpot: -1, answerTPOT: -1},
 		},
 		{
 			name: "one token: no TPOT, no ITL",
 			r: prober.Result{Stream: true, Sent: t0, FirstToken: t0.Add(time.Second), End: t0.Add(2 * time.Second),
 				Events: []prober.Event{{At: t0.Add(time.Second), Tokens: 1}}, OutputTokens: 1},
-			want: samples{queue: -1, ttft: 1, ttfat: 1, e2e: 2, tpot: -1},
+			want: samples{queue: -1, ttft: 1, ttfat: 1, e2e: 2, tpot: -1, answerTPOT: -1},
 		},
 		{
 			name: "reasoning first: TTFAT at the first answer event",
 			r: prober.Result{Stream: true, Sent: t0, FirstToken: t0.Add(time.Second), FirstAnswer: t0.Add(3 * time.Second), End: t0.Add(4 * time.Second),
 				Events:       []prober.Event{{At: t0.Add(time.Second), Tokens: 1, Reasoning: true}, {At: t0.Add(3 * time.Second), Tokens: 1}},
 				OutputTokens: 2, ReasoningTokens: 1, ReasoningTokensSource: prober.TokenSourceCounted},
-			want: samples{queue: -1, ttft: 1, ttfat: 3, e2e: 4, tpot: 3, itl: []itlSample{{2, 1}}},
+			// The one gap runs from reasoning to the answer: it is not the
+			// answer's, and one answer token has no TPOT.
+			want: samples{queue: -1, ttft: 1, ttfat: 3, e2e: 4, tpot: 3, itl: []itlSample{{2, 1}}, answerTPOT: -1},
+		},
+		{
+			// No backend stamps two events on an unstreamed response; if one
+			// did, its gaps would still not be an answer phase TTFAT times.
+			name: "not streamed: no answer phase, whatever the events",
+			r: prober.Result{Sent: t0, FirstToken: t0.Add(time.Second), End: t0.Add(2 * time.Second), OutputTokens: 3,
+				Events: []prober.Event{{At: t0.Add(time.Second), Tokens: 1}, {At: t0.Add(2 * time.Second), Tokens: 2}}},
+			want: samples{queue: -1, ttft: -1, ttfat: -1, e2e: 2, tpot: -1, itl: []itlSample{{0.5, 2}}, answerTPOT: -1},
 		},
 		{
 			name: "zero-token events are skipped without moving the reference; huge claims are capped",
 			r: prober.Result{Stream: true, Sent: t0, FirstToken: t0, End: t0.Add(time.Second),
 				Events: []prober.Event{{At: t0, Tokens: 1}, {At: t0.Add(time.Second)}, {At: t0.Add(2 * time.Second), Tokens: 1 << 30}}},
 			want: samples{queue: -1, ttft: 0, ttfat: 0, e2e: 1, tpot: -1,
-				itl: []itlSample{{2.0 / (1 << 30), maxITLSamplesPerEvent}}},
+				itl: []itlSample{{2.0 / (1 << 30), maxITLSamplesPerEvent}}, answerTPOT: -1, answerITL: []itlSample{{2.0 / (1 << 30), maxITLSamplesPerEvent}}},
 		},
 		{
 			name: "clock going backwards clamps at zero",
 			r:    prober.Result{Stream: true, Scheduled: t0.Add(time.Second), Sent: t0, FirstToken: t0.Add(-time.Second), End: t0},
-			want: samples{queue: 0, ttft: 0, ttfat: 0, e2e: 0, tpot: -1},
+			want: samples{queue: 0, ttft: 0, ttfat: 0, e2e: 0, tpot: -1, answerTPOT: -1},
 		},
 	}
 	for _, tc := range tests {
@@ -176,9 +188,9 @@ func TestSeriesPerTarget(t *testing.T) {
 	m.ObserveLag("one", "m", 0)
 
 	// Metric children (CollectAndCount counts one per label set).
-	wantChildren := 6 + len(prober.Outcomes) + 2 + 3 + 1 + 1 + 1 + 1 + 3 // histograms, outcomes, tokens, probe gauges, skip, lag, info, bench_running, bench_runs
+	wantChildren := 8 + len(prober.Outcomes) + 2 + 3 + 1 + 1 + 1 + 1 + 3 // histograms, outcomes, tokens, probe gauges, skip, lag, info, bench_running, bench_runs
 	if got := testutil.CollectAndCount(m.requests) + testutil.CollectAndCount(m.ttft) + testutil.CollectAndCount(m.ttfat) + testutil.CollectAndCount(m.itl) +
-		testutil.CollectAndCount(m.tpot) + testutil.CollectAndCount(m.e2e) + testutil.CollectAndCount(m.queue) +
+		testutil.CollectAndCount(m.tpot) + testutil.CollectAndCount(m.answerITL) + testutil.CollectAndCount(m.answerTPOT) + testutil.CollectAndCount(m.e2e) + testutil.CollectAndCount(m.queue) +
 		testutil.CollectAndCount(m.promptTokens) + testutil.CollectAndCount(m.genTokens) +
 		testutil.CollectAndCount(m.probeSuccess) + testutil.CollectAndCount(m.lastSuccess) + testutil.CollectAndCount(m.lastProbe) +
 		testutil.CollectAndCount(m.skipped) + testutil.CollectAndCount(m.lag) + testutil.CollectAndCount(m.targetInfo) +
@@ -197,10 +209,11 @@ func TestSeriesPerTarget(t *testing.T) {
 		}
 	}
 	// A classic histogram is one series per bucket plus +Inf, sum and count.
-	// 6 request histograms (TTFT, TTFAT and E2E, ITL and TPOT, queue) and lag;
+	// 8 request histograms (TTFT, TTFAT and E2E; ITL, TPOT and their answer
+	// phase; queue) and lag;
 	// one per outcome; 2 token counters; 3 gauges; skip; info; 4 bench.
 	hist := func(b []float64) int { return len(b) + 3 }
-	maxSeries := 3*hist(requestLatencyBuckets) + 2*hist(tokenLatencyBuckets) + 2*hist(queueBuckets) + len(prober.Outcomes) + 2 + 3 + 1 + 1 + 4
+	maxSeries := 3*hist(requestLatencyBuckets) + 4*hist(tokenLatencyBuckets) + 2*hist(queueBuckets) + len(prober.Outcomes) + 2 + 3 + 1 + 1 + 4
 	if series > maxSeries {
 		t.Errorf("exposition has %d series for one target and module, cap is %d", series, maxSeries)
 	}

@@ -47,11 +47,14 @@ func TestNonStreamedRecordsOnlyE2E(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]uint64{
-		"time_to_first_token_seconds":   0,
-		"time_per_output_token_seconds": 0,
-		"inter_token_latency_seconds":   0,
-		"e2e_request_latency_seconds":   1,
-		"client_queue_seconds":          0,
+		"time_to_first_token_seconds":          0,
+		"time_per_output_token_seconds":        0,
+		"inter_token_latency_seconds":          0,
+		"time_to_first_answer_token_seconds":   0,
+		"answer_time_per_output_token_seconds": 0,
+		"answer_inter_token_latency_seconds":   0,
+		"e2e_request_latency_seconds":          1,
+		"client_queue_seconds":                 0,
 	} {
 		if c, ok := got[name]; !ok || c != want {
 			t.Errorf("%s holds %d observations (present %t), want %d", name, c, ok, want)

@@ -80,28 +80,11 @@ func (o *observer) record(r prober.Result, model string) {
 		if sm.tpot >= 0 {
 			observe(m.tpot.WithLabelValues(lv...), sm.tpot, ex)
 		}
-		if len(sm.itl) > 0 {
-			// One exemplar per request, on its slowest gap: that is the
-			// sample a tail bucket should point back from. An exemplar on
-			// every token cost 8 allocations per sample.
-			h := m.itl.WithLabelValues(lv...)
-			slowest := 0
-			for i, s := range sm.itl {
-				if s.perToken > sm.itl[slowest].perToken {
-					slowest = i
-				}
-			}
-			for i, s := range sm.itl {
-				n := s.n
-				if i == slowest && n > 0 {
-					observe(h, s.perToken, ex)
-					n--
-				}
-				for range n {
-					h.Observe(s.perToken)
-				}
-			}
+		if sm.answerTPOT >= 0 {
+			observe(m.answerTPOT.WithLabelValues(lv...), sm.answerTPOT, ex)
 		}
+		observeITL(m.itl, lv, sm.itl, ex)
+		observeITL(m.answerITL, lv, sm.answerITL, ex)
 		m.promptTokens.WithLabelValues(lv...).Add(float64(max(r.InputTokens, 0)))
 		m.genTokens.WithLabelValues(lv...).Add(float64(max(r.OutputTokens, 0)))
 	}
@@ -119,6 +102,33 @@ func (o *observer) record(r prober.Result, model string) {
 		m.lastSuccess.WithLabelValues(gl...).Set(unixSeconds(end))
 	} else {
 		m.probeSuccess.WithLabelValues(gl...).Set(0)
+	}
+}
+
+// observeITL adds the per-token samples of gaps to h's series lv. One
+// exemplar per request, on its slowest gap: that is the sample a tail
+// bucket should point back from. An exemplar on every token cost 8
+// allocations per sample.
+func observeITL(h *prometheus.HistogramVec, lv []string, gaps []itlSample, ex prometheus.Labels) {
+	if len(gaps) == 0 {
+		return
+	}
+	o := h.WithLabelValues(lv...)
+	slowest := 0
+	for i, s := range gaps {
+		if s.perToken > gaps[slowest].perToken {
+			slowest = i
+		}
+	}
+	for i, s := range gaps {
+		n := s.n
+		if i == slowest && n > 0 {
+			observe(o, s.perToken, ex)
+			n--
+		}
+		for range n {
+			o.Observe(s.perToken)
+		}
 	}
 }
 
@@ -149,6 +159,12 @@ func exemplarOf(id string) prometheus.Labels {
 type samples struct {
 	queue, ttft, ttfat, e2e, tpot float64
 	itl                           []itlSample
+	// The answer phase: defined only where ttfat is (a successful
+	// streamed request whose answer began), so that the answer
+	// histograms count the requests the TTFAT histogram counts. Without
+	// reasoning answerTPOT is tpot and answerITL is itl.
+	answerTPOT float64
+	answerITL  []itlSample
 }
 
 // itlSample is n tokens that each took perToken seconds.
@@ -172,12 +188,23 @@ func samplesOf(r prober.Result) samples {
 		}
 		return d.Seconds()
 	}
-	s := samples{queue: sec(sm.Queue), ttft: sec(sm.TTFT), ttfat: sec(sm.TTFAT), e2e: sec(sm.E2E), tpot: sm.TPOTSeconds}
+	s := samples{queue: sec(sm.Queue), ttft: sec(sm.TTFT), ttfat: sec(sm.TTFAT), e2e: sec(sm.E2E), tpot: sm.TPOTSeconds,
+		answerTPOT: -1}
 	if sm.E2E < 0 {
 		return s // never sent: no ITL either
 	}
+	answered := s.ttfat >= 0
+	if answered {
+		s.answerTPOT = sm.AnswerTPOTSeconds
+	}
+	// One pass: the answer's gaps are those ITLGaps marks Answer (the
+	// same gaps AnswerITLGaps yields), with the same per-event cap.
 	for g := range r.ITLGaps(false) {
-		s.itl = append(s.itl, itlSample{perToken: g.PerToken(), n: min(g.Tokens, maxITLSamplesPerEvent)})
+		is := itlSample{perToken: g.PerToken(), n: min(g.Tokens, maxITLSamplesPerEvent)}
+		s.itl = append(s.itl, is)
+		if g.Answer && answered {
+			s.answerITL = append(s.answerITL, is)
+		}
 	}
 	return s
 }

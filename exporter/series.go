@@ -134,7 +134,7 @@ func (s *seriesState) create(t *targetState) {
 		m.skipped.WithLabelValues(t.Name, mod)
 		m.lag.WithLabelValues(t.Name, mod)
 		lv := []string{t.Name, mod, t.model, string(ModeProbe)}
-		for _, h := range []*prometheus.HistogramVec{m.ttft, m.ttfat, m.itl, m.tpot, m.e2e, m.queue} {
+		for _, h := range m.requestHistograms() {
 			h.WithLabelValues(lv...)
 		}
 		m.promptTokens.WithLabelValues(lv...)
@@ -236,7 +236,7 @@ func (m *Metrics) PrepareBench(target, module string) {
 		return
 	}
 	lv := []string{target, module, t.model, string(ModeBench)}
-	for _, h := range []*prometheus.HistogramVec{m.ttft, m.ttfat, m.itl, m.tpot, m.e2e, m.queue} {
+	for _, h := range m.requestHistograms() {
 		h.WithLabelValues(lv...)
 	}
 	m.promptTokens.WithLabelValues(lv...)

@@ -457,7 +457,9 @@ func TestSurfacesExact(t *testing.T) {
 			// shows it only for a stream that reasoned; for the others the
 			// histogram holds their TTFT (docs/metrics.md).
 			var pa struct {
-				TTFAT *float64 `json:"ttfat_seconds"`
+				TTFAT      *float64   `json:"ttfat_seconds"`
+				AnswerTPOT *float64   `json:"answer_tpot_seconds"`
+				AnswerITL  *[]float64 `json:"answer_itl_seconds"`
 			}
 			if err := json.Unmarshal(pj.Bytes(), &pa); err != nil {
 				t.Fatal(err)
@@ -475,6 +477,40 @@ func TestSurfacesExact(t *testing.T) {
 				t.Errorf("TTFAT: probe %v s, daemon histogram %d observations summing to %v s; want one value", *pa.TTFAT, ttfatCount, ttfatSum)
 			case pa.TTFAT != nil && strings.Contains(tr.id(), "reasoning") && !(*pa.TTFAT > probe.TTFT):
 				t.Errorf("TTFAT %v s of a reasoning stream is not after its TTFT %v s", *pa.TTFAT, probe.TTFT)
+			}
+			// The answer phase: the daemon's answer histograms hold the
+			// probe's answer_itl_seconds and answer_tpot_seconds, or, for
+			// a stream without reasoning, its ITL list and TPOT.
+			answerITLs, answerTPOT := probe.ITLs, probe.TPOT
+			if pa.TTFAT != nil {
+				answerITLs, answerTPOT = nil, -1
+				if pa.AnswerITL != nil {
+					answerITLs = *pa.AnswerITL
+				}
+				if pa.AnswerTPOT != nil {
+					answerTPOT = *pa.AnswerTPOT
+				}
+			}
+			var aITL *dto.Histogram
+			var aTPOTCount uint64
+			var aTPOTSum float64
+			for _, mt := range byName["servingprobe_answer_inter_token_latency_seconds"].GetMetric() {
+				aITL = mt.GetHistogram()
+			}
+			for _, mt := range byName["servingprobe_answer_time_per_output_token_seconds"].GetMetric() {
+				aTPOTCount += mt.GetHistogram().GetSampleCount()
+				aTPOTSum += mt.GetHistogram().GetSampleSum()
+			}
+			var aSum float64
+			for _, v := range answerITLs {
+				aSum += v
+			}
+			if aITL.GetSampleCount() != uint64(len(answerITLs)) || !sameFloat(aITL.GetSampleSum(), aSum) {
+				t.Errorf("answer ITL: daemon %d samples summing to %v s, probe %d summing to %v s", aITL.GetSampleCount(), aITL.GetSampleSum(), len(answerITLs), aSum)
+			}
+			checkBuckets(t, "daemon answer ITL histogram", aITL, answerITLs)
+			if (answerTPOT < 0) != (aTPOTCount == 0) || answerTPOT >= 0 && (aTPOTCount != 1 || aTPOTSum != answerTPOT) {
+				t.Errorf("answer TPOT: probe %v s, daemon histogram %d observations summing to %v s", answerTPOT, aTPOTCount, aTPOTSum)
 			}
 			// Per-token ITL: the same list from the probe and the JSONL;
 			// the daemon's histogram has its count, sum and buckets.

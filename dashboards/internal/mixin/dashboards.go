@@ -269,9 +269,16 @@ sum by (target) (increase(servingprobe_requests_total{%[1]s, outcome!="canceled"
 	b.add(timeseries("TTFT", "Time to first token of probes: first output-bearing event minus sent. The line is the SLO threshold.", "s", thresholds(th), quantileTargets(TTFT, probeSel, "")...), 8, 8)
 	b.add(timeseries("ITL", "Inter-token latency of probes, per token: a chunk of n tokens contributes n samples of gap/n.", "s", thresholds(), quantileTargets(ITL, probeSel, "")...), 8, 8)
 	b.add(timeseries("TPOT", "Time per output token of probes: (end - first token) / (output tokens - 1).", "s", thresholds(), quantileTargets(TPOT, probeSel, "")...), 8, 8)
-	b.add(timeseries("E2E latency", "End-to-end latency of probes: end of stream minus sent.", "s", thresholds(), quantileTargets(E2E, probeSel, "")...), 8, 8)
+	// The answer phase sits under TTFT, ITL and TPOT, column by column, so
+	// that each pair reads at a glance: for a model that does not reason
+	// the two rows are the same.
 	b.add(timeseries("Time to first answer token", "Time to the first answer token of probes: the first event with answer text, after any reasoning (reasoning fields or events, think tags), minus sent. Equal to TTFT for a model that does not reason; the gap to TTFT is the time spent thinking.", "s", thresholds(),
 		quantileTargets(TTFAT, probeSel, "")...), 8, 8)
+	b.add(timeseries("Answer ITL", "Inter-token latency of the answer of probes, per token, from the first answer token on: the reasoning's gaps and the wait for the answer are left out. Equal to ITL for a model that does not reason.", "s", thresholds(),
+		quantileTargets(AnswerITL, probeSel, "")...), 8, 8)
+	b.add(timeseries("Answer TPOT", "Time per output token of the answer of probes: (end - first answer token) / (answer tokens - 1). Equal to TPOT for a model that does not reason.", "s", thresholds(),
+		quantileTargets(AnswerTPOT, probeSel, "")...), 8, 8)
+	b.add(timeseries("E2E latency", "End-to-end latency of probes: end of stream minus sent.", "s", thresholds(), quantileTargets(E2E, probeSel, "")...), 8, 8)
 	b.add(heatmap("TTFT distribution", "Probes per TTFT bucket and interval.", TTFT, probeSel), 8, 8)
 	b.add(heatmap("ITL distribution", "Tokens per inter-token-latency bucket and interval.", ITL, probeSel), 8, 8)
 	b.add(timeseries("Probe success ratio", "Successful probes over finished probes (canceled excluded). The line is the availability SLO target.", "percentunit",

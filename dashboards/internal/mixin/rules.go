@@ -26,6 +26,10 @@ var (
 	E2E  = Histogram{"e2e", "servingprobe_e2e_request_latency_seconds", "E2E latency"}
 	// TTFAT is the time to the first answer token, after any reasoning.
 	TTFAT = Histogram{"ttfat", "servingprobe_time_to_first_answer_token_seconds", "TTFAT"}
+	// AnswerITL and AnswerTPOT are ITL and TPOT over the answer alone,
+	// from its first token on; without reasoning they equal ITL and TPOT.
+	AnswerITL  = Histogram{"answer_itl", "servingprobe_answer_inter_token_latency_seconds", "Answer ITL"}
+	AnswerTPOT = Histogram{"answer_tpot", "servingprobe_answer_time_per_output_token_seconds", "Answer TPOT"}
 )
 
 // QuantileRecord is the name of a recorded quantile over the given rate window.
@@ -144,7 +148,7 @@ histogram_count(sum by (%[1]s) (rate(%[2]s{%[3]s}[%[4]s])))`, byTarget, TTFT.Nam
 // Rules renders rules.yaml.
 func (c Config) Rules() ruleFile {
 	var quantiles []rule
-	for _, h := range []Histogram{TTFT, ITL, TPOT, E2E, TTFAT} {
+	for _, h := range []Histogram{TTFT, ITL, TPOT, E2E, TTFAT, AnswerITL, AnswerTPOT} {
 		for _, q := range []string{"0.5", "0.9", "0.99"} {
 			quantiles = append(quantiles, rule{
 				Record: QuantileRecord(h, "5m"),
