@@ -395,3 +395,42 @@ func TestMergeCacheCostRefuses(t *testing.T) {
 		t.Errorf("storage backend %q, want both shards' in shard order", got.CacheReport.StorageBackend)
 	}
 }
+
+// FuzzParseCacheCost: a record's cache report, price, energy and
+// agreement, however malformed, are read back or refused with an error,
+// never a panic; what is read back writes a record that reads back to the
+// same bytes.
+func FuzzParseCacheCost(f *testing.F) {
+	// Seeds hold the keys these figures are written from alone: the
+	// fuzzer mutates small inputs faster.
+	for _, edit := range []func(*Summary){func(*Summary) {}, func(s *Summary) { s.Server[1].Energy = nil; s.TotalOutputTokens = 0 }} {
+		s := cacheCostSummary()
+		edit(s)
+		for _, strict := range []bool{false, true} {
+			e := &pyEncoder{strict: strict}
+			if err := e.object(record{{"duration", s.Duration}, {"total_input_tokens", s.TotalInputTokens}, {"total_output_tokens", s.TotalOutputTokens},
+				s.appendCacheReport(nil)[0], {"servingprobe", append(s.serverFields(), s.costEnergyFields()...)}}); err != nil {
+				f.Fatal(err)
+			}
+			f.Add(e.buf.Bytes())
+		}
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		s, err := ParseRecord(line)
+		if err != nil {
+			return
+		}
+		once, err := s.Record(JSONOptions{Strict: true})
+		if err != nil {
+			return // a value strict JSON cannot hold
+		}
+		back, err := ParseRecord(once)
+		if err != nil {
+			t.Fatalf("ParseRecord of Record's own line: %v\n%s", err, once)
+		}
+		twice, err := back.Record(JSONOptions{Strict: true})
+		if err != nil || !bytes.Equal(once, twice) {
+			t.Fatalf("record read back differs (%v):\n%s", err, cmp.Diff(string(once), string(twice)))
+		}
+	})
+}
