@@ -157,7 +157,7 @@ func runSections(r Run, o Options) []section {
 		if sec, ok := reasoningSection(s); ok {
 			secs = append(secs, sec)
 		}
-		return secs
+		return append(secs, cacheCostSections(s)...)
 	}
 	v := requestsOf(d)
 	note := "Each request's output tokens are spread evenly from its first token to its end; the table's peak counts them per second of arrival, as bench_serving does, so the two peaks differ."
@@ -170,6 +170,7 @@ func runSections(r Run, o Options) []section {
 	if sec, ok := reasoningSection(s); ok {
 		secs = append(secs, sec)
 	}
+	secs = append(secs, cacheCostSections(s)...)
 	secs = append(secs, section{Title: "Distributions", Note: "Histograms and cumulative distributions; the lines mark the median, p90 and p99 the summary reports.",
 		Charts: distributionCharts(s, v)})
 	if sec, ok := serverSection(d); ok {
