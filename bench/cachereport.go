@@ -37,7 +37,8 @@ type CacheReport struct {
 	Host       int  `json:"host_cached_tokens,omitempty"`
 	Storage    int  `json:"storage_cached_tokens,omitempty"`
 	// StorageBackend is the storage backend the last response with storage
-	// hits named, as bench_serving keeps it.
+	// hits named, as bench_serving keeps it (a merge of shards: see
+	// mergeCacheCost).
 	StorageBackend string `json:"storage_backend,omitempty"`
 }
 

@@ -1,8 +1,9 @@
 // Package report draws bench runs as one self-contained HTML page: the
 // console's summary table, throughput and concurrency over time, latency
 // distributions, latencies against time and prompt length, a request
-// timeline and failures, the server's own metrics over the run and the
-// answer phase of runs that reasoned; several runs side by side with
+// timeline and failures, the server's own metrics over the run, the
+// answer phase of runs that reasoned, and the prefix cache, energy and
+// cost as the console printed them; several runs side by side with
 // their differences; and a sweep or SLO search as
 // latency-against-throughput curves. It reads
 // only bench summaries (a live run's, or records read back from JSONL with
