@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -35,7 +37,8 @@ type CacheReport struct {
 	Host       int  `json:"host_cached_tokens,omitempty"`
 	Storage    int  `json:"storage_cached_tokens,omitempty"`
 	// StorageBackend is the storage backend the last response with storage
-	// hits named, as bench_serving keeps it.
+	// hits named, as bench_serving keeps it (a merge of shards: see
+	// mergeCacheCost).
 	StorageBackend string `json:"storage_backend,omitempty"`
 }
 
@@ -109,9 +112,16 @@ func (c *CacheReport) storageLabel() string {
 	return "  Storage:"
 }
 
-// pctRow is bench_serving's "{:<40} {:.1f}%".
+// pctRow is bench_serving's "{:<40} {:.1f}%": a row (TableSections
+// carries it under its heading) whose value is not padded to 10, as the
+// other rows' are.
 func (t *tableWriter) pctRow(label string, v float64) {
-	t.line(fmt.Sprintf("%-40s %s%%", label, strconv.FormatFloat(v, 'f', 1, 64)))
+	value := strconv.FormatFloat(v, 'f', 1, 64) + "%"
+	t.w.WriteString(fmt.Sprintf("%-40s %s\n", label, value))
+	if t.sections != nil && len(*t.sections) > 0 {
+		last := &(*t.sections)[len(*t.sections)-1]
+		last.Rows = append(last.Rows, TableRow{label, value})
+	}
 }
 
 // writeCacheReport writes bench_serving's Cache Hit Details section, at
@@ -190,28 +200,48 @@ func (s *Summary) CacheAgreement(r *servermetrics.Report) (server float64, metri
 	return 0, "", false
 }
 
+// cacheAgreement is one server endpoint's prefix-cache counter beside the
+// cache report's cached tokens.
+type cacheAgreement struct {
+	source string
+	metric servermetrics.Kind
+	server float64
+	ours   int
+}
+
+// diff is ours minus the server's, the figure the table and the JSONL
+// state when the two do not agree.
+func (a cacheAgreement) diff() float64 { return float64(a.ours) - a.server }
+
+// cacheAgreements are the endpoints whose counter the report can be
+// compared with, in the server blocks' order: what the table's "Cache
+// Report vs Server" sections and the JSONL's cache_vs_server both show.
+func (s *Summary) cacheAgreements() []cacheAgreement {
+	var out []cacheAgreement
+	for i := range s.Server {
+		r := &s.Server[i]
+		if v, k, ok := s.CacheAgreement(r); ok {
+			out = append(out, cacheAgreement{source: r.Source, metric: k, server: v, ours: s.CacheReport.TotalCachedTokens})
+		}
+	}
+	return out
+}
+
 // writeCacheAgreement writes, in servingprobe's block, whether the cache
 // report agrees with each server's counter, and by how much when not.
 func (s *Summary) writeCacheAgreement(t *tableWriter) {
-	for i := range s.Server {
-		r := &s.Server[i]
-		v, k, ok := s.CacheAgreement(r)
-		if !ok {
-			continue
-		}
-		ours := float64(s.CacheReport.TotalCachedTokens)
+	for _, a := range s.cacheAgreements() {
 		t.line(center("Cache Report vs Server", '-', 50))
-		t.row("Server "+string(k)+":", fmtCount(v)+" (ours "+strconv.Itoa(s.CacheReport.TotalCachedTokens)+")")
-		if ours == v {
+		t.row("Server "+string(a.metric)+":", fmtCount(a.server)+" (ours "+strconv.Itoa(a.ours)+")")
+		if a.diff() == 0 {
 			t.row("Cached tokens:", "agree")
 			continue
 		}
-		diff := ours - v
 		rel := "the server counted none"
-		if v != 0 {
-			rel = pyFixed2(diff/v*100) + "% of the server's"
+		if a.server != 0 {
+			rel = pyFixed2(a.diff()/a.server*100) + "% of the server's"
 		}
-		t.row("Cached tokens ours - server:", fmtCount(diff)+" ("+rel+"; other traffic, warm-up or a response that stated no count)")
+		t.row("Cached tokens ours - server:", fmtCount(a.diff())+" ("+rel+"; other traffic, warm-up or a response that stated no count)")
 	}
 }
 
@@ -219,17 +249,79 @@ func (s *Summary) writeCacheAgreement(t *tableWriter) {
 // one entry per server endpoint with a counter.
 func (s *Summary) cacheAgreementFields() record {
 	var out []record
-	for i := range s.Server {
-		r := &s.Server[i]
-		v, k, ok := s.CacheAgreement(r)
-		if !ok {
-			continue
-		}
-		out = append(out, record{{"source", r.Source}, {"metric", string(k)}, {"server", v},
-			{"ours", s.CacheReport.TotalCachedTokens}, {"ours_minus_server", float64(s.CacheReport.TotalCachedTokens) - v}})
+	for _, a := range s.cacheAgreements() {
+		out = append(out, record{{"source", a.source}, {"metric", string(a.metric)}, {"server", a.server},
+			{"ours", a.ours}, {"ours_minus_server", a.diff()}})
 	}
 	if out == nil {
 		return nil
 	}
 	return record{{"cache_vs_server", out}}
+}
+
+// parseCacheReport reads a record's "cache_report" back, ours or
+// bench_serving's (the same dict, serving.py's result["cache_report"]):
+// the two totals; the device and host tiers, null when no response
+// stated the split (has_details false); storage, null when there was
+// none; the storage backend, null when none was named. The hit rate is
+// derived from the totals (HitRatePct): ParseRecord checks the record's
+// against it rather than reading it. Errors name the key.
+func parseCacheReport(raw json.RawMessage) (*CacheReport, error) {
+	fields, err := objectFields(raw)
+	if err != nil {
+		return nil, err
+	}
+	c := &CacheReport{}
+	var prompt, cached bool
+	for _, f := range fields {
+		var err error
+		switch f.key {
+		case "total_prompt_tokens":
+			c.TotalPromptTokens, err = countField(f.value)
+			prompt = true
+		case "total_cached_tokens":
+			c.TotalCachedTokens, err = countField(f.value)
+			cached = true
+		case "device_cached_tokens", "host_cached_tokens", "storage_cached_tokens":
+			if string(f.value) == "null" {
+				break
+			}
+			var n int
+			n, err = countField(f.value)
+			switch f.key {
+			case "device_cached_tokens":
+				c.Device, c.HasDetails = n, true
+			case "host_cached_tokens":
+				c.Host, c.HasDetails = n, true
+			default:
+				c.Storage = n
+			}
+		case "storage_backend":
+			var v *string
+			err = json.Unmarshal(f.value, &v)
+			if v != nil {
+				c.StorageBackend = *v
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+	}
+	switch {
+	case !prompt:
+		return nil, errors.New("total_prompt_tokens: missing")
+	case !cached:
+		return nil, errors.New("total_cached_tokens: missing")
+	}
+	return c, nil
+}
+
+// countField reads a count of tokens: a whole number, not null.
+func countField(raw json.RawMessage) (int, error) {
+	if string(raw) == "null" {
+		return 0, errors.New("null, want a count")
+	}
+	var n int
+	err := json.Unmarshal(raw, &n)
+	return n, err
 }

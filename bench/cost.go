@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"cmp"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/servingprobe/servingprobe/servermetrics"
@@ -148,4 +152,129 @@ func (s *Summary) costEnergyFields() record {
 		}})
 	}
 	return out
+}
+
+// parseCostEnergy reads the servingprobe object's "cost" and "energy"
+// back: the price per hour (the cost's one input: Cost derives the rest
+// from it, the duration and the token totals), and the energy onto the
+// server block it came from (Energy picks it from there again). A
+// "source": null energy is the one energyMissing derives from the server
+// blocks and is not read. Then every derived figure of "cost", "energy"
+// and "cache_vs_server" is checked against what costEnergyFields writes
+// from what was read, so that a record whose figures do not follow from
+// its inputs is refused rather than shown with other numbers. Errors name
+// the key.
+func (s *Summary) parseCostEnergy(sp map[string]json.RawMessage) error {
+	if raw, ok := present(sp["cost"]); ok {
+		fields, err := objectFields(raw)
+		if err != nil {
+			return fmt.Errorf("servingprobe.cost: %w", err)
+		}
+		var per *float64
+		for _, f := range fields {
+			if f.key != "per_hour" {
+				continue
+			}
+			if err := json.Unmarshal(f.value, &per); err != nil {
+				return fmt.Errorf("servingprobe.cost.per_hour: %w", err)
+			}
+		}
+		if per == nil || !(*per > 0) || math.IsInf(*per, 0) {
+			return fmt.Errorf("servingprobe.cost.per_hour: %s, want a price above 0", cmp.Or(string(rawKey(fields, "per_hour")), "missing"))
+		}
+		s.CostPerHour = *per
+	}
+	if raw, ok := present(sp["energy"]); ok {
+		if err := s.parseEnergy(raw); err != nil {
+			return fmt.Errorf("servingprobe.energy%w", err)
+		}
+	}
+	want := s.costEnergyFields()
+	for _, d := range []struct {
+		key, from string
+		derived   []string // none: every key is
+	}{
+		{"cache_vs_server", "a cache_report and a server block with a prefix-cache counter", nil},
+		{"energy", "a DCGM energy, or two server blocks", energyDerived(sp["energy"])},
+		{"cost", "a price per hour", []string{"per_million_input_tokens", "per_million_output_tokens"}},
+	} {
+		raw, ok := present(sp[d.key])
+		if !ok {
+			continue
+		}
+		i := slices.IndexFunc(want, func(f field) bool { return f.key == d.key })
+		if i < 0 {
+			return fmt.Errorf("servingprobe.%s: the record holds nothing it could come from (%s)", d.key, d.from)
+		}
+		if err := checkDerived(want[i].value, raw, d.derived...); err != nil {
+			return fmt.Errorf("servingprobe.%s%w", d.key, err)
+		}
+	}
+	return nil
+}
+
+// energyDerived are the energy object's derived keys: the joules per
+// output token of a measured energy; every key of one without a source
+// (energyMissing's).
+func energyDerived(raw json.RawMessage) []string {
+	var v struct {
+		Source *string `json:"source"`
+	}
+	if json.Unmarshal(raw, &v) == nil && v.Source == nil {
+		return nil
+	}
+	return []string{"joules_per_output_token"}
+}
+
+// parseEnergy reads an "energy" object onto the server block whose
+// source it names. Its errors begin with the key's path (".gpus: ...").
+func (s *Summary) parseEnergy(raw json.RawMessage) error {
+	fields, err := objectFields(raw)
+	if err != nil {
+		return fmt.Errorf(": %w", err)
+	}
+	var src *string
+	var e servermetrics.Energy
+	for _, f := range fields {
+		var err error
+		switch f.key {
+		case "source":
+			err = json.Unmarshal(f.value, &src)
+		case "method":
+			err = json.Unmarshal(f.value, &e.Method)
+		case "joules":
+			err = json.Unmarshal(f.value, &e.Joules)
+		case "gpus":
+			err = json.Unmarshal(f.value, &e.GPUs)
+		case "missing":
+			err = json.Unmarshal(f.value, &e.Missing)
+		}
+		if err != nil {
+			return fmt.Errorf(".%s: %w", f.key, err)
+		}
+	}
+	if src == nil {
+		return nil // energyMissing's, checked by parseCostEnergy
+	}
+	switch e.Method {
+	case servermetrics.EnergyCounter, servermetrics.EnergyPowerEstimate:
+		for _, k := range []string{"joules", "gpus"} {
+			if _, ok := present(rawKey(fields, k)); !ok {
+				return fmt.Errorf(".%s: missing", k)
+			}
+		}
+		e.Missing = ""
+	case "":
+		if e.Missing == "" {
+			return errors.New(": neither a method nor why it is missing")
+		}
+	default:
+		return fmt.Errorf(".method: %q, want %q or %q", e.Method, servermetrics.EnergyCounter, servermetrics.EnergyPowerEstimate)
+	}
+	i := slices.IndexFunc(s.Server, func(r servermetrics.Report) bool { return r.Source == *src })
+	if i < 0 {
+		return fmt.Errorf(".source: %q is no server block's source", *src)
+	}
+	s.Server[i].Energy = &e
+	return nil
 }

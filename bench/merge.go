@@ -252,7 +252,16 @@ func Merge(shards []*Summary) (*Summary, error) {
 		}
 	}
 
+	cc, err := mergeCacheCost(byIndex)
+	if err != nil {
+		return nil, err
+	}
+	p.CacheCostParams = CacheCostParams{CacheReport: cc.CacheReport != nil, CostPerHour: cc.CostPerHour}
+
 	a := NewAccumulator(p)
+	if cc.CacheReport != nil {
+		a.cache.r = *cc.CacheReport
+	}
 	origin := first.Shard.Start
 	var windows [][2]time.Time
 	mi := &MergeInfo{RunID: first.Shard.RunID, Count: n, From: from}
@@ -334,6 +343,57 @@ func Merge(shards []*Summary) (*Summary, error) {
 	}
 	sum.Merged = mi
 	return &sum, nil
+}
+
+// mergeCacheCost is the merged run's cache report and price. Each
+// shard's report is a sum over its successful requests, so the run's is
+// the shards' sum, exactly: the prompt, cached and per-tier tokens added,
+// the split there when any shard had one. bench_serving names the storage
+// backend of the last response with storage hits, which the shards'
+// records cannot order; they name one when every shard with storage hits
+// named the same (one server has one storage backend), else all of them
+// in shard order. The price is the shards' one --cost-per-hour; Summary's
+// Cost then charges it over the merged duration and token totals. Shards
+// that differ in either flag are refused: a sum over some shards would
+// understate the run, and there is no one price to charge.
+func mergeCacheCost(byIndex []*Summary) (CacheCost, error) {
+	first := byIndex[0]
+	n := first.Shard.Count
+	var out CacheCost
+	for _, s := range byIndex {
+		if (s.CacheReport == nil) != (first.CacheReport == nil) {
+			with, without := s, first
+			if s.CacheReport == nil {
+				with, without = first, s
+			}
+			return out, fmt.Errorf("merge: shard %d/%d has a cache report and shard %d/%d none: run every shard with --cache-report, or none", with.Shard.Index, n, without.Shard.Index, n)
+		}
+		if s.CostPerHour != first.CostPerHour {
+			return out, fmt.Errorf("merge: shard %d/%d was run with --cost-per-hour %s and shard %d/%d with %s: run every shard with the same price", first.Shard.Index, n,
+				strconv.FormatFloat(first.CostPerHour, 'f', -1, 64), s.Shard.Index, n, strconv.FormatFloat(s.CostPerHour, 'f', -1, 64))
+		}
+	}
+	out.CostPerHour = first.CostPerHour
+	if first.CacheReport == nil {
+		return out, nil
+	}
+	c := &CacheReport{}
+	var backends []string
+	for _, s := range byIndex {
+		r := s.CacheReport
+		c.TotalPromptTokens += r.TotalPromptTokens
+		c.TotalCachedTokens += r.TotalCachedTokens
+		c.HasDetails = c.HasDetails || r.HasDetails
+		c.Device += r.Device
+		c.Host += r.Host
+		c.Storage += r.Storage
+		if r.Storage != 0 && r.StorageBackend != "" && !slices.Contains(backends, r.StorageBackend) {
+			backends = append(backends, r.StorageBackend)
+		}
+	}
+	c.StorageBackend = strings.Join(backends, ", ")
+	out.CacheReport = c
+	return out, nil
 }
 
 // checkShards returns the records by shard index, or says what is wrong:

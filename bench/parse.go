@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -110,6 +111,16 @@ func ParseRecord(line []byte) (*Summary, error) {
 	if r.RequestGoodput != nil {
 		s.RequestGoodput = *r.RequestGoodput
 	}
+	if raw, ok := present(flat["cache_report"]); ok {
+		c, err := parseCacheReport(raw)
+		if err != nil {
+			return nil, fmt.Errorf("cache_report: %w", err)
+		}
+		s.CacheReport = c
+		if err := checkDerived(s.appendCacheReport(nil)[0].value, raw, "cache_hit_rate_pct"); err != nil {
+			return nil, fmt.Errorf("cache_report%w", err)
+		}
+	}
 	if sp := r.Servingprobe; sp != nil {
 		s.Requests, s.NotSent, s.Stopped, s.Failed = sp.Requests, sp.NotSent, sp.Stopped, sp.Failed
 		s.GoodRequests, s.ITL.Max, s.Stats = sp.GoodRequests, sp.MaxITLms, sp.Stats
@@ -175,6 +186,9 @@ func ParseRecord(line []byte) (*Summary, error) {
 			s.Shard = sh
 		}
 		if err := s.parseServers(spFlat["server"], spFlat["server_more"]); err != nil {
+			return nil, err
+		}
+		if err := s.parseCostEnergy(spFlat); err != nil {
 			return nil, err
 		}
 		if raw, ok := spFlat["merged"]; ok && string(raw) != "null" {
@@ -500,4 +514,101 @@ func objectFields(raw json.RawMessage) ([]rawField, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// present is a key's value unless the key is absent or null.
+func present(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, false
+	}
+	return raw, true
+}
+
+// rawKey is the value of key among fields; nil when it is not there.
+func rawKey(fields []rawField, key string) json.RawMessage {
+	for _, f := range fields {
+		if f.key == key {
+			return f.value
+		}
+	}
+	return nil
+}
+
+// checkDerived compares what a record states (got) with what the summary
+// read back from it writes there (want: the writer's own record, so that
+// no figure is derived a second way): the keys named, or every key when
+// none is. A record whose derived figures do not follow from its inputs
+// was not written by this code from one run, and is refused rather than
+// shown with numbers that differ from its own. A key the record lacks
+// has nothing to disagree with (it is written again from the inputs);
+// keys beyond want's (a newer servingprobe's) are not compared. The error
+// begins with the path of the first difference (".per_hour: ...").
+func checkDerived(want any, got json.RawMessage, keys ...string) error {
+	e := &pyEncoder{strict: true}
+	if err := e.value(want); err != nil {
+		return err
+	}
+	var w, g any
+	if err := json.Unmarshal(e.buf.Bytes(), &w); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(got, &g); err != nil {
+		return fmt.Errorf(": %w", err)
+	}
+	if wm, ok := w.(map[string]any); ok && len(keys) > 0 {
+		only := map[string]any{}
+		for _, k := range keys {
+			if v, ok := wm[k]; ok {
+				only[k] = v
+			}
+		}
+		w = only
+	}
+	return derivedDiff("", w, g)
+}
+
+func derivedDiff(path string, want, got any) error {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: %s, want an object", path, jsonText(got))
+		}
+		for _, k := range slices.Sorted(maps.Keys(w)) {
+			gv, ok := g[k]
+			if !ok {
+				continue
+			}
+			if err := derivedDiff(path+"."+k, w[k], gv); err != nil {
+				return err
+			}
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Errorf("%s: %s, the record's own figures give %d entries", path, jsonText(got), len(w))
+		}
+		for i := range w {
+			if err := derivedDiff(fmt.Sprintf("%s[%d]", path, i), w[i], g[i]); err != nil {
+				return err
+			}
+		}
+	default:
+		if want != got {
+			return fmt.Errorf("%s: %s, but the record's own figures give %s", path, jsonText(got), jsonText(want))
+		}
+	}
+	return nil
+}
+
+// jsonText is a decoded JSON value as JSON, for an error message.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 80 {
+		return string(b[:77]) + "..."
+	}
+	return string(b)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
@@ -65,11 +67,19 @@ func TestServerRecordRoundTrip(t *testing.T) {
 			t.Run(fmt.Sprintf("samples=%d/strict=%v/details=%v", n, o.Strict, o.Details), func(t *testing.T) {
 				p := fixtureParams()
 				p.Details = o.Details
+				// And the keys written beside the block: the cache report (one
+				// response stated the tiers' split), cache_vs_server (the
+				// block counts prefix hits), the price and the energy.
+				p.CacheCostParams = CacheCostParams{CacheReport: true, CostPerHour: 2.1 + 0.2}
+				results := slices.Clone(results)
+				results[0].CachedTokens, results[0].CacheDetails = 7, &prober.CacheDetails{Device: 5, Host: 1, Storage: 1, StorageBackend: "mooncake"}
+				results[1].CachedTokens = 3
 				s, err := Summarize(results, rows, p)
 				if err != nil {
 					t.Fatal(err)
 				}
 				s.Server = []servermetrics.Report{serverReport(n), {Source: "http://other/metrics", Missing: "no answer within 2s", PrefixHitRate: math.NaN()}}
+				s.Server[0].Energy = &servermetrics.Energy{Method: servermetrics.EnergyPowerEstimate, Joules: 1234.5 + 1.0/3, GPUs: 8}
 				line, err := s.Record(o)
 				if err != nil {
 					t.Fatal(err)
@@ -94,6 +104,14 @@ func TestServerRecordRoundTrip(t *testing.T) {
 				}
 				if want.String() != got.String() {
 					t.Errorf("table of the parsed record differs:\n%s", cmp.Diff(want.String(), got.String()))
+				}
+				for _, k := range []string{`"cache_report": {`, `"cache_vs_server": [{`, `"energy": {"source": "http://vllm`, `"cost": {`} {
+					if !bytes.Contains(line, []byte(k)) {
+						t.Errorf("the record lacks %s", k)
+					}
+				}
+				if diff := cmp.Diff(s.CacheCost, back.CacheCost); diff != "" || s.CacheReport.TotalCachedTokens != 10 {
+					t.Errorf("parsed cache report and price (-want +got), of 10 cached tokens:\n%s", diff)
 				}
 				if len(back.Server) != 2 {
 					t.Fatalf("parsed %d server blocks, want 2", len(back.Server))

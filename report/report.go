@@ -1,8 +1,9 @@
 // Package report draws bench runs as one self-contained HTML page: the
 // console's summary table, throughput and concurrency over time, latency
 // distributions, latencies against time and prompt length, a request
-// timeline and failures, the server's own metrics over the run and the
-// answer phase of runs that reasoned; several runs side by side with
+// timeline and failures, the server's own metrics over the run, the
+// answer phase of runs that reasoned, and the prefix cache, energy and
+// cost as the console printed them; several runs side by side with
 // their differences; and a sweep or SLO search as
 // latency-against-throughput curves. It reads
 // only bench summaries (a live run's, or records read back from JSONL with
@@ -157,7 +158,7 @@ func runSections(r Run, o Options) []section {
 		if sec, ok := reasoningSection(s); ok {
 			secs = append(secs, sec)
 		}
-		return secs
+		return append(secs, cacheCostSections(s)...)
 	}
 	v := requestsOf(d)
 	note := "Each request's output tokens are spread evenly from its first token to its end; the table's peak counts them per second of arrival, as bench_serving does, so the two peaks differ."
@@ -170,6 +171,7 @@ func runSections(r Run, o Options) []section {
 	if sec, ok := reasoningSection(s); ok {
 		secs = append(secs, sec)
 	}
+	secs = append(secs, cacheCostSections(s)...)
 	secs = append(secs, section{Title: "Distributions", Note: "Histograms and cumulative distributions; the lines mark the median, p90 and p99 the summary reports.",
 		Charts: distributionCharts(s, v)})
 	if sec, ok := serverSection(d); ok {
