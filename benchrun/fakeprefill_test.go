@@ -34,25 +34,9 @@ func TestFakePrefillBodies(t *testing.T) {
 		{"truss", nil, FakeBootstrapHost, 0.0},
 	} {
 		t.Run(fmt.Sprintf("%s %v", tc.backend, tc.extra), func(t *testing.T) {
-			info, err := prober.LookupBackend(tc.backend)
-			if err != nil {
-				t.Fatal(err)
-			}
 			s := DefaultSpec()
 			s.Backend, s.BaseURL, s.FakePrefill, s.ExtraBody = tc.backend, "http://s", true, tc.extra
-			be, err := prober.NewBackend(tc.backend)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req, err := be.NewRequest(requestOptions(s, info, "m"), datasets.Prompt{Text: "hi", PromptLen: 1, OutputLen: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(req.Body)
-			var body map[string]any
-			if err := json.Unmarshal(b, &body); err != nil {
-				t.Fatalf("body %s: %v", b, err)
-			}
+			b, body := requestBody(t, s)
 			if body["bootstrap_host"] != tc.wantHost || body["bootstrap_room"] != tc.wantRoom {
 				t.Errorf("body %s: bootstrap_host %v, bootstrap_room %v; want %v, %v", b, body["bootstrap_host"], body["bootstrap_room"], tc.wantHost, tc.wantRoom)
 			}
@@ -95,28 +79,36 @@ func TestCacheReportBodyWins(t *testing.T) {
 		{"vllm-chat", nil, nil},
 	} {
 		t.Run(fmt.Sprintf("%s %v", tc.backend, tc.extra), func(t *testing.T) {
-			info, err := prober.LookupBackend(tc.backend)
-			if err != nil {
-				t.Fatal(err)
-			}
 			s := DefaultSpec()
 			s.Backend, s.BaseURL, s.CacheReport, s.ExtraBody = tc.backend, "http://s", true, tc.extra
-			be, err := prober.NewBackend(tc.backend)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req, err := be.NewRequest(requestOptions(s, info, "m"), datasets.Prompt{Text: "hi", PromptLen: 1, OutputLen: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(req.Body)
-			var body map[string]any
-			if err := json.Unmarshal(b, &body); err != nil {
-				t.Fatalf("body %s: %v", b, err)
-			}
+			b, body := requestBody(t, s)
 			if body["return_cached_tokens_details"] != tc.want {
 				t.Errorf("body %s: return_cached_tokens_details %v, want %v", b, body["return_cached_tokens_details"], tc.want)
 			}
 		})
 	}
+}
+
+// requestBody is the body of the request s makes for a one-word prompt,
+// raw and decoded.
+func requestBody(t *testing.T, s Spec) ([]byte, map[string]any) {
+	t.Helper()
+	info, err := prober.LookupBackend(s.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := prober.NewBackend(s.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := be.NewRequest(requestOptions(s, info, "m"), datasets.Prompt{Text: "hi", PromptLen: 1, OutputLen: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(req.Body)
+	var body map[string]any
+	if err := json.Unmarshal(b, &body); err != nil {
+		t.Fatalf("body %s: %v", b, err)
+	}
+	return b, body
 }

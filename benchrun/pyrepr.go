@@ -143,32 +143,11 @@ func appendPyValue(b []byte, v any) []byte {
 		}
 		return appendPyFloat(b, f) // out of range is inf, as float() gives
 	case []any:
-		b = append(b, '[')
-		for i, x := range v {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = appendPyValue(b, x)
-		}
-		return append(b, ']')
+		return appendPyList(b, v, appendPyValue)
 	case []string:
-		b = append(b, '[')
-		for i, x := range v {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = appendPyStr(b, x)
-		}
-		return append(b, ']')
+		return appendPyList(b, v, appendPyStr)
 	case []float64:
-		b = append(b, '[')
-		for i, x := range v {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = appendPyFloat(b, x)
-		}
-		return append(b, ']')
+		return appendPyList(b, v, appendPyFloat)
 	case map[string]any:
 		return appendPyDict(b, sortedFields(v))
 	case []pyField:
@@ -185,4 +164,16 @@ func appendPyValue(b []byte, v any) []byte {
 		return appendPyStr(b, string(raw))
 	}
 	return appendPyValue(b, x)
+}
+
+// appendPyList appends repr(list) of v, each element as elem writes it.
+func appendPyList[T any](b []byte, v []T, elem func([]byte, T) []byte) []byte {
+	b = append(b, '[')
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = elem(b, x)
+	}
+	return append(b, ']')
 }
