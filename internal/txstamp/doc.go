@@ -25,7 +25,12 @@
 // (SOF_TIMESTAMPING_OPT_TSONLY). The error queue is read at once after
 // the stamped write and again when the stamp is wanted, so it does not
 // stay filled: a socket whose error queue holds messages reports
-// EPOLLERR, which wakes its reader for nothing.
+// EPOLLERR, which wakes its reader for nothing, and Go's poller takes an
+// EPOLLERR that comes alone (the socket neither readable nor writable, as
+// while a large body fills the send buffer) as an error for a reader
+// parked on the socket (runtime netpollcheckerr). So a caller asks for one
+// stamp a request, on its first write, whose segment leaves within the
+// write call unless TCP's window is full.
 //
 // Fallbacks, as for receive stamps: not Linux, not a *net.TCPConn, or a
 // kernel that refuses the option: New returns nil and the caller uses its
