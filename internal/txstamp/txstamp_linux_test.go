@@ -216,7 +216,7 @@ func cmsg(level, typ int32, data []byte) []byte {
 // stamps is struct scm_timestamping: the software time first.
 func stamps(sec, nsec int64) []byte {
 	var ts [3]syscall.Timespec
-	ts[0] = syscall.Timespec{Sec: sec, Nsec: nsec}
+	ts[0] = syscall.NsecToTimespec(sec*1e9 + nsec)
 	return append([]byte(nil), (*[unsafe.Sizeof(ts)]byte)(unsafe.Pointer(&ts))[:]...)
 }
 
