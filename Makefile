@@ -23,8 +23,12 @@ build:
 run:
 	$(GO) run ./cmd/servingprobe serve --demo
 
+# Meta's Llama 3 tokenizer, which the tokenizer and datasets tests check
+# against: fetched by install-deps.sh (pinned by sha256), never committed.
+LLAMA3_TOKENIZER ?= $(CURDIR)/.build/llama3-tokenizer
+
 deps:
-	./scripts/install-deps.sh
+	LLAMA3_TOKENIZER=$(LLAMA3_TOKENIZER) ./scripts/install-deps.sh
 
 # llm-d-inference-sim, the third-party vLLM simulator some tests run against.
 # Built once here (2-4 minutes) so that test packages running in parallel do
@@ -38,7 +42,7 @@ $(LLMD_SIM): tools/llmdsim/go.mod tools/llmdsim/go.sum
 # package's verdict, failures in full, each skipped test with its reason
 # and a closing count: a skipped check must never pass unseen.
 test: deps lint $(LLMD_SIM)
-	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(LLMD_SIM) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m -json ./... | $(GO) run ./tools/testreport
+	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(LLMD_SIM) SERVINGPROBE_LLAMA3_TOKENIZER=$(LLAMA3_TOKENIZER) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m -json ./... | $(GO) run ./tools/testreport
 	# Allocation counts mean nothing under -race (sync.Pool drops items), so the
 	# zero-allocation tests run once more without it.
 	$(GO) test -count=1 -run 'Alloc' ./prober ./simulator

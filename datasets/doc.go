@@ -69,27 +69,38 @@
 // text is repeated inside prompts.
 //
 // random-ids text is exact by construction too, from word pieces found once
-// per tokenizer (for Qwen3 about 0.12 s on one core, 0.07 s on two): lead
-// pieces, tokens whose text is a space then letters only (" house"), and
-// first pieces, letters only ("house"), each of which encodes back to itself
-// alone. A regex pre-tokenizer (` ?\p{L}+`, as in GPT-2, Qwen and Llama 3)
-// cuts text before every space that precedes a letter, so pieces joined in
-// any order encode to their ids; that is checked at load on every pair of
-// neighbouring lead ids, a shuffled sample, and a sample of first-then-lead
-// pairs. A prompt of n text tokens is the first piece at or after the drawn
-// offset, then the n−1 lead pieces from the first at or after it (both moved
-// on by the prompt's index, wrapping), as bench_serving's run starts at its
-// offset; its text is a substring copy, about 1 µs for 128 tokens. The ids
-// that can appear are therefore the lead pieces, for Qwen3 50,903 of its
-// 151,643 ids (34 %), spread over every tenth of the id range but the one
-// holding Chinese words (106,150–121,313, which carry no space), and at a
-// prompt's start a sample of the letters-only tokens (4,304, spread over the
-// id range, Chinese words included). Text does not start with a space, so
-// templates that trim a message do not change it. A tokenizer whose pieces
-// fail the check, or that has fewer than 64 of them (the toy Metaspace
-// tokenizers in the tokenizer package's testdata), takes the measured path
-// instead: the decoded id run is re-encoded and repaired at the boundary
-// until its count is exact.
+// per tokenizer (for Qwen3 about 0.12 s on one core, for Llama 3 about
+// 0.1 s): lead pieces, tokens whose text is a space then letters only
+// (" house"), and first pieces, letters only ("house"), each of which
+// encodes back to itself alone. A regex pre-tokenizer (` ?\p{L}+`, as in
+// GPT-2 and Qwen, or `[^\r\n\p{L}\p{N}]?\p{L}+` in Llama 3) cuts text before
+// every space that precedes a letter, so pieces joined in any order encode
+// to their ids; that is checked at load on every pair of neighbouring lead
+// ids, a shuffled sample, and a sample of first-then-lead pairs. A prompt
+// of n text tokens is the first piece at or after the drawn offset, then
+// the n−1 lead pieces from the first at or after it (both moved on by the
+// prompt's index, wrapping), as bench_serving's run starts at its offset;
+// its text is a substring copy, under 1 µs for 128 tokens. A BOS or other
+// special token the tokenizer adds is outside the text and counted in
+// PromptLen, as for every dataset.
+//
+// The ids that can appear are therefore the lead pieces, and at a prompt's
+// start one of a sample of the letters-only tokens spread over the id
+// range (tested, for both tokenizers, in TestRandomIDsVocabularyShare):
+//
+//   - Qwen3: 50,903 lead pieces of its 151,643 ids (34 %), spread over
+//     every tenth of the id range but the one holding Chinese words
+//     (106,150–121,313, which carry no space); 4,304 first pieces, Chinese
+//     words included.
+//   - Llama 3: 55,449 lead pieces of its 128,000 ids (43 %), in every tenth
+//     of the id range; 4,195 first pieces.
+//
+// Text does not start with a space, so templates that trim a message (Llama
+// 3's does) do not change it. A tokenizer whose pieces fail the check, or
+// that has fewer than 64 of them (the toy Metaspace tokenizers in the
+// tokenizer package's testdata), takes the measured path instead: the
+// decoded id run is re-encoded and repaired at the boundary until its count
+// is exact.
 //
 // Options.Compat reproduces bench_serving instead: PromptLen is the target
 // reduced by the special-token count and is not re-measured; ShareGPT

@@ -1,5 +1,7 @@
 package datasets
 
+import "time"
+
 // PieceShare exposes, to the external tests that load real tokenizers,
 // which token ids random-ids text can be built from: the lead and first
 // pieces (see wordPieces), or false when tok's pieces do not verify.
@@ -25,3 +27,13 @@ func NewMeasuredRandomIDs(opts Options, tok Tokenizer) (Dataset, error) {
 // BuildPieces finds and verifies tok's pieces afresh, bypassing the cache,
 // for the benchmark of that one-time cost.
 func BuildPieces(tok Tokenizer) bool { return newWordPieces(tok) != nil }
+
+// SetAhead sets the budget of prompts a stream makes before the run, for
+// tests: a time that cannot run out makes the bytes the only limit, so
+// that which prompts are made ahead does not depend on the machine's
+// speed. It returns a function that restores the defaults.
+func SetAhead(bytes int) (restore func()) {
+	t, b := aheadTime, aheadBytes
+	aheadTime, aheadBytes = time.Hour, bytes
+	return func() { aheadTime, aheadBytes = t, b }
+}

@@ -2,11 +2,14 @@ package datasets_test
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 	"github.com/servingprobe/servingprobe/tokenizer"
 )
 
@@ -41,10 +44,48 @@ func (t bosTok) Encode(text string, add bool) ([]int, error) {
 }
 func (t bosTok) NumSpecialTokensToAdd() int { return 1 }
 
-// tokenizers are the two tokenizer setups every length test runs with.
+var (
+	llamaOnce          sync.Once
+	llamaTok, llamaBOS *tokenizer.Tokenizer
+	llamaErr           error
+)
+
+// llama3 is Meta's Llama 3 tokenizer (fetched by make deps, never
+// committed; see llmtest.Llama3Tokenizer): as packaged, whose
+// post-processor adds nothing, and with Meta's later post-processor, which
+// adds <|begin_of_text|> first (a real BOS, counted by
+// NumSpecialTokensToAdd).
+func llama3(tb testing.TB) (plain, bos *tokenizer.Tokenizer) {
+	tb.Helper()
+	dir := llmtest.Llama3Tokenizer(tb)
+	llamaOnce.Do(func() {
+		var data, cfg, withBOS []byte
+		if data, llamaErr = os.ReadFile(filepath.Join(dir, tokenizer.TokenizerFile)); llamaErr != nil {
+			return
+		}
+		if cfg, llamaErr = os.ReadFile(filepath.Join(dir, tokenizer.TokenizerConfigFile)); llamaErr != nil {
+			return
+		}
+		if llamaTok, llamaErr = tokenizer.New(data, cfg); llamaErr != nil {
+			return
+		}
+		if withBOS, llamaErr = llmtest.Llama3WithBOS(data); llamaErr == nil {
+			llamaBOS, llamaErr = tokenizer.New(withBOS, cfg)
+		}
+	})
+	if llamaErr != nil {
+		tb.Fatalf("load Llama 3 tokenizer from %s: %v", dir, llamaErr)
+	}
+	return llamaTok, llamaBOS
+}
+
+// tokenizers are the tokenizer setups every length test runs with: Qwen3
+// (no special tokens added) and Qwen3 with a made-up BOS, and Llama 3 as
+// packaged and with its real BOS.
 func tokenizers(t *testing.T) map[string]datasets.Tokenizer {
 	q := qwen3(t)
-	return map[string]datasets.Tokenizer{"qwen3": q, "qwen3+bos": bosTok{q}}
+	l, lb := llama3(t)
+	return map[string]datasets.Tokenizer{"qwen3": q, "qwen3+bos": bosTok{q}, "llama3": l, "llama3+bos": lb}
 }
 
 func seeded(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }

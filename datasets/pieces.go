@@ -19,8 +19,8 @@ import (
 // back to itself, which opens a prompt so that it does not start with a
 // space (chat templates such as Llama 3's trim the message).
 //
-// Why concatenation keeps the count: a regex pre-tokenizer (GPT-2, Qwen,
-// Llama 3: ` ?\p{L}+`) or a Metaspace one splitting on ▁ cuts text before
+// Why concatenation keeps the count: a regex pre-tokenizer (GPT-2 and Qwen:
+// ` ?\p{L}+`; Llama 3: `[^\r\n\p{L}\p{N}]?\p{L}+`) or a Metaspace one splitting on ▁ cuts text before
 // every space that precedes a letter, and BPE never merges across those
 // cuts, so first + lead + lead + ... encodes as the pieces' ids. Every
 // boundary in such a text is the same, letters then a space then letters,

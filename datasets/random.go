@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
 )
 
 // randomDataset is bench_serving's "random": token-space samples of a text
@@ -96,6 +99,12 @@ func (d *randomDataset) Stream(n int, newRand func() *rand.Rand) (*Source, bool,
 // prepare draw more (offsets, say) and make prompt i. independent says
 // prompt i depends on nothing but its arguments (no generator), so that
 // the prompts are made on every core (see inOrder).
+//
+// The prompts that are cheap to make are made here, before the run: as
+// many as aheadTime and aheadBytes allow (all of a run of a few thousand
+// random-ids prompts), so that the run's start does not wait for them and
+// the client's core does not make them while it sends; the rest are made
+// while the run sends, at most lookahead ahead of it (see Source.All).
 func lengthStream(n int, newRand func() *rand.Rand, o Options, promptLen func(int) int, independent bool,
 	prepare func(r *rand.Rand) func(i, in, out int) (Prompt, error)) (*Source, bool, error) {
 	draw := func() (*rand.Rand, []int, []int) {
@@ -108,22 +117,73 @@ func lengthStream(n int, newRand func() *rand.Rand, o Options, promptLen func(in
 		in += promptLen(inLens[i])
 		out += outLens[i]
 	}
-	var first Prompt
-	if n > 0 {
-		var err error
-		if first, err = prepare(r)(0, inLens[0], outLens[0]); err != nil {
-			return nil, false, err
-		}
+	workers := 1
+	if independent {
+		workers = runtime.GOMAXPROCS(0)
 	}
-	return OnDemand(n, in, out, first, func(yield func(Prompt, error) bool) {
-		r, inLens, outLens := draw()
-		mk := prepare(r)
-		workers := 1
-		if independent {
-			workers = runtime.GOMAXPROCS(0)
+	mk := prepare(r)
+	head, err := makeAhead(n, workers, func(i int) (Prompt, error) { return mk(i, inLens[i], outLens[i]) })
+	if err != nil {
+		return nil, false, err
+	}
+	if len(head) == n {
+		return FromPrompts(head), true, nil
+	}
+	var liveTaken atomic.Bool
+	return OnDemand(n, in, out, head[0], func(yield func(Prompt, error) bool) {
+		for _, p := range head {
+			if !yield(p, nil) {
+				return
+			}
 		}
-		inOrder(n, workers, func(i int) (Prompt, error) { return mk(i, inLens[i], outLens[i]) }, yield)
+		m, inL, outL := mk, inLens, outLens
+		if !independent && !liveTaken.CompareAndSwap(false, true) {
+			// The generator mk draws from is past the head only for
+			// the first pass: a later one draws everything again and
+			// makes the head's prompts to move its generator on.
+			var r *rand.Rand
+			r, inL, outL = draw()
+			m = prepare(r)
+			for i := range head {
+				if _, err := m(i, inL[i], outL[i]); err != nil {
+					yield(Prompt{}, err)
+					return
+				}
+			}
+		}
+		k := len(head)
+		inOrder(n-k, workers, func(j int) (Prompt, error) { return m(k+j, inL[k+j], outL[k+j]) }, yield)
 	}), true, nil
+}
+
+// aheadTime and aheadBytes bound the prompts a stream makes before the
+// run (see lengthStream): a few tens of milliseconds before the first
+// request, and memory that stays small beside the run's own.
+var (
+	aheadTime  = 25 * time.Millisecond
+	aheadBytes = 8 << 20
+)
+
+// makeAhead makes prompts 0, 1, ... until all n are made or aheadTime or
+// aheadBytes is spent, at least one when n > 0; an error stops it and is
+// returned.
+func makeAhead(n, workers int, mk func(i int) (Prompt, error)) ([]Prompt, error) {
+	var (
+		head  []Prompt
+		err   error
+		bytes int
+		start = time.Now()
+	)
+	inOrder(n, workers, mk, func(p Prompt, e error) bool {
+		if e != nil {
+			err = e
+			return false
+		}
+		head = append(head, p)
+		bytes += int(unsafe.Sizeof(p)) + len(p.Text) + 8*len(p.IDs)
+		return bytes < aheadBytes && time.Since(start) < aheadTime
+	})
+	return head, err
 }
 
 // inOrder yields mk(0), ..., mk(n-1) in order, making them on the

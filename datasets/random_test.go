@@ -222,28 +222,40 @@ func trunc(s string) string {
 
 // BenchmarkRandomIDs128 is random-ids' exact-length generation of 256
 // prompts of 128 tokens per op, built from the tokenizer's verified pieces
-// without encoding, on every core (-cpu sets how many). The pieces are
-// found before the timer starts; BenchmarkRandomIDsPieces times that.
+// without encoding, on every core (-cpu sets how many), for Qwen3 and
+// Llama 3. The pieces are found before the timer starts;
+// BenchmarkRandomIDsPieces times that.
 func BenchmarkRandomIDs128(b *testing.B) {
-	tok := qwen3(b)
-	d := mustNew(b, "random-ids", randomOpts("", 128, 1, 1), tok)
-	r := seeded(1)
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := d.Generate(256, r); err != nil {
-			b.Fatal(err)
-		}
+	for name, tok := range benchTokenizers(b) {
+		b.Run(name, func(b *testing.B) {
+			d := mustNew(b, "random-ids", randomOpts("", 128, 1, 1), tok)
+			r := seeded(1)
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := d.Generate(256, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*256), "µs/prompt")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*256), "µs/prompt")
 }
 
 // BenchmarkRandomIDsPieces is the one-time cost, per tokenizer, of finding
-// and verifying the pieces random-ids builds exact text from (Qwen3).
+// and verifying the pieces random-ids builds exact text from.
 func BenchmarkRandomIDsPieces(b *testing.B) {
-	tok := qwen3(b)
-	for b.Loop() {
-		if !datasets.BuildPieces(tok) {
-			b.Fatal("Qwen3's pieces did not verify")
-		}
+	for name, tok := range benchTokenizers(b) {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if !datasets.BuildPieces(tok) {
+					b.Fatalf("%s's pieces did not verify", name)
+				}
+			}
+		})
 	}
+}
+
+func benchTokenizers(b *testing.B) map[string]datasets.Tokenizer {
+	l, _ := llama3(b)
+	return map[string]datasets.Tokenizer{"qwen3": qwen3(b), "llama3": l}
 }

@@ -109,7 +109,8 @@ func (s *Source) All() iter.Seq2[Prompt, error] {
 
 // lookahead is how many prompts made on demand wait ready for the run: a
 // burst of that many goes out without waiting on the generator, and memory
-// holds no more.
+// holds no more. (The random datasets make the first prompts, all of a
+// small run, before the run starts: see lengthStream.)
 const lookahead = 256
 
 // Streamer is a Dataset that can make its prompts while they are sent.

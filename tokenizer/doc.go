@@ -12,7 +12,10 @@
 // error naming the type, e.g. `unsupported model type "Unigram"`.
 //
 // Exactness is checked against golden ids from HF's tokenizers.js
-// (testdata/gen/gen.mjs) on several hundred strings. Split patterns run on
+// (testdata/gen/gen.mjs) on several hundred strings, for Qwen3 (in
+// testdata), Meta's Llama 3 (fetched by make deps, since its licence is
+// Meta's; testdata/llama3 holds only the ids) and two small Metaspace
+// tokenizers trained for the tests. Split patterns run on
 // github.com/dlclark/regexp2, because Go's regexp has no lookahead; the
 // patterns of GPT-2, Llama 3 and Qwen2 have hand-written matchers that a
 // fuzz test keeps equal to regexp2.

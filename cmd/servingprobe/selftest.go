@@ -33,6 +33,7 @@ func addSelftestCommand(app *kingpin.Application) func(context.Context, *cliEnv)
 	fidReqs := cmd.Flag("fidelity.requests", "Least measured requests per stream, after a warm-up request; raised to reach --fidelity.min-samples TTFT samples per point.").Default(strconv.Itoa(full.FidelityRequests)).Int()
 	fidSamples := cmd.Flag("fidelity.min-samples", "TTFT samples to reach at each fidelity point (bounded to ~15 s of requests per point); 0 leaves --fidelity.requests as is.").Default(strconv.Itoa(full.FidelityMinSamples)).Int()
 	fidClocks := cmd.Flag("fidelity.clocks", "Client clocks to run each fidelity point with, side by side: kernel, user.").Default("kernel,user").String()
+	fidLoaded := cmd.Flag("fidelity.load-client", "Run a busy loop pinned to the client's core, at its niceness, through every fidelity point: the client shares its core.").Bool()
 	fidStart := cmd.Flag("fidelity.start", "How the fidelity streams start: staggered (spread over one request duration, a steady load) or burst (all at the same instant).").Default(full.FidelityStart).Enum(selftest.StartStaggered, selftest.StartBurst)
 	memStreams := cmd.Flag("memory.streams", "Idle open streams for the memory points.").Default(joinInts(full.MemoryStreams)).String()
 	rates := cmd.Flag("arrival.rates", "Poisson request rates (req/s) for the arrival points.").Default("100,1000,5000").String()
@@ -61,7 +62,7 @@ func addSelftestCommand(app *kingpin.Application) func(context.Context, *cliEnv)
 		} else {
 			var err error
 			o.CapacityDuration, o.CapacityTokens, o.FidelityRequests, o.ArrivalDuration = *capDur, *capTokens, *fidReqs, *arrDur
-			o.FidelityMinSamples = *fidSamples
+			o.FidelityMinSamples, o.FidelityLoaded = *fidSamples, *fidLoaded
 			o.FidelityClocks = nil
 			for c := range strings.SplitSeq(*fidClocks, ",") {
 				switch c := prober.Clock(strings.TrimSpace(c)); c {

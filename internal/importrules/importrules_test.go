@@ -22,7 +22,7 @@ const module = "github.com/servingprobe/servingprobe/"
 var allowed = map[string][]string{
 	"config":                 {},
 	"datasets":               {"config"},
-	"prober":                 {"config", "datasets", "internal/rxstamp", "prober/internal/jsonscan"},
+	"prober":                 {"config", "datasets", "internal/rxstamp", "internal/txstamp", "prober/internal/jsonscan"},
 	"bench":                  {"prober", "datasets", "servermetrics"},
 	"exporter":               {"prober", "config", "dashboards", "report"},
 	"dashboards":             {},

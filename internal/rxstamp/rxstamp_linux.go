@@ -12,10 +12,14 @@ import (
 // that a read allocates nothing; like a net.Conn's reads, Reads must not
 // run concurrently (net/http never does on one connection).
 type Reader struct {
-	rc   syscall.RawConn
-	fn   func(fd uintptr) bool // made once: a closure per read would allocate
-	buf  []byte
-	oob  [64]byte
+	rc  syscall.RawConn
+	fn  func(fd uintptr) bool // made once: a closure per read would allocate
+	buf []byte
+	// oob holds SCM_TIMESTAMPNS (32 bytes) and, on a socket whose
+	// transmit stamps internal/txstamp reports on a kernel without
+	// SOF_TIMESTAMPING_OPT_RX_FILTER (before Linux 6.12), the receive
+	// stamp again as SCM_TIMESTAMPING (64), which rxTime skips.
+	oob  [128]byte
 	n    int
 	oobn int
 	err  error

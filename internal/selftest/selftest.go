@@ -65,6 +65,10 @@ type Options struct {
 	// FidelityClocks are the client clocks each fidelity point is run with,
 	// side by side: kernel receive times and the process's clock.
 	FidelityClocks []prober.Clock
+	// FidelityLoaded runs a busy loop on the client's core, at its
+	// niceness, during every fidelity point: the client shares its core,
+	// as on a busy machine, and the kernel's stamps must still hold.
+	FidelityLoaded bool
 
 	MemoryStreams []int
 
@@ -79,6 +83,11 @@ type Options struct {
 	// output tokens per request.
 	E2EPoints []E2EPoint
 	E2ETokens int
+	// E2ELatency are runs of the bench command against a timed simulator
+	// that flushes every token, for TTFT as a user reads it: exact
+	// random-ids prompts against bench_serving's (--compat
+	// random-lengths), with the client's core quiet and loaded.
+	E2ELatency []E2EPoint
 }
 
 // Full is the complete benchmark (a few minutes).
@@ -115,8 +124,28 @@ func Full() Options {
 			{Requests: 10000, Streams: 64, Stats: "exact", Dataset: "random-ids"},
 			{Requests: 10000, Streams: 64, Stats: "exact", Dataset: "random-ids", Compat: "random-lengths"},
 		},
-		E2ETokens: 256,
+		E2ETokens:  256,
+		E2ELatency: latencyPoints([]int{10, 100}, 20, 64, 100*time.Millisecond, 10*time.Millisecond),
 	}
+}
+
+// latencyPoints are, for each stream count, random-ids runs of rounds
+// requests a stream (outputLen tokens each, against a simulator of the
+// given TTFT and ITL) after a warm-up request a stream: exact prompts then
+// bench_serving's, with the
+// client's core loaded, then the same with it quiet, each pair back to
+// back so that they meet the same machine.
+func latencyPoints(streams []int, rounds, outputLen int, ttft, itl time.Duration) []E2EPoint {
+	var pts []E2EPoint
+	for _, loaded := range []bool{true, false} {
+		for _, n := range streams {
+			for _, compat := range []string{"", "random-lengths"} {
+				pts = append(pts, E2EPoint{Requests: n * rounds, Streams: n, Stats: "exact", Dataset: "random-ids", Compat: compat,
+					TTFT: ttft, ITL: itl, OutputLen: outputLen, Loaded: loaded, Warmup: n})
+			}
+		}
+	}
+	return pts
 }
 
 // fidelityPoint is one fidelity run: its streams and the client's clock.
@@ -161,6 +190,7 @@ func Quick() Options {
 	o.ArrivalRates, o.ArrivalDuration = []float64{100, 1000}, time.Second
 	o.TokenCountRequests, o.TokenCountTokens = 2, 48
 	o.E2EPoints, o.E2ETokens = []E2EPoint{{Requests: 500, Streams: 64, Stats: "exact"}, {Requests: 500, Streams: 64, Stats: "sketch"}}, 64
+	o.E2ELatency = latencyPoints([]int{10}, 2, 16, 20*time.Millisecond, 2*time.Millisecond)[:2]
 	return o
 }
 
@@ -379,16 +409,29 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 			"  error = client-measured minus the simulator's truth (ms): its TTFT from the kernel's receipt of the request, each chunk when the\n"+
 			"  write call carrying it began. old: against the truth before stamped connections (TTFT from the handler start, chunks when the\n"+
 			"  flush returned). clock: kernel = the client stamps each read with the kernel's receive time of its bytes and starts a request\n"+
-			"  on a reused connection when its write began; user = the process's clock when the read returned, and the call (--compat user-clock)\n",
+			"  on a reused connection when the kernel transmitted its first write; user = the process's clock when the read returned, and the\n"+
+			"  call (--compat user-clock)\n",
 			o.FidelityTTFT, o.FidelityITL, o.FidelityTokens, start, o.FidelityRequests, o.FidelityMinSamples, fidelityBudget)
+		if o.FidelityLoaded {
+			fmt.Fprintln(out, "  client core loaded: a busy loop pinned to the client's core at its niceness runs through every point")
+		}
 		fmt.Fprintln(tw, "streams\tclock\tTTFT p50\tTTFT p99\tTTFT max\tITL p50\tITL p99\tITL max\tITL samples\trequests\tfailed\tunmatched\told TTFT p99\told ITL p99\t")
 		var parts []string
 		for _, pt := range fidelityPoints(o) {
 			n, clk := pt.streams, pt.clock
 			reqs := measuredRequests(o.FidelityRequests, o.FidelityMinSamples, n, o.requestDuration(), fidelityBudget)
+			stopLoad := func() {}
+			if o.FidelityLoaded {
+				var err error
+				if stopLoad, err = h.busyLoop(ctx, "0"); err != nil {
+					errs = append(errs, fmt.Errorf("fidelity %d %s: %w", n, clk, err))
+					continue
+				}
+			}
 			r, err := h.scenario(ctx, ServerSpec{TTFT: o.FidelityTTFT, ITL: o.FidelityITL, TruthSize: fidelityTruthSize(n, reqs)},
 				ClientSpec{Scenario: "fidelity", Streams: n, Requests: reqs, OutputTokens: o.FidelityTokens,
 					Start: o.FidelityStart, StaggerOver: o.requestDuration(), Clock: clk})
+			stopLoad()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("fidelity %d %s: %w", n, clk, err))
 				fmt.Fprintf(tw, "%d\t%s\terror: %v\t\t\t\t\t\t\t\t\t\t\t\t\n", n, clk, err)
@@ -514,6 +557,9 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 				r.Wall.Seconds(), r.FirstRequest.Seconds(), r.CPU.Seconds(), perTok, float64(r.MaxRSS)/(1<<20), growth)
 		}
 		flush()
+		if len(o.E2ELatency) > 0 {
+			errs = append(errs, h.e2eLatency(ctx, out, tw, flush, o.E2ELatency, o.E2ETokens)...)
+		}
 	}
 	fmt.Fprintf(out, "loadavg at end: %s\n", loadavg())
 	return errors.Join(errs...)

