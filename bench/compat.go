@@ -41,7 +41,7 @@ var CompatOptions = []CompatOption{
 	{CompatAllFailedError, "fail the run, writing no summary, when no request succeeded (sglang crashes)", "bench"},
 	{CompatEmptySuccess, "count an HTTP 200 response that produced no output as a success with TTFT 0, as sglang does, instead of an empty_output failure", "bench"},
 	{CompatChatLength, "chat requests carry only max_completion_tokens, as sglang's body, not also max_tokens (which servers such as ollama need to stop)", "prober"},
-	{CompatUserClock, "stamp each arrival with the process's clock when the read returns and start each request at the HTTP call, as sglang's time.perf_counter(), instead of the kernel's receive time of the bytes and the request's write", "prober"},
+	{CompatUserClock, "stamp each arrival with the process's clock when the read returns and start each request at the HTTP call, as sglang's time.perf_counter(), instead of the kernel's receive time of the bytes and its transmit time of the request's first write", "prober"},
 	{CompatDatasetInputTokens, "total_input_tokens and the input throughputs sum the dataset rows' prompt lengths, as sglang does, instead of the server's prompt token counts that input_lens reports", "bench"},
 }
 

@@ -312,7 +312,11 @@ func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) 
 			if src.Len() == 0 {
 				return nil, errors.New("the dataset produced no prompt")
 			}
-			level.Info(env.Logger).Log("msg", "Prompts are made as the run sends them", "dataset", s.Dataset, "prompts", src.Len())
+			msg := "Prompts were all made before the run"
+			if src.OnDemand() {
+				msg = "Prompts are made as the run sends them, the first before it"
+			}
+			level.Info(env.Logger).Log("msg", msg, "dataset", s.Dataset, "prompts", src.Len())
 			return src, nil
 		}
 	}
