@@ -214,7 +214,7 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		a.clocks[r.Clock]++
 	}
 	d := detailRow{inputLen: in, outputLen: outLen, ttft: rec.ttft, times: [4]time.Time{r.Scheduled, r.Sent, r.FirstToken, r.End},
-		err: r.Err, outcome: string(r.Outcome), server: serverTimingOf(r.Server)}
+		err: r.Err, outcome: string(r.Outcome), server: serverTimingOf(r.Server), reasoning: detailReasoningOf(&sm, rec.itlAnswer)}
 	if !a.p.DetailsNoTexts {
 		d.text = r.GeneratedText
 	}
@@ -463,7 +463,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	}
 	a.details.fill(&s, start)
 	a.cache.fill(&s, p.CostPerHour)
-	s.Shard = shardOf(p.Shard, start, a.stats)
+	s.Shard = shardOf(p.Shard, start, a.stats, a.reasoned > 0)
 	return s, nil
 }
 

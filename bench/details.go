@@ -1,6 +1,10 @@
 package bench
 
-import "time"
+import (
+	"time"
+
+	"github.com/servingprobe/servingprobe/prober"
+)
 
 // detailRow is one request's entry in each array of the details.
 type detailRow struct {
@@ -11,7 +15,56 @@ type detailRow struct {
 	// a row being added gives them as an itlRange.
 	itls               []float64
 	text, err, outcome string
-	server             *ServerTiming // nil when the server stated none
+	server             *ServerTiming    // nil when the server stated none
+	reasoning          *DetailReasoning // nil when the request did not reason
+}
+
+// DetailReasoning is what the details keep of a request that reasoned
+// before answering (prober.Samples' reasoning rules), beyond the times
+// and gaps every request has: enough for a merge of shards (Merge) to
+// compute the run's ReasoningSummary exactly. A request that did not
+// reason needs none of it: its TTFAT is its TTFT, its answer its whole
+// output and its answer's gaps all of its gaps.
+type DetailReasoning struct {
+	// Tokens is the request's reasoning tokens, as the server stated them
+	// or as counted (Source is prober.TokenSourceCounted then).
+	Tokens int    `json:"reasoning_tokens"`
+	Source string `json:"reasoning_tokens_source"`
+	// TTFAT is the time to the first answer token in seconds
+	// (prober.Samples.TTFAT), -1 where it has none (a stream cut while
+	// thinking).
+	TTFAT float64 `json:"ttfat"`
+	// AnswerITLs is how many of the request's itls, the last ones, are
+	// the answer's (prober.ITLGap.Answer).
+	AnswerITLs int `json:"answer_itls"`
+}
+
+// record is d as the record's pyEncoder writes it: null for a request
+// that did not reason.
+func (d *DetailReasoning) record() any {
+	if d == nil {
+		return nil
+	}
+	return record{
+		{"reasoning_tokens", d.Tokens},
+		{"reasoning_tokens_source", d.Source},
+		{"ttfat", d.TTFAT},
+		{"answer_itls", d.AnswerITLs},
+	}
+}
+
+// detailReasoningOf is a request's DetailReasoning: nil when it did not
+// reason. answerITLs is how many of its inter-token samples are the
+// answer's.
+func detailReasoningOf(sm *prober.Samples, answerITLs int) *DetailReasoning {
+	if !sm.Reasoning {
+		return nil
+	}
+	d := &DetailReasoning{Tokens: sm.ReasoningTokens, Source: string(sm.ReasoningTokensSource), TTFAT: -1, AnswerITLs: answerITLs}
+	if prober.Defined(sm.TTFAT) {
+		d.TTFAT = sm.TTFAT.Seconds()
+	}
+	return d
 }
 
 // noDetails keeps no details (no --output-details).
@@ -55,6 +108,13 @@ func (m *memoryDetails) add(i int, row detailRow, gaps itlRange) {
 		}
 		d.ServerTimings[i] = row.server
 	}
+	if row.reasoning != nil {
+		// Made by the first request that reasoned, as the timings are.
+		for len(d.Reasoning) <= i {
+			d.Reasoning = append(d.Reasoning, nil)
+		}
+		d.Reasoning[i] = row.reasoning
+	}
 }
 
 func (m *memoryDetails) fill(s *Summary, start time.Time) {
@@ -66,6 +126,9 @@ func (m *memoryDetails) fill(s *Summary, start time.Time) {
 	}
 	for d.ServerTimings != nil && len(d.ServerTimings) < n {
 		d.ServerTimings = append(d.ServerTimings, nil)
+	}
+	for d.Reasoning != nil && len(d.Reasoning) < n {
+		d.Reasoning = append(d.Reasoning, nil)
 	}
 	s.Details = &d
 }

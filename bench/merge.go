@@ -28,6 +28,15 @@ type MergeInfo struct {
 	From string
 	// Shards are each shard's own figures, by index.
 	Shards []ShardLine
+	// ReasoningNotMerged says why the answer phase's latencies (TTFAT,
+	// answer TPOT and answer ITL) could not be merged, "" when they were,
+	// as the other latencies: a shard that reasoned wrote neither the
+	// per-request reasoning of its details nor its answer sketches (a
+	// record from a servingprobe before they were written). The
+	// reasoning's counts are sums, exact whatever the records hold; the
+	// latencies are then left at 0 rather than computed from the
+	// requests of some shards only.
+	ReasoningNotMerged string
 }
 
 // ShardLine is one shard's own line in a merged record.
@@ -84,16 +93,21 @@ func (m *MergeInfo) record() record {
 	for i := range m.Shards {
 		lines[i] = m.Shards[i].record()
 	}
-	return record{{"run_id", m.RunID}, {"count", m.Count}, {"from", m.From}, {"shards", lines}}
+	r := record{{"run_id", m.RunID}, {"count", m.Count}, {"from", m.From}, {"shards", lines}}
+	if m.ReasoningNotMerged != "" {
+		r = append(r, field{"reasoning_not_merged", m.ReasoningNotMerged})
+	}
+	return r
 }
 
 // parseMerged reads the servingprobe block's "merged" object.
 func parseMerged(raw json.RawMessage) (*MergeInfo, error) {
 	var j struct {
-		RunID  string `json:"run_id"`
-		Count  int    `json:"count"`
-		From   string `json:"from"`
-		Shards []struct {
+		RunID              string `json:"run_id"`
+		Count              int    `json:"count"`
+		From               string `json:"from"`
+		ReasoningNotMerged string `json:"reasoning_not_merged"`
+		Shards             []struct {
 			Index                int        `json:"index"`
 			Start                *time.Time `json:"start_time"`
 			Offset               *float64   `json:"start_offset"`
@@ -120,7 +134,7 @@ func parseMerged(raw json.RawMessage) (*MergeInfo, error) {
 	if err := json.Unmarshal(raw, &j); err != nil {
 		return nil, fmt.Errorf("decode merged: %w", err)
 	}
-	m := &MergeInfo{RunID: j.RunID, Count: j.Count, From: j.From}
+	m := &MergeInfo{RunID: j.RunID, Count: j.Count, From: j.From, ReasoningNotMerged: j.ReasoningNotMerged}
 	for _, l := range j.Shards {
 		sl := ShardLine{Index: l.Index, Late: l.Late, Duration: l.Duration, MaxConcurrency: l.MaxConcurrency,
 			Requests: l.Requests, Completed: l.Completed, Failed: l.Failed,
@@ -159,6 +173,9 @@ func (s *Summary) writeShardRows(t *tableWriter) {
 		t.row("Merged latencies:", fmt.Sprintf("from sketches, within %g%%; peaks are the sum of the shards' (an upper bound); request rates summed", SketchRelativeError*100))
 	default:
 		t.row("Merged latencies:", "exact, from every request's details")
+	}
+	if m.ReasoningNotMerged != "" {
+		t.row("Merged reasoning:", "counts exact; TTFAT, answer TPOT and answer ITL not merged (shown as 0): "+m.ReasoningNotMerged)
 	}
 	for _, l := range m.Shards {
 		line := fmt.Sprintf("%d ok of %d, %s s, %s req/s, P99 TTFT %s ms", l.Completed, l.Requests, pyFixed2(l.Duration), pyFixed2(l.RequestThroughput), pyFixed2(l.TTFT.P99))
@@ -299,6 +316,7 @@ func Merge(shards []*Summary) (*Summary, error) {
 		e2eSum += s.Concurrency * s.Duration
 		peakTok += s.MaxOutputTokensPerS
 		peakConc += s.MaxConcurrentRequests
+		addReasoningCounts(a, s)
 		off, has := sh.Offset()
 		mi.Shards = append(mi.Shards, ShardLine{
 			Index: sh.Index, Start: sh.Start, Offset: off, HasOffset: has, Late: sh.Late(),
@@ -312,6 +330,7 @@ func Merge(shards []*Summary) (*Summary, error) {
 	}
 	a.p.MaxConcurrency, a.p.Planned, a.p.Stopped = p.MaxConcurrency, p.Planned, p.Stopped
 	a.start = origin
+	mi.ReasoningNotMerged = reasoningNotMerged(byIndex, from)
 	if from == MergedFromDetails {
 		if err := a.addDetails(byIndex); err != nil {
 			return nil, err
@@ -329,6 +348,7 @@ func Merge(shards []*Summary) (*Summary, error) {
 			m.e2e.Merge(k.E2E)
 			m.queue.Merge(k.Queue)
 			m.e2eQ.Merge(k.E2EQ)
+			m.addAnswer(k)
 		}
 		a.stats = m
 	}
@@ -341,8 +361,60 @@ func Merge(shards []*Summary) (*Summary, error) {
 		// the sums of the shards' (each shard's realised share).
 		sum.ScheduledRequestRate, sum.ActualRequestRate = schedRate, actualRate
 	}
+	if r := sum.Reasoning; r != nil && mi.ReasoningNotMerged != "" {
+		// The statistics of some shards' requests are not the run's.
+		r.TTFAT, r.AnswerTPOT, r.AnswerITL = Stats{}, Stats{}, Stats{}
+		for k := range r.AnswerITLPercentiles {
+			r.AnswerITLPercentiles[k].Value = 0
+		}
+	}
 	sum.Merged = mi
 	return &sum, nil
+}
+
+// addReasoningCounts adds a shard's reasoning counts to the merge's
+// accumulator: its ReasoningSummary's, or, for a shard in which nothing
+// reasoned, its whole output as the answer (prober.Samples: without
+// reasoning, AnswerTokens is OutputTokens), as one process adds them up.
+func addReasoningCounts(a *Accumulator, s *Summary) {
+	r := s.Reasoning
+	if r == nil {
+		a.totalAnswer += s.TotalOutputTokens
+		return
+	}
+	a.reasoned += r.Requests
+	a.reasoningCounted += r.CountedRequests
+	a.totalReasoning += r.ReasoningTokens
+	a.totalAnswer += r.AnswerTokens
+}
+
+// reasoningNotMerged is why the shards' answer-phase latencies cannot be
+// merged (MergeInfo.ReasoningNotMerged), "" when they can: every shard
+// that reasoned must carry its per-request reasoning in its details
+// (merged from details) or its answer sketches (merged from sketches).
+// A shard in which nothing reasoned needs neither.
+func reasoningNotMerged(byIndex []*Summary, from string) string {
+	var lack []string
+	for _, s := range byIndex {
+		if s.Reasoning == nil {
+			continue
+		}
+		if (from == MergedFromDetails && s.Details.Reasoning == nil) || (from == MergedFromSketches && s.Shard.Sketches.TTFAT == nil) {
+			lack = append(lack, fmt.Sprintf("%d/%d", s.Shard.Index, s.Shard.Count))
+		}
+	}
+	if len(lack) == 0 {
+		return ""
+	}
+	what := "per-request reasoning in its details (request_reasoning)"
+	if from == MergedFromSketches {
+		what = "answer-phase sketches (ttfat, answer_tpot, answer_itl)"
+	}
+	word := "shard " + lack[0] + " reasoned but its record has no "
+	if len(lack) > 1 {
+		word = "shards " + strings.Join(lack, ", ") + " reasoned but their records have no "
+	}
+	return word + what + ": written by a servingprobe before they were"
 }
 
 // mergeCacheCost is the merged run's cache report and price. Each
@@ -523,7 +595,11 @@ func (a *Accumulator) addDetail(i int, s *Summary, j int) error {
 	if j < len(d.Outcomes) {
 		outcome = d.Outcomes[j]
 	}
-	rec := reqRec{idx: i, tpot: math.NaN(), ttft: d.TTFTs[j]}
+	rec := reqRec{idx: i, tpot: math.NaN(), ttft: d.TTFTs[j], ttfat: math.NaN(), answerTPOT: math.NaN()}
+	var reasoning *DetailReasoning
+	if j < len(d.Reasoning) {
+		reasoning = d.Reasoning[j]
+	}
 	if !sent.IsZero() {
 		if a.origin.IsZero() {
 			a.origin = sent
@@ -545,6 +621,7 @@ func (a *Accumulator) addDetail(i int, s *Summary, j int) error {
 		a.itl.pushSeconds(g)
 	}
 	rec.itlLen = len(d.ITLs[j])
+	rec.itlAnswer = rec.itlLen
 	outLen := d.OutputLens[j]
 	if outcome == string(prober.OutcomeSuccess) || (a.p.Compat.EmptySuccess && outcome == string(prober.OutcomeEmptyOutput)) {
 		rec.ok = true
@@ -558,8 +635,9 @@ func (a *Accumulator) addDetail(i int, s *Summary, j int) error {
 		if a.perToken {
 			rec.firstTok = max(outLen-rec.itlLen, 1)
 		}
+		answerPhase(&rec, reasoning, outLen, !sent.IsZero() && !firstTok.IsZero(), !sent.IsZero() && !end.IsZero())
 	}
-	row := detailRow{inputLen: d.InputLens[j], outputLen: outLen, ttft: rec.ttft, times: [4]time.Time{sched, sent, firstTok, end}, outcome: outcome}
+	row := detailRow{reasoning: reasoning, inputLen: d.InputLens[j], outputLen: outLen, ttft: rec.ttft, times: [4]time.Time{sched, sent, firstTok, end}, outcome: outcome}
 	if j < len(d.GeneratedTexts) {
 		row.text = d.GeneratedTexts[j]
 	}
@@ -572,6 +650,31 @@ func (a *Accumulator) addDetail(i int, s *Summary, j int) error {
 	a.details.add(i, row, a.itl.of(rec))
 	a.stats.add(rec, &a.itl)
 	return nil
+}
+
+// answerPhase sets a success's answer phase from its details, as
+// prober.Samples derives it from the Result: without reasoning the
+// answer is the whole output, its TTFAT the TTFT (defined when the first
+// token's time is) and its gaps all of the request's; with reasoning the
+// details' DetailReasoning gives the TTFAT, the reasoning tokens and how
+// many of the last gaps are the answer's. The answer's TPOT is then
+// (E2E − TTFAT) / (answer tokens − 1), with prober's operations.
+func answerPhase(rec *reqRec, rs *DetailReasoning, outLen int, hasFirst, hasE2E bool) {
+	answer := outLen
+	if rs == nil {
+		if hasFirst {
+			rec.ttfat = rec.ttft
+		}
+	} else {
+		answer = max(outLen-rs.Tokens, 0)
+		if rs.TTFAT >= 0 {
+			rec.ttfat = rs.TTFAT
+		}
+		rec.itlAnswer = min(max(rs.AnswerITLs, 0), rec.itlLen)
+	}
+	if !math.IsNaN(rec.ttfat) && hasE2E && answer >= 2 {
+		rec.answerTPOT = max(rec.e2e-rec.ttfat, 0) / float64(answer-1)
+	}
 }
 
 // pushSeconds appends a sample given in seconds, as a word when it is a
@@ -593,13 +696,39 @@ func (s *itlStore) pushSeconds(v float64) {
 // the same second).
 type mergedSketches struct {
 	ttft, tpot, itl, e2e, queue, e2eQ *Sketch
-	e2eSum, peakTok                   float64
-	peakConc                          int
+	// The answer phase's: the shards' answer sketches added, or, for a
+	// shard in which nothing reasoned, its TTFT, TPOT and ITL sketches.
+	ttfat, answerTPOT, answerITL *Sketch
+	e2eSum, peakTok              float64
+	peakConc                     int
+}
+
+// addAnswer adds a shard's answer-phase sketches. Without reasoning a
+// request's TTFAT is its TTFT, its answer TPOT its TPOT and its answer
+// gaps all its gaps (prober.Samples), so a shard that kept no answer
+// sketches adds those. One difference is left: a success that never
+// produced a first token counts in the TTFT sketch as 0 (bench_serving
+// keeps such a TTFT as 0) but has no TTFAT; such a success of a shard
+// without reasoning then adds a 0 to the merged TTFAT.
+func (m *mergedSketches) addAnswer(k *ShardSketches) {
+	if m.ttfat == nil {
+		m.ttfat, m.answerTPOT, m.answerITL = NewSketch(SketchRelativeError), NewSketch(SketchRelativeError), NewSketch(SketchRelativeError)
+	}
+	if k.TTFAT == nil {
+		m.ttfat.Merge(k.TTFT)
+		m.answerTPOT.Merge(k.TPOT)
+		m.answerITL.Merge(k.ITL)
+		return
+	}
+	m.ttfat.Merge(k.TTFAT)
+	m.answerTPOT.Merge(k.AnswerTPOT)
+	m.answerITL.Merge(k.AnswerITL)
 }
 
 func (m *mergedSketches) add(reqRec, *itlStore) {}
 
 func (m *mergedSketches) latencies(*itlStore) latencies {
 	return latencies{ttft: m.ttft, tpot: m.tpot, itl: m.itl, e2e: m.e2e, queue: m.queue, e2eQ: m.e2eQ,
+		ttfat: m.ttfat, answerTPOT: m.answerTPOT, answerITL: m.answerITL,
 		e2eSum: m.e2eSum, peakTokens: m.peakTok, peakConcurrent: m.peakConc}
 }

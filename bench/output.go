@@ -336,6 +336,9 @@ func (s *Summary) record(o JSONOptions) ([]byte, error) {
 			if d.ServerTimings != nil {
 				r = append(r, field{"server_timings", d.ServerTimings})
 			}
+			if d.Reasoning != nil {
+				r = append(r, field{"request_reasoning", d.Reasoning})
+			}
 		}
 	}
 	e := &pyEncoder{strict: o.Strict}

@@ -208,6 +208,12 @@ func ParseRecord(line []byte) (*Summary, error) {
 	}
 	if r.Details.InputLens != nil || r.Details.TTFTs != nil {
 		d := r.Details
+		// request_reasoning is read with the other arrays (Details'
+		// tags); a merge reads its rows by index, so it must have one
+		// per request.
+		if d.Reasoning != nil && len(d.Reasoning) != len(d.TTFTs) {
+			return nil, fmt.Errorf("details: request_reasoning has %d entries for %d requests (ttfts)", len(d.Reasoning), len(d.TTFTs))
+		}
 		s.Details = &d
 	}
 	return s, nil

@@ -179,6 +179,19 @@ func (e *pyEncoder) value(v any) error {
 			}
 		}
 		e.buf.WriteByte(']')
+	case *DetailReasoning:
+		return e.value(v.record())
+	case []*DetailReasoning:
+		e.buf.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				e.buf.WriteString(", ")
+			}
+			if err := e.value(x.record()); err != nil {
+				return err
+			}
+		}
+		e.buf.WriteByte(']')
 	case record:
 		return e.object(v)
 	case []record:

@@ -54,6 +54,13 @@ func (i *ShardInfo) Late() bool {
 // ShardSketches are a shard's sketch statistics, as a merge needs them.
 type ShardSketches struct {
 	TTFT, TPOT, ITL, E2E, Queue, E2EQ *Sketch
+	// TTFAT, AnswerTPOT and AnswerITL are the answer phase's sketches
+	// (ReasoningSummary), kept only by a shard in which some request
+	// reasoned, so that the record of any other shard keeps its bytes;
+	// nil otherwise. A shard in which nothing reasoned has them anyway:
+	// its TTFAT is its TTFT, its answer TPOT its TPOT and its answer ITL
+	// its ITL (prober.Samples without reasoning).
+	TTFAT, AnswerTPOT, AnswerITL *Sketch
 }
 
 // wallTime is t as the record writes it: RFC 3339 with nanoseconds in
@@ -80,11 +87,15 @@ func (i *ShardInfo) record() record {
 		r = append(r, field{"start_offset", off.Seconds()}, field{"late", i.Late()})
 	}
 	if k := i.Sketches; k != nil {
-		r = append(r, field{"sketches", record{
+		sk := record{
 			{"ttft", k.TTFT.record()}, {"tpot", k.TPOT.record()}, {"itl", k.ITL.record()},
 			{"e2e_latency", k.E2E.record()}, {"client_queue", k.Queue.record()},
 			{"e2e_latency_including_client_queue", k.E2EQ.record()},
-		}})
+		}
+		if k.TTFAT != nil {
+			sk = append(sk, field{"ttfat", k.TTFAT.record()}, field{"answer_tpot", k.AnswerTPOT.record()}, field{"answer_itl", k.AnswerITL.record()})
+		}
+		r = append(r, field{"sketches", sk})
 	}
 	return r
 }
@@ -143,6 +154,10 @@ type shardJSON struct {
 		E2E   *sketchJSON `json:"e2e_latency"`
 		Queue *sketchJSON `json:"client_queue"`
 		E2EQ  *sketchJSON `json:"e2e_latency_including_client_queue"`
+		// The answer phase's, absent when nothing of the shard reasoned.
+		TTFAT      *sketchJSON `json:"ttfat"`
+		AnswerTPOT *sketchJSON `json:"answer_tpot"`
+		AnswerITL  *sketchJSON `json:"answer_itl"`
 	} `json:"sketches"`
 }
 
@@ -171,14 +186,29 @@ func parseShard(raw json.RawMessage) (*ShardInfo, error) {
 			}
 			*p.dst = s
 		}
+		if k.TTFAT != nil || k.AnswerTPOT != nil || k.AnswerITL != nil {
+			if k.TTFAT == nil || k.AnswerTPOT == nil || k.AnswerITL == nil {
+				return nil, fmt.Errorf("shard %d: sketches: ttfat, answer_tpot and answer_itl go together, and one of them is missing", j.Index)
+			}
+			for _, p := range []struct {
+				dst **Sketch
+				src *sketchJSON
+			}{{&i.Sketches.TTFAT, k.TTFAT}, {&i.Sketches.AnswerTPOT, k.AnswerTPOT}, {&i.Sketches.AnswerITL, k.AnswerITL}} {
+				s, err := p.src.sketch()
+				if err != nil {
+					return nil, fmt.Errorf("shard %d: %w", j.Index, err)
+				}
+				*p.dst = s
+			}
+		}
 	}
 	return i, nil
 }
 
 // shardOf is the summary's ShardInfo for the run's parameters: p.Shard
 // with the start of the measured run and, under sketch statistics, the
-// sketches.
-func shardOf(p *ShardInfo, start time.Time, stats statistics) *ShardInfo {
+// sketches, the answer phase's too when some request reasoned.
+func shardOf(p *ShardInfo, start time.Time, stats statistics, reasoned bool) *ShardInfo {
 	if p == nil {
 		return nil
 	}
@@ -186,6 +216,12 @@ func shardOf(p *ShardInfo, start time.Time, stats statistics) *ShardInfo {
 	i.Start = start
 	if k, ok := stats.(*sketchStats); ok {
 		i.Sketches = &ShardSketches{TTFT: k.ttft, TPOT: k.tpot, ITL: k.itl, E2E: k.e2e, Queue: k.queue, E2EQ: k.e2eQ}
+		if reasoned {
+			i.Sketches.TTFAT, i.Sketches.AnswerTPOT, i.Sketches.AnswerITL = k.ttfat, k.answerTPOT, k.itl
+			if k.answerITL != nil {
+				i.Sketches.AnswerITL = k.answerITL
+			}
+		}
 	}
 	return &i
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -29,9 +30,10 @@ type detailSpool struct {
 	lens    []uint32 // row lengths
 	row     []byte
 	err     error // the first write error, reported when the record is written
-	// server is set once a row carries server timings: the record then
-	// has their array, as the in-memory details do.
-	server bool
+	// server is set once a row carries server timings, reasoning once a
+	// row reasoned: the record then has their array, as the in-memory
+	// details do.
+	server, reasoning bool
 }
 
 func newDetailSpool() (*detailSpool, error) {
@@ -75,6 +77,17 @@ func (sp *detailSpool) add(i int, r detailRow, gaps itlRange) {
 		}
 		b = binary.LittleEndian.AppendUint64(b, uint64(st.PromptEvalCount))
 		b = binary.LittleEndian.AppendUint64(b, uint64(st.EvalCount))
+	} else {
+		b = append(b, 0)
+	}
+	if rs := r.reasoning; rs != nil {
+		sp.reasoning = true
+		b = append(b, 1)
+		b = binary.LittleEndian.AppendUint64(b, uint64(rs.Tokens))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(rs.TTFAT))
+		b = binary.LittleEndian.AppendUint64(b, uint64(rs.AnswerITLs))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(rs.Source)))
+		b = append(b, rs.Source...)
 	} else {
 		b = append(b, 0)
 	}
@@ -126,6 +139,16 @@ func (sp *detailSpool) read(i int) (detailRow, error) {
 		st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration = f(), f(), f(), f()
 		st.PromptEvalCount, st.EvalCount = int(int64(u64())), int(int64(u64()))
 		r.server = st
+	} else {
+		b = b[1:]
+	}
+	if b[0] == 1 {
+		b = b[1:]
+		rs := &DetailReasoning{Tokens: int(int64(u64()))}
+		rs.TTFAT = math.Float64frombits(u64())
+		rs.AnswerITLs = int(int64(u64()))
+		rs.Source = str()
+		r.reasoning = rs
 	}
 	return r, nil
 }
@@ -152,10 +175,10 @@ func (d *SpooledDetails) Close() error {
 }
 
 // detailKeys are the details' keys in the record's order; the first six
-// are bench_serving's, and the last is written only when a request stated
-// server timings.
+// are bench_serving's, server_timings is written only when a request
+// stated server timings, request_reasoning only when a request reasoned.
 var detailKeys = []string{"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors",
-	"scheduled_times", "sent_times", "first_token_times", "end_times", "request_outcomes", "server_timings"}
+	"scheduled_times", "sent_times", "first_token_times", "end_times", "request_outcomes", "server_timings", "request_reasoning"}
 
 const standardDetailKeys = 6
 
@@ -171,11 +194,12 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 		return fmt.Errorf("details spool: %w", err)
 	}
 	keys := detailKeys
-	switch {
-	case o.StandardOnly:
+	if o.StandardOnly {
 		keys = keys[:standardDetailKeys]
-	case !sp.server:
-		keys = keys[:len(keys)-1]
+	} else {
+		keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
+			return (k == "server_timings" && !sp.server) || (k == "request_reasoning" && !sp.reasoning)
+		})
 	}
 	cols := make([]*detailSpool, len(keys))
 	defer func() {
@@ -203,25 +227,27 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 			if i > 0 {
 				e.buf.WriteString(", ")
 			}
-			switch k {
-			case 0:
+			switch keys[k] {
+			case "input_lens":
 				e.int(r.inputLen)
-			case 1:
+			case "output_lens":
 				e.int(r.outputLen)
-			case 2:
+			case "ttfts":
 				e.float(r.ttft)
-			case 3:
+			case "itls":
 				_ = e.value(r.itls)
-			case 4:
+			case "generated_texts":
 				e.string(r.text)
-			case 5:
+			case "errors":
 				e.string(r.err)
-			case 6, 7, 8, 9:
+			case "scheduled_times", "sent_times", "first_token_times", "end_times":
 				e.float(relTime(r.times[k-6], d.start))
-			case 10:
+			case "request_outcomes":
 				e.string(r.outcome)
-			case 11:
+			case "server_timings":
 				_ = e.value(r.server)
+			case "request_reasoning":
+				_ = e.value(r.reasoning)
 			}
 			if _, err := c.w.Write(e.buf.Bytes()); err != nil {
 				return fmt.Errorf("details spool: %w", err)

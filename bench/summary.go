@@ -171,6 +171,11 @@ type Details struct {
 	// timings, so that the record of a run against any other server keeps
 	// the keys it always had.
 	ServerTimings []*ServerTiming `json:"server_timings,omitempty"`
+	// Reasoning is each request's reasoning, null for a request that did
+	// not reason (see DetailReasoning). The array is there only when at
+	// least one request of the run reasoned, so that the record of any
+	// other run keeps the keys it always had.
+	Reasoning []*DetailReasoning `json:"request_reasoning,omitempty"`
 }
 
 // ServerTiming is the time a server stated it spent on one request, as
