@@ -231,13 +231,20 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 
 func setProbeMetrics(pm *probeMetrics, r prober.Result) {
 	sm := samplesOf(r)
-	pos := func(v float64) float64 { return max(v, 0) }
 	if r.Outcome == prober.OutcomeSuccess {
 		pm.success.Set(1)
 	}
-	pm.ttft.Set(pos(sm.ttft))
-	pm.e2e.Set(pos(sm.e2e))
-	pm.tpot.Set(pos(sm.tpot))
+	// A timing the probe did not measure is left out, not set to 0, as
+	// the histograms leave it unobserved (samplesOf says -1).
+	for _, m := range []struct {
+		g prometheus.Gauge
+		v float64
+	}{{pm.ttft, sm.ttft}, {pm.e2e, sm.e2e}, {pm.tpot, sm.tpot}} {
+		if m.v >= 0 {
+			m.g.Set(m.v)
+			pm.reg.MustRegister(m.g)
+		}
+	}
 	pm.promptTokens.Set(float64(max(r.InputTokens, 0)))
 	pm.outputTokens.Set(float64(max(r.OutputTokens, 0)))
 	pm.status.Set(float64(r.HTTPStatus))

@@ -372,9 +372,13 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 // registry per request, as blackbox_exporter does. They carry no target
 // label: Prometheus adds it by relabelling.
 type probeMetrics struct {
-	success, duration, ttft, e2e, tpot prometheus.Gauge
+	success, duration                  prometheus.Gauge
 	promptTokens, outputTokens, status prometheus.Gauge
 	outcome                            *prometheus.GaugeVec
+	// ttft, e2e and tpot are registered only when the probe measured
+	// them (see setProbeMetrics): a 0 would read as a measurement.
+	reg              prometheus.Registerer
+	ttft, e2e, tpot prometheus.Gauge
 }
 
 func newProbeMetrics(reg prometheus.Registerer) *probeMetrics {
@@ -382,12 +386,16 @@ func newProbeMetrics(reg prometheus.Registerer) *probeMetrics {
 	g := func(name, help string) prometheus.Gauge {
 		return f.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
 	}
+	measured := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
+	}
 	return &probeMetrics{
+		reg: reg,
 		success:  g("probe_success", "Whether the probe succeeded (1) or not (0)."),
 		duration: g("probe_duration_seconds", "Wall time of the whole probe in seconds, including model detection and connection setup."),
-		ttft:     g("probe_time_to_first_token_seconds", "Time to first token of the probe request in seconds; 0 if no token arrived."),
-		e2e:      g("probe_e2e_request_latency_seconds", "End-to-end latency of the probe request in seconds, from sent to the end of the response; 0 if it was not sent."),
-		tpot:     g("probe_time_per_output_token_seconds", "Time per output token of the probe request in seconds; 0 with fewer than two output tokens."),
+		ttft:     measured("probe_time_to_first_token_seconds", "Time to first token of the probe request in seconds; absent when it was not measured (no token arrived, or the response was not streamed)."),
+		e2e:      measured("probe_e2e_request_latency_seconds", "End-to-end latency of the probe request in seconds, from sent to the end of the response; absent when the request was not sent."),
+		tpot:     measured("probe_time_per_output_token_seconds", "Time per output token of the probe request in seconds; absent when it was not measured (fewer than two output tokens, or the response was not streamed)."),
 		promptTokens: g("probe_prompt_tokens",
 			"Input tokens of the probe request."),
 		outputTokens: g("probe_output_tokens", "Output tokens of the probe request."),

@@ -97,3 +97,43 @@ func TestNonStreamedHistoryAndDebug(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeGaugesOnlyWhatWasMeasured: /probe's timing gauges are present
+// for what the probe measured and absent for the rest, never a 0 that
+// reads as a measurement: a non-streamed response has E2E alone, a
+// reasoning stream all three.
+func TestProbeGaugesOnlyWhatWasMeasured(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    prober.Result
+		want map[string]bool
+	}{
+		{"not streamed", nonStreamed(), map[string]bool{"ttft": false, "tpot": false, "e2e": true}},
+		{"streamed", reasoningResult(), map[string]bool{"ttft": true, "tpot": true, "e2e": true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			setProbeMetrics(newProbeMetrics(reg), tc.r)
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]float64{}
+			for _, mf := range mfs {
+				got[mf.GetName()] = mf.GetMetric()[0].GetGauge().GetValue()
+			}
+			sm := samplesOf(tc.r)
+			for key, name := range map[string]string{"ttft": "servingprobe_probe_time_to_first_token_seconds",
+				"tpot": "servingprobe_probe_time_per_output_token_seconds", "e2e": "servingprobe_probe_e2e_request_latency_seconds"} {
+				v, ok := got[name]
+				if ok != tc.want[key] {
+					t.Errorf("%s present %t, want %t", name, ok, tc.want[key])
+					continue
+				}
+				if want := map[string]float64{"ttft": sm.ttft, "tpot": sm.tpot, "e2e": sm.e2e}[key]; ok && v != want {
+					t.Errorf("%s = %v, the samples' %v", name, v, want)
+				}
+			}
+		})
+	}
+}
