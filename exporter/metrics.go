@@ -377,7 +377,7 @@ type probeMetrics struct {
 	outcome                            *prometheus.GaugeVec
 	// ttft, e2e and tpot are registered only when the probe measured
 	// them (see setProbeMetrics): a 0 would read as a measurement.
-	reg              prometheus.Registerer
+	reg             prometheus.Registerer
 	ttft, e2e, tpot prometheus.Gauge
 }
 
@@ -390,7 +390,7 @@ func newProbeMetrics(reg prometheus.Registerer) *probeMetrics {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
 	}
 	return &probeMetrics{
-		reg: reg,
+		reg:      reg,
 		success:  g("probe_success", "Whether the probe succeeded (1) or not (0)."),
 		duration: g("probe_duration_seconds", "Wall time of the whole probe in seconds, including model detection and connection setup."),
 		ttft:     measured("probe_time_to_first_token_seconds", "Time to first token of the probe request in seconds; absent when it was not measured (no token arrived, or the response was not streamed)."),
