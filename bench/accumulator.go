@@ -142,6 +142,7 @@ type Accumulator struct {
 
 	start time.Time // what the details' times count from
 	cache cacheTally
+	batch batchTally
 }
 
 // NewAccumulator returns an empty Accumulator for a run with parameters p.
@@ -210,6 +211,7 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		a.outcomes[r.Outcome]++
 	}
 	a.cache.add(&r, rec.ok, in)
+	a.batch.add(rec.ok, row)
 	if r.Clock != "" {
 		a.clocks[r.Clock]++
 	}
@@ -463,6 +465,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	}
 	a.details.fill(&s, start)
 	a.cache.fill(&s, p.CostPerHour)
+	s.EmbeddingBatch = a.batch.summary()
 	s.Shard = shardOf(p.Shard, start, a.stats, a.reasoned > 0)
 	return s, nil
 }

@@ -301,6 +301,7 @@ func Merge(shards []*Summary) (*Summary, error) {
 		a.totalOut += s.TotalOutputTokens
 		a.totalRetok += s.TotalOutputTokensRetokenized
 		a.good += s.GoodRequests
+		a.batch.merge(s.EmbeddingBatch)
 		for k, v := range s.Outcomes {
 			a.outcomes[k] += v
 		}

@@ -156,6 +156,7 @@ func (s *Summary) writeExtras(t *tableWriter) {
 	}
 	t.f2("Scheduled request rate (req/s):", float64(s.ScheduledRequestRate))
 	t.f2("Actual request rate (req/s):", float64(s.ActualRequestRate))
+	s.writeEmbeddingBatch(t)
 	if len(s.Goodput) > 0 {
 		t.f2("Request goodput (req/s):", s.RequestGoodput)
 		t.int("Good requests:", s.GoodRequests)
@@ -432,6 +433,7 @@ func (s *Summary) appendExtras(r record) record {
 		{"scheduled_request_rate", float64(s.ScheduledRequestRate)},
 		{"actual_request_rate", float64(s.ActualRequestRate)},
 	}...)
+	sp = append(sp, s.embeddingBatchFields()...)
 	for _, m := range []struct {
 		name string
 		st   Stats

@@ -317,6 +317,9 @@ type Summary struct {
 	// Reasoning is the answer phase of a run in which some request
 	// reasoned before answering; nil otherwise.
 	Reasoning *ReasoningSummary `json:"reasoning,omitempty"`
+	// EmbeddingBatch is the inputs per request of a run whose embedding
+	// rows were lists; nil for every other run.
+	EmbeddingBatch *EmbeddingBatch `json:"embedding_batch,omitempty"`
 	// Goodput, when configured: requests meeting every SLO, per second.
 	Goodput        Goodput       `json:"goodput,omitempty"`
 	GoodRequests   int           `json:"good_requests,omitempty"`

@@ -343,6 +343,9 @@ func (s *Spec) Validate() error {
 			p.add("dataset_name", "%s needs a backend that carries images: %s", s.Dataset, strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Images }), ", "))
 		}
 	}
+	if s.Dataset == "embedding" && err == nil && !info.Embedding {
+		p.add("dataset_name", "embedding needs an embedding backend: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Embedding }), ", "))
+	}
 	if info.ModelRequired && s.Model == "" {
 		p.add("model", "backend %s requires a model", s.Backend)
 	}

@@ -17,6 +17,11 @@ type Prompt struct {
 	IDs      []int     // token ids, sent as input_ids with --tokenize-prompt
 	Messages []Message // a chat history; when set, chat backends send it as is
 	Images   []string  // data URIs
+	// Inputs is a batch of texts that one embeddings request sends as its
+	// list "input" (the embedding dataset's list rows); nil otherwise. Only
+	// the embeddings protocol reads it. Left out of JSON when nil, so that
+	// every other prompt encodes as it did before the field.
+	Inputs []string `json:",omitempty"`
 
 	PromptLen       int // tokens, as bench_serving counts them (see package doc)
 	TextPromptLen   int

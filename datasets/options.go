@@ -132,6 +132,7 @@ var constructors = map[string]constructor{
 	"longbench_v2":            newLongBenchV2,
 	"autobench":               newAutobench,
 	"agentic-trace":           newAgenticTrace,
+	"embedding":               newEmbedding,
 }
 
 // Names lists the dataset names New accepts, sorted.

@@ -24,9 +24,13 @@ var _ Backend = openAIEmbeddings{}
 // pathEmbeddings is the embeddings endpoint.
 const pathEmbeddings = "/v1/embeddings"
 
-// embeddingsInput is "input": the prompt's text, or its token ids when it
-// has only ids (the route takes either).
+// embeddingsInput is "input": the prompt's batch of texts as a list (the
+// embedding dataset's list rows), else its text, or its token ids when it
+// has only ids (the route takes each).
 func embeddingsInput(p datasets.Prompt) any {
+	if p.Inputs != nil {
+		return p.Inputs
+	}
 	if p.Text == "" && len(p.IDs) > 0 {
 		return p.IDs
 	}
@@ -37,8 +41,10 @@ func embeddingsInput(p datasets.Prompt) any {
 // sends (sglang's python/sglang/benchmark/serving.py): the input and the
 // model, a LoRA adapter as both the model and lora_path (sglang reads
 // lora_path, vLLM the model), then the extra body (encoding_format,
-// dimensions, vLLM's truncate_prompt_tokens...). One prompt is one input:
-// bench_serving's datasets give one text or one list of ids per request.
+// dimensions, vLLM's truncate_prompt_tokens...; the embedding dataset's
+// other row keys come last, over those). One prompt is one request: one
+// text or one list of ids, or, from the embedding dataset, a list of texts
+// sent as the list, as bench_serving sends its row's "input" unchanged.
 func (openAIEmbeddings) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, error) {
 	body := object{
 		{"model", modelFor(o, p)},

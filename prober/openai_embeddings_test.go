@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"encoding/json"
 	"io"
 	"testing"
 
@@ -26,6 +27,16 @@ func TestEmbeddingsRequestBody(t *testing.T) {
 		{"lora and extra body", RequestOptions{BaseURL: "http://e.test", Model: "m", ExtraBody: map[string]any{"encoding_format": "base64"}},
 			datasets.Prompt{Text: "hello world", LoRA: "adapter-a"},
 			`{"model":"adapter-a","input":"hello world","lora_path":"adapter-a","encoding_format":"base64"}`},
+		// The embedding dataset's list row: the list as "input", a list of
+		// one kept a list, the row's own keys over --extra-request-body's
+		// (bench_serving merges {**global, **row} into the payload).
+		{"list", RequestOptions{BaseURL: "http://e.test", Model: "m"}, datasets.Prompt{Inputs: []string{"tea", "coffee"}},
+			`{"model":"m","input":["tea","coffee"]}`},
+		{"list of one", RequestOptions{BaseURL: "http://e.test", Model: "m"}, datasets.Prompt{Inputs: []string{"tea"}},
+			`{"model":"m","input":["tea"]}`},
+		{"list with row keys", RequestOptions{BaseURL: "http://e.test", Model: "m", ExtraBody: map[string]any{"encoding_format": "base64", "user": "global"}},
+			datasets.Prompt{Inputs: []string{"a", "b"}, ExtraBody: map[string]any{"encoding_format": "float", "dimensions": json.Number("256")}},
+			`{"model":"m","input":["a","b"],"encoding_format":"float","user":"global","dimensions":256}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := openAIEmbeddings{}.NewRequest(tc.o, tc.p)
