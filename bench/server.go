@@ -98,6 +98,12 @@ func (s *Summary) writeServer(t *tableWriter) {
 			t.row("Server "+name+" mean (ms):", ms(l.Mean))
 			t.row("Server "+name+" P50/P90/P99 (ms):", ms(l.P50.Value)+" / "+ms(l.P90.Value)+" / "+ms(l.P99.Value))
 			t.row("  from buckets (ms):", bucketText(l.P50)+" / "+bucketText(l.P90)+" / "+bucketText(l.P99))
+			if l.P99.Lower == 0 && l.P99.Upper > 0 && !math.IsInf(l.P99.Upper, 1) {
+				// Every percentile is in the first bucket: the layout
+				// cannot resolve them (vLLM's queue time starts at 300
+				// ms), and the interpolated values say only that.
+				t.row("  resolution:", "all in the first bucket, (0, "+ms(l.P99.Upper)+"] ms; the mean is exact")
+			}
 		}
 		if len(r.Latencies) > 0 {
 			t.row("Percentiles:", "bucket estimates, linear within the bucket, as histogram_quantile")

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -51,5 +52,33 @@ func TestServerBlock(t *testing.T) {
 		if !strings.Contains(string(rec), want) {
 			t.Errorf("record lacks %q:\n%s", want, rec)
 		}
+	}
+}
+
+// TestServerBlockFirstBucket: percentiles that all fall in a histogram's
+// first bucket are said to be unresolved by its layout (vLLM's queue time
+// starts at 300 ms), beside the exact mean; others are not.
+func TestServerBlockFirstBucket(t *testing.T) {
+	est := func(v, lo, hi float64) servermetrics.Estimate {
+		return servermetrics.Estimate{Value: v, Lower: lo, Upper: hi}
+	}
+	s := &Summary{}
+	s.Server = []servermetrics.Report{{
+		Source: "http://h/metrics", Engine: "vllm", PrefixHitRate: math.NaN(),
+		Latencies: []servermetrics.Latency{
+			{Kind: servermetrics.Queue, Count: 8, Mean: 0.0002, P50: est(0.15, 0, 0.3), P90: est(0.27, 0, 0.3), P99: est(0.297, 0, 0.3)},
+			{Kind: servermetrics.E2E, Count: 8, Mean: 0.2, P50: est(0.15, 0, 0.3), P90: est(0.27, 0, 0.3), P99: est(0.4, 0.3, 0.5)},
+		},
+	}}
+	var b bytes.Buffer
+	if err := s.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`\n  resolution: +all in the first bucket, \(0, 300\.00\] ms; the mean is exact`)
+	if n := len(re.FindAllString(b.String(), -1)); n != 1 {
+		t.Errorf("%d resolution rows, want 1 (queue time, not E2E whose P99 left the first bucket):\n%s", n, b.String())
+	}
+	if i, j := strings.Index(b.String(), "Server queue time P50"), re.FindStringIndex(b.String()); i < 0 || j == nil || j[0] < i {
+		t.Errorf("the resolution row does not follow the queue time's percentiles:\n%s", b.String())
 	}
 }
