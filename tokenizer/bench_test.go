@@ -91,3 +91,32 @@ func BenchmarkLoadQwen3(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeQwen3ManyWords encodes 128-word texts drawn in turn from
+// 80,000 distinct words (Qwen3's ids 1,000 to 81,000 decoded, as random-ids
+// prompts and random output text are made of): a workload whose words
+// outnumber a small cache, so its size decides how often the merge loop
+// runs. One op is one 128-word text.
+func BenchmarkEncodeQwen3ManyWords(b *testing.B) {
+	tok := qwen3(b)
+	const words, per = 80_000, 128
+	texts := make([]string, words/per)
+	for i := range texts {
+		ids := make([]int, per)
+		for j := range ids {
+			ids[j] = 1000 + (i*per+j*7919)%words
+		}
+		s, err := tok.Decode(ids, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		texts[i] = s
+	}
+	i := 0
+	for b.Loop() {
+		if _, err := tok.Encode(texts[i%len(texts)], false); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

@@ -11,8 +11,15 @@ import (
 // contention low under concurrent encoders, and bounded in bytes: a full
 // shard is emptied and refilled, which keeps recent words without an LRU's
 // overhead. Entries sit in flat byte slices rather than a map[string][]int
-// (about 100 bytes a word): a full cache of some 48k words takes 1.5 MB,
-// holds no pointers for the GC to scan, and allocates nothing once warm.
+// (about 100 bytes a word): a full cache of some 190k words takes about
+// 6 MB, holds no pointers for the GC to scan, and allocates nothing once
+// warm. It is that large because random-ids prompts and random output
+// text are made of tens of thousands of distinct words (Qwen3's exact
+// prompts draw on some 55k): a cache of 48k words emptied its shards over
+// and over, and every word ran the merge loop again
+// (BenchmarkEncodeQwen3ManyWords: 150 µs a 128-word text with 48k words,
+// 22 µs with 190k). A shard starts small, so a workload of few words
+// pays nothing for the bound.
 type wordCache struct {
 	seed   maphash.Seed
 	shards [cacheShards]cacheShard
@@ -20,8 +27,8 @@ type wordCache struct {
 
 const (
 	cacheShards      = 32
-	cacheShardBytes  = 32 << 10 // entry bytes per shard, at most
-	cacheShardSlots  = 2048     // slots per shard, at most; a power of two
+	cacheShardBytes  = 128 << 10 // entry bytes per shard, at most
+	cacheShardSlots  = 8192     // slots per shard, at most; a power of two
 	cacheMinSlots    = 128      // a shard starts small: most workloads have few distinct words
 	cacheMaxWordSize = 256      // bytes; HF caches words up to 256 too
 )
