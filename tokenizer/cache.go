@@ -28,9 +28,9 @@ type wordCache struct {
 const (
 	cacheShards      = 32
 	cacheShardBytes  = 128 << 10 // entry bytes per shard, at most
-	cacheShardSlots  = 8192     // slots per shard, at most; a power of two
-	cacheMinSlots    = 128      // a shard starts small: most workloads have few distinct words
-	cacheMaxWordSize = 256      // bytes; HF caches words up to 256 too
+	cacheShardSlots  = 8192      // slots per shard, at most; a power of two
+	cacheMinSlots    = 128       // a shard starts small: most workloads have few distinct words
+	cacheMaxWordSize = 256       // bytes; HF caches words up to 256 too
 )
 
 // A slot packs an entry's offset in data with its word length, id count
