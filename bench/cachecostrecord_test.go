@@ -118,36 +118,7 @@ func TestCacheCostRoundTrip(t *testing.T) {
 // there with the console's values.
 func TestCacheCostSections(t *testing.T) {
 	s := cacheCostSummary()
-	var table bytes.Buffer
-	if err := s.WriteTable(&table); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n")
-	var got []string
-	bySection := map[string][]TableRow{}
-	for _, sec := range s.TableSections() {
-		got = append(got, "§"+sec.Title)
-		bySection[sec.Title] = sec.Rows
-		for _, r := range sec.Rows {
-			got = append(got, r.Label+"\x00"+r.Value)
-		}
-	}
-	if len(got) != len(lines) {
-		t.Fatalf("TableSections has %d lines, the table %d", len(got), len(lines))
-	}
-	for i, l := range got {
-		if title, ok := strings.CutPrefix(l, "§"); ok {
-			if strings.Trim(lines[i], "=- ") != title {
-				t.Errorf("line %d: heading %q, table %q", i, title, lines[i])
-			}
-			continue
-		}
-		label, value, _ := strings.Cut(l, "\x00")
-		// Rows pad the value to 10 as "{:<10}"; the percentages do not.
-		if want := strings.TrimRight(fmt.Sprintf("%-40s %s", label, value), " "); strings.TrimRight(lines[i], " ") != want {
-			t.Errorf("line %d: row %q, table %q", i, want, lines[i])
-		}
-	}
+	bySection := tableSectionsAreTheTable(t, s)
 	for title, want := range map[string][]TableRow{
 		"Cache Hit Details": {{"Total prompt tokens:", "1700"}, {"Total cached tokens:", "433"}, {"  Device:", "300"}, {"  Host:", "60"},
 			{"  Storage (mooncake):", "40"}, {"Cache hit rate:", "25.5%"}, {"  Device:", "69.3%"}, {"  Host:", "13.9%"}, {"  Storage (mooncake):", "9.2%"}},

@@ -214,34 +214,9 @@ func TestTableSections(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Server = []servermetrics.Report{serverReport(12)}
-	var table bytes.Buffer
-	if err := s.WriteTable(&table); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	titles := map[string]bool{}
-	for _, sec := range s.TableSections() {
-		titles[sec.Title] = true
-		lines = append(lines, "§"+sec.Title)
-		for _, r := range sec.Rows {
-			lines = append(lines, fmt.Sprintf("%-40s %-10s", r.Label, r.Value))
-		}
-	}
-	want := strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n")
-	if len(want) != len(lines) {
-		t.Fatalf("TableSections has %d lines, the table %d", len(lines), len(want))
-	}
-	for i, l := range lines {
-		if title, ok := strings.CutPrefix(l, "§"); ok {
-			if strings.Trim(want[i], "=- ") != title {
-				t.Errorf("line %d: heading %q, table %q", i, title, want[i])
-			}
-		} else if l != want[i] {
-			t.Errorf("line %d: row %q, table %q", i, l, want[i])
-		}
-	}
+	sections := tableSectionsAreTheTable(t, &s)
 	for _, h := range []string{"Serving Benchmark Result", "servingprobe", "Server metrics", "Time to First Token"} {
-		if !titles[h] {
+		if _, ok := sections[h]; !ok {
 			t.Errorf("no section %q", h)
 		}
 	}
@@ -283,4 +258,43 @@ func FuzzParseServer(f *testing.F) {
 			t.Fatalf("record read back differs (%v):\n%s", err, cmp.Diff(string(once), string(twice)))
 		}
 	})
+}
+
+// tableSectionsAreTheTable checks that s's TableSections are its console
+// table's lines, in order: each section's title the text of a heading
+// line, each row the "{:<40} {:<10}" line of its label and value (the
+// padding trimmed: some rows, the cache report's percentages among them,
+// do not pad the value). It returns the rows by section title.
+func tableSectionsAreTheTable(t *testing.T, s *Summary) map[string][]TableRow {
+	t.Helper()
+	var table bytes.Buffer
+	if err := s.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n")
+	bySection := map[string][]TableRow{}
+	i := 0
+	next := func() (string, bool) {
+		if i >= len(lines) {
+			return "", false
+		}
+		i++
+		return lines[i-1], true
+	}
+	for _, sec := range s.TableSections() {
+		bySection[sec.Title] = sec.Rows
+		if l, ok := next(); !ok || strings.Trim(l, "=- ") != sec.Title {
+			t.Errorf("line %d: heading %q, table %q", i, sec.Title, l)
+		}
+		for _, r := range sec.Rows {
+			want := strings.TrimRight(fmt.Sprintf("%-40s %s", r.Label, r.Value), " ")
+			if l, ok := next(); !ok || strings.TrimRight(l, " ") != want {
+				t.Errorf("line %d: row %q, table %q", i, want, l)
+			}
+		}
+	}
+	if i != len(lines) {
+		t.Errorf("TableSections cover %d lines, the table has %d", i, len(lines))
+	}
+	return bySection
 }
