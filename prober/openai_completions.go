@@ -112,7 +112,11 @@ func scanCompletions(data []byte) (Delta, bool) {
 }
 
 // scanCompletionsText is scanCompletions, also returning the text part of
-// the first choice for scanMemo.
+// the first choice for scanMemo. Its envelope loop is scanChatText's with
+// another choice reader, written twice on purpose: shared through a
+// function value (or a type parameter), the reader's call is indirect,
+// the scanner escapes to the heap and every event allocates
+// (TestDecodeZeroAllocs fails).
 func scanCompletionsText(data []byte) (Delta, textPart, bool) {
 	s := jsonscan.New(data)
 	var (
