@@ -330,6 +330,15 @@ func TestMetricsGaugesLive(t *testing.T) {
 	}
 	cancels[1]()
 	<-done[1]
+	// The client returns before the server has seen its connection close:
+	// wait for the server to drop the waiting request, or freeing the slot
+	// next could admit it first.
+	for deadline := time.Now().Add(30 * time.Second); s.waiting.Load() != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := s.waiting.Load(); n != 0 {
+		t.Fatalf("the server still holds %d waiting requests after the client left", n)
+	}
 	cancels[0]()
 	<-done[0]
 	for deadline := time.Now().Add(30 * time.Second); ; {
