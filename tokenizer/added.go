@@ -24,19 +24,30 @@ type AddedToken struct {
 // first byte; real tokenizers have a few hundred added tokens at most.
 type addedMatcher struct {
 	byFirst [256][]*AddedToken // longest first
+	// only is the first byte all the tokens share, or -1: real
+	// tokenizers' added tokens all begin with '<', and
+	// strings.IndexByte skips the text between them many bytes at a time.
+	only int
 }
 
 func newAddedMatcher(toks []*AddedToken) *addedMatcher {
 	if len(toks) == 0 {
 		return nil
 	}
-	m := &addedMatcher{}
+	m := &addedMatcher{only: -2}
 	for _, t := range toks {
 		if t.Content == "" {
 			continue
 		}
 		c := t.Content[0]
 		m.byFirst[c] = append(m.byFirst[c], t)
+		switch m.only {
+		case -2:
+			m.only = int(c)
+		case int(c), -1:
+		default:
+			m.only = -1
+		}
 	}
 	for i := range m.byFirst {
 		l := m.byFirst[i]
@@ -61,6 +72,13 @@ func (m *addedMatcher) split(dst []segment, s string, base int) []segment {
 	}
 	startOffset := 0
 	for i := 0; i < len(s); {
+		if m.only >= 0 {
+			k := strings.IndexByte(s[i:], byte(m.only))
+			if k < 0 {
+				break
+			}
+			i += k
+		}
 		cands := m.byFirst[s[i]]
 		var tok *AddedToken
 		for _, c := range cands {

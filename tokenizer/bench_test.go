@@ -120,3 +120,23 @@ func BenchmarkEncodeQwen3ManyWords(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkEncodeQwen3HotWords encodes 256-word English texts drawn from 64
+// words, as a bench retokenizes the simulator's output: every word is in
+// the cache, so one op is the per-word path alone (split, normalize, look
+// up).
+func BenchmarkEncodeQwen3HotWords(b *testing.B) {
+	tok := qwen3(b)
+	words := strings.Fields("the of and to in a is that for it as was with be by on not he this are or his from at which but have an had they you were their one all we can her has there been if more when will would who so no time model token server stream batch cache layer probe queue step fast small data word")
+	var sb strings.Builder
+	for i := range 256 {
+		sb.WriteString(" " + words[(i*37)%len(words)])
+	}
+	text := sb.String()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if _, err := tok.Encode(text, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -99,16 +99,62 @@ func contraction(s string, i int, fold bool) int {
 	return -1
 }
 
-func skipWhile(s string, i int, f func(rune) bool) int {
+// Character classes of the ASCII bytes, read from a table by skipClass:
+// splitting is half of encoding a text whose words are all cached, and a
+// table lookup per byte beats a call through a func value per rune. The
+// table is built from isL, isN and isS themselves, so it cannot disagree
+// with them.
+const (
+	clsL uint8 = 1 << iota
+	clsN
+	clsS
+	clsPunct
+	clsNewline // \r and \n
+)
+
+var asciiClass = func() (t [utf8.RuneSelf]uint8) {
+	for c := range rune(utf8.RuneSelf) {
+		if isL(c) {
+			t[c] |= clsL
+		}
+		if isN(c) {
+			t[c] |= clsN
+		}
+		if isS(c) {
+			t[c] |= clsS
+		}
+		if isPunct(c) {
+			t[c] |= clsPunct
+		}
+		if c == '\r' || c == '\n' {
+			t[c] |= clsNewline
+		}
+	}
+	return t
+}()
+
+// skipClass returns the end of the run of runes from i for which f holds;
+// f must agree with the class cls on ASCII: bytes below utf8.RuneSelf are
+// read from asciiClass, and f is called only for the others.
+func skipClass(s string, i int, cls uint8, f func(rune) bool) int {
 	for i < len(s) {
-		r, n := at(s, i)
+		if c := s[i]; c < utf8.RuneSelf {
+			if asciiClass[c]&cls == 0 {
+				return i
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
 		if !f(r) {
-			break
+			return i
 		}
 		i += n
 	}
 	return i
 }
+
+func isNewline(r rune) bool { return r == '\r' || r == '\n' }
 
 func isPunct(r rune) bool { return r >= 0 && !isS(r) && !isL(r) && !isN(r) }
 
@@ -116,7 +162,7 @@ func isPunct(r rune) bool { return r >= 0 && !isS(r) && !isL(r) && !isN(r) }
 // whitespace rune: the run minus its last rune when a non-space follows and
 // the run has more than one rune.
 func whitespaceTail(s string, i int) int {
-	end := skipWhile(s, i, isS)
+	end := skipClass(s, i, clsS, isS)
 	if end == len(s) {
 		return end
 	}
@@ -135,11 +181,11 @@ func matchLlamaStyle(s string, i, maxDigits int) int {
 	r, n := at(s, i)
 	// [^\r\n\p{L}\p{N}]?\p{L}+
 	if isL(r) {
-		return skipWhile(s, i+n, isL)
+		return skipClass(s, i+n, clsL, isL)
 	}
 	if r != '\r' && r != '\n' && !isN(r) {
 		if r2, n2 := at(s, i+n); isL(r2) {
-			return skipWhile(s, i+n+n2, isL)
+			return skipClass(s, i+n+n2, clsL, isL)
 		}
 	}
 	// \p{N}{1,maxDigits}
@@ -160,14 +206,14 @@ func matchLlamaStyle(s string, i, maxDigits int) int {
 		j += n
 	}
 	if r2, _ := at(s, j); isPunct(r2) {
-		j = skipWhile(s, j, isPunct)
-		return skipWhile(s, j, func(r rune) bool { return r == '\r' || r == '\n' })
+		j = skipClass(s, j, clsPunct, isPunct)
+		return skipClass(s, j, clsNewline, isNewline)
 	}
 	if !isS(r) {
 		return -1 // unreachable for valid input: r is L, N, \s or punctuation
 	}
 	// \s*[\r\n]+ : greedy \s* backs off to the last newline of the run.
-	end := skipWhile(s, i, isS)
+	end := skipClass(s, i, clsS, isS)
 	for k := end - 1; k >= i; k-- {
 		if s[k] == '\r' || s[k] == '\n' {
 			return k + 1
@@ -189,11 +235,11 @@ func matchGPT2(s string, i int) int {
 	r2, n2 := at(s, j)
 	switch {
 	case isL(r2):
-		return skipWhile(s, j+n2, isL)
+		return skipClass(s, j+n2, clsL, isL)
 	case isN(r2):
-		return skipWhile(s, j+n2, isN)
+		return skipClass(s, j+n2, clsN, isN)
 	case isPunct(r2):
-		return skipWhile(s, j+n2, isPunct)
+		return skipClass(s, j+n2, clsPunct, isPunct)
 	}
 	if !isS(r) {
 		return -1

@@ -173,6 +173,11 @@ func (t *Tokenizer) preTokenize(dst []string, s string, first bool) []string {
 	if s == "" {
 		return dst
 	}
+	if len(t.pre.chain) == 1 {
+		// Most tokenizers (Qwen, Llama 3) split once: straight into dst,
+		// which encode pools, without a second slice per text.
+		return t.pre.chain[0].split(dst, s, first)
+	}
 	dst = append(dst, s)
 	var next []string
 	for _, p := range t.pre.chain {

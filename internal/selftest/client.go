@@ -165,19 +165,12 @@ func rss() int64 {
 // profile of the scenario to that path (for BENCHMARKS.md's pprof tops).
 func RunClient(ctx context.Context, spec ClientSpec, out io.Writer) error {
 	raiseNoFile()
-	if path := os.Getenv("SERVINGPROBE_SELFTEST_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := cpuProfile("SERVINGPROBE_SELFTEST_CPUPROFILE")
+	if err != nil {
+		return err
 	}
+	defer stop()
 	var res ClientResult
-	var err error
 	switch spec.Scenario {
 	case "capacity":
 		res, err = capacity(ctx, spec)
@@ -365,4 +358,25 @@ func arrival(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	}
 	res.Lag = dist(lag)
 	return res, nil
+}
+
+// cpuProfile writes a CPU profile to the path the environment variable
+// names, if set, until the returned function is called.
+func cpuProfile(env string) (func(), error) {
+	path := os.Getenv(env)
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -40,8 +40,16 @@ func (s ServerSpec) config() simulator.Config {
 // Serve runs the simulator on a loopback port chosen by the kernel, writes
 // "listening <addr>\n" to out, and serves until ctx is done or stdin
 // closes (the parent went away).
+//
+// With SERVINGPROBE_SELFTEST_SERVER_CPUPROFILE set, the simulator writes a
+// CPU profile to that path until it stops.
 func Serve(ctx context.Context, spec ServerSpec, stdin io.Reader, out io.Writer) error {
 	raiseNoFile()
+	stop, err := cpuProfile("SERVINGPROBE_SELFTEST_SERVER_CPUPROFILE")
+	if err != nil {
+		return err
+	}
+	defer stop()
 	sim, err := simulator.New(spec.config(), log.NewNopLogger())
 	if err != nil {
 		return err
