@@ -61,25 +61,26 @@ func (o object) merge(extra map[string]any) object {
 	return o
 }
 
-// MarshalJSON writes the fields in order.
+// MarshalJSON writes the fields in order. A request body calls it itself
+// rather than through json.Marshal, which would scan and copy the whole
+// output once more to check it (the prompt is most of a body's bytes).
 func (o object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	b := make([]byte, 0, 256)
+	b = append(b, '{')
 	for i, f := range o {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
 		k, _ := json.Marshal(f.k)
-		b.Write(k)
-		b.WriteByte(':')
+		b = append(b, k...)
+		b = append(b, ':')
 		v, err := json.Marshal(f.v)
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %w", f.k, err)
 		}
-		b.Write(v)
+		b = append(b, v...)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // pyFloat marshals like Python's json.dumps (PyFloat): an integral value
@@ -114,7 +115,7 @@ func modelFor(o RequestOptions, p datasets.Prompt) string {
 // newJSONRequest builds the POST with the headers every backend shares.
 func newJSONRequest(o RequestOptions, path string, body object, p datasets.Prompt) (*http.Request, error) {
 	body = body.merge(o.ExtraBody).merge(p.ExtraBody)
-	b, err := json.Marshal(body)
+	b, err := body.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("encode request body: %w", err)
 	}
