@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/servingprobe/servingprobe/datasets"
 )
@@ -39,6 +40,9 @@ type streamOptions struct {
 // promptIDs reads an OpenAI prompt: a string, a list of token ids, or a
 // one-element list of either (batches are refused).
 func (s *Server) promptIDs(raw json.RawMessage) ([]int, *apiError) {
+	if text, ok := plainJSONString(raw); ok {
+		return s.encodeText(text)
+	}
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
 		return s.encodeText(text)
@@ -300,4 +304,24 @@ func (s *Server) parseTRT(body []byte, model string, stream bool) (genRequest, *
 		// can never be sampled, which has the same effect.
 		ignoreEOS: b.EndID != nil && (*b.EndID >= vocabSize || *b.EndID < 0),
 	}, nil
+}
+
+// plainJSONString returns the string raw holds when it has nothing to
+// decode: no escapes, no control bytes, valid UTF-8. json.Unmarshal gives
+// the same string for it, after scanning the prompt twice more; a prompt is
+// most of a request's bytes.
+func plainJSONString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	for _, c := range in {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }

@@ -55,9 +55,11 @@ func (s *streamWriter) flush() error {
 			return err
 		}
 	}
-	if err := s.rc.Flush(); err != nil {
-		s.err = err
-		return err
+	if !s.writesThrough() {
+		if err := s.rc.Flush(); err != nil {
+			s.err = err
+			return err
+		}
 	}
 	if s.rec != nil {
 		s.lastFlush = time.Now()
@@ -74,4 +76,28 @@ func (s *streamWriter) flush() error {
 	s.buf = s.buf[:0]
 	s.start = 0
 	return nil
+}
+
+// writeThroughBytes is the least write that net/http hands to the
+// connection whole without a Flush: a write larger than its response
+// buffer (2 KiB) goes straight to the chunk writer, which puts the chunk
+// header and the data into the connection's 4 KiB buffer, writes out what
+// fills it, and writes the rest directly once the buffer is empty. Only the
+// chunk's closing CRLF stays buffered, and it leaves with the next chunk or
+// the end of the response: the rest is written directly when it is larger
+// than the connection's buffer, so more than twice that buffer is enough.
+const writeThroughBytes = 2*(4<<10) + 1<<10
+
+// writesThrough reports that the buffer about to be flushed has reached
+// the connection already, so the Flush is skipped: it would send the
+// chunk's 2-byte CRLF on its own, one more write for the simulator and one
+// more wakeup and read for the client per coalesced buffer (two of the
+// seven writes of a 256-token completion). It holds for a coalescing
+// buffer at least writeThroughBytes long, and not on a stamped connection,
+// whose write stamps are taken inside Flush. The chunks' flush time is
+// then when the write returned: their bytes were with the kernel. After
+// the last buffer the CRLF leaves with the response's terminating chunk,
+// which net/http always wrote on its own once the handler returned.
+func (s *streamWriter) writesThrough() bool {
+	return s.coalesce && s.conn == nil && len(s.buf) >= writeThroughBytes
 }
