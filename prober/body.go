@@ -263,6 +263,7 @@ type usageJSON struct {
 	CompletionTokensDetails *struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details"`
+	ReasoningTokens int `json:"reasoning_tokens"` // sglang's place for it
 }
 
 func (u *usageJSON) usage() Usage {
@@ -273,8 +274,10 @@ func (u *usageJSON) usage() Usage {
 	if u.PromptTokensDetails != nil {
 		out.CachedTokens = u.PromptTokensDetails.CachedTokens
 	}
+	details := 0
 	if u.CompletionTokensDetails != nil {
-		out.ReasoningTokens = u.CompletionTokensDetails.ReasoningTokens
+		details = u.CompletionTokensDetails.ReasoningTokens
 	}
+	out.ReasoningTokens = reasoningTokens(details, u.ReasoningTokens)
 	return out
 }

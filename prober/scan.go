@@ -134,6 +134,7 @@ func usageField(s *jsonscan.Scanner, u *Usage) bool {
 		return false
 	}
 	var m jsonscan.Seen
+	var top int
 	out := Usage{Source: TokenSourceUsage}
 	for first := true; ; first = false {
 		k, end, ok := s.Key(first)
@@ -152,18 +153,32 @@ func usageField(s *jsonscan.Scanner, u *Usage) bool {
 			ok = m.Once(2) && detailsField(s, "cached_tokens", &out.CachedTokens)
 		case "completion_tokens_details":
 			ok = m.Once(3) && detailsField(s, "reasoning_tokens", &out.ReasoningTokens)
+		case "reasoning_tokens":
+			ok = m.Once(4) && s.Int(&top)
 		case "total_tokens":
 			ok = s.Skip()
 		default:
-			ok = !jsonscan.Folds(k, "prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details") && s.Skip()
+			ok = !jsonscan.Folds(k, "prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details", "reasoning_tokens") && s.Skip()
 		}
 		if !ok {
 			return false
 		}
 	}
 	s.Leave()
+	out.ReasoningTokens = reasoningTokens(out.ReasoningTokens, top)
 	*u = out
 	return true
+}
+
+// reasoningTokens is the reasoning count of a usage block: vLLM and OpenAI
+// state it in completion_tokens_details, sglang at the top of usage
+// (UsageInfo.reasoning_tokens in its entrypoints/openai/protocol.py, 0 by
+// default, so 0 says nothing there).
+func reasoningTokens(details, top int) int {
+	if details > 0 {
+		return details
+	}
+	return max(top, 0)
 }
 
 // detailsField reads one count of a details object:

@@ -88,6 +88,14 @@ func stampServer(t *testing.T, h2c, tls bool) (*httptest.Server, func() <-chan s
 // reused connection (Linux turns timestamping on asynchronously, so a
 // process's first connection may have no kernel stamps), and returns it
 // with when its body's first read began.
+// kernelStampsDeadline bounds the wait for the kernel's first receive
+// stamps. Turning SO_TIMESTAMPNS on enables the kernel's timestamping
+// through deferred work (net_enable_timestamp), and segments that arrive
+// before it runs carry no stamp; on a busy machine that work can wait well
+// beyond a few requests, so the tests retry until the stamps come rather
+// than a fixed number of times.
+const kernelStampsDeadline = 30 * time.Second
+
 func stampRun(t *testing.T, cfg promconfig.HTTPClientConfig, srv *httptest.Server, next func() <-chan struct{}, o ClientOptions) (Result, time.Time) {
 	t.Helper()
 	c, err := NewClient(&config.Target{Name: "t", URL: srv.URL, HTTPClientConfig: cfg}, o)
@@ -97,7 +105,11 @@ func stampRun(t *testing.T, cfg promconfig.HTTPClientConfig, srv *httptest.Serve
 	var readStart time.Time
 	be, _ := NewBackend("vllm")
 	var res Result
-	for i := range 3 {
+	// Until a request reuses its connection and, where the kernel clock is
+	// expected (not the user clock, not HTTP/2), the kernel stamps it: see
+	// kernelStampsDeadline.
+	deadline := time.Now().Add(kernelStampsDeadline)
+	for i := 0; ; i++ {
 		c.Transport = lateTransport{RoundTripper: c.Transport, written: next(), start: &readStart}
 		p := &Prober{Backend: be, Client: c, Options: RequestOptions{BaseURL: srv.URL, Stream: true, Model: "m"}}
 		res = p.Run(t.Context(), datasets.Prompt{Text: "hi", OutputLen: 4}, time.Time{})
@@ -105,9 +117,10 @@ func stampRun(t *testing.T, cfg promconfig.HTTPClientConfig, srv *httptest.Serve
 			t.Fatalf("request %d: %s %s", i, res.Outcome, res.Err)
 		}
 		c.Transport = c.Transport.(lateTransport).RoundTripper
-		if i > 0 && res.Trace.ConnReused {
+		if i > 0 && res.Trace.ConnReused && (o.UserClock || o.H2C || res.Clock == ClockKernel) || time.Now().After(deadline) {
 			break
 		}
+		time.Sleep(time.Millisecond)
 	}
 	return res, readStart
 }
@@ -170,10 +183,10 @@ func TestStartAtTransmit(t *testing.T) {
 		}
 		return res
 	}
-	// A process's first connections may have no receive stamps yet.
 	var res Result
-	for i := 0; i < 20 && !(res.Trace.ConnReused && res.Clock == ClockKernel); i++ {
+	for deadline := time.Now().Add(kernelStampsDeadline); !(res.Trace.ConnReused && res.Clock == ClockKernel) && time.Now().Before(deadline); {
 		res = run()
+		time.Sleep(time.Millisecond)
 	}
 	var sc *stampConn
 	stampConns.Range(func(_, v any) bool {
