@@ -386,6 +386,7 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 type probeMetrics struct {
 	success, duration                  prometheus.Gauge
 	promptTokens, outputTokens, status prometheus.Gauge
+	reasoningTokens                    prometheus.Gauge
 	outcome                            *prometheus.GaugeVec
 	// ttft, e2e and tpot are registered only when the probe measured
 	// them (see setProbeMetrics): a 0 would read as a measurement.
@@ -411,7 +412,9 @@ func newProbeMetrics(reg prometheus.Registerer) *probeMetrics {
 		promptTokens: g("probe_prompt_tokens",
 			"Input tokens of the probe request."),
 		outputTokens: g("probe_output_tokens", "Output tokens of the probe request."),
-		status:       g("probe_http_status_code", "HTTP status code of the probe response; 0 if none arrived."),
+		reasoningTokens: g("probe_reasoning_tokens",
+			"Reasoning tokens of the probe request: the part of servingprobe_probe_output_tokens that went to reasoning, the count servingprobe_reasoning_tokens_total adds up; 0 without reasoning. /probe?debug=true says whether the server stated them or they were counted."),
+		status: g("probe_http_status_code", "HTTP status code of the probe response; 0 if none arrived."),
 		outcome: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "probe_outcome",
 			Help: "The outcome of the probe: 1 for the outcome it had, 0 for the others.",

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -324,5 +325,43 @@ func TestReasoningSourceLabel(t *testing.T) {
 	m.SetTargets(ts)
 	if got := targetInfoSources(t, m, "a"); len(got) != 1 || got[0] != [2]string{"unknown", "none"} {
 		t.Errorf("after a reload that changed the model: %v, want both sources reset", got)
+	}
+}
+
+// TestProbeReasoningGauge: /probe's reasoning gauge holds the request's
+// reasoning count, the one the daemon's counter adds, 0 without reasoning;
+// the debug text names its source.
+func TestProbeReasoningGauge(t *testing.T) {
+	stated := reasoningResult()
+	stated.ReasoningTokens, stated.ReasoningTokensSource = 3, prober.TokenSourceUsage
+	for _, tc := range []struct {
+		name     string
+		r        prober.Result
+		want     float64
+		wantText string
+	}{
+		{"counted", reasoningResult(), 2, "reasoning_tokens: 2 (counted)\n"},
+		{"stated", stated, 3, "reasoning_tokens: 3 (usage)\n"},
+		{"no reasoning", successResult("a", "m", "x"), 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pm := newProbeMetrics(prometheus.NewRegistry())
+			setProbeMetrics(pm, tc.r)
+			if got := testutil.ToFloat64(pm.reasoningTokens); got != tc.want {
+				t.Errorf("servingprobe_probe_reasoning_tokens = %v, want %v", got, tc.want)
+			}
+			m := NewMetrics(prometheus.NewRegistry())
+			(&observer{m: m, mode: ModeProbe}).record(tc.r, "x")
+			if got := testutil.ToFloat64(m.reasoningTokens.WithLabelValues("a", "m", "x", string(ModeProbe))); got != tc.want {
+				t.Errorf("the daemon's counter added %v, /probe's gauge %v", got, tc.want)
+			}
+			txt := resultText(tc.r)
+			if tc.wantText != "" && !strings.Contains(txt, tc.wantText) {
+				t.Errorf("/probe?debug=true result lacks %q:\n%s", tc.wantText, txt)
+			}
+			if tc.wantText == "" && strings.Contains(txt, "reasoning_tokens") {
+				t.Errorf("/probe?debug=true states reasoning for a request without:\n%s", txt)
+			}
+		})
 	}
 }
