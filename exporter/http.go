@@ -247,6 +247,7 @@ func setProbeMetrics(pm *probeMetrics, r prober.Result) {
 	}
 	pm.promptTokens.Set(float64(max(r.InputTokens, 0)))
 	pm.outputTokens.Set(float64(max(r.OutputTokens, 0)))
+	pm.reasoningTokens.Set(float64(sm.reasoningTokens))
 	pm.status.Set(float64(r.HTTPStatus))
 	for _, o := range prober.Outcomes {
 		v := 0.0

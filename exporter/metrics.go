@@ -28,7 +28,10 @@ const (
 	labelOutcome     = "outcome"
 	labelBackend     = "backend"
 	labelTokenSource = "token_source"
-	labelResult      = "result"
+	// labelReasoningSource is on servingprobe_target_info, beside
+	// token_source, rather than on the reasoning counter: see its help.
+	labelReasoningSource = "reasoning_token_source"
+	labelResult          = "result"
 )
 
 // requestLabels is L: every per-request metric carries these.
@@ -95,6 +98,7 @@ type Metrics struct {
 	answerITL, answerTPOT              *prometheus.HistogramVec
 	requests                           *prometheus.CounterVec
 	promptTokens, genTokens            *prometheus.CounterVec
+	reasoningTokens                    *prometheus.CounterVec
 
 	probeSuccess, lastSuccess, lastProbe *prometheus.GaugeVec
 
@@ -162,6 +166,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "generation_tokens_total",
 			Help: "Output tokens of successful requests, as the server reported them, else as our tokenizer or the stream events counted them (see servingprobe_target_info's token_source).",
 		}, requestLabels),
+		// The labels of generation_tokens_total, and no source label: the
+		// two subtract and divide series by series (answer tokens, the
+		// reasoning share), and the source is on target_info, joined on
+		// target, as token_source is for every other count.
+		reasoningTokens: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "reasoning_tokens_total",
+			Help: "Reasoning (thinking) tokens of successful requests, the part of servingprobe_generation_tokens_total that went to reasoning, so that answer tokens are generation minus reasoning tokens: the server's completion_tokens_details.reasoning_tokens (or output_tokens_details.reasoning_tokens) where it states a count above 0, else the tokens of the stream events that carried reasoning, added up (see servingprobe_target_info's reasoning_token_source). A request without reasoning adds 0.",
+		}, requestLabels),
 		probeSuccess: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "probe_success",
 			Help: "Whether the last finished continuous probe succeeded (1) or not (0). Absent until the first probe of the series finishes.",
@@ -183,8 +195,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			queueBuckets), []string{labelTarget, labelModule}),
 		targetInfo: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "target_info",
-			Help: "Descriptive labels of a configured target, always 1: its model, backend, and where the token counts of its last successful request came from (usage, meta_info, tokenizer, requested, events, or unknown before the first success).",
-		}, []string{labelTarget, labelModel, labelBackend, labelTokenSource}),
+			Help: "Descriptive labels of a configured target, always 1: its model, backend, where the token counts of its last successful request came from (token_source: usage, meta_info, tokenizer, requested, events, or unknown before the first success), and where the reasoning count of its last successful request that reasoned came from (reasoning_token_source: usage when the server stated the count, named as in token_source; counted when we added up the tokens of its reasoning events; none before any request reasoned).",
+		}, []string{labelTarget, labelModel, labelBackend, labelTokenSource, labelReasoningSource}),
 		reloadSuccess: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "config_last_reload_successful",
 			Help: "Whether the last configuration load or reload succeeded (1) or not (0).",
@@ -263,7 +275,7 @@ func (m *Metrics) perRequestVecs() []*prometheus.MetricVec {
 	for _, h := range m.requestHistograms() {
 		vs = append(vs, h.MetricVec)
 	}
-	return append(vs, m.requests.MetricVec, m.promptTokens.MetricVec, m.genTokens.MetricVec)
+	return append(vs, m.requests.MetricVec, m.promptTokens.MetricVec, m.genTokens.MetricVec, m.reasoningTokens.MetricVec)
 }
 
 // probeGaugeVecs are the vectors labelled with target, module, model.
@@ -374,6 +386,7 @@ func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 type probeMetrics struct {
 	success, duration                  prometheus.Gauge
 	promptTokens, outputTokens, status prometheus.Gauge
+	reasoningTokens                    prometheus.Gauge
 	outcome                            *prometheus.GaugeVec
 	// ttft, e2e and tpot are registered only when the probe measured
 	// them (see setProbeMetrics): a 0 would read as a measurement.
@@ -399,7 +412,9 @@ func newProbeMetrics(reg prometheus.Registerer) *probeMetrics {
 		promptTokens: g("probe_prompt_tokens",
 			"Input tokens of the probe request."),
 		outputTokens: g("probe_output_tokens", "Output tokens of the probe request."),
-		status:       g("probe_http_status_code", "HTTP status code of the probe response; 0 if none arrived."),
+		reasoningTokens: g("probe_reasoning_tokens",
+			"Reasoning tokens of the probe request: the part of servingprobe_probe_output_tokens that went to reasoning, the count servingprobe_reasoning_tokens_total adds up; 0 without reasoning. /probe?debug=true says whether the server stated them or they were counted."),
+		status: g("probe_http_status_code", "HTTP status code of the probe response; 0 if none arrived."),
 		outcome: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "probe_outcome",
 			Help: "The outcome of the probe: 1 for the outcome it had, 0 for the others.",

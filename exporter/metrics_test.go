@@ -80,7 +80,7 @@ func TestSamplesOf(t *testing.T) {
 				OutputTokens: 2, ReasoningTokens: 1, ReasoningTokensSource: prober.TokenSourceCounted},
 			// The one gap runs from reasoning to the answer: it is not the
 			// answer's, and one answer token has no TPOT.
-			want: samples{queue: -1, ttft: 1, ttfat: 3, e2e: 4, tpot: 3, itl: []itlSample{{2, 1}}, answerTPOT: -1},
+			want: samples{queue: -1, ttft: 1, ttfat: 3, e2e: 4, tpot: 3, itl: []itlSample{{2, 1}}, answerTPOT: -1, reasoningTokens: 1},
 		},
 		{
 			// No backend stamps two events on an unstreamed response; if one
@@ -188,10 +188,10 @@ func TestSeriesPerTarget(t *testing.T) {
 	m.ObserveLag("one", "m", 0)
 
 	// Metric children (CollectAndCount counts one per label set).
-	wantChildren := 8 + len(prober.Outcomes) + 2 + 3 + 1 + 1 + 1 + 1 + 3 // histograms, outcomes, tokens, probe gauges, skip, lag, info, bench_running, bench_runs
+	wantChildren := 8 + len(prober.Outcomes) + 3 + 3 + 1 + 1 + 1 + 1 + 3 // histograms, outcomes, tokens, probe gauges, skip, lag, info, bench_running, bench_runs
 	if got := testutil.CollectAndCount(m.requests) + testutil.CollectAndCount(m.ttft) + testutil.CollectAndCount(m.ttfat) + testutil.CollectAndCount(m.itl) +
 		testutil.CollectAndCount(m.tpot) + testutil.CollectAndCount(m.answerITL) + testutil.CollectAndCount(m.answerTPOT) + testutil.CollectAndCount(m.e2e) + testutil.CollectAndCount(m.queue) +
-		testutil.CollectAndCount(m.promptTokens) + testutil.CollectAndCount(m.genTokens) +
+		testutil.CollectAndCount(m.promptTokens) + testutil.CollectAndCount(m.genTokens) + testutil.CollectAndCount(m.reasoningTokens) +
 		testutil.CollectAndCount(m.probeSuccess) + testutil.CollectAndCount(m.lastSuccess) + testutil.CollectAndCount(m.lastProbe) +
 		testutil.CollectAndCount(m.skipped) + testutil.CollectAndCount(m.lag) + testutil.CollectAndCount(m.targetInfo) +
 		testutil.CollectAndCount(m.benchRunning) + testutil.CollectAndCount(m.benchRuns); got != wantChildren {
@@ -211,9 +211,10 @@ func TestSeriesPerTarget(t *testing.T) {
 	// A classic histogram is one series per bucket plus +Inf, sum and count.
 	// 8 request histograms (TTFT, TTFAT and E2E; ITL, TPOT and their answer
 	// phase; queue) and lag;
-	// one per outcome; 2 token counters; 3 gauges; skip; info; 4 bench.
+	// one per outcome; 3 token counters (prompt, generation, reasoning);
+	// 3 gauges; skip; info; 4 bench.
 	hist := func(b []float64) int { return len(b) + 3 }
-	maxSeries := 3*hist(requestLatencyBuckets) + 4*hist(tokenLatencyBuckets) + 2*hist(queueBuckets) + len(prober.Outcomes) + 2 + 3 + 1 + 1 + 4
+	maxSeries := 3*hist(requestLatencyBuckets) + 4*hist(tokenLatencyBuckets) + 2*hist(queueBuckets) + len(prober.Outcomes) + 3 + 3 + 1 + 1 + 4
 	if series > maxSeries {
 		t.Errorf("exposition has %d series for one target and module, cap is %d", series, maxSeries)
 	}

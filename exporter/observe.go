@@ -36,11 +36,21 @@ func (o *observer) Observe(r prober.Result) {
 		o.record(r, model)
 	}
 	s.mu.RUnlock()
-	if ok && r.Outcome == prober.OutcomeSuccess && validTokenSource(r.OutputTokensSource) {
-		s.setTokenSource(r.Target, r.OutputTokensSource)
+	if ok && r.Outcome == prober.OutcomeSuccess {
+		var tokens, reasoning prober.TokenSource
+		if validTokenSource(r.OutputTokensSource) {
+			tokens = r.OutputTokensSource
+		}
+		if src := r.ReasoningTokensSource; src == prober.TokenSourceCounted || validTokenSource(src) {
+			reasoning = src
+		}
+		s.setSources(r.Target, tokens, reasoning)
 	}
 }
 
+// validTokenSource reports whether s is a source of a count the server
+// stated or we made of the whole output: a closed set, since it becomes
+// a label value.
 func validTokenSource(s prober.TokenSource) bool {
 	switch s {
 	case prober.TokenSourceUsage, prober.TokenSourceMetaInfo, prober.TokenSourceProtocol, prober.TokenSourceTokenizer,
@@ -87,6 +97,7 @@ func (o *observer) record(r prober.Result, model string) {
 		observeITL(m.answerITL, lv, sm.answerITL, ex)
 		m.promptTokens.WithLabelValues(lv...).Add(float64(max(r.InputTokens, 0)))
 		m.genTokens.WithLabelValues(lv...).Add(float64(max(r.OutputTokens, 0)))
+		m.reasoningTokens.WithLabelValues(lv...).Add(float64(sm.reasoningTokens))
 	}
 	if o.mode != ModeProbe {
 		return
@@ -165,6 +176,9 @@ type samples struct {
 	// reasoning answerTPOT is tpot and answerITL is itl.
 	answerTPOT float64
 	answerITL  []itlSample
+	// reasoningTokens is prober.Samples.ReasoningTokens, the count
+	// `probe --json` and the history show: 0 without reasoning.
+	reasoningTokens int
 }
 
 // itlSample is n tokens that each took perToken seconds.
@@ -189,7 +203,7 @@ func samplesOf(r prober.Result) samples {
 		return d.Seconds()
 	}
 	s := samples{queue: sec(sm.Queue), ttft: sec(sm.TTFT), ttfat: sec(sm.TTFAT), e2e: sec(sm.E2E), tpot: sm.TPOTSeconds,
-		answerTPOT: -1}
+		answerTPOT: -1, reasoningTokens: sm.ReasoningTokens}
 	if sm.E2E < 0 {
 		return s // never sent: no ITL either
 	}

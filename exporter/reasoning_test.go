@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,6 +196,171 @@ func TestAnswerHistogramsNotObserved(t *testing.T) {
 				if n := histOf(t, h.WithLabelValues(lv...)).Count; n != 0 {
 					t.Errorf("%s holds %d samples, want none", name, n)
 				}
+			}
+		})
+	}
+}
+
+// targetInfoSources returns the token_source and reasoning_token_source
+// of every servingprobe_target_info series of target: one pair, unless a
+// change left a stale series behind.
+func targetInfoSources(t *testing.T, m *Metrics, target string) [][2]string {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 16)
+	go func() { m.targetInfo.Collect(ch); close(ch) }()
+	var out [][2]string
+	for mt := range ch {
+		var pb dtoMetric
+		if err := mt.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		l := map[string]string{}
+		for _, lp := range pb.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l[labelTarget] == target {
+			out = append(out, [2]string{l[labelTokenSource], l[labelReasoningSource]})
+		}
+	}
+	return out
+}
+
+// TestReasoningTokensCounter: the counter adds a successful request's
+// reasoning count (prober.Samples.ReasoningTokens, whichever its source),
+// 0 for one that did not reason, nothing for a failure; target_info says
+// where the count came from.
+func TestReasoningTokensCounter(t *testing.T) {
+	stated := reasoningResult()
+	stated.ReasoningTokens, stated.ReasoningTokensSource = 3, prober.TokenSourceUsage
+	cut := reasoningResult()
+	cut.Outcome = prober.OutcomeStreamCut
+	for _, tc := range []struct {
+		name       string
+		mode       Mode
+		r          prober.Result
+		want, gen  float64
+		wantSource string
+	}{
+		{"counted", ModeProbe, reasoningResult(), 2, 5, "counted"},
+		{"stated by the server", ModeProbe, stated, 3, 5, "usage"},
+		{"bench", ModeBench, stated, 3, 5, "usage"},
+		{"no reasoning adds 0", ModeProbe, successResult("a", "m", "x"), 0, 5, "none"},
+		{"failure adds nothing", ModeProbe, cut, 0, 0, "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMetrics(prometheus.NewRegistry())
+			m.SetTargets([]TargetSeries{{Name: "a", Backend: "vllm-chat", Model: "x", Modules: []string{"m"}}})
+			if tc.mode == ModeBench {
+				m.PrepareBench("a", "m")
+			}
+			lv := []string{"a", "m", "x", string(tc.mode)}
+			if got := testutil.ToFloat64(m.reasoningTokens.WithLabelValues(lv...)); got != 0 {
+				t.Fatalf("reasoning tokens before any request = %v, want a pre-created 0", got)
+			}
+			m.Observer(tc.mode).Observe(tc.r)
+			if got := testutil.ToFloat64(m.reasoningTokens.WithLabelValues(lv...)); got != tc.want {
+				t.Errorf("reasoning tokens = %v, want %v", got, tc.want)
+			}
+			if got := testutil.ToFloat64(m.genTokens.WithLabelValues(lv...)); got != tc.gen {
+				t.Errorf("generation tokens = %v, want %v", got, tc.gen)
+			}
+			if got := tc.r.Samples().ReasoningTokens; tc.r.Outcome == prober.OutcomeSuccess && float64(got) != tc.want {
+				t.Errorf("Samples().ReasoningTokens = %d, the counter added %v: two computations", got, tc.want)
+			}
+			srcs := targetInfoSources(t, m, "a")
+			if len(srcs) != 1 || srcs[0][1] != tc.wantSource {
+				t.Errorf("target_info (token_source, reasoning_token_source) = %v, want one with reasoning source %q", srcs, tc.wantSource)
+			}
+		})
+	}
+}
+
+// TestReasoningSourceLabel: reasoning_token_source follows the last
+// successful request that reasoned, keeps its value through requests
+// that did not, never takes a value outside the closed set, moves
+// token_source independently, leaves one target_info series, and a reload
+// that changes the model resets it.
+func TestReasoningSourceLabel(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	ts := []TargetSeries{{Name: "a", Backend: "vllm-chat", Model: "x", Modules: []string{"m"}}}
+	m.SetTargets(ts)
+	obs := m.Observer(ModeProbe)
+	stated := reasoningResult()
+	stated.ReasoningTokens, stated.ReasoningTokensSource = 3, prober.TokenSourceUsage
+	tokenized := successResult("a", "m", "x")
+	tokenized.OutputTokensSource = prober.TokenSourceTokenizer
+	bogus := reasoningResult()
+	bogus.ReasoningTokensSource = "made up by a future decoder"
+	failed := stated
+	failed.Outcome = prober.OutcomeTimeout
+	counted := reasoningResult()
+	counted.OutputTokensSource = prober.TokenSourceEvents
+	steps := []struct {
+		name string
+		r    prober.Result
+		want [2]string
+	}{
+		{"before any request", prober.Result{}, [2]string{"unknown", "none"}},
+		{"counted", reasoningResult(), [2]string{"usage", "counted"}},
+		{"no reasoning keeps it", successResult("a", "m", "x"), [2]string{"usage", "counted"}},
+		{"stated", stated, [2]string{"usage", "usage"}},
+		{"tokenizer count without reasoning", tokenized, [2]string{"tokenizer", "usage"}},
+		{"a source outside the set is no label", bogus, [2]string{"usage", "usage"}},
+		{"a failure changes nothing", failed, [2]string{"usage", "usage"}},
+		{"both change at once", counted, [2]string{"events", "counted"}},
+	}
+	for _, st := range steps {
+		if st.r.Target != "" {
+			obs.Observe(st.r)
+		}
+		if got := targetInfoSources(t, m, "a"); len(got) != 1 || got[0] != st.want {
+			t.Errorf("%s: target_info (token_source, reasoning_token_source) = %v, want one series %v", st.name, got, st.want)
+		}
+	}
+	m.SetTargets(ts) // unchanged: the sources stay
+	if got := targetInfoSources(t, m, "a"); len(got) != 1 || got[0] != [2]string{"events", "counted"} {
+		t.Errorf("after an unchanged reload: %v, want the sources kept", got)
+	}
+	ts[0].Model = "y"
+	m.SetTargets(ts)
+	if got := targetInfoSources(t, m, "a"); len(got) != 1 || got[0] != [2]string{"unknown", "none"} {
+		t.Errorf("after a reload that changed the model: %v, want both sources reset", got)
+	}
+}
+
+// TestProbeReasoningGauge: /probe's reasoning gauge holds the request's
+// reasoning count, the one the daemon's counter adds, 0 without reasoning;
+// the debug text names its source.
+func TestProbeReasoningGauge(t *testing.T) {
+	stated := reasoningResult()
+	stated.ReasoningTokens, stated.ReasoningTokensSource = 3, prober.TokenSourceUsage
+	for _, tc := range []struct {
+		name     string
+		r        prober.Result
+		want     float64
+		wantText string
+	}{
+		{"counted", reasoningResult(), 2, "reasoning_tokens: 2 (counted)\n"},
+		{"stated", stated, 3, "reasoning_tokens: 3 (usage)\n"},
+		{"no reasoning", successResult("a", "m", "x"), 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pm := newProbeMetrics(prometheus.NewRegistry())
+			setProbeMetrics(pm, tc.r)
+			if got := testutil.ToFloat64(pm.reasoningTokens); got != tc.want {
+				t.Errorf("servingprobe_probe_reasoning_tokens = %v, want %v", got, tc.want)
+			}
+			m := NewMetrics(prometheus.NewRegistry())
+			(&observer{m: m, mode: ModeProbe}).record(tc.r, "x")
+			if got := testutil.ToFloat64(m.reasoningTokens.WithLabelValues("a", "m", "x", string(ModeProbe))); got != tc.want {
+				t.Errorf("the daemon's counter added %v, /probe's gauge %v", got, tc.want)
+			}
+			txt := resultText(tc.r)
+			if tc.wantText != "" && !strings.Contains(txt, tc.wantText) {
+				t.Errorf("/probe?debug=true result lacks %q:\n%s", tc.wantText, txt)
+			}
+			if tc.wantText == "" && strings.Contains(txt, "reasoning_tokens") {
+				t.Errorf("/probe?debug=true states reasoning for a request without:\n%s", txt)
 			}
 		})
 	}

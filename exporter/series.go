@@ -27,6 +27,10 @@ type targetState struct {
 	// detected one, else "".
 	model       string
 	tokenSource string
+	// reasoningSource is where the reasoning count of the last successful
+	// request that reasoned came from; a request that did not reason
+	// leaves it (it says nothing about where counts come from).
+	reasoningSource string
 }
 
 // seriesState owns which label sets exist. Observations take the read lock
@@ -68,6 +72,10 @@ func sanitizeModel(s string) string {
 
 const unknownTokenSource = "unknown"
 
+// noReasoningSource is reasoning_token_source before any successful
+// request of the target reasoned: there is no count to have a source.
+const noReasoningSource = "none"
+
 // SetTargets makes the label sets match targets: the series of removed
 // targets, modules, models and backends are deleted, and every per-request
 // series of a new label set is created at zero (mode="probe"), so that
@@ -106,14 +114,14 @@ func (m *Metrics) SetTargets(targets []TargetSeries) {
 		}
 		if nt.Backend != old.Backend || model != old.model {
 			m.targetInfo.DeletePartialMatch(prometheus.Labels{labelTarget: name})
-			old.tokenSource = unknownTokenSource
+			old.tokenSource, old.reasoningSource = unknownTokenSource, noReasoningSource
 		}
 		old.TargetSeries = nt
 		old.model = model
 	}
 	for name, t := range want {
 		if _, ok := s.targets[name]; !ok {
-			s.targets[name] = &targetState{TargetSeries: t, model: t.Model, tokenSource: unknownTokenSource}
+			s.targets[name] = &targetState{TargetSeries: t, model: t.Model, tokenSource: unknownTokenSource, reasoningSource: noReasoningSource}
 		}
 	}
 	for _, t := range s.targets {
@@ -125,7 +133,7 @@ func (m *Metrics) SetTargets(targets []TargetSeries) {
 // series is a no-op, so this is safe to repeat.
 func (s *seriesState) create(t *targetState) {
 	m := s.m
-	m.targetInfo.WithLabelValues(t.Name, t.model, t.Backend, t.tokenSource).Set(1)
+	t.setInfo(m)
 	m.benchRunning.WithLabelValues(t.Name)
 	for _, r := range BenchResults {
 		m.benchRuns.WithLabelValues(t.Name, string(r))
@@ -139,10 +147,17 @@ func (s *seriesState) create(t *targetState) {
 		}
 		m.promptTokens.WithLabelValues(lv...)
 		m.genTokens.WithLabelValues(lv...)
+		m.reasoningTokens.WithLabelValues(lv...)
 		for _, o := range prober.Outcomes {
 			m.requests.WithLabelValues(append(lv, string(o))...)
 		}
 	}
+}
+
+// setInfo sets t's servingprobe_target_info series. The caller deletes
+// the old one first when a label of it changed.
+func (t *targetState) setInfo(m *Metrics) {
+	m.targetInfo.WithLabelValues(t.Name, t.model, t.Backend, t.tokenSource, t.reasoningSource).Set(1)
 }
 
 func (s *seriesState) deleteTarget(name string) {
@@ -202,26 +217,36 @@ func (s *seriesState) switchModel(target, model string) {
 	s.create(t)
 }
 
-// setTokenSource records where the token counts of target came from.
-func (s *seriesState) setTokenSource(target string, src prober.TokenSource) {
-	if src == "" {
+// setSources records where the token counts (tokens) and the reasoning
+// count (reasoning) of target's last successful request came from; an
+// empty source leaves that label as it is.
+func (s *seriesState) setSources(target string, tokens, reasoning prober.TokenSource) {
+	if tokens == "" && reasoning == "" {
 		return
+	}
+	same := func(t *targetState) bool {
+		return (tokens == "" || t.tokenSource == string(tokens)) && (reasoning == "" || t.reasoningSource == string(reasoning))
 	}
 	s.mu.RLock()
 	t, ok := s.targets[target]
-	same := ok && t.tokenSource == string(src)
+	unchanged := ok && same(t)
 	s.mu.RUnlock()
-	if !ok || same {
+	if !ok || unchanged {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t, ok = s.targets[target]; !ok || t.tokenSource == string(src) {
+	if t, ok = s.targets[target]; !ok || same(t) {
 		return
 	}
 	s.m.targetInfo.DeletePartialMatch(prometheus.Labels{labelTarget: target})
-	t.tokenSource = string(src)
-	s.m.targetInfo.WithLabelValues(t.Name, t.model, t.Backend, t.tokenSource).Set(1)
+	if tokens != "" {
+		t.tokenSource = string(tokens)
+	}
+	if reasoning != "" {
+		t.reasoningSource = string(reasoning)
+	}
+	t.setInfo(s.m)
 }
 
 // PrepareBench creates the mode="bench" series of (target, module) at zero,
@@ -241,6 +266,7 @@ func (m *Metrics) PrepareBench(target, module string) {
 	}
 	m.promptTokens.WithLabelValues(lv...)
 	m.genTokens.WithLabelValues(lv...)
+	m.reasoningTokens.WithLabelValues(lv...)
 	for _, o := range prober.Outcomes {
 		m.requests.WithLabelValues(append(lv, string(o))...)
 	}

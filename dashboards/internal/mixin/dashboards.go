@@ -226,6 +226,20 @@ func successRatio(selector string) string {
 sum(rate(servingprobe_requests_total{%[1]s, outcome!="canceled"}[%[2]s]))`, selector, rateInterval)
 }
 
+// reasoningShare is the share of output tokens that went to reasoning,
+// per target, labelled with where the reasoning count came from. The two
+// counters carry the same labels, so they divide series by series; the
+// source is joined from target_info, one series per target (topk: two
+// exporters scraping one target could disagree, and a many-to-many join
+// would fail the whole query).
+func reasoningShare(selector string) string {
+	return fmt.Sprintf(`sum by (target) (rate(servingprobe_reasoning_tokens_total{%[1]s}[%[2]s]))
+/
+sum by (target) (rate(servingprobe_generation_tokens_total{%[1]s}[%[2]s]))
+* on (target) group_left (reasoning_token_source)
+topk by (target) (1, max by (target, reasoning_token_source) (servingprobe_target_info{%[3]s}))`, selector, rateInterval, selTarget)
+}
+
 // Overview renders the per-target overview dashboard.
 func (c Config) Overview() *Dashboard {
 	th, _ := strconv.ParseFloat(c.TTFTThresholdSeconds, 64)
@@ -278,9 +292,14 @@ sum by (target) (increase(servingprobe_requests_total{%[1]s, outcome!="canceled"
 		quantileTargets(AnswerITL, probeSel, "")...), 8, 8)
 	b.add(timeseries("Answer TPOT", "Time per output token of the answer of probes: (end - first answer token) / (answer tokens - 1). Equal to TPOT for a model that does not reason.", "s", thresholds(),
 		quantileTargets(AnswerTPOT, probeSel, "")...), 8, 8)
-	b.add(timeseries("E2E latency", "End-to-end latency of probes: end of stream minus sent.", "s", thresholds(), quantileTargets(E2E, probeSel, "")...), 8, 8)
-	b.add(heatmap("TTFT distribution", "Probes per TTFT bucket and interval.", TTFT, probeSel), 8, 8)
-	b.add(heatmap("ITL distribution", "Tokens per inter-token-latency bucket and interval.", ITL, probeSel), 8, 8)
+	// The reasoning share sits right under TTFAT: the gap from TTFT to
+	// TTFAT is the time spent thinking, the share is the output it took.
+	// Four panels of 6 keep the rows below where they were.
+	b.add(timeseries("Reasoning share of output tokens", "Reasoning tokens over output tokens of successful probes (servingprobe_reasoning_tokens_total / servingprobe_generation_tokens_total); answer tokens are the rest. The legend names where the reasoning count came from (servingprobe_target_info's reasoning_token_source): usage when the server stated it, counted when servingprobe added up the reasoning events' tokens, none when no probe has reasoned (the share is then 0).", "percentunit", thresholds(),
+		q(reasoningShare(probeSel), "reasoning share ({{reasoning_token_source}})")), 6, 8)
+	b.add(timeseries("E2E latency", "End-to-end latency of probes: end of stream minus sent.", "s", thresholds(), quantileTargets(E2E, probeSel, "")...), 6, 8)
+	b.add(heatmap("TTFT distribution", "Probes per TTFT bucket and interval.", TTFT, probeSel), 6, 8)
+	b.add(heatmap("ITL distribution", "Tokens per inter-token-latency bucket and interval.", ITL, probeSel), 6, 8)
 	b.add(timeseries("Probe success ratio", "Successful probes over finished probes (canceled excluded). The line is the availability SLO target.", "percentunit",
 		Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(c.AvailabilitySLOTarget)}}},
 		q(successRatio(probeSel), "success ratio")), 8, 7)
