@@ -283,14 +283,20 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 	if r.Err != "" {
 		row("Error", "%s", r.Err)
 	}
-	if !r.Stream && r.Outcome == prober.OutcomeSuccess {
+	info, err := prober.LookupBackend(r.Backend)
+	embedding := err == nil && info.Embedding
+	switch {
+	case embedding:
+		// An embedding generates no tokens: E2E and the input count are
+		// all there is to measure, and there is no output to ask for.
+	case !r.Stream && r.Outcome == prober.OutcomeSuccess:
 		// The response arrived whole: its first token is its end, so only
 		// E2E is a measurement.
 		const notStreamed = "not measured: the response was not streamed (only E2E is)"
 		row("TTFT", "%s", notStreamed)
 		row("TPOT", "%s", notStreamed)
 		row("ITL", "%s", notStreamed)
-	} else {
+	default:
 		row("TTFT", "%s", probeMS(sm.TTFT))
 		tpot := "–"
 		if sm.TPOTSeconds >= 0 {
@@ -320,7 +326,9 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 	}
 	row("E2E", "%s", probeMS(sm.E2E))
 	row("Tokens in", "%d (%s)", sm.InputTokens, orNone(string(sm.InputTokensSource)))
-	row("Tokens out", "%d (%s), requested %d", sm.OutputTokens, orNone(string(sm.OutputTokensSource)), r.RequestedOutputTokens)
+	if !embedding {
+		row("Tokens out", "%d (%s), requested %d", sm.OutputTokens, orNone(string(sm.OutputTokensSource)), r.RequestedOutputTokens)
+	}
 	if sm.Reasoning {
 		row("Tokens reasoning", "%d (%s), answer %d", sm.ReasoningTokens, reasoningSourceText(sm.ReasoningTokensSource), sm.AnswerTokens)
 	}

@@ -197,11 +197,17 @@ func TestProbeSummaryText(t *testing.T) {
 	reasoned.Events[0].Reasoning = true
 	reasoned.FirstAnswer = reasoned.Events[1].At
 	reasoned.ReasoningTokens, reasoned.ReasoningTokensSource = 1, prober.TokenSourceCounted
+	embedded := prober.Result{Target: "t", Backend: "openai-embeddings", Outcome: prober.OutcomeSuccess, HTTPStatus: 200,
+		Sent: sent, End: sent.Add(12 * time.Millisecond), InputTokens: 7, InputTokensSource: prober.TokenSourceUsage, RequestedOutputTokens: 16}
 	for _, tc := range []struct {
 		name          string
 		r             prober.Result
 		want, notWant []string
 	}{
+		{"embedding", embedded,
+			[]string{`(?m)^E2E +12.00 ms$`, `(?m)^Tokens in +7 \(usage\)$`},
+			// No output: neither "not streamed" timings nor the --max-tokens it never sends.
+			[]string{`TTFT`, `TPOT`, `ITL`, `Tokens out`, `requested`}},
 		{"reasoning first", reasoned,
 			[]string{`(?m)^TTFT +40.00 ms$`, `(?m)^First answer token +70.00 ms \(after 30.00 ms of reasoning\)$`, `(?m)^Answer TPOT +30.00 ms$`,
 				`(?m)^Tokens reasoning +1 \(counted: the server stated none\), answer 2$`,
