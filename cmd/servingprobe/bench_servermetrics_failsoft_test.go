@@ -146,8 +146,9 @@ func failsoftBench(t *testing.T, urls ...string) (rec failsoftRecord, stdout, st
 // URLs (its port is known only once it listens).
 const simMetrics = "sim"
 
-// serverSections are the table's Server metrics sections, each a map of
-// its rows (label without the colon's padding → value), in order.
+// serverSections are the table's Server metrics sections, in order, each
+// a map of its rows' labels to their values (padding trimmed). A section
+// ends at the next heading ("-" centred title) or the table's end ("=").
 func serverSections(stdout string) []map[string]string {
 	var out []map[string]string
 	var cur map[string]string
@@ -161,8 +162,8 @@ func serverSections(stdout string) []map[string]string {
 		if cur == nil {
 			continue
 		}
-		if strings.HasPrefix(line, "=") || (strings.HasPrefix(line, "-") && strings.TrimLeft(line, "-") != "" && !row.MatchString(line)) {
-			cur = nil // the next section or the table's end
+		if strings.HasPrefix(line, "=") || strings.HasPrefix(line, "-") {
+			cur = nil // the next section's heading or the table's end
 			continue
 		}
 		if m := row.FindStringSubmatch(line); m != nil {
