@@ -177,6 +177,7 @@ func TestPrintRequestsLines(t *testing.T) {
 		"--random-input-len", "16", "--random-output-len", "4",
 		"--num-prompts", strconv.Itoa(prompts), "--warmup-requests", strconv.Itoa(warmup),
 		"--request-rate", "inf", "--max-concurrency", "4",
+		"--output-file", filepath.Join(t.TempDir(), "out.jsonl"),
 		"--disable-tqdm", "--ready-check-timeout-sec", "10", "--print-requests")
 	if code != 0 {
 		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
