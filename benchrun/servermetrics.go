@@ -61,14 +61,21 @@ func startServerMetrics(ctx context.Context, s Spec, o servermetrics.Options, lo
 
 // stop reads every endpoint at the end of the run; completed is how many
 // requests succeeded, which the end read waits for the server to count.
+// An endpoint whose block is missing for a reason found only now (the
+// end read failed, or the endpoint exposes no engine's metrics) is logged
+// as a failed start read is: a warning when it was named.
 func (ws serverWatches) stop(ctx context.Context, completed int, logger log.Logger) []servermetrics.Report {
 	var rs []servermetrics.Report
 	for _, w := range ws.ws {
 		r := w.Stop(ctx, completed)
-		if r.Missing != "" && !ws.explicit {
-			if w.Missing() == "" { // the start read's failure is logged already
-				level.Info(logger).Log("msg", "Server metrics not read", "url", r.Source, "why", r.Missing)
+		if r.Missing != "" && w.Missing() == "" { // the start read's failure is logged already
+			lvl := level.Info
+			if ws.explicit {
+				lvl = level.Warn
 			}
+			lvl(logger).Log("msg", "Server metrics not read", "url", r.Source, "why", r.Missing)
+		}
+		if r.Missing != "" && !ws.explicit {
 			continue
 		}
 		rs = append(rs, r)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +27,9 @@ import (
 // request lines the flagged run wrote. The lines are written by the
 // request log's own goroutine; a request only queues a value, so the two
 // P99s should differ by no more than run-to-run noise. The figures are in
-// BENCHMARKS.md; this is a measurement, not a pass/fail test.
+// BENCHMARKS.md; the P99s are a measurement, not a pass/fail test, but a
+// flagged run whose lines are not bench_serving's two for each request
+// (warm-up included) fails it, as TestPrintRequestsLines checks.
 //
 //	go test -run '^$' -bench PrintRequestsP99TTFT -benchtime 5x ./cmd/servingprobe/
 func BenchmarkPrintRequestsP99TTFT(b *testing.B) {
@@ -44,13 +47,14 @@ func BenchmarkPrintRequestsP99TTFT(b *testing.B) {
 	base := "http://" + ln.Addr().String()
 	dir := b.TempDir()
 
-	const prompts = 400
+	const prompts, warmup = 400, 1
 	once := func(print bool, i int) (p99 float64, lines int) {
 		out := filepath.Join(dir, "run"+strconv.Itoa(i)+strconv.FormatBool(print)+".jsonl")
 		args := []string{"bench", "--backend", "sglang-oai-chat", "--base-url", base,
 			"--dataset-name", "random", "--tokenizer", "../../tokenizer/testdata/qwen3",
 			"--random-input-len", "128", "--random-output-len", "32",
-			"--num-prompts", strconv.Itoa(prompts), "--request-rate", "200", "--max-concurrency", "64",
+			"--num-prompts", strconv.Itoa(prompts), "--warmup-requests", strconv.Itoa(warmup),
+			"--request-rate", "200", "--max-concurrency", "64",
 			"--output-file", out, "--disable-tqdm", "--ready-check-timeout-sec", "10", "--seed", strconv.Itoa(i)}
 		if print {
 			args = append(args, "--print-requests")
@@ -73,7 +77,12 @@ func BenchmarkPrintRequestsP99TTFT(b *testing.B) {
 		if rec.Completed != prompts {
 			b.Fatalf("%d of %d requests completed", rec.Completed, prompts)
 		}
-		return rec.P99TTFTMs, strings.Count(stdout.String(), `message="request `)
+		if print {
+			lines = checkRequestLines(b, stdout.String(), base+"/v1/chat/completions", prompts+warmup)
+		} else if o := stdout.String(); strings.HasPrefix(o, "rid=") || strings.Contains(o, "\nrid=") {
+			b.Fatalf("a run without --print-requests wrote request lines")
+		}
+		return rec.P99TTFTMs, lines
 	}
 	var off, on []float64
 	lines := 0
@@ -97,4 +106,84 @@ func BenchmarkPrintRequestsP99TTFT(b *testing.B) {
 	b.ReportMetric(median(on), "p99_ttft_ms_with")
 	b.ReportMetric(float64(lines), "lines_with")
 	b.Logf("P99 TTFT ms without --print-requests %v, with %v", off, on)
+}
+
+// requestLine* are bench_serving's --print-requests lines (see
+// benchrun/requestlog.go, which quotes the Python that writes them): a
+// version 4 UUID rid, Python floats, and the request function's input and
+// output as reprs, one line each (repr escapes every newline).
+var (
+	requestLineStart = regexp.MustCompile(`^rid=([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}) time=\d+\.\d+(?:e[-+]\d\d)? message="request start" request_func_input="RequestFuncInput\(prompt=.*, api_url='([^']*)', prompt_len=\d+, output_len=\d+, model='[^']*', .*\)"$`)
+	requestLineEnd   = regexp.MustCompile(`^rid=([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}) time=\d+\.\d+(?:e[-+]\d\d)? time_delta=-?\d+\.\d+(?:e[-+]\d\d)? message="request end" output="RequestFuncOutput\(generated_text=.*, success=(True|False), latency=.*\)"$`)
+)
+
+// checkRequestLines holds the request lines of a bench's stdout (those
+// starting "rid=") to bench_serving's format: exactly a start line and
+// then an end line, with success=True, for each of requests distinct
+// rids, the start naming apiURL. It returns how many lines there were.
+func checkRequestLines(tb testing.TB, stdout, apiURL string, requests int) int {
+	tb.Helper()
+	seen := map[string]int{} // rid -> 1 after its start line, 2 after its end
+	lines, bad := 0, 0
+	for _, line := range strings.Split(stdout, "\n") {
+		if !strings.HasPrefix(line, "rid=") {
+			continue
+		}
+		lines++
+		if m := requestLineStart.FindStringSubmatch(line); m != nil {
+			if seen[m[1]] != 0 || m[2] != apiURL {
+				bad++
+				tb.Errorf("a second start line for rid %s, or api_url %q is not %q: %q", m[1], m[2], apiURL, line)
+			}
+			seen[m[1]] = 1
+			continue
+		}
+		if m := requestLineEnd.FindStringSubmatch(line); m != nil {
+			if seen[m[1]] != 1 || m[2] != "True" {
+				bad++
+				tb.Errorf("an end line without its start line before it, or not a success: %q", line)
+			}
+			seen[m[1]] = 2
+			continue
+		}
+		bad++
+		if bad <= 5 {
+			tb.Errorf("not a request line of bench_serving's: %q", line)
+		}
+	}
+	for rid, st := range seen {
+		if st != 2 {
+			tb.Errorf("rid %s has no end line", rid)
+		}
+	}
+	if lines != 2*requests || len(seen) != requests {
+		tb.Fatalf("%d request lines for %d rids, want %d lines: a start and an end line for each of %d requests (warm-up included)",
+			lines, len(seen), 2*requests, requests)
+	}
+	return lines
+}
+
+// TestPrintRequestsLines: a bench with --print-requests against the
+// simulator writes, among its stdout, exactly bench_serving's two lines
+// for each request, the warm-up requests' included: 2 × (requests +
+// warm-up requests) lines, a start then an end for each rid.
+func TestPrintRequestsLines(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 2*time.Millisecond, time.Millisecond
+	base := startSimulator(t, cfg)
+	const prompts, warmup = 9, 3
+	code, stdout, stderr := runCLI(t, "bench", "--backend", "sglang-oai-chat", "--base-url", base,
+		"--dataset-name", "random", "--tokenizer", "../../tokenizer/testdata/qwen3",
+		"--random-input-len", "16", "--random-output-len", "4",
+		"--num-prompts", strconv.Itoa(prompts), "--warmup-requests", strconv.Itoa(warmup),
+		"--request-rate", "inf", "--max-concurrency", "4",
+		"--output-file", filepath.Join(t.TempDir(), "out.jsonl"),
+		"--disable-tqdm", "--ready-check-timeout-sec", "10", "--print-requests")
+	if code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	checkRequestLines(t, stdout, base+"/v1/chat/completions", prompts+warmup)
+	if !regexp.MustCompile(`(?m)^Successful requests: +` + strconv.Itoa(prompts) + ` *$`).MatchString(stdout) {
+		t.Errorf("the table does not say %d successful requests:\n%s", prompts, stdout)
+	}
 }

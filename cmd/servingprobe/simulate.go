@@ -15,7 +15,7 @@ import (
 )
 
 func addSimulateCommand(app *kingpin.Application) func(context.Context, *cliEnv) error {
-	cmd := app.Command("simulate", "Run the built-in LLM server simulator (sglang, OpenAI, TensorRT-LLM and truss protocols) with a latency model and fault injection.")
+	cmd := app.Command("simulate", "Run the built-in LLM server simulator, with a latency model and fault injection. It serves sglang's /generate; OpenAI's completions, chat, Responses and embeddings; Anthropic's Messages; ollama's /api/generate and /api/chat; TensorRT-LLM's generate and generate_stream; truss; and /metrics in vLLM's or sglang's names.")
 	simCfg := simulator.AddFlags(cmd)
 	webFlags := kingpinflag.AddFlags(cmd, "127.0.0.1:8000")
 	return func(ctx context.Context, env *cliEnv) error {
