@@ -45,7 +45,8 @@ type Env struct {
 	Observer prober.Observer
 	// Progress, if set, is updated as the run goes.
 	Progress *prober.Progress
-	// Hub downloads tokenizers and the ShareGPT file; nil means hub.FromEnv.
+	// Hub downloads tokenizers and the ShareGPT and LongBench-v2 files;
+	// nil means hub.FromEnv.
 	Hub *hub.Client
 	// PauseAfterWarmup is bench_serving's fixed sleep between warmup (and
 	// cache flush) and the measured run; nil means 1 s.
@@ -265,6 +266,15 @@ const (
 	shareGPTFile = "ShareGPT_V3_unfiltered_cleaned_split.json"
 )
 
+// hubDatasets are the datasets bench_serving loads from the Hugging Face
+// hub when --dataset-path is unset: the dataset repository and the file
+// fetched into the hub cache, whose path then stands for --dataset-path.
+var hubDatasets = map[string]struct{ name, repo, file string }{
+	"sharegpt":     {"ShareGPT", shareGPTRepo, shareGPTFile},
+	"longbench-v2": {"LongBench-v2", datasets.LongBenchV2Repo, datasets.LongBenchV2File},
+	"longbench_v2": {"LongBench-v2", datasets.LongBenchV2Repo, datasets.LongBenchV2File},
+}
+
 func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) (*datasets.Source, error) {
 	opts := s.Options
 	opts.Compat = s.Compat.RandomLengths
@@ -274,14 +284,14 @@ func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) 
 	if t, ok := tok.(*tokenizer.Tokenizer); ok {
 		opts.BOSToken = t.Config().BOSToken
 	}
-	if s.Dataset == "sharegpt" && opts.DatasetPath == "" {
+	if d, ok := hubDatasets[s.Dataset]; ok && opts.DatasetPath == "" {
 		h := env.Hub
 		if h == nil {
 			h = hub.FromEnv(nil)
 		}
-		path, err := h.Download(ctx, hub.Dataset, shareGPTRepo, "", shareGPTFile)
+		path, err := h.Download(ctx, hub.Dataset, d.repo, "", d.file)
 		if err != nil {
-			return nil, fmt.Errorf("--dataset-path is unset and the ShareGPT download failed: %w", err)
+			return nil, fmt.Errorf("--dataset-path is unset and the %s download failed: %w", d.name, err)
 		}
 		opts.DatasetPath = path
 	}

@@ -1,7 +1,7 @@
 // Package datasets builds benchmark and probe prompts the way sglang's
 // bench_serving does (--dataset-name), from local files or from an embedded
-// corpus. It never touches the network: a ShareGPT or Mooncake download is
-// the caller's job, and every file is a local path. Tokenizers come in
+// corpus. It never touches the network: a ShareGPT or LongBench-v2 download
+// is the caller's job, and every file is a local path. Tokenizers come in
 // through the Tokenizer interface; this package does not import one.
 //
 // # Datasets

@@ -292,7 +292,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("ready-check-timeout-sec", "Wait this long for GET /v1/models to answer 200; 0 skips the check.", secondsValue(&s.ReadyCheckTimeout))
 
 	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image, mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, embedding (embedding backends only).", stringValue(&s.Dataset))
-	p("dataset-path", "Dataset file (sharegpt: downloaded from the hub when empty; random: the embedded corpus when empty).", stringValue(&o.DatasetPath))
+	p("dataset-path", "Dataset file (sharegpt, longbench-v2: downloaded from the hub when empty; random: the embedded corpus when empty).", stringValue(&o.DatasetPath))
 	p("dataset-offset", "agentic-trace: start at this conversation (wrapping around).", intValue(&o.DatasetOffset))
 	p("agentic-max-turns", "agentic-trace: keep the first turns of each conversation (0: all).", intValue(&o.AgenticMaxTurns))
 	p("speed-bench-category", "speed-bench: low_entropy, mixed or high_entropy (default: all).", stringValue(&o.SpeedBenchCategory))
