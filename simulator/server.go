@@ -264,6 +264,7 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 	}
 
 	sw := newStreamWriter(w, s.cfg.Coalesce && req.stream, s.cfg.CoalesceBytes, rec, conn)
+	defer sw.release()
 	flushHeaders := func() bool {
 		if sw.flush() != nil {
 			return false
