@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-kit/log"
-
 	"github.com/servingprobe/servingprobe/servermetrics"
 	"github.com/servingprobe/servingprobe/simulator"
 )
@@ -96,18 +94,7 @@ func failsoftBench(t *testing.T, urls ...string) (rec failsoftRecord, stdout, st
 	t.Helper()
 	cfg := simulator.DefaultConfig()
 	cfg.TTFT, cfg.TTFTJitter, cfg.ITL, cfg.ITLJitter = 2*time.Millisecond, 0, time.Millisecond, 0
-	sim, err := simulator.New(cfg, log.NewNopLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	base := "http://" + ln.Addr().String()
+	sim, base := serveSimulator(t, cfg)
 
 	const prompts = 6
 	out := filepath.Join(t.TempDir(), "out.jsonl")

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-kit/log"
 
 	"github.com/servingprobe/servingprobe/simulator"
 )
@@ -73,18 +69,7 @@ func TestBenchServerMetricsSimulator(t *testing.T) {
 			// bench's one-second gauge reads while three requests wait.
 			cfg.TTFT, cfg.TTFTJitter, cfg.ITL, cfg.ITLJitter = 20*time.Millisecond, 0, 25*time.Millisecond, 0
 			cfg.TokensPerChunk = 2 // sglang counts a chunk's tokens, vLLM its gap
-			sim, err := simulator.New(cfg, log.NewNopLogger())
-			if err != nil {
-				t.Fatal(err)
-			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 5 * time.Second}
-			go func() { _ = srv.Serve(ln) }()
-			t.Cleanup(func() { _ = srv.Close() })
-			base := "http://" + ln.Addr().String()
+			sim, base := serveSimulator(t, cfg)
 
 			out := filepath.Join(t.TempDir(), "out.jsonl")
 			code, stdout, stderr := runCLI(t, "bench", "--backend", tc.backend, "--base-url", base,

@@ -247,6 +247,14 @@ func tableInt(t *testing.T, stdout, label string) int {
 // startSimulator serves the in-process simulator on loopback.
 func startSimulator(t *testing.T, cfg simulator.Config) string {
 	t.Helper()
+	_, base := serveSimulator(t, cfg)
+	return base
+}
+
+// serveSimulator is startSimulator for a test that reads the simulator's
+// own truths or scrapes too.
+func serveSimulator(t *testing.T, cfg simulator.Config) (*simulator.Server, string) {
+	t.Helper()
 	sim, err := simulator.New(cfg, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +266,7 @@ func startSimulator(t *testing.T, cfg simulator.Config) string {
 	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return "http://" + ln.Addr().String()
+	return sim, "http://" + ln.Addr().String()
 }
 
 // tableLabels are every label of bench_serving's table for a text dataset.

@@ -7,8 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/prober"
 )
@@ -103,30 +101,7 @@ func TestSurfacesReasoningTokens(t *testing.T) {
 
 			// Surface 3: the bench record of a one-request run, built as
 			// TestSurfacesExact builds it.
-			f, err := parseBenchFlags(t, "--backend", tr.backend, "--base-url", "http://llm.test", "--model", "m",
-				"--dataset-name", "random", "--num-prompts", "1", "--output-details")
-			if err != nil {
-				t.Fatal(err)
-			}
-			spec, err := f.benchSpec(noEnv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			acc := bench.NewAccumulator(spec.Params())
-			ids, err := tok.Encode(surfPrompt, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			acc.Add(0, res, datasets.Prompt{Text: surfPrompt, PromptLen: len(ids), OutputLen: 4})
-			sum, err := acc.Summary(res.End.Sub(res.Sent))
-			if err != nil {
-				t.Fatal(err)
-			}
-			line, err := sum.Record(bench.JSONOptions{Strict: f.strictJSON, Details: f.outputDetails})
-			if err != nil {
-				t.Fatal(err)
-			}
-			line = bytes.ReplaceAll(line, []byte(": Infinity"), []byte(`: "Infinity"`))
+			line := bytes.ReplaceAll(surfaceBenchRecord(t, tr.backend, tok, res), []byte(": Infinity"), []byte(`: "Infinity"`))
 			var rec struct {
 				SP struct {
 					Requests  int `json:"reasoning_requests"`

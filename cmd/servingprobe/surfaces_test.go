@@ -399,31 +399,7 @@ func TestSurfacesExact(t *testing.T) {
 			// from its flags and the record it appends. The dataset row
 			// is built as the datasets package builds one, its length
 			// counted by the same tokenizer.
-			f, err := parseBenchFlags(t, "--backend", tr.backend, "--base-url", "http://llm.test", "--model", "m",
-				"--dataset-name", "random", "--num-prompts", "1", "--output-details")
-			if err != nil {
-				t.Fatal(err)
-			}
-			spec, err := f.benchSpec(noEnv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			params := spec.Params()
-			acc := bench.NewAccumulator(params)
-			ids, err := tok.Encode(surfPrompt, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			acc.Add(0, res, datasets.Prompt{Text: surfPrompt, PromptLen: len(ids), OutputLen: 4})
-			sum, err := acc.Summary(res.End.Sub(res.Sent))
-			if err != nil {
-				t.Fatal(err)
-			}
-			line, err := sum.Record(bench.JSONOptions{Strict: f.strictJSON, Details: f.outputDetails})
-			if err != nil {
-				t.Fatal(err)
-			}
-			bv := benchJSONLView(t, line)
+			bv := benchJSONLView(t, surfaceBenchRecord(t, tr.backend, tok, res))
 
 			// Surface 3: the daemon's metrics, on a fresh registry.
 			reg := prometheus.NewRegistry()
@@ -778,4 +754,36 @@ func checkLoopback(t *testing.T, surface string, v view, itlCount, out int, span
 	if got, min := v.TTFT+v.ITLSum, surfFirst.Seconds()+span; got < min {
 		t.Errorf("%s: TTFT %v s + per-token ITL sum %v s = %v s, below the scripted %v s to the last token-bearing event", surface, v.TTFT, v.ITLSum, got, min)
 	}
+}
+
+// surfaceBenchRecord is the bench JSONL record of a one-request run of res,
+// with the Params the CLI derives from its flags and the record it
+// appends. The dataset row is built as the datasets package builds one,
+// its length counted by tok.
+func surfaceBenchRecord(t *testing.T, backend string, tok *tokenizer.Tokenizer, res prober.Result) []byte {
+	t.Helper()
+	f, err := parseBenchFlags(t, "--backend", backend, "--base-url", "http://llm.test", "--model", "m",
+		"--dataset-name", "random", "--num-prompts", "1", "--output-details")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := f.benchSpec(noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := bench.NewAccumulator(spec.Params())
+	ids, err := tok.Encode(surfPrompt, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc.Add(0, res, datasets.Prompt{Text: surfPrompt, PromptLen: len(ids), OutputLen: 4})
+	sum, err := acc.Summary(res.End.Sub(res.Sent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := sum.Record(bench.JSONOptions{Strict: f.strictJSON, Details: f.outputDetails})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
 }
