@@ -395,10 +395,7 @@ func TestSurfacesExact(t *testing.T) {
 			}
 			probe := probeView(t, pj.Bytes())
 
-			// Surface 2: the bench JSONL, with the Params the CLI derives
-			// from its flags and the record it appends. The dataset row
-			// is built as the datasets package builds one, its length
-			// counted by the same tokenizer.
+			// Surface 2: the bench JSONL record (surfaceBenchRecord).
 			bv := benchJSONLView(t, surfaceBenchRecord(t, tr.backend, tok, res))
 
 			// Surface 3: the daemon's metrics, on a fresh registry.
