@@ -75,13 +75,7 @@ func TestShareGPT(t *testing.T) {
 func TestFileErrors(t *testing.T) {
 	tok := qwen3(t)
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeTestFile(t, dir, name, body) }
 	notJSON := write("bad.json", `[{"conversations": [}`)
 	notArray := write("obj.json", `{"a": 1}`)
 	badLine := write("bad.jsonl", "{\"prompt\": \"ok\"}\n\n{\"prompt\": 3}\n")
@@ -267,4 +261,14 @@ func TestFixed(t *testing.T) {
 	if _, err := datasets.New("fixed", o, tok); err == nil {
 		t.Error("empty fixed prompt accepted")
 	}
+}
+
+// writeTestFile writes body to dir/name and returns the path.
+func writeTestFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -135,13 +135,7 @@ func TestLongBenchV2Formats(t *testing.T) {
 func TestLongBenchV2FileErrors(t *testing.T) {
 	tok := qwen3(t)
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeTestFile(t, dir, name, body) }
 	const ok = `{"context": "c", "question": "q", "choice_A": "a", "choice_B": "b", "choice_C": "c", "choice_D": "d"}`
 	// with is ok with field set to the raw JSON value, or removed for "".
 	with := func(field, value string) string {

@@ -52,13 +52,7 @@ const (
 func TestNewDatasetsGolden(t *testing.T) {
 	tok := qwen3(t)
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeTestFile(t, dir, name, body) }
 	speed := write("speed.jsonl", speedBenchFile)
 	long := write("longbench.jsonl", longBenchFile)
 	auto := write("autobench.jsonl", autobenchFile)

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,19 +79,7 @@ func TestServeOllamaModules(t *testing.T) {
 	cfg.TTFT, cfg.ITL = 5*time.Millisecond, time.Millisecond
 	simURL := startSimulator(t, cfg)
 	dir := t.TempDir()
-	conf := filepath.Join(dir, "config.yml")
-	var targets strings.Builder
-	for _, b := range []string{"ollama", "ollama-chat"} {
-		fmt.Fprintf(&targets, "  - name: sim-%s\n    url: %s\n    backend: %s\n    model: %s\n    modules: [short]\n    interval: 1s\n", b, simURL, b, cfg.Model)
-	}
-	if err := os.WriteFile(conf, []byte("targets:\n"+targets.String()+`modules:
-  short:
-    dataset: fixed
-    prompt: Tell me about the tide.
-    output_len: 8
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	conf := writeShortModuleConfig(t, dir, cfg.Model, map[string]string{"ollama": simURL, "ollama-chat": simURL})
 	addr := freeAddr(t)
 	startServe(t, "serve", "--config.file="+conf, "--web.listen-address="+addr)
 	c := client{t: t, base: "http://" + addr}
@@ -224,4 +214,25 @@ func TestBenchOllamaServerTimings(t *testing.T) {
 			t.Errorf("a server that states no timings gave server_timings %v", v)
 		}
 	})
+}
+
+// writeShortModuleConfig writes a daemon config with one target a backend,
+// named sim-BACKEND, at the given URL, each probing every second with the
+// module "short" (a fixed prompt, 8 output tokens), and returns its path.
+func writeShortModuleConfig(t *testing.T, dir, model string, urls map[string]string) string {
+	t.Helper()
+	var targets strings.Builder
+	for _, b := range slices.Sorted(maps.Keys(urls)) {
+		fmt.Fprintf(&targets, "  - name: sim-%s\n    url: %s\n    backend: %s\n    model: %s\n    modules: [short]\n    interval: 1s\n", b, urls[b], b, model)
+	}
+	conf := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(conf, []byte("targets:\n"+targets.String()+`modules:
+  short:
+    dataset: fixed
+    prompt: Tell me about the tide.
+    output_len: 8
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return conf
 }

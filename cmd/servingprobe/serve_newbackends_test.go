@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -119,20 +117,12 @@ func TestServeNewBackendModules(t *testing.T) {
 	backends := []string{"anthropic", "openai-responses", "openai-embeddings"}
 	streaming := map[string]bool{"anthropic": true, "openai-responses": true}
 	sims := map[string]*gatedSim{}
-	var targets strings.Builder
+	urls := map[string]string{}
 	for _, b := range backends {
 		sims[b] = startGatedSim(t, cfg)
-		fmt.Fprintf(&targets, "  - name: sim-%s\n    url: %s\n    backend: %s\n    model: %s\n    modules: [short]\n    interval: 1s\n", b, sims[b].url, b, cfg.Model)
+		urls[b] = sims[b].url
 	}
-	conf := filepath.Join(t.TempDir(), "config.yml")
-	if err := os.WriteFile(conf, []byte("targets:\n"+targets.String()+`modules:
-  short:
-    dataset: fixed
-    prompt: Tell me about the tide.
-    output_len: 8
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	conf := writeShortModuleConfig(t, t.TempDir(), cfg.Model, urls)
 	addr := freeAddr(t)
 	startServe(t, "serve", "--config.file="+conf, "--web.listen-address="+addr)
 	c := client{t: t, base: "http://" + addr}
