@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // writeLog records the size and bytes of every write the server makes to
@@ -94,5 +96,52 @@ func TestCoalescedWritesCarryData(t *testing.T) {
 				t.Errorf("%d of %d writes were a bare CRLF", bare, len(wl.writes))
 			}
 		})
+	}
+}
+
+// TestWriteThroughWithoutFlush holds net/http to what writesThrough relies
+// on: a response write of writeThroughBytes, with no Flush after it,
+// reaches the connection whole while the handler still runs, both as the
+// first write (after the header) and after a chunk whose CRLF is still
+// buffered. Should a Go release buffer more, the bytes would wait for the
+// next write and this test would time out on them.
+func TestWriteThroughWithoutFlush(t *testing.T) {
+	step := make(chan struct{})
+	data := bytes.Repeat([]byte("x"), writeThroughBytes)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for range 2 {
+			if _, err := w.Write(data); err != nil {
+				return
+			}
+			<-step // no Flush: the client must have the bytes already
+		}
+	}))
+	defer ts.Close()
+	defer close(step) // a failed test lets the handler finish
+	c, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	buf := make([]byte, 64<<10)
+	for i := 1; i <= 2; i++ {
+		// A liveness bound, not a timing check: the bytes either come
+		// while the handler waits or never.
+		if err := c.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		for bytes.Count(got, []byte("x")) < i*len(data) {
+			n, err := c.Read(buf)
+			if err != nil {
+				t.Fatalf("write %d: %d of %d bytes arrived before the handler went on: %v", i, bytes.Count(got, []byte("x"))-(i-1)*len(data), len(data), err)
+			}
+			got = append(got, buf[:n]...)
+		}
+		step <- struct{}{}
 	}
 }
