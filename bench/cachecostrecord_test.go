@@ -71,31 +71,7 @@ func TestCacheCostRoundTrip(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/strict=%v", tc.name, o.Strict), func(t *testing.T) {
 				s := cacheCostSummary()
 				tc.edit(s)
-				line, err := s.Record(o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				back, err := ParseRecord(line)
-				if err != nil {
-					t.Fatalf("ParseRecord: %v\n%s", err, line)
-				}
-				again, err := back.Record(o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(line, again) {
-					t.Errorf("Record → ParseRecord → Record differs:\n%s", cmp.Diff(string(line), string(again)))
-				}
-				var want, got bytes.Buffer
-				if err := s.WriteTable(&want); err != nil {
-					t.Fatal(err)
-				}
-				if err := back.WriteTable(&got); err != nil {
-					t.Fatal(err)
-				}
-				if want.String() != got.String() {
-					t.Errorf("table of the parsed record differs:\n%s", cmp.Diff(want.String(), got.String()))
-				}
+				_, back := recordRoundTrip(t, s, o)
 				if diff := cmp.Diff(s.TableSections(), back.TableSections()); diff != "" {
 					t.Errorf("TableSections of the parsed record (-want +got):\n%s", diff)
 				}
@@ -404,4 +380,37 @@ func FuzzParseCacheCost(f *testing.F) {
 			t.Fatalf("record read back differs (%v):\n%s", err, cmp.Diff(string(once), string(twice)))
 		}
 	})
+}
+
+// recordRoundTrip writes s's record with o, parses it back and checks that
+// the parsed Summary writes the same bytes and the same console table. It
+// returns the record and the parsed Summary.
+func recordRoundTrip(t *testing.T, s *Summary, o JSONOptions) ([]byte, *Summary) {
+	t.Helper()
+	line, err := s.Record(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseRecord(line)
+	if err != nil {
+		t.Fatalf("ParseRecord: %v\n%s", err, line)
+	}
+	again, err := back.Record(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(line, again) {
+		t.Errorf("Record → ParseRecord → Record differs:\n%s", cmp.Diff(string(line), string(again)))
+	}
+	var want, got bytes.Buffer
+	if err := s.WriteTable(&want); err != nil {
+		t.Fatal(err)
+	}
+	if err := back.WriteTable(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want.String() != got.String() {
+		t.Errorf("table of the parsed record differs:\n%s", cmp.Diff(want.String(), got.String()))
+	}
+	return line, back
 }

@@ -80,31 +80,7 @@ func TestServerRecordRoundTrip(t *testing.T) {
 				}
 				s.Server = []servermetrics.Report{serverReport(n), {Source: "http://other/metrics", Missing: "no answer within 2s", PrefixHitRate: math.NaN()}}
 				s.Server[0].Energy = &servermetrics.Energy{Method: servermetrics.EnergyPowerEstimate, Joules: 1234.5 + 1.0/3, GPUs: 8}
-				line, err := s.Record(o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				back, err := ParseRecord(line)
-				if err != nil {
-					t.Fatalf("ParseRecord: %v", err)
-				}
-				again, err := back.Record(o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(line, again) {
-					t.Errorf("Record → ParseRecord → Record differs:\n%s", cmp.Diff(string(line), string(again)))
-				}
-				var want, got bytes.Buffer
-				if err := s.WriteTable(&want); err != nil {
-					t.Fatal(err)
-				}
-				if err := back.WriteTable(&got); err != nil {
-					t.Fatal(err)
-				}
-				if want.String() != got.String() {
-					t.Errorf("table of the parsed record differs:\n%s", cmp.Diff(want.String(), got.String()))
-				}
+				line, back := recordRoundTrip(t, &s, o)
 				for _, k := range []string{`"cache_report": {`, `"cache_vs_server": [{`, `"energy": {"source": "http://vllm`, `"cost": {`} {
 					if !bytes.Contains(line, []byte(k)) {
 						t.Errorf("the record lacks %s", k)
