@@ -245,7 +245,7 @@ func tableInt(t *testing.T, stdout, label string) int {
 }
 
 // startSimulator serves the in-process simulator on loopback.
-func startSimulator(t *testing.T, cfg simulator.Config) string {
+func startSimulator(t testing.TB, cfg simulator.Config) string {
 	t.Helper()
 	_, base := serveSimulator(t, cfg)
 	return base
@@ -253,7 +253,7 @@ func startSimulator(t *testing.T, cfg simulator.Config) string {
 
 // serveSimulator is startSimulator for a test that reads the simulator's
 // own truths or scrapes too.
-func serveSimulator(t *testing.T, cfg simulator.Config) (*simulator.Server, string) {
+func serveSimulator(t testing.TB, cfg simulator.Config) (*simulator.Server, string) {
 	t.Helper()
 	sim, err := simulator.New(cfg, log.NewNopLogger())
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-kit/log"
 
 	"github.com/servingprobe/servingprobe/simulator"
 )
@@ -33,18 +29,7 @@ import (
 //
 //	go test -run '^$' -bench PrintRequestsP99TTFT -benchtime 5x ./cmd/servingprobe/
 func BenchmarkPrintRequestsP99TTFT(b *testing.B) {
-	sim, err := simulator.New(simulator.DefaultConfig(), log.NewNopLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	b.Cleanup(func() { _ = srv.Close() })
-	base := "http://" + ln.Addr().String()
+	base := startSimulator(b, simulator.DefaultConfig())
 	dir := b.TempDir()
 
 	const prompts, warmup = 400, 1
