@@ -2,7 +2,6 @@ package prober
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,12 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 )
 
@@ -133,10 +130,6 @@ func splitLines(transcript string) []string {
 // line per chunk; a .sse one as text/event-stream, one event per chunk.
 func replay(t *testing.T, backend string, transcript []byte, meta transcriptMeta, ndjson bool) Result {
 	t.Helper()
-	b, err := NewBackend(backend)
-	if err != nil {
-		t.Fatal(err)
-	}
 	stream := meta.Stream == nil || *meta.Stream
 	script := llmtest.Script{Status: meta.Status}
 	if ndjson && meta.ContentType == "" {
@@ -153,19 +146,7 @@ func replay(t *testing.T, backend string, transcript []byte, meta transcriptMeta
 	default:
 		script.Chunks = llmtest.SSE(goldenFirst, goldenGap, llmtest.SplitEvents(string(transcript))...)
 	}
-	var res Result
-	synctest.Test(t, func(t *testing.T) {
-		p := &Prober{
-			Client:  &http.Client{Transport: &llmtest.Transport{Scripts: []llmtest.Script{script}}},
-			Backend: b,
-			Name:    backend,
-			Options: RequestOptions{BaseURL: "http://llm.test", Model: "m", Stream: stream, IgnoreEOS: true, IncludeUsage: true},
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-		defer cancel()
-		res = p.Run(ctx, datasets.Prompt{Text: "What colour is the sky?", OutputLen: 4, PromptLen: 7}, time.Now())
-	})
-	return res
+	return replayScript(t, backend, script, stream)
 }
 
 func TestGoldenTranscripts(t *testing.T) {

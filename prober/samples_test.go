@@ -295,6 +295,13 @@ func TestAnswerITLTranscripts(t *testing.T) {
 // arrival times are exact virtual times after Sent.
 func replayChunks(t *testing.T, backend string, script llmtest.Script) Result {
 	t.Helper()
+	return replayScript(t, backend, script, true)
+}
+
+// replayScript sends one request of backend, streamed or not, through
+// script inside a synctest bubble.
+func replayScript(t *testing.T, backend string, script llmtest.Script, stream bool) Result {
+	t.Helper()
 	b, err := NewBackend(backend)
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +312,7 @@ func replayChunks(t *testing.T, backend string, script llmtest.Script) Result {
 			Client:  &http.Client{Transport: &llmtest.Transport{Scripts: []llmtest.Script{script}}},
 			Backend: b,
 			Name:    backend,
-			Options: RequestOptions{BaseURL: "http://llm.test", Model: "m", Stream: true, IgnoreEOS: true, IncludeUsage: true},
+			Options: RequestOptions{BaseURL: "http://llm.test", Model: "m", Stream: stream, IgnoreEOS: true, IncludeUsage: true},
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
