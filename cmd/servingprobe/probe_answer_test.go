@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/datasets"
 )
 
 // TestAnswerPhaseProbeBench: for every recorded stream that reasoned,
@@ -42,25 +41,8 @@ func TestAnswerPhaseProbeBench(t *testing.T) {
 				t.Fatalf("probe --json answer_itl_seconds %v, prober's answer samples %v", *probe.AnswerITL, want)
 			}
 
-			f, err := parseBenchFlags(t, "--backend", tr.backend, "--base-url", "http://llm.test", "--model", "m",
-				"--dataset-name", "random", "--num-prompts", "1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			spec, err := f.benchSpec(noEnv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			acc := bench.NewAccumulator(spec.Params())
-			acc.Add(0, res, datasets.Prompt{Text: surfPrompt, PromptLen: 7, OutputLen: 4})
-			sum, err := acc.Summary(res.End.Sub(res.Sent))
-			if err != nil {
-				t.Fatal(err)
-			}
-			line, err := sum.Record(bench.JSONOptions{Strict: true}) // no Infinity for encoding/json
-			if err != nil {
-				t.Fatal(err)
-			}
+			// No Infinity for encoding/json.
+			line := bytes.ReplaceAll(surfaceBenchRecord(t, tr.backend, qwen3(t), res), []byte(": Infinity"), []byte(`: "Infinity"`))
 			var rec struct {
 				SP map[string]json.RawMessage `json:"servingprobe"`
 			}
