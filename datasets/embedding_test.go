@@ -48,24 +48,7 @@ func TestEmbeddingGolden(t *testing.T) {
 	}{{"embedding", 0}, {"embedding-first-two", 2}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := generate(t, mustNew(t, "embedding", o, tok), tc.n, 7)
-			got, err := json.MarshalIndent(ps, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			path := filepath.Join("testdata", "golden", tc.name+".json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./datasets -run TestEmbeddingGolden -update)", err)
-			}
-			if d := cmp.Diff(string(want), string(got)); d != "" {
-				t.Errorf("%s prompts differ from %s (-want +got):\n%s", tc.name, path, d)
-			}
+			comparePromptsGolden(t, tc.name, ps, "TestEmbeddingGolden")
 		})
 	}
 }

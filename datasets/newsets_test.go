@@ -83,27 +83,7 @@ func TestNewDatasetsGolden(t *testing.T) {
 			o := datasets.DefaultOptions()
 			tc.mod(&o)
 			ps := generate(t, mustNew(t, tc.dataset, o, tok), tc.n, 7)
-			got, err := json.MarshalIndent(ps, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			path := filepath.Join("testdata", "golden", tc.name+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./datasets -run TestNewDatasetsGolden -update)", err)
-			}
-			if d := cmp.Diff(string(want), string(got)); d != "" {
-				t.Errorf("%s prompts differ from %s (-want +got):\n%s", tc.name, path, d)
-			}
+			comparePromptsGolden(t, tc.name, ps, "TestNewDatasetsGolden")
 		})
 	}
 }
@@ -132,5 +112,33 @@ func TestAgenticRounds(t *testing.T) {
 	}
 	if r1 := p.Round(1, []string{"reply one"}, 0); len(r1.Messages) != 4 || r1.Text != "tests failed" {
 		t.Errorf("Round(1) = %+v, want 4 messages ending with the tool observation", r1.Messages)
+	}
+}
+
+// comparePromptsGolden compares ps, as indented JSON, with
+// testdata/golden/NAME.json, which -update rewrites; test names the test
+// to rerun with -update.
+func comparePromptsGolden(t *testing.T, name string, ps []datasets.Prompt, test string) {
+	t.Helper()
+	got, err := json.MarshalIndent(ps, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", "golden", name+".json")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./datasets -run %s -update)", err, test)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("%s prompts differ from %s (-want +got):\n%s", name, path, d)
 	}
 }
