@@ -68,7 +68,9 @@ func (ws serverWatches) stop(ctx context.Context, completed int, logger log.Logg
 	var rs []servermetrics.Report
 	for _, w := range ws.ws {
 		r := w.Stop(ctx, completed)
-		if r.Missing != "" && w.Missing() == "" { // the start read's failure is logged already
+		// The start read's failure is logged already; a DCGM exporter has
+		// no engine metrics by design.
+		if r.Missing != "" && w.Missing() == "" && r.Missing != servermetrics.GPUOnly {
 			lvl := level.Info
 			if ws.explicit {
 				lvl = level.Warn

@@ -41,6 +41,11 @@ func TestEnergy(t *testing.T) {
 		if got := r.Energy.PerOutputToken(500); got != 2.5 {
 			t.Errorf("per output token %v, want 2.5", got)
 		}
+		// No engine metrics, by design: said as such, not as an
+		// endpoint that exposes nothing known.
+		if r.Missing != GPUOnly {
+			t.Errorf("a DCGM exporter's block says %q, want %q", r.Missing, GPUOnly)
+		}
 	})
 	t.Run("power estimate", func(t *testing.T) {
 		drop := DCGMEnergy
@@ -62,8 +67,8 @@ func TestEnergy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := Compute(s, s, nil); r.Energy != nil {
-			t.Errorf("energy %+v on an engine endpoint, want nil", r.Energy)
+		if r := Compute(s, s, nil); r.Energy != nil || r.Missing == GPUOnly {
+			t.Errorf("energy %+v, missing %q on an engine endpoint, want nil, not a GPU exporter", r.Energy, r.Missing)
 		}
 	})
 }

@@ -244,11 +244,20 @@ func Compute(start, end *Snapshot, samples []Sample) Report {
 			r.Engine, best = e, engines[e]
 		}
 	}
-	if best == 0 {
+	switch {
+	case best == 0 && r.Energy != nil:
+		// A DCGM exporter: read for the GPUs' energy, which the block
+		// keeps; it has no engine to report on.
+		r.Missing = GPUOnly
+	case best == 0:
 		r.Missing = "the endpoint exposes no metric of a known engine (" + strings.Join(Engines, ", ") + ")"
 	}
 	return r
 }
+
+// GPUOnly is the Missing of a DCGM exporter's block: no engine metrics,
+// by design, only the energy.
+const GPUOnly = "a GPU exporter (DCGM), read for the energy only: no inference engine's metrics"
 
 // deltaHistogram is e − s bucket by bucket, or why it cannot be taken.
 func deltaHistogram(s, e Histogram) (Histogram, string) {
