@@ -71,24 +71,13 @@ func usd(v float64) string {
 	return strconv.FormatFloat(v, 'f', 4, 64)
 }
 
-// energyMissing says why there is no energy when more than one metrics
-// source was read and none was a DCGM exporter: the second source was
-// meant to be one.
-func (s *Summary) energyMissing() string {
-	if len(s.Server) < 2 {
-		return ""
-	}
-	return fmt.Sprintf("no --server-metrics source exposes %s or %s", servermetrics.DCGMEnergy, servermetrics.DCGMPower)
-}
-
 // writeCostEnergy writes the cache report's agreement with the server,
 // the energy and the cost lines of servingprobe's block, after the
 // Server metrics sections.
 func (s *Summary) writeCostEnergy(t *tableWriter) {
 	s.writeCacheAgreement(t)
 	e, src, ok := s.Energy()
-	why := s.energyMissing()
-	if ok || why != "" {
+	if ok {
 		t.line(center("Energy", '-', 50))
 	}
 	switch {
@@ -107,8 +96,6 @@ func (s *Summary) writeCostEnergy(t *tableWriter) {
 	case ok:
 		t.row("Energy source:", src)
 		t.row("Energy:", "not measured: "+e.Missing)
-	case why != "":
-		t.row("Energy:", "not measured: "+why)
 	}
 	if c, ok := s.Cost(); ok {
 		t.line(center("Cost", '-', 50))
@@ -141,8 +128,6 @@ func (s *Summary) costEnergyFields() record {
 		}})
 	case ok:
 		out = append(out, field{"energy", record{{"source", src}, {"missing", e.Missing}}})
-	case s.energyMissing() != "":
-		out = append(out, field{"energy", record{{"source", nil}, {"missing", s.energyMissing()}}})
 	}
 	if c, ok := s.Cost(); ok {
 		out = append(out, field{"cost", record{
@@ -157,9 +142,7 @@ func (s *Summary) costEnergyFields() record {
 // parseCostEnergy reads the servingprobe object's "cost" and "energy"
 // back: the price per hour (the cost's one input: Cost derives the rest
 // from it, the duration and the token totals), and the energy onto the
-// server block it came from (Energy picks it from there again). A
-// "source": null energy is the one energyMissing derives from the server
-// blocks and is not read. Then every derived figure of "cost", "energy"
+// server block it came from (Energy picks it from there again). Then every derived figure of "cost", "energy"
 // and "cache_vs_server" is checked against what costEnergyFields writes
 // from what was read, so that a record whose figures do not follow from
 // its inputs is refused rather than shown with other numbers. Errors name
@@ -214,17 +197,8 @@ func (s *Summary) parseCostEnergy(sp map[string]json.RawMessage) error {
 }
 
 // energyDerived are the energy object's derived keys: the joules per
-// output token of a measured energy; every key of one without a source
-// (energyMissing's).
-func energyDerived(raw json.RawMessage) []string {
-	var v struct {
-		Source *string `json:"source"`
-	}
-	if json.Unmarshal(raw, &v) == nil && v.Source == nil {
-		return nil
-	}
-	return []string{"joules_per_output_token"}
-}
+// output token of a measured energy.
+func energyDerived(json.RawMessage) []string { return []string{"joules_per_output_token"} }
 
 // parseEnergy reads an "energy" object onto the server block whose
 // source it names. Its errors begin with the key's path (".gpus: ...").
@@ -254,7 +228,7 @@ func (s *Summary) parseEnergy(raw json.RawMessage) error {
 		}
 	}
 	if src == nil {
-		return nil // energyMissing's, checked by parseCostEnergy
+		return errors.New(".source: missing")
 	}
 	switch e.Method {
 	case servermetrics.EnergyCounter, servermetrics.EnergyPowerEstimate:

@@ -52,13 +52,22 @@ func TestCostEnergy(t *testing.T) {
 			t.Errorf("record %s\nwant %s", line, want)
 		}
 	}
-	// No tokens: no figure, said so, null in the JSONL; two sources and no
-	// DCGM one: the energy says why.
+	// No tokens: no figure, said so, null in the JSONL. Two sources and no
+	// DCGM one (a prefill and a decode engine, say): no energy at all,
+	// neither a section nor a key, rather than a guess that one was meant
+	// to be a GPU exporter.
 	s.TotalOutputTokens, s.Server[1].Energy = 0, nil
 	line, _ = s.Record(JSONOptions{})
-	for _, want := range []string{`"per_million_output_tokens": null`, `"energy": {"source": null, "missing": "no --server-metrics source exposes`} {
-		if !strings.Contains(string(line), want) {
-			t.Errorf("record %s\nwant %s", line, want)
-		}
+	if want := `"per_million_output_tokens": null`; !strings.Contains(string(line), want) {
+		t.Errorf("record %s\nwant %s", line, want)
+	}
+	if strings.Contains(string(line), `"energy"`) {
+		t.Errorf("record %s has an energy key without a DCGM source", line)
+	}
+	buf.Reset()
+	s.writeCostEnergy(tw)
+	tw.w.Flush()
+	if strings.Contains(buf.String(), "Energy") {
+		t.Errorf("table without a DCGM source:\n%s\nhas an Energy section", buf.String())
 	}
 }
