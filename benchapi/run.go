@@ -10,7 +10,6 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
-	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/report"
 )
 
@@ -41,7 +40,6 @@ func Runner() RunFunc {
 		if out == nil || out.Summary.Backend == "" {
 			return Output{}, runErr
 		}
-		redactSources(&out.Summary)
 		html := reportHTML(job.ID, []report.Run{{Name: job.ID, Summary: &out.Summary}})
 		// The per-request data went into the report; the summary the API
 		// and the results file keep stays small.
@@ -49,17 +47,6 @@ func Runner() RunFunc {
 		res, err := benchOutput(&out.Summary)
 		res.Report = html
 		return res, errors.Join(runErr, err)
-	}
-}
-
-// redactSources hides the password of each server-metrics endpoint the
-// summary names (a target's server_metrics may carry userinfo, the reads'
-// only credentials) before the record, the report and the API show it.
-// It goes by the URL's form, not by the redactor's list of secrets, so
-// that a password too short for that list is hidden too.
-func redactSources(sum *bench.Summary) {
-	for i := range sum.Server {
-		sum.Server[i].Source = config.RedactURL(sum.Server[i].Source)
 	}
 }
 
@@ -78,7 +65,6 @@ func daemonSweep(ctx context.Context, prep *benchrun.Prepared, env benchrun.Env,
 	var records []json.RawMessage
 	var runs []report.Run
 	res, runErr := prep.Sweep(ctx, env, func(pt benchrun.SweepPoint) error {
-		redactSources(pt.Summary)
 		rec, err := pt.Summary.Record(bench.JSONOptions{Strict: true})
 		if err != nil {
 			return err

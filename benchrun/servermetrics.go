@@ -7,6 +7,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
@@ -52,7 +53,7 @@ func startServerMetrics(ctx context.Context, s Spec, o servermetrics.Options, lo
 			if explicit {
 				lvl = level.Warn
 			}
-			lvl(logger).Log("msg", "Server metrics not read", "url", u, "why", m)
+			lvl(logger).Log("msg", "Server metrics not read", "url", config.RedactURL(u), "why", m)
 		}
 		ws.ws = append(ws.ws, w)
 	}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/servingprobe/servingprobe/config"
 )
 
 // Defaults of Options.
@@ -54,11 +56,11 @@ func Fetch(ctx context.Context, c *http.Client, url string, maxBytes int64) (*Sn
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", config.RedactURL(url), resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", url, err)
+		return nil, fmt.Errorf("read %s: %w", config.RedactURL(url), err)
 	}
 	if int64(len(body)) > maxBytes {
 		return nil, fmt.Errorf("%w of %d bytes", ErrTooLarge, maxBytes)
@@ -175,7 +177,7 @@ func (w *Watch) Stop(ctx context.Context, requests int) Report {
 	}
 	<-w.done
 	if w.start == nil {
-		return Report{Source: w.url, Missing: w.missing, PrefixHitRate: nan()}
+		return Report{Source: config.RedactURL(w.url), Missing: w.missing, PrefixHitRate: nan()}
 	}
 	deadline := time.Now().Add(w.o.Settle)
 	var end *Snapshot
@@ -200,14 +202,14 @@ func (w *Watch) Stop(ctx context.Context, requests int) Report {
 		}
 	}
 	if end == nil {
-		return Report{Source: w.url, Missing: "the read at the end failed: " + why(err, w.o.Timeout), PrefixHitRate: nan()}
+		return Report{Source: config.RedactURL(w.url), Missing: "the read at the end failed: " + why(err, w.o.Timeout), PrefixHitRate: nan()}
 	}
 	w.mu.Lock()
 	samples := append(w.samples, Sample{Offset: time.Since(w.t0), Values: GaugeValues(end)})
 	errs := w.errs
 	w.mu.Unlock()
 	r := Compute(w.start, end, samples)
-	r.Source, r.SampleErrors = w.url, errs
+	r.Source, r.SampleErrors = config.RedactURL(w.url), errs
 	return r
 }
 

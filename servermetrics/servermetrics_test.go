@@ -217,6 +217,43 @@ func TestWatchFailSoft(t *testing.T) {
 	}
 }
 
+// TestWatchHidesPassword: an endpoint's password, its only credential,
+// is in no Report, whether the read works or the server refuses it: the
+// Source and the reason show the URL redacted.
+func TestWatchHidesPassword(t *testing.T) {
+	const secret = "pw"
+	vllm, err := os.ReadFile("testdata/vllm.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		h    http.HandlerFunc
+	}{
+		{"read", func(w http.ResponseWriter, r *http.Request) {
+			if _, p, _ := r.BasicAuth(); p != secret {
+				t.Errorf("the server got password %q, want %q", p, secret)
+			}
+			w.Write(vllm)
+		}},
+		{"refused", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", http.StatusUnauthorized) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := strings.Replace(metricsServer(t, tc.h), "http://", "http://probe:"+secret+"@", 1)
+			r := Start(t.Context(), u, Options{Timeout: 5 * time.Second, Interval: time.Hour}).Stop(t.Context(), 0)
+			if want := strings.Replace(u, ":"+secret+"@", ":xxxxx@", 1); r.Source != want {
+				t.Errorf("Source %q, want %q", r.Source, want)
+			}
+			if tc.name == "refused" && !strings.Contains(r.Missing, "401") {
+				t.Errorf("Missing %q, want the 401", r.Missing)
+			}
+			if strings.Contains(r.Source+r.Missing, ":"+secret+"@") {
+				t.Errorf("the report shows the password: %q, %q", r.Source, r.Missing)
+			}
+		})
+	}
+}
+
 // TestWatch samples a live endpoint and waits at the end for the server
 // to count the run's requests.
 func TestWatch(t *testing.T) {
