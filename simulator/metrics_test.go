@@ -42,6 +42,7 @@ func TestPrefixCache(t *testing.T) {
 		{"token granular (sglang): all but the last token", 1, 1000, [][]int{seq(0, 40), seq(0, 40)}, []int{0, 39}},
 		{"token granular: the common prefix", 1, 1000, [][]int{seq(0, 40), append(seq(0, 25), 9999)}, []int{0, 25}},
 		{"LRU eviction drops the oldest blocks", 16, 4, [][]int{seq(0, 64), seq(500, 64), seq(0, 64)}, []int{0, 0, 0}},
+		{"eviction drops a prompt's deepest block, keeping its prefix", 16, 5, [][]int{seq(0, 80), seq(500, 16), seq(0, 80)}, []int{0, 0, 64}},
 		{"a hit refreshes its blocks", 16, 6, [][]int{seq(0, 48), seq(0, 48), seq(500, 32), seq(0, 48)}, []int{0, 32, 0, 32}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

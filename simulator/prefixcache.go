@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"container/list"
+	"slices"
 	"sync"
 )
 
@@ -25,7 +26,12 @@ import (
 //     here the second hits. Output tokens are not cached.
 //   - The cache holds at most capacity blocks; past that the least
 //     recently used block is dropped (vLLM evicts free blocks in LRU
-//     order, sglang's radix cache its least recently used leaves).
+//     order, sglang's radix cache its least recently used leaves). A
+//     prompt's blocks are touched from its last to its first, so among
+//     them the deepest goes first and what stays is still a prefix: vLLM
+//     frees a request's blocks last first, and sglang evicts leaves. (In
+//     the other order the first block would go first, and the blocks
+//     behind it would hold the cache unreachable.)
 //
 // The block size is 16 under vLLM's names (its default block_size) and 1
 // under sglang's (its default page_size: the radix cache matches token by
@@ -92,7 +98,7 @@ func (c *prefixCache) admit(ids []int) (hit int) {
 		}
 		blocks++
 	}
-	for _, h := range hashes {
+	for _, h := range slices.Backward(hashes) {
 		if e, ok := c.index[h]; ok {
 			c.lru.MoveToFront(e)
 			continue
