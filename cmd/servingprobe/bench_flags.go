@@ -472,10 +472,6 @@ func (b *binder) track(name, key string) *bool {
 // given reports whether the user gave the flag.
 func (f *benchFlags) given(name string) bool { p := f.set[name]; return p != nil && *p }
 
-// unsupported are the flags we parse, so that scripts written for
-// bench_serving get a clear message instead of "unknown flag".
-var unsupported = map[string]string{}
-
 // unsupportedBackends are bench_serving backends we do not speak.
 var unsupportedBackends = map[string]string{
 	// bench_serving lists gserver among its backends, but its request
@@ -494,16 +490,6 @@ var unsupportedBackends = map[string]string{
 func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error) {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	names := make([]string, 0, len(unsupported))
-	for n := range unsupported {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if f.given(n) {
-			bad("--%s is not supported: %s", n, unsupported[n])
-		}
-	}
 	s := f.spec
 	if why, ok := unsupportedBackends[s.Backend]; ok {
 		bad("--backend %s is not supported: %s", s.Backend, why)
