@@ -231,8 +231,9 @@ func sample(b *bytes.Buffer, name string, labels [][2]string, v float64) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(l[0] + "=")
-			b.Write(strconv.AppendQuote(nil, l[1]))
+			b.WriteString(l[0] + `="`)
+			labelEscaper.WriteString(b, l[1])
+			b.WriteByte('"')
 		}
 		b.WriteByte('}')
 	}
@@ -240,6 +241,11 @@ func sample(b *bytes.Buffer, name string, labels [][2]string, v float64) {
 	b.WriteString(pyFloat(v))
 	b.WriteByte('\n')
 }
+
+// labelEscaper escapes a label value as the text format allows, and only
+// so: backslash, double quote and newline (Go's %q would also write \u
+// and \x escapes, which a Prometheus parser refuses).
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 // pyFloat writes v as prometheus_client's floatToGoString does: Python's
 // repr (1.0, 0.25, 1e-05), switched to an exponent above 1e6 as Go

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
@@ -361,5 +364,24 @@ func TestMetricsGaugesLive(t *testing.T) {
 	}
 	if h := snap.Histograms["vllm:time_to_first_token_seconds"]; h.Count != 0 {
 		t.Errorf("TTFT observations %v, want 0", h.Count)
+	}
+}
+
+// TestMetricsLabelEscaping: a label value (the model name) with a quote,
+// a backslash, a newline, a tab and non-ASCII text reads back whole
+// through Prometheus's own text parser.
+func TestMetricsLabelEscaping(t *testing.T) {
+	const name = "a\"b\\c\nd\te é"
+	var b bytes.Buffer
+	b.WriteString("# TYPE vllm:num_requests_running gauge\n")
+	sample(&b, "vllm:num_requests_running", [][2]string{{"model_name", name}}, 1)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(&b)
+	if err != nil {
+		t.Fatalf("%v in %q", err, b.String())
+	}
+	f := fams["vllm:num_requests_running"]
+	if f == nil || len(f.Metric) != 1 || f.Metric[0].Label[0].GetValue() != name {
+		t.Errorf("parsed %v, want model_name %q", f, name)
 	}
 }

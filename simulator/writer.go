@@ -14,7 +14,8 @@ type streamWriter struct {
 	w         http.ResponseWriter
 	rc        *http.ResponseController
 	buf       []byte
-	start     int // where the event being built begins
+	pooled    *[]byte // what release hands buf back in; nil without coalescing
+	start     int     // where the event being built begins
 	coalesce  bool
 	limit     int
 	rec       *record
@@ -26,16 +27,19 @@ type streamWriter struct {
 func newStreamWriter(w http.ResponseWriter, coalesce bool, limit int, rec *record, conn *stampConn) *streamWriter {
 	size := 512
 	var buf []byte
+	var pooled *[]byte
 	if coalesce {
 		size = limit + 4096
 		if p, ok := coalesceBufs.Get().(*[]byte); ok && cap(*p) >= size {
-			buf = (*p)[:0]
+			buf, pooled = (*p)[:0], p
+		} else {
+			pooled = new([]byte)
 		}
 	}
 	if buf == nil {
 		buf = make([]byte, 0, size)
 	}
-	return &streamWriter{w: w, rc: http.NewResponseController(w), buf: buf, coalesce: coalesce, limit: limit, rec: rec, conn: conn}
+	return &streamWriter{w: w, rc: http.NewResponseController(w), buf: buf, pooled: pooled, coalesce: coalesce, limit: limit, rec: rec, conn: conn}
 }
 
 // coalesceBufs keeps coalescing buffers from one request to the next. Each
@@ -47,12 +51,11 @@ var coalesceBufs sync.Pool // of *[]byte
 // release hands a coalescing buffer back for another request; s must not
 // be used after.
 func (s *streamWriter) release() {
-	if !s.coalesce || s.buf == nil {
+	if s.pooled == nil || s.buf == nil {
 		return
 	}
-	b := s.buf[:0]
-	s.buf = nil
-	coalesceBufs.Put(&b)
+	*s.pooled, s.buf = s.buf[:0], nil
+	coalesceBufs.Put(s.pooled) // the pointer it came in, so Put allocates nothing
 }
 
 // commit closes the event appended since the previous commit.
