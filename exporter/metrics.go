@@ -172,7 +172,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		// target, as token_source is for every other count.
 		reasoningTokens: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "reasoning_tokens_total",
-			Help: "Reasoning (thinking) tokens of successful requests, the part of servingprobe_generation_tokens_total that went to reasoning, so that answer tokens are generation minus reasoning tokens: the server's completion_tokens_details.reasoning_tokens (or output_tokens_details.reasoning_tokens) where it states a count above 0, else the tokens of the stream events that carried reasoning, added up (see servingprobe_target_info's reasoning_token_source). A request without reasoning adds 0.",
+			Help: "Reasoning (thinking) tokens of successful requests, the part of servingprobe_generation_tokens_total that went to reasoning, so that answer tokens are generation minus reasoning tokens: the server's completion_tokens_details.reasoning_tokens (sglang: usage.reasoning_tokens; Responses: output_tokens_details.reasoning_tokens) where it states a count above 0, else the tokens of the stream events that carried reasoning, added up (see servingprobe_target_info's reasoning_token_source). A request without reasoning adds 0.",
 		}, requestLabels),
 		probeSuccess: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "probe_success",
