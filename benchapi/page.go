@@ -3,16 +3,18 @@ package benchapi
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
 // headlineOf is the one mapping from a run's summary and record to the
 // figures the gauges export and the landing page shows: typed fields of
 // the summary the API returns, and the server's TTFT from the server
-// metrics block of the record it returns, so that they cannot disagree.
+// metrics blocks of the record it returns, so that they cannot disagree.
 // It is called on the run's output live and on the stored view after a
 // restart, which hold the same summary and record.
 func headlineOf(sum *bench.Summary, record json.RawMessage) exporter.BenchHeadline {
@@ -32,45 +34,39 @@ func headlineOf(sum *bench.Summary, record json.RawMessage) exporter.BenchHeadli
 // bench leaves it out when the endpoints were not named (the target's
 // /metrics is then tried, and a miss is only logged, as the CLI does) or
 // when the target turns the reads off.
-const noServerBlock = "no server metrics in the record: the target sets no_server_metrics, or names no server_metrics and its url's /metrics did not answer with vLLM's or sglang's metrics (the daemon's log says why)"
+const noServerBlock = "no server metrics in the record: the target sets no_server_metrics, or names no server_metrics and its url's /metrics did not answer with a known engine's metrics (the daemon's log says why)"
 
-// serverTTFT reads the server's TTFT p50 and p99 (ms) from a record's
-// servingprobe.server block (its first endpoint, as the CLI's table
-// shows first), or says why there is none. The block's keys are the
-// bench package's JSONL (bench/server.go's serverRecord); a renamed key
-// turns the landing cell into a dash, which TestLandingBenchRowIsTheAPIs
-// and the llm-d integration test catch, since they read the API's value.
+// serverTTFT is the server's TTFT p50 and p99 (ms) of a record, read back
+// by bench.ParseRecord as the report and merge read it: the first server
+// block with a TTFT (a GPU exporter listed first has none), or why no
+// block has one.
 func serverTTFT(record json.RawMessage) (p50, p99 float64, missing string) {
-	var r struct {
-		Servingprobe struct {
-			Server map[string]json.RawMessage `json:"server"`
-		} `json:"servingprobe"`
-	}
-	if len(record) == 0 || json.Unmarshal(record, &r) != nil {
+	if len(record) == 0 {
 		return 0, 0, "the run has no record"
 	}
-	block := r.Servingprobe.Server
-	if block == nil {
+	sum, err := bench.ParseRecord(record)
+	if err != nil {
+		return 0, 0, "the record cannot be read: " + err.Error()
+	}
+	if len(sum.Server) == 0 {
 		return 0, 0, noServerBlock
 	}
-	var src, why string
-	_ = json.Unmarshal(block["source"], &src)
-	if json.Unmarshal(block["missing"], &why) == nil && why != "" {
-		return 0, 0, "server metrics of " + src + " not read: " + why
+	var why []string
+	for i := range sum.Server {
+		r := &sum.Server[i]
+		l, ok := r.Latency(servermetrics.TTFT)
+		switch {
+		case r.Missing != "":
+			why = append(why, "server metrics of "+r.Source+" not read: "+r.Missing)
+		case !ok:
+			why = append(why, r.Source+" has no TTFT histogram")
+		case l.Count == 0:
+			why = append(why, r.Source+" counted no TTFT in the run")
+		default:
+			return l.P50.Value * 1000, l.P99.Value * 1000, ""
+		}
 	}
-	var ttft struct {
-		Count float64 `json:"count"`
-		P50   float64 `json:"p50"`
-		P99   float64 `json:"p99"`
-	}
-	raw, ok := block["ttft_ms"]
-	if !ok || json.Unmarshal(raw, &ttft) != nil {
-		return 0, 0, src + " has no TTFT histogram"
-	}
-	if ttft.Count == 0 {
-		return 0, 0, src + " counted no TTFT in the run"
-	}
-	return ttft.P50, ttft.P99, ""
+	return 0, 0, strings.Join(why, "; ")
 }
 
 // landingWindows lists the bench windows for the daemon's landing page,

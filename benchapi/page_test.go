@@ -99,6 +99,19 @@ func TestLandingBenchRowIsTheAPIs(t *testing.T) {
 	check(startBenchDaemonWith(t, cfg, "", run), "after a restart")
 }
 
+// TestServerTTFTFirstBlockWithOne: a GPU exporter listed before the
+// engine has no TTFT; the landing cell takes the engine's, from
+// server_more, as bench.ParseRecord reads it.
+func TestServerTTFTFirstBlockWithOne(t *testing.T) {
+	rec := `{"servingprobe":{"server":{"source":"http://dcgm:9400/metrics","missing":"a GPU exporter (DCGM), read for the energy only: no inference engine's metrics"},` +
+		`"server_more":[{"source":"http://e/metrics","engine":"vllm","ttft_ms":{"metric":"vllm:time_to_first_token_seconds","count":3,"mean":80.0,` +
+		`"p50":73.1,"p50_bucket":{"lower":50.0,"upper":75.0},"p90":700.0,"p90_bucket":{"lower":500.0,"upper":750.0},"p99":884.3,"p99_bucket":{"lower":750.0,"upper":1000.0}}}]}}`
+	p50, p99, why := serverTTFT([]byte(rec))
+	if why != "" || math.Abs(p50-73.1) > 1e-9 || math.Abs(p99-884.3) > 1e-9 {
+		t.Errorf("serverTTFT = %v, %v, %q; want the engine's 73.1 and 884.3", p50, p99, why)
+	}
+}
+
 // TestServerTTFTMissingSaysWhy: a record without the server's TTFT gives
 // a headline that says why, for each way it can lack it.
 func TestServerTTFTMissingSaysWhy(t *testing.T) {

@@ -34,7 +34,7 @@ var allowed = map[string][]string{
 	// The run engine knows no HTTP API and no page: benchapi serves its
 	// windows, report draws its runs.
 	"benchrun": {"bench", "config", "datasets", "prober", "servermetrics", "tokenizer", "tokenizer/hub", "internal/envflag"},
-	"benchapi": {"bench", "benchrun", "config", "exporter", "prober", "report"},
+	"benchapi": {"bench", "benchrun", "config", "exporter", "prober", "report", "servermetrics"},
 	"deploy":   {},
 	"report":   {"bench", "servermetrics"}, // the server block a run read
 	// The server's own metrics, read and reduced over a run: a client
