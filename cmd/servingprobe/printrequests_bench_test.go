@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -151,18 +152,21 @@ func checkRequestLines(tb testing.TB, stdout, apiURL string, requests int) int {
 // TestPrintRequestsLines: a bench with --print-requests against the
 // simulator writes, among its stdout, exactly bench_serving's two lines
 // for each request, the warm-up requests' included: 2 × (requests +
-// warm-up requests) lines, a start then an end for each rid.
+// warm-up requests) lines, a start then an end for each rid; and each
+// measured request's TTFT, prompt and output length on its end line are
+// the record's (--output-details), which the bench computes elsewhere.
 func TestPrintRequestsLines(t *testing.T) {
 	cfg := simulator.DefaultConfig()
 	cfg.TTFT, cfg.ITL = 2*time.Millisecond, time.Millisecond
 	base := startSimulator(t, cfg)
 	const prompts, warmup = 9, 3
+	out := filepath.Join(t.TempDir(), "out.jsonl")
 	code, stdout, stderr := runCLI(t, "bench", "--backend", "sglang-oai-chat", "--base-url", base,
 		"--dataset-name", "random", "--tokenizer", "../../tokenizer/testdata/qwen3",
 		"--random-input-len", "16", "--random-output-len", "4",
 		"--num-prompts", strconv.Itoa(prompts), "--warmup-requests", strconv.Itoa(warmup),
 		"--request-rate", "inf", "--max-concurrency", "4",
-		"--output-file", filepath.Join(t.TempDir(), "out.jsonl"),
+		"--output-file", out, "--output-details", "--strict-json",
 		"--disable-tqdm", "--ready-check-timeout-sec", "10", "--print-requests")
 	if code != 0 {
 		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -170,5 +174,54 @@ func TestPrintRequestsLines(t *testing.T) {
 	checkRequestLines(t, stdout, base+"/v1/chat/completions", prompts+warmup)
 	if !regexp.MustCompile(`(?m)^Successful requests: +` + strconv.Itoa(prompts) + ` *$`).MatchString(stdout) {
 		t.Errorf("the table does not say %d successful requests:\n%s", prompts, stdout)
+	}
+
+	// The end lines' numbers are the record's: each measured request's
+	// TTFT, prompt and output length is on one end line, and the warm-up
+	// requests' lines are the only others.
+	type nums struct {
+		ttft        float64
+		prompt, out int
+	}
+	lines := map[nums]int{}
+	endNums := regexp.MustCompile(`, ttft=([^,]+), .*, prompt_len=(\d+), error=.*, output_len=(\d+), `)
+	for _, m := range endNums.FindAllStringSubmatch(stdout, -1) {
+		ttft, err1 := strconv.ParseFloat(m[1], 64)
+		in, err2 := strconv.Atoi(m[2])
+		o, err3 := strconv.Atoi(m[3])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatalf("end line numbers %q: %v", m[0], err)
+		}
+		lines[nums{ttft, in, o}]++
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		TTFTs   []float64 `json:"ttfts"`
+		Inputs  []int     `json:"input_lens"`
+		Outputs []int     `json:"output_lens"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.TTFTs) != prompts || len(rec.Inputs) != prompts || len(rec.Outputs) != prompts {
+		t.Fatalf("record details: %d ttfts, %d input_lens, %d output_lens; want %d each", len(rec.TTFTs), len(rec.Inputs), len(rec.Outputs), prompts)
+	}
+	for i := range prompts {
+		k := nums{rec.TTFTs[i], rec.Inputs[i], rec.Outputs[i]}
+		if lines[k] == 0 {
+			t.Errorf("request %d of the record (ttft %v s, prompt_len %d, output_len %d) is on no end line", i, k.ttft, k.prompt, k.out)
+			continue
+		}
+		lines[k]--
+	}
+	left := 0
+	for _, n := range lines {
+		left += n
+	}
+	if left != warmup {
+		t.Errorf("%d end lines are not the record's requests, want the %d warm-up requests'", left, warmup)
 	}
 }
