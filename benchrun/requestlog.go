@@ -99,6 +99,10 @@ func newRequestLogRun(p *Prepared) requestLogRun {
 func runExtraFields(s Spec, info prober.BackendInfo) []pyField {
 	fields := sortedFields(s.ExtraBody)
 	if s.CacheReport && info.SGLang && info.Protocol != prober.ProtocolSGLangGenerate {
+		// bench_serving's --cache-report asks sglang's OpenAI routes for
+		// the cache tiers' split (sglext.cached_tokens_details). It sets
+		// the key in the parsed --extra-request-body, so it wins over the
+		// user's value, as the fake-prefill fields do.
 		fields = setPyField(fields, "return_cached_tokens_details", true)
 	}
 	for _, f := range fakePrefillFields(s) {

@@ -431,16 +431,11 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 		}
 	}
 	maps.Copy(extra, o.ExtraBody)
-	maps.Copy(extra, s.ExtraBody)
-	if s.CacheReport && info.SGLang && info.Protocol != prober.ProtocolSGLangGenerate {
-		// bench_serving's --cache-report asks sglang's OpenAI routes for
-		// the cache tiers' split (sglext.cached_tokens_details). It sets
-		// the key in the parsed --extra-request-body, so it wins over the
-		// user's value, as the fake-prefill fields below do.
-		extra["return_cached_tokens_details"] = true
-	}
-	for _, kv := range fakePrefillFields(s) {
-		extra[kv.key] = kv.value
+	// The run's extra body as bench_serving builds it (--extra-request-body,
+	// then --cache-report's and --fake-prefill's keys over it), the one
+	// --print-requests shows.
+	for _, f := range runExtraFields(s, info) {
+		extra[f.key] = f.value
 	}
 	if len(extra) > 0 {
 		o.ExtraBody = extra
