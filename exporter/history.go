@@ -170,17 +170,6 @@ const maxHistoryText = 512
 // events, usually fewer than its output tokens.
 const maxHistoryITL = 512
 
-// answerITL is the answer's part of itl, r's samples (samplesOf): its
-// last samples, as many as r has answer gaps (prober.ITLGap.Answer), in a
-// copy that weightedQuantile may sort.
-func answerITL(r prober.Result, itl []itlSample) []itlSample {
-	n := 0
-	for range r.AnswerITLGaps(false) {
-		n++
-	}
-	return slices.Clone(itl[len(itl)-min(n, len(itl)):])
-}
-
 // entryOf builds a HistoryEntry from a result; red redacts free text.
 func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *config.Redactor) HistoryEntry {
 	sm := samplesOf(r)
@@ -216,7 +205,7 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 	if full := r.Samples(); full.Reasoning {
 		e.TTFATSeconds = opt(sm.ttfat)
 		e.AnswerTPOTSeconds = opt(full.AnswerTPOTSeconds)
-		e.AnswerITLMedianSeconds = opt(weightedQuantile(answerITL(r, sm.itl), 0.5))
+		e.AnswerITLMedianSeconds = opt(weightedQuantile(slices.Clone(sm.answerITL), 0.5))
 		e.ReasoningTokens, e.ReasoningTokenSource, e.AnswerTokens = full.ReasoningTokens, string(full.ReasoningTokensSource), full.AnswerTokens
 	}
 	return e
