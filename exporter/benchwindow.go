@@ -148,9 +148,7 @@ var benchFuncs = template.FuncMap{
 	"msVal":   func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + " ms" },
 	// msPairMs is landing.go's msPair for figures already in ms, as the
 	// bench summary states them.
-	"msPairMs": func(a, b float64) string {
-		return strconv.FormatFloat(a, 'f', 1, 64) + " / " + strconv.FormatFloat(b, 'f', 1, 64) + " ms"
-	},
+	"msPairMs": func(a, b float64) string { return msPair(a/1000, b/1000) },
 	"statusClass": func(s BenchStatus) string {
 		switch s {
 		case BenchFail:
