@@ -133,10 +133,11 @@ var asciiClass = func() (t [utf8.RuneSelf]uint8) {
 	return t
 }()
 
-// skipClass returns the end of the run of runes from i for which f holds;
-// f must agree with the class cls on ASCII: bytes below utf8.RuneSelf are
-// read from asciiClass, and f is called only for the others.
-func skipClass(s string, i int, cls uint8, f func(rune) bool) int {
+// skipClass returns the end of the run of runes from i in the class cls:
+// bytes below utf8.RuneSelf are read from asciiClass, the other runes
+// tested by the class's function.
+func skipClass(s string, i int, cls uint8) int {
+	f := classFuncs[cls]
 	for i < len(s) {
 		if c := s[i]; c < utf8.RuneSelf {
 			if asciiClass[c]&cls == 0 {
@@ -154,6 +155,10 @@ func skipClass(s string, i int, cls uint8, f func(rune) bool) int {
 	return i
 }
 
+// classFuncs are the classes' tests of a rune, which asciiClass agrees
+// with on ASCII.
+var classFuncs = [clsNewline + 1]func(rune) bool{clsL: isL, clsN: isN, clsS: isS, clsPunct: isPunct, clsNewline: isNewline}
+
 func isNewline(r rune) bool { return r == '\r' || r == '\n' }
 
 func isPunct(r rune) bool { return r >= 0 && !isS(r) && !isL(r) && !isN(r) }
@@ -162,7 +167,7 @@ func isPunct(r rune) bool { return r >= 0 && !isS(r) && !isL(r) && !isN(r) }
 // whitespace rune: the run minus its last rune when a non-space follows and
 // the run has more than one rune.
 func whitespaceTail(s string, i int) int {
-	end := skipClass(s, i, clsS, isS)
+	end := skipClass(s, i, clsS)
 	if end == len(s) {
 		return end
 	}
@@ -181,11 +186,11 @@ func matchLlamaStyle(s string, i, maxDigits int) int {
 	r, n := at(s, i)
 	// [^\r\n\p{L}\p{N}]?\p{L}+
 	if isL(r) {
-		return skipClass(s, i+n, clsL, isL)
+		return skipClass(s, i+n, clsL)
 	}
 	if r != '\r' && r != '\n' && !isN(r) {
 		if r2, n2 := at(s, i+n); isL(r2) {
-			return skipClass(s, i+n+n2, clsL, isL)
+			return skipClass(s, i+n+n2, clsL)
 		}
 	}
 	// \p{N}{1,maxDigits}
@@ -206,14 +211,14 @@ func matchLlamaStyle(s string, i, maxDigits int) int {
 		j += n
 	}
 	if r2, _ := at(s, j); isPunct(r2) {
-		j = skipClass(s, j, clsPunct, isPunct)
-		return skipClass(s, j, clsNewline, isNewline)
+		j = skipClass(s, j, clsPunct)
+		return skipClass(s, j, clsNewline)
 	}
 	if !isS(r) {
 		return -1 // unreachable for valid input: r is L, N, \s or punctuation
 	}
 	// \s*[\r\n]+ : greedy \s* backs off to the last newline of the run.
-	end := skipClass(s, i, clsS, isS)
+	end := skipClass(s, i, clsS)
 	for k := end - 1; k >= i; k-- {
 		if s[k] == '\r' || s[k] == '\n' {
 			return k + 1
@@ -235,11 +240,11 @@ func matchGPT2(s string, i int) int {
 	r2, n2 := at(s, j)
 	switch {
 	case isL(r2):
-		return skipClass(s, j+n2, clsL, isL)
+		return skipClass(s, j+n2, clsL)
 	case isN(r2):
-		return skipClass(s, j+n2, clsN, isN)
+		return skipClass(s, j+n2, clsN)
 	case isPunct(r2):
-		return skipClass(s, j+n2, clsPunct, isPunct)
+		return skipClass(s, j+n2, clsPunct)
 	}
 	if !isS(r) {
 		return -1
