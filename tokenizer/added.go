@@ -34,24 +34,25 @@ func newAddedMatcher(toks []*AddedToken) *addedMatcher {
 	if len(toks) == 0 {
 		return nil
 	}
-	m := &addedMatcher{only: -2}
+	m := &addedMatcher{only: -1}
 	for _, t := range toks {
 		if t.Content == "" {
 			continue
 		}
 		c := t.Content[0]
 		m.byFirst[c] = append(m.byFirst[c], t)
-		switch m.only {
-		case -2:
-			m.only = int(c)
-		case int(c), -1:
-		default:
-			m.only = -1
-		}
 	}
+	firsts := 0
 	for i := range m.byFirst {
 		l := m.byFirst[i]
+		if len(l) > 0 {
+			firsts++
+			m.only = i
+		}
 		sort.SliceStable(l, func(a, b int) bool { return len(l[a].Content) > len(l[b].Content) })
+	}
+	if firsts != 1 {
+		m.only = -1
 	}
 	return m
 }
