@@ -93,7 +93,9 @@
 // TTFT, queue, prefill, decode, E2E and inter-token histograms from a
 // request's arrival, admission and token-chunk flush times, counted once per
 // admitted request when its last token chunk is flushed (before the stream's
-// end, so a client that read the end finds it counted); prompt and
+// end, so a client that read the end finds it counted; with coalescing the
+// last chunk leaves with the end, so the request is counted just after, when
+// the handler returns, and a scrape at once may miss it); prompt and
 // generation token counters; the prefix cache's queries and hits (vLLM) or
 // cached tokens (sglang) from a deterministic block model (prefixCache:
 // chained block hashes, blocks of 16 tokens under vLLM's names and 1 under

@@ -396,6 +396,8 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, sw *streamWr
 			// The last token chunk is out: the engine has finished the
 			// request and counts it before the stream's end reaches the
 			// client, so a reader that saw the end finds it counted.
+			// Coalesced, the last chunk is still buffered with the end:
+			// the handler's return counts it.
 			s.observe(rec)
 		}
 		if !faultDone && g.emitted >= mid {
