@@ -240,8 +240,14 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 				e.string(r.text)
 			case "errors":
 				e.string(r.err)
-			case "scheduled_times", "sent_times", "first_token_times", "end_times":
-				e.float(relTime(r.times[k-6], d.start))
+			case "scheduled_times":
+				e.float(relTime(r.times[0], d.start))
+			case "sent_times":
+				e.float(relTime(r.times[1], d.start))
+			case "first_token_times":
+				e.float(relTime(r.times[2], d.start))
+			case "end_times":
+				e.float(relTime(r.times[3], d.start))
 			case "request_outcomes":
 				e.string(r.outcome)
 			case "server_timings":
