@@ -153,7 +153,7 @@ func NewAccumulator(p Params) *Accumulator {
 		clocks:   make(map[prober.Clock]int),
 		// Per token by default; compat keeps bench_serving's split,
 		// which depends on the backend.
-		perToken: !p.Compat.ChunkITL || p.SplitChunkGaps,
+		perToken: p.PerTokenITL(),
 		stats:    &exactStats{bucketConcurrency: p.Compat.BucketConcurrency},
 		details:  noDetails{},
 		cache:    cacheTally{on: p.CacheReport},

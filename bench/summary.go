@@ -92,6 +92,12 @@ type Params struct {
 	CacheCostParams // --cache-report and --cost-per-hour (cachereport.go)
 }
 
+// PerTokenITL reports whether ITL is one sample per token, a chunk's gap
+// split over its tokens: servingprobe's default, and bench_serving's own
+// rule for a backend that splits even under --compat chunk-itl. Else it is
+// one sample per chunk.
+func (p Params) PerTokenITL() bool { return !p.Compat.ChunkITL || p.SplitChunkGaps }
+
 // Why a run ended before sending every prompt. StoppedConversations: the
 // run went to its end, but conversations whose round failed sent no
 // further rounds.

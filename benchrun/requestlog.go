@@ -81,7 +81,7 @@ func newRequestLogRun(p *Prepared) requestLogRun {
 		apiURL: s.BaseURL + p.Info.Path, model: p.Model,
 		extra:        runExtraFields(s, p.Info),
 		stream:       !s.DisableStream,
-		perChunk:     params.Compat.ChunkITL && !params.SplitChunkGaps,
+		perChunk:     !params.PerTokenITL(),
 		textChunks:   p.Info.Protocol == prober.ProtocolOpenAIChat || p.Info.Protocol == prober.ProtocolOpenAICompletions,
 		emptySuccess: params.Compat.EmptySuccess,
 		cacheReport:  s.CacheReport,
