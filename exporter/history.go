@@ -33,7 +33,10 @@ type HistoryEntry struct {
 	TPOTSeconds  *float64 `json:"tpot_seconds,omitempty"`
 	QueueSeconds *float64 `json:"queue_seconds,omitempty"`
 	// ITLMedianSeconds is the median inter-token latency of the request,
-	// each event's gap counted once per token it carried.
+	// each event's gap counted once per token it carried: the nearest-rank
+	// (lower) median, a gap that happened. `probe` prints the interpolated
+	// median of the same gaps (bench_serving's np.percentile), so with an
+	// even count the two can differ by half the middle gaps' difference.
 	ITLMedianSeconds *float64 `json:"itl_median_seconds,omitempty"`
 
 	// The answer phase, only for a request that reasoned before
