@@ -37,12 +37,21 @@ LLMD_SIM ?= $(CURDIR)/.build/llm-d-inference-sim
 $(LLMD_SIM): tools/llmdsim/go.mod tools/llmdsim/go.sum
 	CGO_ENABLED=0 $(GO) build -C tools/llmdsim -o $(LLMD_SIM) github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim
 
+# ollama, a real CPU engine some end-to-end tests run against, with a tiny
+# random-weight model on the real Qwen3 tokenizer: built by
+# tools/ollama/setup.sh from the Go module proxy (about 8 minutes cold, a
+# few seconds when .build/ollama is already there).
+OLLAMA_DIR ?= $(CURDIR)/.build/ollama
+$(OLLAMA_DIR)/.ready: tools/ollama/setup.sh tools/ollama/gguf_writer.go tools/ollama/Modelfile.qwen3
+	./tools/ollama/setup.sh $(OLLAMA_DIR)
+	touch $@
+
 # The README's test command; .ci/run calls exactly this.
 # The test run goes through tools/testreport, which prints every
 # package's verdict, failures in full, each skipped test with its reason
 # and a closing count: a skipped check must never pass unseen.
-test: deps lint $(LLMD_SIM)
-	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(LLMD_SIM) SERVINGPROBE_LLAMA3_TOKENIZER=$(LLAMA3_TOKENIZER) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m -json ./... | $(GO) run ./tools/testreport
+test: deps lint $(LLMD_SIM) $(OLLAMA_DIR)/.ready
+	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(LLMD_SIM) SERVINGPROBE_OLLAMA=$(OLLAMA_DIR) SERVINGPROBE_LLAMA3_TOKENIZER=$(LLAMA3_TOKENIZER) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m -json ./... | $(GO) run ./tools/testreport
 	# Allocation counts mean nothing under -race (sync.Pool drops items), so the
 	# zero-allocation tests run once more without it.
 	$(GO) test -count=1 -run 'Alloc' ./prober ./simulator
