@@ -22,7 +22,7 @@ const (
 	CompatUserClock          = "user-clock"
 )
 
-// CompatOption describes one compat switch, for --help and the README.
+// CompatOption describes one compat switch, for --help and docs/bench.md.
 type CompatOption struct {
 	Name        string
 	Description string

@@ -51,7 +51,7 @@ func TestParseCompat(t *testing.T) {
 }
 
 // Every Compat field has exactly one named option, so the list printed in
-// --help and the README cannot fall out of step with the struct.
+// --help and docs/bench.md cannot fall out of step with the struct.
 func TestCompatOptionsCoverEveryField(t *testing.T) {
 	t.Parallel()
 	if n := reflect.TypeFor[Compat]().NumField(); n != len(CompatOptions) {

@@ -93,7 +93,7 @@ func familiesToRows(fams map[string]*dto.MetricFamily) map[string]docRow {
 // /probe registry gathered here.
 func TestMetricsDocMatchesExposition(t *testing.T) {
 	daemonDoc, probeDoc := readMetricsDoc(t, "../docs/metrics.md")
-	readmeDoc, _ := readMetricsDoc(t, "../README.md")
+	daemonPageDoc, _ := readMetricsDoc(t, "../docs/daemon.md")
 
 	f, err := os.Open("testdata/metrics.golden.prom")
 	if err != nil {
@@ -117,8 +117,8 @@ func TestMetricsDocMatchesExposition(t *testing.T) {
 	if diff := cmp.Diff(familiesToRows(fams), daemonDoc); diff != "" {
 		t.Errorf("docs/metrics.md differs from the exposition (-exposition +doc):\n%s", diff)
 	}
-	if diff := cmp.Diff(familiesToRows(fams), readmeDoc); diff != "" {
-		t.Errorf("README.md's metrics table differs from the exposition (-exposition +README):\n%s", diff)
+	if diff := cmp.Diff(familiesToRows(fams), daemonPageDoc); diff != "" {
+		t.Errorf("docs/daemon.md's metrics table differs from the exposition (-exposition +daemon.md):\n%s", diff)
 	}
 
 	preg := prometheus.NewRegistry()
