@@ -535,3 +535,106 @@ func TestCompose(t *testing.T) {
 		}
 	}
 }
+
+// hubCacheProblems says why a pod template's servingprobe containers could
+// not fetch a tokenizer from the Hugging Face hub. bench (a --model hub id)
+// and the daemon (a target's model or tokenizer) fetch one into $HF_HOME
+// when the server does not name it at /model_info; the image's user has no
+// home (/nonexistent) and the manifests make the root read-only, so HF_HOME
+// must be set and lie on a writable volume. merge reads no tokenizer.
+func hubCacheProblems(pod any) []string {
+	var problems []string
+	volumes := map[string]any{}
+	for _, v := range list(pod, "spec", "volumes") {
+		volumes[str(v, "name")] = v
+	}
+	for _, c := range list(pod, "spec", "containers") {
+		name := str(c, "name")
+		args := list(c, "args")
+		if len(args) > 0 && args[0] != "bench" && args[0] != "serve" {
+			continue
+		}
+		home := ""
+		for _, e := range list(c, "env") {
+			if str(e, "name") == "HF_HOME" {
+				home = str(e, "value")
+			}
+		}
+		if !path.IsAbs(home) {
+			problems = append(problems, fmt.Sprintf("container %s: HF_HOME is %q, want an absolute path on a writable volume", name, home))
+			continue
+		}
+		var mount any
+		for _, m := range list(c, "volumeMounts") {
+			mp := str(m, "mountPath")
+			if home == mp || strings.HasPrefix(home, strings.TrimSuffix(mp, "/")+"/") {
+				mount = m
+			}
+		}
+		if mount == nil {
+			problems = append(problems, fmt.Sprintf("container %s: HF_HOME %s is on no volume mount (the root is read-only)", name, home))
+			continue
+		}
+		v := volumes[str(mount, "name")]
+		if ro, _ := get(mount, "readOnly").(bool); ro || (get(v, "emptyDir") == nil && get(v, "persistentVolumeClaim") == nil) {
+			problems = append(problems, fmt.Sprintf("container %s: HF_HOME %s is on volume %q, which is not a writable emptyDir or claim", name, home, str(mount, "name")))
+		}
+	}
+	return problems
+}
+
+// TestPodsCanCacheTheTokenizer: every pod that may fetch a tokenizer can
+// write it, and the check itself fails on the pod as it was without HF_HOME.
+func TestPodsCanCacheTheTokenizer(t *testing.T) {
+	files, err := filepath.Glob("kubernetes/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := 0
+	for _, f := range files {
+		d := readYAML(t, f)
+		pod := get(d, "spec", "template")
+		if pod == nil {
+			continue
+		}
+		pods++
+		for _, p := range hubCacheProblems(pod) {
+			t.Errorf("%s: %s", f, p)
+		}
+	}
+	if pods < 3 {
+		t.Fatalf("%d pod templates, want the Deployment and the two bench Jobs", pods)
+	}
+
+	job := readYAML(t, "kubernetes/bench-job.yaml")
+	ctr := get(job, "spec", "template", "spec", "containers", 0).(doc)
+	delete(ctr, "env")
+	if len(hubCacheProblems(get(job, "spec", "template"))) == 0 {
+		t.Error("a bench container without HF_HOME passes the check")
+	}
+	job = readYAML(t, "kubernetes/bench-job.yaml")
+	ctr = get(job, "spec", "template", "spec", "containers", 0).(doc)
+	ctr["env"] = []any{doc{"name": "HF_HOME", "value": "/etc/servingprobe-bench/start/hf"}}
+	if len(hubCacheProblems(get(job, "spec", "template"))) == 0 {
+		t.Error("HF_HOME on a read-only ConfigMap mount passes the check")
+	}
+}
+
+// TestOneImageName: the Deployment and the bench Jobs name the same image,
+// so that the one rename docs/daemon.md describes covers them all.
+func TestOneImageName(t *testing.T) {
+	files, err := filepath.Glob("kubernetes/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := map[string][]string{}
+	for _, f := range files {
+		d := readYAML(t, f)
+		for _, c := range list(d, "spec", "template", "spec", "containers") {
+			images[str(c, "image")] = append(images[str(c, "image")], filepath.Base(f))
+		}
+	}
+	if len(images) != 1 {
+		t.Errorf("the manifests name %d images, want one: %v", len(images), images)
+	}
+}

@@ -8,7 +8,9 @@
 //     (go test ./deploy -run PrometheusRule -update rewrites it);
 //   - every shipped servingprobe config passes config.Parse;
 //   - the manifests agree with each other and with the image (selectors,
-//     ports, mounts, probe paths, the job label the rules select);
+//     ports, mounts, probe paths, the job label the rules select), name one
+//     image, and give every pod that may fetch a tokenizer from the hub a
+//     writable HF_HOME (the root is read-only, the user has no home);
 //   - the compose demo mounts files that exist and its Prometheus config
 //     passes promtool with the rule files where the mounts put them.
 //
