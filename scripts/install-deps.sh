@@ -6,6 +6,7 @@
 #   npm                   scripts/check-image.sh lints the Dockerfile with dockerfilelint
 #   gcc, libc6-dev        cgo, which -race and the hftokenizers vet need
 #   chromium              the report and landing-page tests render pages headless
+#   curl                  the documentation's commands use it (internal/testing/doctest runs them)
 # the Go modules, and the Llama 3 tokenizer the tokenizer and datasets tests
 # check against (see fetch_llama3_tokenizer). Idempotent; safe to run on
 # every test run.
@@ -20,6 +21,7 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]} from Debian" >&2
   # The tests start their own Prometheus on loopback. Debian's package would

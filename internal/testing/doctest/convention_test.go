@@ -78,6 +78,13 @@ func TestParseBlocks(t *testing.T) {
 	if bs[1].dir == nil || bs[1].dir.skip != "needs a cluster" || bs[1].script != "kubectl apply -f x.yaml" {
 		t.Errorf("skip block: %+v", bs[1])
 	}
+	if bs[1].saysNotRun() {
+		t.Error("a skipped block that does not say so passes saysNotRun")
+	}
+	said := parseBlocks("p.md", "Needs a cluster, so not run by the test:\n\n<!-- docs-test: skip=\"cluster\" -->\n```sh\nkubectl get pods\n```\n")
+	if len(said) != 1 || !said[0].saysNotRun() {
+		t.Errorf("the paragraph above says not run, but saysNotRun is false: %+v", said)
+	}
 	if bs[2].dir != nil {
 		t.Errorf("block without a directive got %+v", bs[2].dir)
 	}

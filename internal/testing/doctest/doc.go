@@ -12,7 +12,9 @@
 //     that a rendered page does not show it:
 //     <!-- docs-test: budget=60s --> runs the block, which must finish
 //     within the budget; <!-- docs-test: skip="why" --> does not run it, and
-//     the reason (a real GPU server, a cluster) must be given;
+//     the reason (a real GPU server, a cluster) must be given, and since a
+//     rendered page hides the directive, the paragraph above the block or a
+//     comment in it must tell the reader it is "not run";
 //     expect="regexp" (repeatable) checks the block's output for each
 //     expression instead of checking the output shown, for output that is
 //     expected to change in its details.

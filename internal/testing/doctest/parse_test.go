@@ -37,6 +37,8 @@ type block struct {
 	dirErr    error
 	commands  []command // console blocks
 	script    string    // sh blocks
+	body      string    // the block's text, as written
+	above     string    // the paragraph above the directive
 	parseErrs []error
 }
 
@@ -67,10 +69,11 @@ func parseBlocks(file, text string) []*block {
 		if !commandLangs[m[1]] {
 			continue
 		}
-		b := &block{file: file, line: start + 1, lang: m[1]}
+		b := &block{file: file, line: start + 1, lang: m[1], body: strings.Join(body, "\n")}
 		if start > 0 {
 			if dm := directiveRE.FindStringSubmatch(lines[start-1]); dm != nil {
 				b.dir, b.dirErr = parseDirective(dm[1])
+				b.above = paragraphAbove(lines, start-1)
 			}
 		}
 		if b.lang == "console" {
@@ -81,6 +84,27 @@ func parseBlocks(file, text string) []*block {
 		blocks = append(blocks, b)
 	}
 	return blocks
+}
+
+// paragraphAbove returns the paragraph above lines[i]: the blank lines
+// right above it skipped, the lines up to the next blank line or fence.
+func paragraphAbove(lines []string, i int) string {
+	for i > 0 && strings.TrimSpace(lines[i-1]) == "" {
+		i--
+	}
+	j := i
+	for j > 0 && strings.TrimSpace(lines[j-1]) != "" && !strings.HasPrefix(lines[j-1], "```") {
+		j--
+	}
+	return strings.Join(lines[j:i], "\n")
+}
+
+// saysNotRun reports whether a reader of the rendered page, who does not
+// see the directive, is told that a skipped block is not run: in the
+// paragraph above it or in the block itself.
+func (b *block) saysNotRun() bool {
+	re := regexp.MustCompile(`(?i)\bnot\s+run\b`)
+	return re.MatchString(b.above) || re.MatchString(b.body)
 }
 
 func parseDirective(s string) (*directive, error) {

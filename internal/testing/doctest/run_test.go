@@ -54,6 +54,9 @@ func TestEveryCommandBlockHasADirective(t *testing.T) {
 			case b.dir == nil:
 				t.Errorf("%s: a %s block without a <!-- docs-test: budget=... --> or <!-- docs-test: skip=\"why\" --> line above it", b.where(), b.lang)
 			}
+			if b.dir != nil && b.dir.skip != "" && !b.saysNotRun() {
+				t.Errorf("%s: a skipped block must say \"not run\" where a reader sees it (the paragraph above, or a comment in the block): %s", b.where(), b.dir.skip)
+			}
 			for _, err := range b.parseErrs {
 				t.Errorf("%s: %v", b.where(), err)
 			}
