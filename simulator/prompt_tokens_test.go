@@ -1,7 +1,11 @@
 package simulator
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"image"
+	pngenc "image/png"
 	"testing"
 )
 
@@ -71,5 +75,48 @@ func TestTokenizeExact(t *testing.T) {
 		if !ok {
 			t.Errorf("/tokenize %s = %v, want ids %v", tc.body, got, tc.want)
 		}
+	}
+}
+
+// TestChatImageTokens: an image in a chat request counts as a Qwen2-VL
+// engine counts it, from its size: a 100×200 image is smart-resized to
+// 112×196, 4×7 merged 28 px patches, plus the vision start and end
+// tokens, 30 tokens beside the text's 10. An image that is not one is
+// refused, as an engine refuses it.
+func TestChatImageTokens(t *testing.T) {
+	var png bytes.Buffer
+	if err := pngenc.Encode(&png, image.NewGray(image.Rect(0, 0, 200, 100))); err != nil {
+		t.Fatal(err)
+	}
+	url := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png.Bytes())
+	s := newServer(t, fastConfig())
+	ts := startLoopback(t, s)
+	for _, tc := range []struct {
+		name, url string
+		status    int
+		want      int
+	}{
+		{"png", url, 200, 10 + 30},
+		{"two", url + `"}},{"type":"image_url","image_url":{"url":"` + url, 200, 10 + 2*30},
+		{"remote", "https://example.invalid/cat.png", 200, 10},
+		{"broken", "data:image/png;base64,AAAA", 400, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"messages":[{"role":"user","content":[{"type":"text","text":"Hello world"},{"type":"image_url","image_url":{"url":"` + tc.url + `"}}]}],"max_tokens":1}`
+			resp := post(t, ts.Client(), ts.URL+"/v1/chat/completions", body, RequestIDHeader, tc.name)
+			if b := readAll(t, resp); resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
+			}
+			if tc.status != 200 {
+				return
+			}
+			tr, err := s.WaitTruth(context.Background(), tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.PromptTokens != tc.want {
+				t.Errorf("prompt tokens = %d, want %d", tr.PromptTokens, tc.want)
+			}
+		})
 	}
 }

@@ -152,7 +152,7 @@ type chatBody struct {
 }
 
 // messageText is a message's text: a string, or the text parts of a list of
-// content parts (images and other parts are not counted).
+// content parts (images are counted apart, by imageTokens).
 func messageText(raw json.RawMessage) (string, *apiError) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
@@ -194,6 +194,7 @@ func (s *Server) parseChat(body []byte) (genRequest, *apiError) {
 	contents := make([]string, len(b.Messages))
 	roles := make([]string, len(b.Messages))
 	msgs := make([]datasets.Message, len(b.Messages))
+	images := 0 // the images' prompt tokens, beside the text's
 	for i, m := range b.Messages {
 		t, e := messageText(m.Content)
 		if e != nil {
@@ -201,6 +202,11 @@ func (s *Server) parseChat(body []byte) (genRequest, *apiError) {
 		}
 		contents[i], roles[i] = t, m.Role
 		msgs[i] = datasets.Message{Role: m.Role, Content: t}
+		n, e := imageTokens(m.Content)
+		if e != nil {
+			return genRequest{}, e
+		}
+		images += n
 	}
 	if e := s.checkHistory(roles, contents); e != nil {
 		return genRequest{}, e
@@ -210,7 +216,7 @@ func (s *Server) parseChat(body []byte) (genRequest, *apiError) {
 		return genRequest{}, e
 	}
 	req := genRequest{
-		model: s.cfg.Model, stream: b.Stream, promptTokens: len(ids), promptIDs: ids, minTokens: b.MinTokens,
+		model: s.cfg.Model, stream: b.Stream, promptTokens: len(ids) + images, promptIDs: ids, minTokens: b.MinTokens,
 		ignoreEOS: b.IgnoreEOS, includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage,
 	}
 	// vLLM prefers max_completion_tokens and falls back to max_tokens.
