@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"image"
 	pngenc "image/png"
 	"testing"
@@ -118,5 +119,37 @@ func TestChatImageTokens(t *testing.T) {
 				t.Errorf("prompt tokens = %d, want %d", tr.PromptTokens, tc.want)
 			}
 		})
+	}
+}
+
+// TestServerInfoAcceptLength: /server_info states avg_spec_accept_length
+// only when decoding is speculative (several tokens a step), as sglang
+// states it only with speculative decoding on; bench_serving prints
+// "Accept length" whenever it is there.
+func TestServerInfoAcceptLength(t *testing.T) {
+	for _, tc := range []struct {
+		perChunk int
+		want     string
+	}{
+		{1, `{}`},
+		{3, `{"avg_spec_accept_length":3}`},
+	} {
+		cfg := fastConfig()
+		cfg.TokensPerChunk = tc.perChunk
+		s := newServer(t, cfg)
+		ts := startLoopback(t, s)
+		resp, err := ts.Client().Get(ts.URL + "/server_info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct {
+			InternalStates []json.RawMessage `json:"internal_states"`
+		}
+		if err := json.Unmarshal(readAll(t, resp), &info); err != nil {
+			t.Fatal(err)
+		}
+		if len(info.InternalStates) != 1 || string(info.InternalStates[0]) != tc.want {
+			t.Errorf("tokens per chunk %d: internal_states %s, want [%s]", tc.perChunk, info.InternalStates, tc.want)
+		}
 	}
 }

@@ -50,6 +50,11 @@ func TestBenchProfile(t *testing.T) {
 		if strings.Contains(stderr, "Profiler not") {
 			t.Errorf("a warning though the simulator profiles:\n%s", stderr)
 		}
+		// The simulator decodes a token a step, not speculatively: no
+		// accept length, as sglang without speculative decoding.
+		if strings.Contains(stdout, "Accept length:") {
+			t.Errorf("an accept length from a server that does not decode speculatively:\n%s", stdout)
+		}
 	})
 	t.Run("404", func(t *testing.T) {
 		noProfiler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
