@@ -2,16 +2,26 @@ package exporter
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/simulator"
 )
 
 // scrapeRequests sums servingprobe_requests_total{mode="probe"} of target
@@ -144,5 +154,80 @@ func TestLandingHealthEqualsCounters(t *testing.T) {
 	// The window now starts 20 s after A: 2 of the 8 successes fell out.
 	if ok, n, _ := pageRatio(); ok != 6+10+1 || n != 28+2 {
 		t.Errorf("after a reset: page %d/%d, want 17/30", ok, n)
+	}
+}
+
+// TestLandingHealthEqualsMetrics runs the daemon against a simulator that
+// fails a third of its requests with a 500, with a history of 4 results
+// (and 4 kept failures), and reads the page and /metrics once probing has
+// stopped: the sim row's success ratio is servingprobe_requests_total's,
+// over the daemon's life (younger than the window), not the history's.
+func TestLandingHealthEqualsMetrics(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.TTFTJitter, cfg.ITL, cfg.ITLJitter = time.Millisecond, 0, time.Millisecond, 0
+	cfg.FaultRates = map[simulator.Fault]float64{simulator.Fault500: 0.34}
+	sim, err := simulator.New(cfg, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	simSrv := httptest.NewServer(sim.Handler())
+	t.Cleanup(simSrv.Close)
+	path := filepath.Join(t.TempDir(), "c.yml")
+	conf := strings.NewReplacer("SIM_URL", simSrv.URL, "DOWN_URL", closedPort(t), "PLANTED", plantedToken, "EXTRA", "", "ADHOC", "false").Replace(configTmpl)
+	conf = strings.ReplaceAll(conf, "interval: 200ms", "interval: 20ms")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Options{ConfigFile: path, BuildProbe: testBuilder(), Seed: 1, HistorySize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d.Handler())
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	m := d.Metrics()
+	waitFor(t, "12 successes and 6 failures", func() bool {
+		return testutil.ToFloat64(m.requests.WithLabelValues("sim", "short", "servingprobe-sim", "probe", "success")) >= 12 &&
+			testutil.ToFloat64(m.requests.WithLabelValues("sim", "short", "servingprobe-sim", "probe", "http_5xx")) >= 6
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	get := func(path string) string {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	var ok, n int
+	sample := regexp.MustCompile(`(?m)^servingprobe_requests_total\{([^}]*)\} (\d+)$`)
+	for _, s := range sample.FindAllStringSubmatch(get("/metrics"), -1) {
+		l := s[1]
+		if !strings.Contains(l, `target="sim"`) || !strings.Contains(l, `mode="probe"`) || strings.Contains(l, `outcome="canceled"`) {
+			continue
+		}
+		v, _ := strconv.Atoi(s[2])
+		n += v
+		if strings.Contains(l, `outcome="success"`) {
+			ok += v
+		}
+	}
+	rows := regexp.MustCompile(`(?s)<tr class="target">(.*?)</tr>`).FindAllStringSubmatch(get("/"), -1)
+	if len(rows) == 0 || !strings.Contains(rows[0][1], "<td>sim</td>") {
+		t.Fatalf("no sim row")
+	}
+	want := fmt.Sprintf("%.1f%% (%d/%d)", 100*float64(ok)/float64(n), ok, n)
+	if !strings.Contains(rows[0][1], "<td>"+want) {
+		t.Errorf("sim row's success is not /metrics' %s:\n%s", want, rows[0][1])
+	}
+	if n <= 8 {
+		t.Errorf("only %d requests counted: the history of 4+4 could hold them all", n)
 	}
 }
