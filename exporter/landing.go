@@ -80,8 +80,6 @@ type targetView struct {
 	Last *HistoryEntry
 	// Health is the success ratio from servingprobe_requests_total.
 	Health healthFigures
-	// N results of the last ones kept; OK of them succeeded.
-	OK, N int
 	// Quantiles in seconds over the kept successes, -1 when none.
 	TTFT50, TTFT99, ITL50, ITL99, E2E50 float64
 	// Charts of the kept results, oldest first.
@@ -109,7 +107,7 @@ func targetViews(cfg *config.Config, recent []HistoryEntry, health func(target, 
 	for _, t := range cfg.Targets {
 		for _, m := range t.Modules {
 			es := byKey[key{t.Name, m}]
-			v := targetView{Target: t.Name, Module: m, Backend: t.Backend, Model: t.Model, N: len(es),
+			v := targetView{Target: t.Name, Module: m, Backend: t.Backend, Model: t.Model,
 				Health: health(t.Name, m), TTFT50: -1, TTFT99: -1, ITL50: -1, ITL99: -1, E2E50: -1}
 			if len(es) > 0 {
 				v.Last = &es[len(es)-1]
@@ -125,7 +123,6 @@ func targetViews(cfg *config.Config, recent []HistoryEntry, health func(target, 
 				if !e.Success {
 					continue
 				}
-				v.OK++
 				if e.TTFTSeconds != nil {
 					ttft = append(ttft, itlSample{perToken: *e.TTFTSeconds, n: 1})
 					ttftLine[i] = *e.TTFTSeconds
