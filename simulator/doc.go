@@ -110,10 +110,11 @@
 // 200 as sglang's do and are only counted (Server.ProfileCalls): there is no
 // profiler.
 //
-// A chat request's images (image_url parts with a base64 data URL) count
-// in its prompt tokens as a Qwen2-VL engine counts them, from each image's
-// size (datasets.Qwen2VLImageTokens); an image by http(s) URL counts 0, as
-// the simulator fetches nothing.
+// A request's images (a chat message's image_url parts, sglang's
+// image_data beside a /generate text or a completions prompt, as base64
+// data URLs) count in its prompt tokens as a Qwen2-VL engine counts them,
+// from each image's size (datasets.Qwen2VLImageTokens); an image by
+// http(s) URL counts 0, as the simulator fetches nothing.
 //
 // # Faults
 //

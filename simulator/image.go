@@ -45,6 +45,34 @@ func imageTokens(raw json.RawMessage) (int, *apiError) {
 	return n, nil
 }
 
+// imageDataTokens is imageTokens for sglang's image_data, beside a
+// /generate text or a completions prompt: one data URL or a list of them.
+func imageDataTokens(raw json.RawMessage) (int, *apiError) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var urls []string
+	if err := json.Unmarshal(raw, &urls); err != nil {
+		var one string
+		if json.Unmarshal(raw, &one) != nil {
+			return 0, badRequest("image_data must be a string or a list of strings")
+		}
+		urls = []string{one}
+	}
+	n := 0
+	for _, u := range urls {
+		if !strings.HasPrefix(u, "data:") {
+			continue
+		}
+		h, w, err := dataURLSize(u)
+		if err != nil {
+			return 0, badRequest("image_data: %v", err)
+		}
+		n += datasets.Qwen2VLImageTokens(h, w)
+	}
+	return n, nil
+}
+
 // dataURLSize reads the height and width of a base64 data URL's image
 // from its header alone.
 func dataURLSize(u string) (h, w int, err error) {

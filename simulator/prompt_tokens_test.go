@@ -120,6 +120,27 @@ func TestChatImageTokens(t *testing.T) {
 			}
 		})
 	}
+	// sglang's image_data, beside a /generate text ("Hello world" is 2
+	// tokens) or a completions prompt, counts the same.
+	for _, tc := range []struct{ name, path, body string }{
+		{"generate", "/generate", `{"text":"Hello world","image_data":["` + url + `"],"sampling_params":{"max_new_tokens":1}}`},
+		{"generate one", "/generate", `{"text":"Hello world","image_data":"` + url + `","sampling_params":{"max_new_tokens":1}}`},
+		{"completions", "/v1/completions", `{"prompt":"Hello world","image_data":["` + url + `"],"max_tokens":1}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := post(t, ts.Client(), ts.URL+tc.path, tc.body, RequestIDHeader, "image-data-"+tc.name)
+			if b := readAll(t, resp); resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			tr, err := s.WaitTruth(context.Background(), "image-data-"+tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.PromptTokens != 2+30 {
+				t.Errorf("prompt tokens = %d, want 32", tr.PromptTokens)
+			}
+		})
+	}
 }
 
 // TestServerInfoAcceptLength: /server_info states avg_spec_accept_length

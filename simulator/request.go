@@ -109,6 +109,8 @@ type completionBody struct {
 	Stream        bool            `json:"stream"`
 	StreamOptions *streamOptions  `json:"stream_options"`
 	N             *int            `json:"n"`
+	// ImageData is sglang's extension: images beside the prompt.
+	ImageData json.RawMessage `json:"image_data"`
 }
 
 func (s *Server) parseCompletions(body []byte) (genRequest, *apiError) {
@@ -129,8 +131,12 @@ func (s *Server) parseCompletions(body []byte) (genRequest, *apiError) {
 	if e != nil {
 		return genRequest{}, e
 	}
+	images, e := imageDataTokens(b.ImageData)
+	if e != nil {
+		return genRequest{}, e
+	}
 	req := genRequest{
-		model: s.cfg.Model, stream: b.Stream, promptTokens: len(ids), promptIDs: ids, minTokens: b.MinTokens,
+		model: s.cfg.Model, stream: b.Stream, promptTokens: len(ids) + images, promptIDs: ids, minTokens: b.MinTokens,
 		ignoreEOS: b.IgnoreEOS, includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage,
 	}
 	return req, s.openAILimits(&req, b.MaxTokens)
@@ -231,6 +237,7 @@ type generateBody struct {
 	Text           *string         `json:"text"`
 	InputIDs       json.RawMessage `json:"input_ids"`
 	Stream         bool            `json:"stream"`
+	ImageData      json.RawMessage `json:"image_data"`
 	SamplingParams struct {
 		MaxNewTokens *int `json:"max_new_tokens"`
 		MinNewTokens int  `json:"min_new_tokens"`
@@ -263,6 +270,11 @@ func (s *Server) parseGenerate(body []byte) (genRequest, *apiError) {
 	default:
 		return genRequest{}, badRequest("Either text, input_ids or input_embeds should be provided.")
 	}
+	images, e := imageDataTokens(b.ImageData)
+	if e != nil {
+		return genRequest{}, e
+	}
+	req.promptTokens += images
 	req.maxTokens = sglangDefaultMaxNewTokens
 	if p := b.SamplingParams.MaxNewTokens; p != nil {
 		if *p < 0 {
