@@ -85,6 +85,9 @@ func (s *Summary) writeTable(t *tableWriter) error {
 	if s.DatasetName == "image" || s.DatasetName == "mmmu" {
 		t.int("Total input vision tokens:", s.TotalInputVisionTokens)
 	}
+	if n := s.TemplateInputTokens(); n != 0 {
+		t.int("Chat template and other server tokens:", n)
+	}
 	emb := s.Embedding
 	if !emb {
 		t.int("Total generated tokens:", s.TotalOutputTokens)

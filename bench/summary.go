@@ -379,3 +379,14 @@ type ReasoningSummary struct {
 // ErrAllFailed is returned by Summary under CompatAllFailedError when no
 // request succeeded.
 var ErrAllFailed = errors.New("all requests failed")
+
+// TemplateInputTokens is what the total input tokens hold beyond the
+// text and vision tokens: servingprobe's total is the server's prompt
+// count where it states one, which includes the chat template and any
+// special tokens, while the text and vision lines are the dataset's
+// counts, as bench_serving's are. The table prints it when it is not 0,
+// so that its input lines add up (total = text + vision + this); it is
+// negative where the server counted fewer tokens than the dataset.
+func (s *Summary) TemplateInputTokens() int {
+	return s.TotalInputTokens - s.TotalInputTextTokens - s.TotalInputVisionTokens
+}

@@ -528,7 +528,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 		}
 	}
 	if s.Profile.Enabled {
-		if err := startProfile(ctx, p.Client, s.BaseURL, s.Profile); err != nil {
+		if err := startProfile(ctx, p.Client, s.BaseURL, s.Profile, env.Logger); err != nil {
 			return out, err
 		}
 	}
@@ -627,7 +627,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 	}
 	if s.Profile.Enabled {
 		start := time.Now()
-		if err := stopProfile(ctx, p.Client, s.BaseURL, s.Profile); err != nil {
+		if err := stopProfile(ctx, p.Client, s.BaseURL, s.Profile, env.Logger); err != nil {
 			return out, err
 		}
 		out.Duration += time.Since(start) // bench_serving stops the clock after the profiler

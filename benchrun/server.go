@@ -14,6 +14,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -192,27 +193,45 @@ func (p Profile) startBody() map[string]any {
 	return b
 }
 
-func startProfile(ctx context.Context, c *http.Client, base string, p Profile) error {
+// startProfile asks each server to start its profiler. A server that
+// refuses (a 404 from one without profiling, vLLM without
+// VLLM_TORCH_PROFILER_DIR) gets a warning and the run goes on, as
+// bench_serving's goes on without printing "Profiler started"; only a
+// cancelled run stops here.
+func startProfile(ctx context.Context, c *http.Client, base string, p Profile, logger log.Logger) error {
 	for _, u := range p.urls(base) {
 		if _, _, err := control(ctx, c, http.MethodPost, u+"/start_profile", p.startBody(), nil); err != nil {
-			return fmt.Errorf("start profile: %w", err)
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			profileWarn(logger, "Profiler not started; the run goes on without it", u, err)
 		}
 	}
 	return nil
 }
 
 // stopProfile is skipped when the server stops by itself after a number
-// of steps.
-func stopProfile(ctx context.Context, c *http.Client, base string, p Profile) error {
+// of steps. A refusal is a warning, as at the start.
+func stopProfile(ctx context.Context, c *http.Client, base string, p Profile, logger log.Logger) error {
 	if p.NumSteps >= 0 || p.Steps >= 0 {
 		return nil
 	}
 	for _, u := range p.urls(base) {
 		if _, _, err := control(ctx, c, http.MethodPost, u+"/stop_profile", map[string]any{}, nil); err != nil {
-			return fmt.Errorf("stop profile: %w", err)
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			profileWarn(logger, "Profiler not stopped", u, err)
 		}
 	}
 	return nil
+}
+
+// profileWarn logs a profiler call's failure with the server's URL, its
+// password redacted there and in the error that quotes it.
+func profileWarn(logger log.Logger, msg, u string, err error) {
+	red := config.RedactURL(u)
+	level.Warn(logger).Log("msg", msg, "url", red, "err", strings.ReplaceAll(err.Error(), u, red))
 }
 
 // serverInfo is GET /server_info: the raw JSON (nil unless 200 with a JSON

@@ -260,3 +260,46 @@ modules:
 		t.Errorf("extra_body as JSON = %s, want %s", b, want)
 	}
 }
+
+// TestRedactedShowsEffectiveTimeout: /config shows the timeout a probe
+// runs with: a target without one times out at its interval, not at 0s;
+// one with its own keeps it. The config itself is left as loaded.
+func TestRedactedShowsEffectiveTimeout(t *testing.T) {
+	c, err := Parse([]byte(`
+targets:
+  - name: a
+    url: http://127.0.0.1:8000
+    backend: openai-chat
+    model: m
+    interval: 30s
+    modules: [short]
+  - name: b
+    url: http://127.0.0.1:8001
+    backend: openai-chat
+    model: m
+    interval: 30s
+    timeout: 10s
+    modules: [short]
+modules:
+  short: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Redacted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown, err := Parse(out)
+	if err != nil {
+		t.Fatalf("Parse(Redacted()) = %v\n%s", err, out)
+	}
+	for i, want := range []time.Duration{30 * time.Second, 10 * time.Second} {
+		if got := time.Duration(shown.Targets[i].Timeout); got != want {
+			t.Errorf("target %s: /config shows timeout %v, want %v\n%s", shown.Targets[i].Name, got, want, out)
+		}
+	}
+	if c.Targets[0].Timeout != 0 {
+		t.Errorf("Redacted changed the loaded config's timeout to %v", c.Targets[0].Timeout)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
@@ -193,11 +194,19 @@ func (c *Config) setDirectory(dir string) {
 	}
 }
 
-// Redacted renders the config as YAML with every secret shown as <secret>.
+// Redacted renders the config as YAML with every secret shown as <secret>,
+// and each target's timeout as the one in force (EffectiveTimeout): a
+// target without one times out at its interval, which "timeout: 0s" would
+// hide.
 func (c *Config) Redacted() ([]byte, error) {
+	shown := *c
+	shown.Targets = slices.Clone(c.Targets)
+	for i := range shown.Targets {
+		shown.Targets[i].Timeout = model.Duration(shown.Targets[i].EffectiveTimeout())
+	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
-	if err := enc.Encode(c); err != nil {
+	if err := enc.Encode(&shown); err != nil {
 		return nil, err
 	}
 	if err := enc.Close(); err != nil {

@@ -99,12 +99,23 @@ const (
 	qwenMaxPixels = 12845056
 )
 
-// tokens is ⌊H'/28⌋·⌊W'/28⌋ image pads for the smart_resize'd H'×W', plus the
-// vision start and end tokens.
+// tokens is Qwen2VLImageTokens for a tokenizer that knows Qwen's vision
+// tokens, else 0.
 func (v visionCounter) tokens(h, w int) int {
 	if !v.qwen {
 		return 0
 	}
+	return Qwen2VLImageTokens(h, w)
+}
+
+// Qwen2VLImageTokens is the prompt tokens an h×w image takes in a
+// Qwen2-VL prompt: ⌊H'/28⌋·⌊W'/28⌋ image pads for the smart_resize'd
+// H'×W' (14 px patches, merged 2×2: vLLM's
+// vllm/model_executor/models/qwen2_vl.py, Qwen2VLProcessingInfo's
+// _get_vision_info, divides the patch grid by merge_size²), plus the
+// vision start and end tokens around them. The dataset's vision count
+// and the simulator's prompt count both use it.
+func Qwen2VLImageTokens(h, w int) int {
 	hb, wb := qwenSmartResize(h, w)
 	return (hb/qwenFactor)*(wb/qwenFactor) + 2
 }

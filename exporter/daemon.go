@@ -58,6 +58,7 @@ type Daemon struct {
 	reg     *prometheus.Registry
 	metrics *Metrics
 	history *History
+	health  *healthTracker
 	sched   *prober.Scheduler
 	// stateLog logs at info when a target's probes start failing and when
 	// they recover.
@@ -126,8 +127,11 @@ func New(o Options) (*Daemon, error) {
 		probeSlots: make(chan struct{}, o.MaxConcurrentProbes),
 		stateLog:   newStateLog(o.Logger),
 	}
+	d.health = newHealthTracker(d.metrics.requests, nil)
 	d.sched = prober.NewScheduler(prober.SchedulerOptions{
-		Observers:   []prober.Observer{d.metrics.Observer(ModeProbe), d.stateLog},
+		// The health tracker reads the counters the metrics observer has
+		// just counted a result in: it comes after it.
+		Observers:   []prober.Observer{d.metrics.Observer(ModeProbe), d.health, d.stateLog},
 		Loops:       d.metrics,
 		Logger:      o.Logger,
 		ProbeLogger: o.ProbeLogger,
@@ -226,10 +230,12 @@ func (d *Daemon) Reload(ctx context.Context) (err error) {
 	// Series first: from here on, results of removed targets are dropped,
 	// so the loops being stopped below cannot re-create deleted series.
 	d.metrics.SetTargets(targetSeries(cfg))
-	d.stateLog.forget(func(target, module string) bool {
+	configured := func(target, module string) bool {
 		_, ok := st.jobs[prober.JobKey{Target: target, Module: module}]
 		return ok
-	})
+	}
+	d.stateLog.forget(configured)
+	d.health.forget(configured)
 	if d.running {
 		if err := d.sched.Update(ctx, jobList(st)); err != nil {
 			return fmt.Errorf("apply config: %w", err)

@@ -131,6 +131,16 @@ func (h *History) Add(e HistoryEntry) {
 	}
 }
 
+// recentEntries returns the last results alone, oldest first, without
+// the failures kept apart: a uniform sample in time, which the landing
+// page's charts and quantiles need (the kept failures would weigh its
+// failures over its successes). Log is not filled in.
+func (h *History) recentEntries() []HistoryEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.recent.entries()
+}
+
 // List returns the kept entries, newest first, each once.
 func (h *History) List() []HistoryEntry {
 	h.mu.Lock()

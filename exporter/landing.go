@@ -36,10 +36,11 @@ func (d *Daemon) handleLanding(w http.ResponseWriter, r *http.Request) {
 	entries := d.history.List()
 	var extra bytes.Buffer
 	if err := landingTmpl.Execute(&extra, landingData{
-		Targets: targetViews(d.Config(), entries),
+		Targets: targetViews(d.Config(), d.history.recentEntries(), d.health.figures),
 		Benches: d.benchesView(),
 		Recent:  entries[:min(len(entries), landingResults)],
 		More:    len(entries) > landingResults,
+		Kept:    d.o.HistorySize,
 	}); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -66,16 +67,19 @@ type landingData struct {
 	Benches *benchesView
 	Recent  []HistoryEntry
 	More    bool
+	// Kept is how many last results the history keeps.
+	Kept int
 }
 
-// targetView is one target and module's row: its state over the kept
-// history (the newest landingResults... are listed below it).
+// targetView is one target and module's row: its success ratio from the
+// request counters over a stated window, and its latencies and charts over
+// its last results (the newest landingResults are listed below it).
 type targetView struct {
 	Target, Module, Backend, Model string
 	// Last is the newest kept result; nil before the first probe ends.
 	Last *HistoryEntry
-	// OK of N kept results succeeded.
-	OK, N int
+	// Health is the success ratio from servingprobe_requests_total.
+	Health healthFigures
 	// Quantiles in seconds over the kept successes, -1 when none.
 	TTFT50, TTFT99, ITL50, ITL99, E2E50 float64
 	// Charts of the kept results, oldest first.
@@ -83,15 +87,17 @@ type targetView struct {
 }
 
 // targetViews builds a row per configured target and module, in the
-// config's order, from the history (newest first). Results of targets no
-// longer configured, and ad-hoc probes, stay in the results list only.
-func targetViews(cfg *config.Config, entries []HistoryEntry) []targetView {
+// config's order: its health from health, the rest from recent (the last
+// results, oldest first, without failures kept apart, so that the charts
+// are one uniform sample in time). Results of targets no longer
+// configured, and ad-hoc probes, stay in the results list only.
+func targetViews(cfg *config.Config, recent []HistoryEntry, health func(target, module string) healthFigures) []targetView {
 	if cfg == nil {
 		return nil
 	}
 	type key struct{ target, module string }
 	byKey := map[key][]HistoryEntry{}
-	for _, e := range entries {
+	for _, e := range recent {
 		if e.Mode == ModeProbe {
 			k := key{e.Target, e.Module}
 			byKey[k] = append(byKey[k], e)
@@ -101,9 +107,8 @@ func targetViews(cfg *config.Config, entries []HistoryEntry) []targetView {
 	for _, t := range cfg.Targets {
 		for _, m := range t.Modules {
 			es := byKey[key{t.Name, m}]
-			slices.Reverse(es) // oldest first, for the charts
-			v := targetView{Target: t.Name, Module: m, Backend: t.Backend, Model: t.Model, N: len(es),
-				TTFT50: -1, TTFT99: -1, ITL50: -1, ITL99: -1, E2E50: -1}
+			v := targetView{Target: t.Name, Module: m, Backend: t.Backend, Model: t.Model,
+				Health: health(t.Name, m), TTFT50: -1, TTFT99: -1, ITL50: -1, ITL99: -1, E2E50: -1}
 			if len(es) > 0 {
 				v.Last = &es[len(es)-1]
 				if v.Model == "" {
@@ -118,7 +123,6 @@ func targetViews(cfg *config.Config, entries []HistoryEntry) []targetView {
 				if !e.Success {
 					continue
 				}
-				v.OK++
 				if e.TTFTSeconds != nil {
 					ttft = append(ttft, itlSample{perToken: *e.TTFTSeconds, n: 1})
 					ttftLine[i] = *e.TTFTSeconds
@@ -208,6 +212,19 @@ func msPair(a, b float64) string {
 	return f(a) + " / " + f(b) + " ms"
 }
 
+// healthCell formats a success ratio with its counts, and the window's
+// start when it is shorter than healthWindow; "–" without a request.
+func healthCell(f healthFigures) template.HTML {
+	if f.N == 0 {
+		return "–"
+	}
+	out := fmt.Sprintf("%.1f%% (%d/%d)", 100*float64(f.OK)/float64(f.N), f.OK, f.N)
+	if !f.Full {
+		out += `<br><span class="dim">since ` + f.Since.UTC().Format(time.RFC3339) + `</span>`
+	}
+	return template.HTML(out)
+}
+
 // msPtr is ms for an optional value.
 func msPtr(s *float64) string {
 	if s == nil {
@@ -220,27 +237,23 @@ var landingTmpl = template.Must(template.Must(template.New("landing").Funcs(benc
 	"ms":     ms,
 	"msPtr":  msPtr,
 	"msPair": msPair,
-	"ratio": func(ok, n int) string {
-		if n == 0 {
-			return "–"
-		}
-		return fmt.Sprintf("%.1f%% (%d/%d)", 100*float64(ok)/float64(n), ok, n)
-	},
-	"time":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"trunc": func(s string) string { return prober.TruncateUTF8(s, 200) },
+	"health": healthCell,
+	"window": func() string { return strconv.FormatFloat(healthWindow.Minutes(), 'g', -1, 64) + "m" },
+	"time":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"trunc":  func(s string) string { return prober.TruncateUTF8(s, 200) },
 }).Parse(`
 <h2>Targets</h2>
 {{if not .Targets}}<p>No target is configured.</p>{{else}}
 <div class="scroll"><table class="targets">
-<tr><th>target</th><th>module</th><th>model</th><th>last outcome</th><th>success</th><th>TTFT p50 / p99</th><th>ITL p50 / p99</th><th>E2E p50</th><th>TTFT</th><th>ITL</th><th>outcomes</th></tr>
+<tr><th>target</th><th>module</th><th>model</th><th>last outcome</th><th>success, last {{window}}</th><th>TTFT p50 / p99</th><th>ITL p50 / p99</th><th>E2E p50</th><th>TTFT</th><th>ITL</th><th>outcomes</th></tr>
 {{range .Targets}}<tr class="target">
 <td>{{.Target}}</td><td>{{.Module}}</td><td>{{.Model}}<br><span class="dim">{{.Backend}}</span></td>
 <td>{{with .Last}}<span class="{{if .Success}}ok{{else}}bad{{end}}">{{.Outcome}}</span><br><span class="dim">{{time .Time}}</span>{{if .Error}}<br><span class="err">{{trunc .Error}}</span>{{end}}{{else}}<span class="dim">no probe has ended yet</span>{{end}}</td>
-<td>{{ratio .OK .N}}</td><td>{{msPair .TTFT50 .TTFT99}}</td><td>{{msPair .ITL50 .ITL99}}</td><td>{{ms .E2E50}}</td>
+<td>{{health .Health}}</td><td>{{msPair .TTFT50 .TTFT99}}</td><td>{{msPair .ITL50 .ITL99}}</td><td>{{ms .E2E50}}</td>
 <td>{{.TTFTChart}}</td><td>{{.ITLChart}}</td><td>{{.OutcomeChart}}</td>
 </tr>
 {{end}}</table></div>
-<p class="dim">Over the kept history (the last results and, separately, the last failures of every target); quantiles are nearest-rank over successful probes, ITL weighted by tokens as in the histograms. Prometheus has the long view.</p>
+<p class="dim">Success is the increase of servingprobe_requests_total{mode="probe"} over the last {{window}} (or since the stated time, when the daemon is younger), canceled probes left out, as the burn-rate rules count it. Quantiles, charts and strip are over each target's results among the last {{.Kept}} kept, oldest to newest; quantiles are nearest-rank over successful probes, ITL weighted by tokens as in the histograms. Prometheus has the long view.</p>
 {{end}}
 {{with .Benches}}{{template "benches" .}}{{end}}
 

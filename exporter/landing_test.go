@@ -58,7 +58,7 @@ func TestLandingEscapes(t *testing.T) {
 	bad := "<script>alert(1)</script>"
 	entries := []HistoryEntry{{Time: time.Unix(0, 0), Target: "a", Module: "m", Model: bad, Mode: ModeProbe, Outcome: "http_5xx", Error: bad}}
 	var b bytes.Buffer
-	if err := landingTmpl.Execute(&b, landingData{Targets: targetViews(cfg, entries), Recent: entries}); err != nil {
+	if err := landingTmpl.Execute(&b, landingData{Targets: targetViews(cfg, entries, func(string, string) healthFigures { return healthFigures{} }), Recent: entries}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "<script>") || !strings.Contains(b.String(), "&lt;script&gt;") {

@@ -106,7 +106,15 @@
 // over KVCacheTokens. Preemptions stay zero: the simulator never preempts.
 // POST /reset_prefix_cache (vLLM) and POST /flush_cache (sglang) empty the
 // prefix cache. Each read's gauges are kept (Server.Scrapes) as the ground
-// truth of what a sampler saw.
+// truth of what a sampler saw. POST /start_profile and /stop_profile answer
+// 200 as sglang's do and are only counted (Server.ProfileCalls): there is no
+// profiler.
+//
+// A request's images (a chat message's image_url parts, sglang's
+// image_data beside a /generate text or a completions prompt, as base64
+// data URLs) count in its prompt tokens as a Qwen2-VL engine counts them,
+// from each image's size (datasets.Qwen2VLImageTokens); an image by
+// http(s) URL counts 0, as the simulator fetches nothing.
 //
 // # Faults
 //

@@ -195,16 +195,25 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 }
 
 // serverInfo answers sglang's GET /server_info, which bench_serving reads for
-// the speculative accept length (TokensPerChunk here).
+// the speculative accept length. sglang states avg_spec_accept_length only
+// with speculative decoding on, and bench_serving prints "Accept length"
+// only when it is there; the simulator's speculative decoding is several
+// tokens per decode step (TokensPerChunk above 1), so it states it then
+// alone.
 func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
 	type state struct {
-		AvgSpecAcceptLength float64 `json:"avg_spec_accept_length"`
+		AvgSpecAcceptLength *float64 `json:"avg_spec_accept_length,omitempty"`
+	}
+	var st state
+	if s.cfg.TokensPerChunk > 1 {
+		v := float64(s.cfg.TokensPerChunk)
+		st.AvgSpecAcceptLength = &v
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"model_path":           s.cfg.Model,
 		"served_model_name":    s.cfg.Model,
 		"max_running_requests": s.cfg.MaxRunningRequests,
-		"internal_states":      []state{{AvgSpecAcceptLength: float64(s.cfg.TokensPerChunk)}},
+		"internal_states":      []state{st},
 	})
 }
 

@@ -28,7 +28,7 @@ func TestChatStreamFraming(t *testing.T) {
 	}{
 		{"usage requested", `{"model":"servingprobe-sim","messages":[{"role":"user","content":"hello there world"}],"max_tokens":5,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, true, 5},
 		{"no usage", `{"messages":[{"role":"user","content":"hello there world"}],"max_completion_tokens":7,"max_tokens":99,"ignore_eos":true,"stream":true}`, false, 7},
-		{"content parts", `{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hello there world"},{"type":"image_url","image_url":{"url":"data:,"}}]}],"max_tokens":3,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, true, 3},
+		{"content parts", `{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hello there world"},{"type":"image_url","image_url":{"url":"https://example.invalid/cat.png"}}]}],"max_tokens":3,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, true, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newServer(t, fastConfig())

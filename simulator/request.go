@@ -109,6 +109,8 @@ type completionBody struct {
 	Stream        bool            `json:"stream"`
 	StreamOptions *streamOptions  `json:"stream_options"`
 	N             *int            `json:"n"`
+	// ImageData is sglang's extension: images beside the prompt.
+	ImageData json.RawMessage `json:"image_data"`
 }
 
 func (s *Server) parseCompletions(body []byte) (genRequest, *apiError) {
@@ -129,8 +131,12 @@ func (s *Server) parseCompletions(body []byte) (genRequest, *apiError) {
 	if e != nil {
 		return genRequest{}, e
 	}
+	images, e := imageDataTokens(b.ImageData)
+	if e != nil {
+		return genRequest{}, e
+	}
 	req := genRequest{
-		model: s.cfg.Model, stream: b.Stream, promptTokens: len(ids), promptIDs: ids, minTokens: b.MinTokens,
+		model: s.cfg.Model, stream: b.Stream, promptTokens: len(ids) + images, promptIDs: ids, minTokens: b.MinTokens,
 		ignoreEOS: b.IgnoreEOS, includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage,
 	}
 	return req, s.openAILimits(&req, b.MaxTokens)
@@ -152,7 +158,7 @@ type chatBody struct {
 }
 
 // messageText is a message's text: a string, or the text parts of a list of
-// content parts (images and other parts are not counted).
+// content parts (images are counted apart, by imageTokens).
 func messageText(raw json.RawMessage) (string, *apiError) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
@@ -194,6 +200,7 @@ func (s *Server) parseChat(body []byte) (genRequest, *apiError) {
 	contents := make([]string, len(b.Messages))
 	roles := make([]string, len(b.Messages))
 	msgs := make([]datasets.Message, len(b.Messages))
+	images := 0 // the images' prompt tokens, beside the text's
 	for i, m := range b.Messages {
 		t, e := messageText(m.Content)
 		if e != nil {
@@ -201,6 +208,11 @@ func (s *Server) parseChat(body []byte) (genRequest, *apiError) {
 		}
 		contents[i], roles[i] = t, m.Role
 		msgs[i] = datasets.Message{Role: m.Role, Content: t}
+		n, e := imageTokens(m.Content)
+		if e != nil {
+			return genRequest{}, e
+		}
+		images += n
 	}
 	if e := s.checkHistory(roles, contents); e != nil {
 		return genRequest{}, e
@@ -210,7 +222,7 @@ func (s *Server) parseChat(body []byte) (genRequest, *apiError) {
 		return genRequest{}, e
 	}
 	req := genRequest{
-		model: s.cfg.Model, stream: b.Stream, promptTokens: len(ids), promptIDs: ids, minTokens: b.MinTokens,
+		model: s.cfg.Model, stream: b.Stream, promptTokens: len(ids) + images, promptIDs: ids, minTokens: b.MinTokens,
 		ignoreEOS: b.IgnoreEOS, includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage,
 	}
 	// vLLM prefers max_completion_tokens and falls back to max_tokens.
@@ -225,6 +237,7 @@ type generateBody struct {
 	Text           *string         `json:"text"`
 	InputIDs       json.RawMessage `json:"input_ids"`
 	Stream         bool            `json:"stream"`
+	ImageData      json.RawMessage `json:"image_data"`
 	SamplingParams struct {
 		MaxNewTokens *int `json:"max_new_tokens"`
 		MinNewTokens int  `json:"min_new_tokens"`
@@ -257,6 +270,11 @@ func (s *Server) parseGenerate(body []byte) (genRequest, *apiError) {
 	default:
 		return genRequest{}, badRequest("Either text, input_ids or input_embeds should be provided.")
 	}
+	images, e := imageDataTokens(b.ImageData)
+	if e != nil {
+		return genRequest{}, e
+	}
+	req.promptTokens += images
 	req.maxTokens = sglangDefaultMaxNewTokens
 	if p := b.SamplingParams.MaxNewTokens; p != nil {
 		if *p < 0 {

@@ -53,6 +53,9 @@ type Server struct {
 	replies    *replies // nil unless Config.CheckHistory
 	mux        *http.ServeMux
 	created    int64 // Unix seconds at New, for /v1/models
+	// profileStarts and profileStops count the /start_profile and
+	// /stop_profile calls answered.
+	profileStarts, profileStops atomic.Int64
 	// tok counts prompts (see countText). It is the shared embedded
 	// tokenizer, loaded once per process, safe for concurrent use.
 	tok *tokenizer.Tokenizer
@@ -118,6 +121,8 @@ func New(cfg Config, logger log.Logger) (*Server, error) {
 	m.HandleFunc("GET /metrics", s.metricsHandler)
 	m.HandleFunc("POST /reset_prefix_cache", s.flushCache)
 	m.HandleFunc("POST /flush_cache", s.flushCache)
+	m.HandleFunc("POST /start_profile", s.startProfile)
+	m.HandleFunc("POST /stop_profile", s.stopProfile)
 	s.mux = m
 	return s, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/servingprobe/servingprobe/internal/nearest"
 )
 
 // argparseCommands are the commands whose command lines come from
@@ -62,9 +64,12 @@ func argparseArgs(app *kingpin.Application, args []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if f == nil { // unknown, or kingpin's --no-X: kingpin says what is wrong
-			out = append(out, a)
-			continue
+		if f == nil {
+			if negatesBool(flags, name) { // kingpin's --no-X of a boolean
+				out = append(out, a)
+				continue
+			}
+			return nil, unknownFlag(flags, name)
 		}
 		start := len(out)
 		if hasValue {
@@ -124,6 +129,27 @@ func checkValue(f *kingpin.FlagModel, v string) error {
 		return fmt.Errorf("argument --%s: %v", f.Name, err)
 	}
 	return nil
+}
+
+// negatesBool reports whether name is kingpin's --no-X of a boolean flag X.
+func negatesBool(flags []*kingpin.FlagModel, name string) bool {
+	x, ok := strings.CutPrefix(name, "no-")
+	return ok && slices.ContainsFunc(flags, func(f *kingpin.FlagModel) bool { return f.Name == x && f.IsBoolFlag() })
+}
+
+// unknownFlag is argparse's refusal of an unknown option, with the flag
+// the user most likely meant.
+func unknownFlag(flags []*kingpin.FlagModel, name string) error {
+	names := make([]string, 0, len(flags))
+	for _, f := range flags {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	}
+	if near := nearest.Name(name, names); near != "" {
+		return fmt.Errorf("unrecognized arguments: --%s (did you mean --%s?)", name, near)
+	}
+	return fmt.Errorf("unrecognized arguments: --%s", name)
 }
 
 // lookupFlag finds the flag a long option names: by its exact name, else

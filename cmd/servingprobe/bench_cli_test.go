@@ -105,9 +105,19 @@ func TestArgparseArgs(t *testing.T) {
 			want: "bench --log.level debug --num-prompts 1",
 		},
 		{
-			name: "unknown flags are left to kingpin's message",
-			in:   "bench --nosuch 1",
-			want: "bench --nosuch 1",
+			name:    "an unknown flag is refused with argparse's message",
+			in:      "bench --nosuch 1",
+			wantErr: "unrecognized arguments: --nosuch",
+		},
+		{
+			name:    "a mistyped flag is refused with the flag meant",
+			in:      "bench --num-promtps 1",
+			wantErr: "unrecognized arguments: --num-promtps (did you mean --num-prompts?)",
+		},
+		{
+			name: "kingpin's --no-X of a boolean is left to kingpin",
+			in:   "bench --no-disable-tqdm",
+			want: "bench --no-disable-tqdm",
 		},
 		{
 			name: "other commands keep kingpin's rules",

@@ -14,7 +14,9 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/internal/envflag"
+	"github.com/servingprobe/servingprobe/internal/nearest"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -163,12 +165,38 @@ func jsonObjectValue(p *map[string]any) flagValue {
 		parse: func(s string) (map[string]any, error) {
 			dec := json.NewDecoder(strings.NewReader(s))
 			dec.UseNumber()
-			var m map[string]any
-			if err := dec.Decode(&m); err != nil || m == nil {
+			// Decoded as any, so that a value of the wrong kind is named
+			// in JSON's words, not as the Go type it failed to fill.
+			var v any
+			if err := dec.Decode(&v); err != nil {
 				return nil, fmt.Errorf("must be a JSON object: %v", err)
+			}
+			if dec.More() {
+				return nil, errors.New("must be one JSON object, got more after it")
+			}
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("must be a JSON object, got %s", jsonKind(v))
 			}
 			return m, nil
 		}}
+}
+
+// jsonKind names the kind of a decoded JSON value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	}
+	return "another value"
 }
 
 // listTracker gives argparse's nargs='+' to kingpin: a list flag may be
@@ -491,8 +519,11 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	s := f.spec
+	_, backendErr := prober.LookupBackend(s.Backend)
 	if why, ok := unsupportedBackends[s.Backend]; ok {
 		bad("--backend %s is not supported: %s", s.Backend, why)
+	} else if backendErr != nil {
+		bad("--backend %q: unknown backend%s (one of %s)", s.Backend, didYouMean(s.Backend, prober.BackendNames()), strings.Join(prober.BackendNames(), ", "))
 	} else {
 		u, err := benchrun.BaseURL(s.BaseURL, f.host, f.port, s.Backend)
 		if err != nil {
@@ -506,6 +537,11 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 			bad("%w", err)
 		}
 		s.Shard = sh
+	}
+	// The dataset is named before anything is sent: a typo must not wait
+	// for the server's ready check and model detection to be told.
+	if known := datasets.Names(); !slices.Contains(known, s.Dataset) && !strings.HasPrefix(s.Dataset, "random") {
+		bad("--dataset-name %q: unknown dataset%s (one of %s)", s.Dataset, didYouMean(s.Dataset, known), strings.Join(known, ", "))
 	}
 	if f.given("max-concurrency") && s.MaxConcurrency == 0 {
 		// 0 is the Spec's "unbounded"; given on the command line it is a
@@ -578,6 +614,15 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 		return s, err
 	}
 	return s, nil
+}
+
+// didYouMean is "; did you mean X?" for the name of known nearest to
+// got, or "" when none is near enough to be a typo.
+func didYouMean(got string, known []string) string {
+	if near := nearest.Name(got, known); near != "" {
+		return "; did you mean " + near + "?"
+	}
+	return ""
 }
 
 // shardValue is --shard I/N.

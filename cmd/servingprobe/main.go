@@ -60,6 +60,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return tokenizeRun(ctx, env.Stdin, env.Stdout, env.Stderr)
 	})
 
+	if isBenchHelp(args) {
+		// bench's flags are many: its help groups them (writeBenchHelp)
+		// where kingpin's would list them in one run.
+		if err := writeBenchHelp(stdout, app); err != nil {
+			fmt.Fprintf(stderr, "servingprobe: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	cmd, code, err := parse(app, args)
 	if code >= 0 { // --help or --version already printed
 		return code

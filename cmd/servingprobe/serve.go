@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -110,6 +111,11 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		Seed:                   rand.Uint64(),
 	})
 	if err != nil {
+		if !f.demo && errors.Is(err, fs.ErrNotExist) {
+			// A first run has no config file yet: say how to try the
+			// daemon without one.
+			return fmt.Errorf("%w (write a config file and pass it with --config.file, or run serve --demo to probe the built-in simulator with an embedded one)", err)
+		}
 		return err
 	}
 	benches, err := benchapi.Enable(d, benchapi.Options{Run: benchapi.Runner()})

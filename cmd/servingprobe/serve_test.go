@@ -178,3 +178,13 @@ func TestServePortTaken(t *testing.T) {
 		t.Errorf("stderr lacks %q (or repeats serve:):\n%s", want, stderr)
 	}
 }
+
+// TestServeWithoutConfigPointsAtDemo: serve with no config file says how
+// to try it without one, instead of a bare "no such file".
+func TestServeWithoutConfigPointsAtDemo(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "servingprobe.yml")
+	code, _, stderr := runCLI(t, "serve", "--config.file", missing, "--web.listen-address", "127.0.0.1:0")
+	if code == 0 || !strings.Contains(stderr, "no such file") || !strings.Contains(stderr, "serve --demo") {
+		t.Errorf("exit %d, want a failure that points at serve --demo:\n%s", code, stderr)
+	}
+}
