@@ -230,3 +230,58 @@ func (r *Redactor) RedactJSON(b json.RawMessage) json.RawMessage {
 	}
 	return json.RawMessage(s)
 }
+
+// RedactError returns err with its text redacted; it still unwraps to err,
+// so that errors.Is and errors.As see the cause. A nil err stays nil, and
+// an err with nothing to redact is returned as it is.
+func (r *Redactor) RedactError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if m := r.Redact(err.Error()); m != err.Error() {
+		return &redactedError{msg: m, err: err}
+	}
+	return err
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// KVLogger is the method set of go-kit's log.Logger, declared here so that
+// config need not import a logging library; a go-kit logger is one.
+type KVLogger interface {
+	Log(keyvals ...any) error
+}
+
+// RedactingLogger returns a logger that redacts every string and error
+// value with red() before next sees it. red is called per record, so that
+// a daemon's logger follows its reloaded config.
+func RedactingLogger(next KVLogger, red func() *Redactor) KVLogger {
+	return redactingLogger{next, red}
+}
+
+type redactingLogger struct {
+	next KVLogger
+	red  func() *Redactor
+}
+
+func (l redactingLogger) Log(kv ...any) error {
+	red := l.red()
+	out := make([]any, len(kv))
+	for i, v := range kv {
+		switch v := v.(type) {
+		case string:
+			out[i] = red.Redact(v)
+		case error:
+			out[i] = red.Redact(v.Error())
+		default:
+			out[i] = v
+		}
+	}
+	return l.next.Log(out...)
+}
