@@ -66,12 +66,9 @@ func NewClient(t *config.Target, o ClientOptions) (*http.Client, error) {
 		return nil, fmt.Errorf("http client for target %q: %w", t.Name, err)
 	}
 	if c.CheckRedirect == nil { // follow_redirects: true
-		c.CheckRedirect = func(_ *http.Request, via []*http.Request) error {
-			if len(via) >= maxRedirects {
-				return fmt.Errorf("%w: stopped after %d", ErrTooManyRedirects, len(via))
-			}
-			return nil
-		}
+		// Only on the target's host: the credentials and headers of the
+		// config are added to every request, redirected ones included.
+		c.CheckRedirect = config.CheckRedirect(maxRedirects)
 	}
 	// prometheus/common builds the *http.Transport itself and returns it
 	// bare unless auth, headers or file-based TLS wrap it. Tune it when we
