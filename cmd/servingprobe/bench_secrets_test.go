@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -63,5 +64,42 @@ func TestBenchRedactsEchoedKey(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBenchRedirectStaysOnHost: bench sends OPENAI_API_KEY on every
+// request (a header of its own transport); a server that answers 307 to
+// another host must not get that host a request, and the run says why.
+func TestBenchRedirectStaysOnHost(t *testing.T) {
+	const key = "sk-PLANTED-redirect-9c1d"
+	t.Setenv("OPENAI_API_KEY", key)
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	var mu sync.Mutex
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		leaked = append(leaked, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	tok, err := filepath.Abs("../../tokenizer/testdata/metaspace-legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stdout, stderr := runCLI(t, "bench", "--backend", "vllm", "--base-url", srv.URL, "--model", "m",
+		"--tokenizer", tok, "--num-prompts", "2", "--dataset-name", "random", "--random-input-len", "8",
+		"--random-output-len", "4", "--ready-check-timeout-sec", "0", "--output-file", filepath.Join(t.TempDir(), "o.jsonl"))
+	if !strings.Contains(stdout+stderr, "redirect to another host not followed") {
+		t.Errorf("the output does not say the redirect was refused:\n%s\n%s", stdout, stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leaked) > 0 {
+		t.Errorf("the other host got %d requests: %q", len(leaked), leaked)
 	}
 }
