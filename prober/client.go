@@ -150,7 +150,7 @@ func DetectModelWithHeaders(ctx context.Context, c *http.Client, baseURL string,
 		// Say which one and why: a server serving several models (ollama,
 		// a router) would otherwise be measured on one picked silently.
 		// Only ids shaped like model names are named.
-		ids := make([]string, 0, len(m.Data))
+		ids := make([]string, 0, min(len(m.Data), maxListedModels))
 		hidden := 0
 		for _, d := range m.Data {
 			if CheckModelID(d.ID, red) != nil {
