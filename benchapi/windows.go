@@ -227,7 +227,9 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	defer b.wg.Done()
 	defer run.cancel(nil)
 	id, target := run.view.ID, req.Target.Name
-	logger := log.With(redactLogger{b.logger, b.d.Redactor}, "id", id, "target", target)
+	// The run logs what servers answered and the server-metrics endpoints
+	// it could not read (a server_metrics URL may carry a password).
+	logger := log.With(config.RedactingLogger(b.logger, b.d.Redactor), "id", id, "target", target)
 
 	watchDone := make(chan struct{})
 	go func() {
@@ -330,30 +332,6 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 		kv = append(kv, "err", view.Error)
 	}
 	level.Info(logger).Log(kv...)
-}
-
-// redactLogger replaces the config's secrets in a run's log values: the
-// run logs the server-metrics endpoints it could not read, and a target's
-// server_metrics URL may carry a password.
-type redactLogger struct {
-	next log.Logger
-	red  func() *config.Redactor
-}
-
-func (l redactLogger) Log(kv ...any) error {
-	red := l.red()
-	out := make([]any, len(kv))
-	for i, v := range kv {
-		switch v := v.(type) {
-		case string:
-			out[i] = red.Redact(v)
-		case error:
-			out[i] = red.Redact(v.Error())
-		default:
-			out[i] = v
-		}
-	}
-	return l.next.Log(out...)
 }
 
 // snapshot copies the view with live progress.

@@ -541,7 +541,7 @@ modules:
 	}
 	red := config.NewRedactor(cfg)
 	var buf strings.Builder
-	l := redactLogger{log.NewLogfmtLogger(&buf), func() *config.Redactor { return red }}
+	l := config.RedactingLogger(log.NewLogfmtLogger(&buf), func() *config.Redactor { return red })
 	u := cfg.Targets[0].ServerMetricsURLs()[0]
 	_ = l.Log("msg", "Server metrics not read", "url", u, "err", fmt.Errorf("GET %s: 404", u), "n", 3)
 	if out := buf.String(); strings.Contains(out, secret) || !strings.Contains(out, "n=3") {

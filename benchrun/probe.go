@@ -103,8 +103,9 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 	}
 	// A server may echo the credentials it was sent in an error body or an
 	// in-stream error; the error text goes to logs, the history and
-	// /probe?debug, so it is redacted here, at the source.
+	// /probe?debug, so Run redacts it, at the source.
 	red := config.NewRedactor(&config.Config{Targets: []config.Target{t}, Modules: map[string]config.Module{moduleName: m}})
+	base.Redactor = red
 	var (
 		next     atomic.Uint64
 		detectMu sync.Mutex
@@ -121,7 +122,7 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 		if t.Model == "" {
 			detectMu.Lock()
 			if detected == "" {
-				m, err := prober.DetectModel(ctx, client, t.URL)
+				m, err := prober.DetectModelWithHeaders(ctx, client, t.URL, nil, red)
 				var several *prober.SeveralModelsError
 				if errors.As(err, &several) {
 					// Once per detection, at info: the target's series
@@ -132,7 +133,7 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 				if err != nil {
 					// Send anyway: the request's own failure is classified
 					// (connect_error for a server that is down).
-					level.Debug(logger).Log("msg", "Model detection failed", "err", red.Redact(err.Error()))
+					level.Debug(logger).Log("msg", "Model detection failed", "err", err)
 				} else {
 					detected = m
 					level.Debug(logger).Log("msg", "Model detected", "model", m)
@@ -144,7 +145,6 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 		prompt := prompts[(next.Add(1)-1)%uint64(len(prompts))]
 		r := p.Run(ctx, prompt, time.Time{})
 		r.RequestID = id
-		r.Err = red.Redact(r.Err)
 		logProbeResult(logger, r)
 		if t.Model == "" && r.Outcome != prober.OutcomeSuccess {
 			// The server may have restarted with another model.

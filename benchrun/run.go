@@ -98,10 +98,15 @@ const budgetMargin = 500 * time.Millisecond
 // Prepare resolves the server and builds everything the run sends. It
 // talks to the server (ready check, /v1/models, /model_info) and may
 // download a tokenizer or the ShareGPT file, but sends no measured request.
-func Prepare(ctx context.Context, s Spec, env Env) (*Prepared, error) {
+func Prepare(ctx context.Context, s Spec, env Env) (_ *Prepared, err error) {
 	if env.Logger == nil {
 		env.Logger = log.NewNopLogger()
 	}
+	// What the server answers (a 401 body echoing the Authorization
+	// header) reaches the error returned: redacted. (The logger is not
+	// wrapped: a wrapper would make every line's caller redact.go.)
+	red := specRedactor(s, env)
+	defer func() { err = red.RedactError(err) }()
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -110,13 +115,13 @@ func Prepare(ctx context.Context, s Spec, env Env) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := readyCheck(ctx, client, s.BaseURL, s.Backend, s.ReadyCheckTimeout, nil, env.Logger); err != nil {
+	if err := readyCheck(ctx, client, s.BaseURL, s.Backend, s.ReadyCheckTimeout, nil, red, env.Logger); err != nil {
 		return nil, err
 	}
 	model := s.Model
 	if model == "" {
 		var several *prober.SeveralModelsError
-		model, err = prober.DetectModel(ctx, client, s.BaseURL)
+		model, err = prober.DetectModelWithHeaders(ctx, client, s.BaseURL, nil, red)
 		switch {
 		case errors.As(err, &several):
 			level.Warn(env.Logger).Log("msg", "Model detected", "model", model, "why", strings.Replace(several.Error(), "set the model", "set --model", 1))
@@ -170,12 +175,25 @@ func Prepare(ctx context.Context, s Spec, env Env) (*Prepared, error) {
 		Options: requestOptions(s, info, sent),
 		Counter: prober.TokenizerCounter{Tokenizer: tok},
 		Module:  env.Module,
+		// Every request's error text, and so the table's and the
+		// JSONL's, the request log's and the daemon's, is redacted once.
+		Redactor: red,
 	}
 	if env.Target != nil {
 		p.Target = env.Target.Name
 		p.Limits = prober.Limits{MaxEventBytes: env.Target.MaxEventBytes, MaxResponseBytes: env.Target.MaxResponseBytes}
 	}
 	return &Prepared{Spec: s, Info: info, Client: client, Model: sent, Tok: tok, Prompts: prompts, Pacer: pacer, Prober: p, TokenizerName: tokName}, nil
+}
+
+// specRedactor hides the run's credentials: the daemon target's
+// http_client_config and the CLI's headers (--header, OPENAI_API_KEY).
+func specRedactor(s Spec, env Env) *config.Redactor {
+	var c config.Config
+	if env.Target != nil {
+		c.Targets = []config.Target{*env.Target}
+	}
+	return config.NewRedactor(&c).WithHeaders(s.Headers)
 }
 
 // newClient builds the client from the daemon target's http_client_config,
@@ -470,10 +488,11 @@ type Output struct {
 // Run sends warmup, flushes the cache, starts the profiler, runs the
 // measured requests and collects server_info, in bench_serving's order.
 // A cancelled ctx returns the partial Output with the context's cause.
-func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
+func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 	if env.Logger == nil {
 		env.Logger = log.NewNopLogger()
 	}
+	defer func() { err = p.Prober.Redactor.RedactError(err) }()
 	getenv := env.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -634,6 +653,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (*Output, error) {
 	}
 	start := time.Now()
 	out.ServerInfo, out.AcceptLength = serverInfo(ctx, p.Client, s.BaseURL, nil)
+	out.ServerInfo = p.Prober.Redactor.RedactJSON(out.ServerInfo) // a server may echo the headers it got
 	if p.Info.SGLang && s.Compat.ServerInfoDuration {
 		out.Duration += time.Since(start)
 	}

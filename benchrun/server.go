@@ -72,7 +72,7 @@ func control(ctx context.Context, c *http.Client, method, u string, body any, he
 // readyCheck polls GET the backend's ReadyURL ({base}/v1/models; the base
 // URL itself for trt) once a second until it answers 200, for at most
 // timeout (newest sglang).
-func readyCheck(ctx context.Context, c *http.Client, base, backend string, timeout time.Duration, headers map[string]string, logger log.Logger) error {
+func readyCheck(ctx context.Context, c *http.Client, base, backend string, timeout time.Duration, headers map[string]string, red *config.Redactor, logger log.Logger) error {
 	if timeout <= 0 {
 		return nil
 	}
@@ -95,7 +95,7 @@ func readyCheck(ctx context.Context, c *http.Client, base, backend string, timeo
 			return nil
 		}
 		if ctx.Err() == nil || last == nil {
-			last = err
+			last = red.RedactError(err) // the answer may echo the credentials
 		}
 		if now := time.Now(); said.IsZero() || now.Sub(said) >= 10*time.Second {
 			// Say what is being waited for, as bench_serving prints, rather

@@ -22,7 +22,7 @@ func TestReadyCheckSaysWhy(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 	var logs bytes.Buffer
-	err = readyCheck(t.Context(), &http.Client{}, "http://"+addr, "vllm", 1500*time.Millisecond, nil, log.NewLogfmtLogger(&logs))
+	err = readyCheck(t.Context(), &http.Client{}, "http://"+addr, "vllm", 1500*time.Millisecond, nil, nil, log.NewLogfmtLogger(&logs))
 	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "/v1/models") {
 		t.Errorf("readyCheck error = %v, want the URL and connection refused", err)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/url"
+	"strings"
 
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
@@ -63,13 +64,27 @@ type SecretURL string
 // MarshalYAML renders the URL with its password redacted.
 func (u SecretURL) MarshalYAML() (any, error) { return RedactURL(string(u)), nil }
 
-// RedactURL returns s with the password of its userinfo replaced by
-// xxxxx (net/url's Redacted). A string that does not parse as a URL is
-// returned as "<unparseable URL>": it could hold anything.
+// RedactURL returns s with the password of its userinfo, and the value of
+// every query parameter whose name says it carries a credential (api_key,
+// token, sig, ...), replaced by xxxxx, as net/url's Redacted writes a
+// password, so that the result still parses. A string that does not parse
+// as a URL is returned as "<unparseable URL>": it could hold anything.
 func RedactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "<unparseable URL>"
+	}
+	if u.RawQuery != "" {
+		// Rewritten pair by pair rather than through url.Values, so that
+		// the order and spelling of the other parameters stay as given.
+		parts := strings.Split(u.RawQuery, "&")
+		for i, p := range parts {
+			k, _, hasValue := strings.Cut(p, "=")
+			if name, err := url.QueryUnescape(k); hasValue && (err != nil || sensitiveName(name)) {
+				parts[i] = k + "=xxxxx"
+			}
+		}
+		u.RawQuery = strings.Join(parts, "&")
 	}
 	return u.Redacted()
 }

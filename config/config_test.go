@@ -140,6 +140,11 @@ func TestLoadBad(t *testing.T) {
 		{"bad-url-credentials.yml", []string{
 			`config file "testdata/bad-url-credentials.yml": targets[0].url: must not contain credentials; use http_client_config.basic_auth`,
 		}},
+		{"bad-url-query.yml", []string{
+			// Neither message quotes the key.
+			`config file "testdata/bad-url-query.yml": targets[0].url: must not contain a query or fragment; put an API key in http_client_config (authorization or http_headers)`,
+			`targets[1].url: invalid URL "<unparseable URL>"`,
+		}},
 		{"bad-no-targets.yml", []string{
 			`config file "testdata/bad-no-targets.yml": targets: at least one target is required`,
 		}},

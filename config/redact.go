@@ -39,24 +39,80 @@ func NewRedactor(cfgs ...*Config) *Redactor {
 		for _, t := range c.Targets {
 			addHTTPSecrets(&t.HTTPClientConfig, add)
 			for _, raw := range append([]string{t.URL}, t.ServerMetricsURLs()...) {
-				if u, err := url.Parse(raw); err == nil && u.User != nil {
-					if p, ok := u.User.Password(); ok {
-						add(p)
-					}
-				}
+				addURLSecrets(raw, add)
 			}
 		}
 		for _, m := range c.Modules {
-			for k, v := range m.Headers {
-				if sensitiveHeader(k) {
-					add(v)
-				}
+			addHeaderSecrets(m.Headers, add)
+		}
+	}
+	return newRedactor(s)
+}
+
+func newRedactor(s []string) *Redactor {
+	// Longest first, so that a secret containing another is replaced whole.
+	slices.SortFunc(s, func(a, b string) int {
+		if d := len(b) - len(a); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	return &Redactor{secrets: slices.Compact(s)}
+}
+
+// WithHeaders returns a Redactor that also redacts the values of the
+// headers in h whose names say they carry credentials (sensitiveName), and
+// the credential part of an Authorization-style value ("Bearer sk-..."
+// gives "sk-..." too, the form a server echoes in a message). The bench
+// takes its API key this way (OPENAI_API_KEY becomes a header), outside any
+// config file. r is not changed; a nil r starts empty.
+func (r *Redactor) WithHeaders(h map[string]string) *Redactor {
+	var s []string
+	if r != nil {
+		s = slices.Clone(r.secrets)
+	}
+	addHeaderSecrets(h, func(v string) {
+		if len(v) >= minSecretLen {
+			s = append(s, v)
+		}
+	})
+	return newRedactor(s)
+}
+
+func addHeaderSecrets(h map[string]string, add func(string)) {
+	for k, v := range h {
+		if !sensitiveName(k) {
+			continue
+		}
+		add(v)
+		if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+			add(strings.TrimSpace(cred))
+		}
+	}
+}
+
+// addURLSecrets adds the password of a URL's userinfo and the values of
+// query parameters whose names say they carry credentials (?api_key=,
+// ?token=, ?sig=): a URL error from net/http quotes the whole URL.
+func addURLSecrets(raw string, add func(string)) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return
+	}
+	if u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			add(p)
+		}
+	}
+	for k, vs := range u.Query() {
+		if sensitiveName(k) {
+			for _, v := range vs {
+				add(v)
+				// The escaped spelling is the one a quoted URL shows.
+				add(url.QueryEscape(v))
 			}
 		}
 	}
-	// Longest first, so that a secret containing another is replaced whole.
-	slices.SortFunc(s, func(a, b string) int { return len(b) - len(a) })
-	return &Redactor{secrets: slices.Compact(s)}
 }
 
 func addHTTPSecrets(h *promconfig.HTTPClientConfig, add func(string)) {
@@ -93,20 +149,41 @@ func addHTTPSecrets(h *promconfig.HTTPClientConfig, add func(string)) {
 	}
 	if h.OAuth2 != nil {
 		add(string(h.OAuth2.ClientSecret))
+		addFile(h.OAuth2.ClientSecretFile)
+		for k, v := range h.OAuth2.EndpointParams {
+			if sensitiveName(k) {
+				add(v)
+			}
+		}
+		addURLSecrets(h.OAuth2.TokenURL, add)
 	}
 	add(string(h.TLSConfig.Key))
 	if h.HTTPHeaders != nil {
-		for _, hd := range h.HTTPHeaders.Headers {
+		for name, hd := range h.HTTPHeaders.Headers {
 			for _, v := range hd.Secrets {
 				add(string(v))
+			}
+			for _, f := range hd.Files {
+				addFile(f)
+			}
+			if sensitiveName(name) {
+				// A credential given as a plain value is still one.
+				for _, v := range hd.Values {
+					add(v)
+				}
 			}
 		}
 	}
 }
 
-func sensitiveHeader(name string) bool {
+// sensitiveName reports whether a header, query parameter or OAuth2
+// endpoint parameter name says that its value is a credential. It errs
+// towards redacting: hiding a harmless value costs a reader little, showing
+// a key costs the key.
+func sensitiveName(name string) bool {
 	n := strings.ToLower(name)
-	for _, w := range []string{"auth", "key", "token", "secret", "cookie", "password"} {
+	for _, w := range []string{"auth", "key", "token", "secret", "cookie", "password", "passwd", "pwd",
+		"sig", "credential", "assertion", "session"} {
 		if strings.Contains(n, w) {
 			return true
 		}
@@ -152,4 +229,59 @@ func (r *Redactor) RedactJSON(b json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return json.RawMessage(s)
+}
+
+// RedactError returns err with its text redacted; it still unwraps to err,
+// so that errors.Is and errors.As see the cause. A nil err stays nil, and
+// an err with nothing to redact is returned as it is.
+func (r *Redactor) RedactError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if m := r.Redact(err.Error()); m != err.Error() {
+		return &redactedError{msg: m, err: err}
+	}
+	return err
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// KVLogger is the method set of go-kit's log.Logger, declared here so that
+// config need not import a logging library; a go-kit logger is one.
+type KVLogger interface {
+	Log(keyvals ...any) error
+}
+
+// RedactingLogger returns a logger that redacts every string and error
+// value with red() before next sees it. red is called per record, so that
+// a daemon's logger follows its reloaded config.
+func RedactingLogger(next KVLogger, red func() *Redactor) KVLogger {
+	return redactingLogger{next, red}
+}
+
+type redactingLogger struct {
+	next KVLogger
+	red  func() *Redactor
+}
+
+func (l redactingLogger) Log(kv ...any) error {
+	red := l.red()
+	out := make([]any, len(kv))
+	for i, v := range kv {
+		switch v := v.(type) {
+		case string:
+			out[i] = red.Redact(v)
+		case error:
+			out[i] = red.Redact(v.Error())
+		default:
+			out[i] = v
+		}
+	}
+	return l.next.Log(out...)
 }

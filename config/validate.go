@@ -53,7 +53,9 @@ func (t Target) validate(v *validator, p string, modules map[string]Module) {
 	case t.URL == "":
 		v.add(p+".url", "must be set")
 	case err != nil:
-		v.add(p+".url", "invalid URL: %v", err)
+		// Not the parser's message: it quotes the whole URL, which may
+		// carry a credential.
+		v.add(p+".url", "invalid URL %q", RedactURL(t.URL))
 	case u.Scheme != "http" && u.Scheme != "https":
 		v.add(p+".url", "scheme must be http or https, got %q", u.Scheme)
 	case u.Host == "":
@@ -61,6 +63,11 @@ func (t Target) validate(v *validator, p string, modules map[string]Module) {
 	case u.User != nil:
 		// Credentials in a URL would show in /config, logs and labels.
 		v.add(p+".url", "must not contain credentials; use http_client_config.basic_auth")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		// Backends append their paths to the base URL, so a query would
+		// end up inside the path; and a key in a query would show
+		// wherever the URL does. The value is not quoted, for that reason.
+		v.add(p+".url", "must not contain a query or fragment; put an API key in http_client_config (authorization or http_headers)")
 	}
 	if t.Backend == "" {
 		v.add(p+".backend", "must be set (one of %s)", strings.Join(KnownBackends, ", "))

@@ -315,7 +315,7 @@ func (d *Daemon) withHistory(pf prober.ProbeFunc) prober.ProbeFunc {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return r
 		}
-		d.history.Add(entryOf(r, sanitizeModel(r.Model), ModeProbe, logs, d.state.Load().red))
+		d.history.Add(entryOf(r, r.Model, ModeProbe, logs, d.state.Load().red))
 		return r
 	}
 }

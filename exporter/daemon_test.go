@@ -403,3 +403,52 @@ func TestHistoryKeepsFailures(t *testing.T) {
 		t.Errorf("List() = %+v, want 3 recent successes (newest first) and the old failure", got)
 	}
 }
+
+// TestQuerySecretsRedacted: credentials in a query string (a server_metrics
+// URL, an OAuth2 token_url) or in OAuth2 endpoint_params show in neither
+// /config nor /probe?debug=true nor the history, where the failed token
+// request's error quotes the token URL.
+func TestQuerySecretsRedacted(t *testing.T) {
+	const (
+		inMetrics = "sm-token-PLANTED-q1"
+		inToken   = "tokenurl-PLANTED-q2"
+		inParams  = "assertion-PLANTED-q3"
+	)
+	f := newFixture(t, false)
+	f.write(`  - name: qs
+    url: `+f.simURL+`
+    backend: vllm-chat
+    model: servingprobe-sim
+    modules: [short]
+    interval: 1h
+    timeout: 2s
+    server_metrics: ["`+f.simURL+`/metrics?access_token=`+inMetrics+`"]
+    http_client_config:
+      oauth2:
+        client_id: c
+        client_secret: oauth-client-secret-q4
+        token_url: "`+f.downURL+`/token?api_key=`+inToken+`"
+        endpoint_params:
+          client_assertion: `+inParams+`
+          audience: public-audience
+`, false)
+	if code, body := f.post("/-/reload"); code != 200 {
+		t.Fatalf("reload = %d %q", code, body)
+	}
+	code, cfg := f.get("/config")
+	if code != 200 || !strings.Contains(cfg, "access_token=xxxxx") || !strings.Contains(cfg, "public-audience") {
+		t.Errorf("/config = %d, want the server_metrics query hidden and the audience shown:\n%s", code, cfg)
+	}
+	if code, debug := f.get("/probe?target=qs&debug=true"); code != 200 || !strings.Contains(debug, "outcome: connect_error") {
+		t.Errorf("/probe?debug=true = %d, want the failed token request:\n%s", code, debug)
+	}
+	if _, results := f.get("/api/v1/results?target=qs"); !strings.Contains(results, `api_key=\u003csecret\u003e`) {
+		t.Errorf("/api/v1/results has no token request error with the key hidden:\n%s", results)
+	}
+	for _, path := range []string{"/config", "/probe?target=qs&debug=true", "/api/v1/results", "/"} {
+		_, body := f.get(path)
+		if i := strings.Index(body, "PLANTED"); i >= 0 {
+			t.Errorf("%s shows a query secret: …%s…", path, body[max(0, i-80):min(len(body), i+30)])
+		}
+	}
+}

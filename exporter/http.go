@@ -209,7 +209,7 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 		res.Target = t.Name
 	}
 	setProbeMetrics(pm, res)
-	d.history.Add(entryOf(res, sanitizeModel(res.Model), ModeProbe, buf, st.red))
+	d.history.Add(entryOf(res, res.Model, ModeProbe, buf, st.red))
 
 	if q.Get("debug") == "true" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -311,15 +311,7 @@ func ServerTimingsText(st prober.ServerTimings) string {
 // http_client_config (which holds the credentials).
 func targetSummary(t config.Target) string {
 	return fmt.Sprintf("name: %s\nurl: %s\nbackend: %s\nmodel: %s\ntimeout: %s\n",
-		t.Name, redactURL(t.URL), t.Backend, t.Model, t.EffectiveTimeout())
-}
-
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "<unparseable URL>"
-	}
-	return u.Redacted()
+		t.Name, config.RedactURL(t.URL), t.Backend, t.Model, t.EffectiveTimeout())
 }
 
 // adhocTarget builds a target from a URL given to /probe. It is refused

@@ -2,9 +2,7 @@ package exporter
 
 import (
 	"slices"
-	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -51,21 +49,16 @@ func (s *seriesState) hasModule(target, module string) bool {
 	return ok && slices.Contains(t.Modules, module)
 }
 
-// maxModelLabelBytes bounds a detected model name. The model label is the
-// one label value that can come from a server (GET /v1/models when the
-// config leaves model empty); it is bounded in size here, and in number by
-// keeping one model per target at a time.
-const maxModelLabelBytes = 128
-
-// sanitizeModel makes a server-sent model name safe as a label value.
+// sanitizeModel makes a server-sent model name safe as a label value. The
+// model label is the one label value that can come from a server (GET
+// /v1/models when the config leaves model empty): a name that is not shaped
+// like a model id (prober.CheckModelID: bounded, a closed character set)
+// becomes "", as if none had been detected. It is bounded in number by
+// keeping one model per target at a time. Detection already refuses such
+// names and those holding a credential; this holds for any other path.
 func sanitizeModel(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= maxModelLabelBytes {
-		return s
-	}
-	s = s[:maxModelLabelBytes]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
+	if prober.CheckModelID(s, nil) != nil {
+		return ""
 	}
 	return s
 }
@@ -193,10 +186,12 @@ func (s *seriesState) resolve(r *prober.Result, mode Mode) (model string, ok boo
 		// A bench may use any module of the config on a configured target.
 		return "", false, ""
 	}
-	if t.Model != "" || r.Model == "" {
+	detected := sanitizeModel(r.Model)
+	if t.Model != "" || detected == "" {
+		// Configured, or nothing usable detected: the model in use.
 		return t.model, true, ""
 	}
-	if detected := sanitizeModel(r.Model); detected != t.model {
+	if detected != t.model {
 		return "", true, detected
 	}
 	return t.model, true, ""

@@ -18,6 +18,8 @@ func TestNormalizeBaseURL(t *testing.T) {
 		{in: "127.0.0.1:30000", wantErr: `"127.0.0.1:30000": want an http(s) URL such as http://127.0.0.1:8000`},
 		{in: "ftp://host", wantErr: `"ftp://host": want an http(s) URL such as http://127.0.0.1:8000`},
 		{in: "http://host/?a=1", wantErr: `"http://host/?a=1": a base URL takes no query or fragment`},
+		{in: "http://host/?api_key=sk-1", wantErr: `"http://host/?api_key=xxxxx": a base URL takes no query or fragment`},
+		{in: "http://u:pw@[::1/", wantErr: `"<unparseable URL>": want an http(s) URL such as http://127.0.0.1:8000`},
 	} {
 		got, err := NormalizeBaseURL(tc.in)
 		if tc.wantErr != "" {

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strings"
 	"syscall"
+
+	"github.com/servingprobe/servingprobe/config"
 )
 
 // StatusError is a response whose status was not 200. Body holds a bounded,
@@ -97,7 +99,7 @@ func checkResponseFormat(h http.Header) error {
 // target redirects more than maxRedirects times (a redirect loop). It is an
 // HTTP answer, not a connection failure, so it is classified as http_4xx
 // like a 3xx that is not followed.
-var ErrTooManyRedirects = errors.New("too many redirects")
+var ErrTooManyRedirects = config.ErrTooManyRedirects
 
 // maxRedirects is net/http's default limit.
 const maxRedirects = 10
@@ -184,7 +186,7 @@ func classify(err error) Outcome {
 		}
 	case errors.As(err, &ne) && ne.Timeout():
 		return OutcomeTimeout
-	case errors.Is(err, ErrTooManyRedirects):
+	case errors.Is(err, ErrTooManyRedirects), errors.Is(err, config.ErrRedirectOffHost):
 		return OutcomeHTTP4xx
 	case errors.As(err, &re):
 		if re.Wrote && isClosedErr(re.Err) {

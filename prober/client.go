@@ -66,12 +66,9 @@ func NewClient(t *config.Target, o ClientOptions) (*http.Client, error) {
 		return nil, fmt.Errorf("http client for target %q: %w", t.Name, err)
 	}
 	if c.CheckRedirect == nil { // follow_redirects: true
-		c.CheckRedirect = func(_ *http.Request, via []*http.Request) error {
-			if len(via) >= maxRedirects {
-				return fmt.Errorf("%w: stopped after %d", ErrTooManyRedirects, len(via))
-			}
-			return nil
-		}
+		// Only on the target's host: the credentials and headers of the
+		// config are added to every request, redirected ones included.
+		c.CheckRedirect = config.CheckRedirect(maxRedirects)
 	}
 	// prometheus/common builds the *http.Transport itself and returns it
 	// bare unless auth, headers or file-based TLS wrap it. Tune it when we
@@ -105,12 +102,16 @@ func NewClient(t *config.Target, o ClientOptions) (*http.Client, error) {
 // DetectModel asks an OpenAI-compatible server for its models and returns
 // the first id, as bench_serving does when --model is unset.
 func DetectModel(ctx context.Context, c *http.Client, baseURL string) (string, error) {
-	return DetectModelWithHeaders(ctx, c, baseURL, nil)
+	return DetectModelWithHeaders(ctx, c, baseURL, nil, nil)
 }
 
 // DetectModelWithHeaders is DetectModel sending extra headers (an API key
-// that is not in the client's config).
-func DetectModelWithHeaders(ctx context.Context, c *http.Client, baseURL string, headers map[string]string) (string, error) {
+// that is not in the client's config), with red redacting the server's
+// answer in errors. The id it returns has passed CheckModelID: it becomes
+// the model label of every series of the target, so an id that is not
+// shaped like a model name, or that holds a credential, is an error
+// (naming neither the id nor the secret), not a model.
+func DetectModelWithHeaders(ctx context.Context, c *http.Client, baseURL string, headers map[string]string, red *config.Redactor) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(baseURL, "/")+"/v1/models", nil)
 	if err != nil {
 		return "", err
@@ -121,7 +122,7 @@ func DetectModelWithHeaders(ctx context.Context, c *http.Client, baseURL string,
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("detect model: %w", err)
+		return "", fmt.Errorf("detect model: %w", red.RedactError(err))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
@@ -129,7 +130,7 @@ func DetectModelWithHeaders(ctx context.Context, c *http.Client, baseURL string,
 		return "", fmt.Errorf("detect model: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("detect model: %w", &StatusError{Code: resp.StatusCode, Body: TruncateUTF8(strings.TrimSpace(string(b)), maxErrorBody)})
+		return "", fmt.Errorf("detect model: %w", &StatusError{Code: resp.StatusCode, Body: TruncateUTF8(red.Redact(strings.TrimSpace(string(b))), maxErrorBody)})
 	}
 	var m struct {
 		Data []struct {
@@ -142,27 +143,53 @@ func DetectModelWithHeaders(ctx context.Context, c *http.Client, baseURL string,
 	if len(m.Data) == 0 || m.Data[0].ID == "" {
 		return "", fmt.Errorf("detect model: /v1/models lists no model")
 	}
+	if err := CheckModelID(m.Data[0].ID, red); err != nil {
+		return "", fmt.Errorf("detect model: GET /v1/models names as its first model %v, which is not used: set the model", err)
+	}
 	if len(m.Data) > 1 {
 		// Say which one and why: a server serving several models (ollama,
 		// a router) would otherwise be measured on one picked silently.
-		ids := make([]string, 0, len(m.Data))
+		// Only ids shaped like model names are named.
+		ids := make([]string, 0, min(len(m.Data), maxListedModels))
+		hidden := 0
 		for _, d := range m.Data {
-			ids = append(ids, d.ID)
+			if CheckModelID(d.ID, red) != nil {
+				hidden++
+				continue
+			}
+			if len(ids) < maxListedModels {
+				ids = append(ids, d.ID)
+			}
 		}
-		return m.Data[0].ID, &SeveralModelsError{Picked: m.Data[0].ID, All: ids}
+		return m.Data[0].ID, &SeveralModelsError{Picked: m.Data[0].ID, All: ids, Count: len(m.Data), Hidden: hidden}
 	}
 	return m.Data[0].ID, nil
 }
+
+// maxListedModels bounds the ids a SeveralModelsError names: a router may
+// list hundreds.
+const maxListedModels = 16
 
 // SeveralModelsError is returned, with the first model, when /v1/models
 // lists more than one: the first is used, as bench_serving does, and the
 // caller says so. It is not a failure.
 type SeveralModelsError struct {
 	Picked string
-	All    []string
+	// All holds the listed ids that pass CheckModelID, at most
+	// maxListedModels of them; Count is how many the server listed, Hidden
+	// how many failed CheckModelID.
+	All           []string
+	Count, Hidden int
 }
 
 func (e *SeveralModelsError) Error() string {
+	names := strings.Join(e.All, ", ")
+	if rest := e.Count - len(e.All); rest > 0 {
+		names += fmt.Sprintf(" and %d more", rest)
+		if e.Hidden > 0 {
+			names += fmt.Sprintf(", %d of them not shaped like model ids", e.Hidden)
+		}
+	}
 	return fmt.Sprintf("GET /v1/models lists %d models (%s); using the first, %q, as bench_serving does: set the model to choose",
-		len(e.All), strings.Join(e.All, ", "), e.Picked)
+		e.Count, names, e.Picked)
 }

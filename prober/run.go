@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
 )
 
@@ -46,6 +47,11 @@ type Prober struct {
 	Counter Counter // optional
 	// Target and Module are copied into each Result.
 	Target, Module string
+	// Redactor hides the configured credentials in the error text (an
+	// error body or in-stream error that echoes them) before the Result
+	// leaves Run, so that every surface gets the same redacted text. Nil
+	// redacts nothing.
+	Redactor *config.Redactor
 }
 
 // drainTimeout bounds how long Run waits, after the stream ended, for the
@@ -102,7 +108,7 @@ func (p *Prober) Run(ctx context.Context, prompt datasets.Prompt, scheduled time
 	}
 	res.Outcome = classify(err)
 	if err != nil {
-		res.Err = err.Error()
+		res.Err = p.Redactor.Redact(err.Error())
 	}
 	p.countTokens(prompt, &res)
 	return res
@@ -359,7 +365,7 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 				return nil
 			}
 			if d.FinishReason != "" {
-				res.FinishReason, finished = d.FinishReason, true
+				res.FinishReason, finished = FinishReasonOf(d.FinishReason), true
 			}
 			if d.CacheDetails != nil {
 				res.CacheDetails = d.CacheDetails // the last wins, as bench_serving's

@@ -69,12 +69,14 @@ func Fetch(ctx context.Context, c *http.Client, url string, maxBytes int64) (*Sn
 }
 
 // defaultClient has a transport of its own: a read that hangs never holds
-// a connection the benchmark's client needs.
+// a connection the benchmark's client needs. It follows redirects only on
+// the endpoint's host, as the targets' clients do: the endpoint's URL may
+// carry credentials.
 var defaultClient = &http.Client{Transport: &http.Transport{
 	Proxy:               http.ProxyFromEnvironment,
 	MaxIdleConnsPerHost: 1,
 	IdleConnTimeout:     30 * time.Second,
-}}
+}, CheckRedirect: config.CheckRedirect(10)}
 
 // Options tune a Watch; zero values take the defaults.
 type Options struct {

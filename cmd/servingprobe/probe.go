@@ -108,7 +108,8 @@ func runProbe(ctx context.Context, a *probeArgs) (prober.Result, error) {
 		if err != nil {
 			return prober.Result{}, err
 		}
-		t.Model, err = prober.DetectModelWithHeaders(ctx, c, t.URL, m.Headers)
+		red := config.NewRedactor(&config.Config{Targets: []config.Target{t}, Modules: map[string]config.Module{moduleName: m}})
+		t.Model, err = prober.DetectModelWithHeaders(ctx, c, t.URL, m.Headers, red)
 		c.CloseIdleConnections()
 		var several *prober.SeveralModelsError
 		if errors.As(err, &several) {

@@ -119,6 +119,7 @@ var coveredElsewhere = map[hostile.Fault]string{
 	hostile.EchoAuth:       "TestSecretsNeverLeak",
 	hostile.EchoAuthStream: "TestSecretsNeverLeak",
 	hostile.EchoAuthInfo:   "TestSecretsNeverLeak",
+	hostile.EchoAuthModels: "TestSecretsNeverLeak",
 }
 
 // TestFaultMatrixCoversEveryFault holds the matrix to both catalogues: each

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,11 @@ func TestSecretsNeverLeak(t *testing.T) {
 		{Name: "apikey_echo_stream", URL: hs.URL(hostile.EchoAuthStream), Interval: 300 * time.Millisecond, Extra: apikey},
 		{Name: "bearer_echo_info", URL: hs.URL(hostile.EchoAuthInfo), Interval: 300 * time.Millisecond, Extra: bearer},
 		{Name: "basic_sim", URL: sim, Model: hostile.SimModel, Interval: 300 * time.Millisecond, Extra: basic},
+		// No model configured: the daemon asks GET /v1/models, whose answer
+		// names the model after the credentials, and the stream's
+		// finish_reason echoes them too.
+		{Name: "bearer_echo_models", URL: hs.URL(hostile.EchoAuthModels), DetectModel: true, Interval: 300 * time.Millisecond, Extra: bearer},
+		{Name: "apikey_echo_models", URL: hs.URL(hostile.EchoAuthModels), DetectModel: true, Interval: 300 * time.Millisecond, Extra: apikey},
 	}
 	extra := fmt.Sprintf("bench:\n  results_dir: %q\n  max_duration: 30s\nprobe_api:\n  allow_adhoc_targets: true\n  adhoc_url_allowlist: ['http://127\\.0\\.0\\.1:\\d+/f/ok']\n", results)
 	cfgPath := filepath.Join(dir, "servingprobe.yml")
@@ -97,13 +103,28 @@ func TestSecretsNeverLeak(t *testing.T) {
 		get("DELETE", "/api/v1/benches/"+id, "")
 	}
 	get("GET", "/", "")
-	get("GET", "/api/v1/results", "")
-	get("GET", "/metrics", "")
+	_, resultsAPI := get("GET", "/api/v1/results", "")
+	_, metrics := get("GET", "/metrics", "")
 	p.stop(t)
+
+	// The echoing targets were measured, under model="" (the echoed id is
+	// no model name), and their finish reason shows as "other".
+	for _, name := range []string{"bearer_echo_models", "apikey_echo_models"} {
+		re := regexp.MustCompile(`servingprobe_requests_total\{mode="probe",model="",module="probe",outcome="success",target="` + name + `"\} [1-9]`)
+		if !re.MatchString(metrics) {
+			t.Errorf("/metrics has no successful probe of %s under model=\"\"", name)
+		}
+	}
+	if !strings.Contains(resultsAPI, `"finish_reason": "other"`) {
+		t.Errorf("/api/v1/results shows no finish_reason \"other\" for the echoed one")
+	}
 
 	// The echoes must have carried the secrets, or the test proves nothing.
 	if !hs.SawAuthorization(plantedBearer) || !hs.SawAuthorization("Basic ") {
 		t.Fatal("the hostile server never saw the planted credentials")
+	}
+	if n := hs.Stats(hostile.EchoAuthModels).Requests; n < 4 {
+		t.Fatalf("the model-echoing server answered %d requests, want at least 4 (model lists and probes)", n)
 	}
 	channels := map[string]string{"stdout": p.stdout.String(), "stderr": p.stderr.String(), "http": strings.Join(bodies, "\n\n")}
 	files, _ := filepath.Glob(filepath.Join(results, "*"))

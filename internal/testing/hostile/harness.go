@@ -18,6 +18,9 @@ type Target struct {
 	Name, URL string
 	// Backend defaults to openai-chat, Model to "hostile".
 	Backend, Model string
+	// DetectModel leaves model out of the config, so that the daemon asks
+	// the server's GET /v1/models.
+	DetectModel bool
 	// Module defaults to "probe"; SimFault names the module that asks the
 	// simulator for that fault (see Config).
 	Module   string
@@ -77,9 +80,13 @@ func ConfigWithTokenizer(targets []Target, extra, tok string) string {
 		if maxEvent <= 0 {
 			maxEvent = 256 << 10
 		}
-		fmt.Fprintf(&b, "  - name: %s\n    url: %q\n    backend: %s\n    model: %s\n    modules: [%s]\n"+
+		modelLine := "    model: " + model + "\n"
+		if t.DetectModel {
+			modelLine = ""
+		}
+		fmt.Fprintf(&b, "  - name: %s\n    url: %q\n    backend: %s\n%s    modules: [%s]\n"+
 			"    interval: %s\n    timeout: %s\n    max_response_bytes: %d\n    max_event_bytes: %d\n",
-			t.Name, t.URL, backend, model, module, dur(t.Interval, time.Second), dur(t.Timeout, 600*time.Millisecond),
+			t.Name, t.URL, backend, modelLine, module, dur(t.Interval, time.Second), dur(t.Timeout, 600*time.Millisecond),
 			maxResp, maxEvent)
 		if t.Extra != "" {
 			b.WriteString(t.Extra)

@@ -47,6 +47,7 @@ const (
 	EchoAuth       Fault = "echo-auth"        // 401 whose body echoes every request header, credentials included
 	EchoAuthStream Fault = "echo-auth-stream" // 200 stream whose error object echoes the Authorization header
 	EchoAuthInfo   Fault = "echo-auth-info"   // a good stream to POST; a 200 JSON echoing every request header to GET (server info)
+	EchoAuthModels Fault = "echo-auth-models" // GET /v1/models names a model after the credentials; a stream's finish_reason echoes them
 	HugeEvent      Fault = "huge-event"       // one 50 MB data line
 	EndlessFast    Fault = "endless-fast"     // tokens as fast as the socket takes them, forever
 	EndlessSlow    Fault = "endless-slow"     // a token every 50 ms, forever
@@ -59,7 +60,7 @@ const (
 
 // Faults lists every fault of the Server in a stable order.
 var Faults = []Fault{
-	OK, EchoAuth, EchoAuthStream, EchoAuthInfo, HugeEvent, EndlessFast, EndlessSlow,
+	OK, EchoAuth, EchoAuthStream, EchoAuthInfo, EchoAuthModels, HugeEvent, EndlessFast, EndlessSlow,
 	GzipBomb, GzipBombSmall, SlowLoris, RedirectLoop, RedirectAway,
 }
 
@@ -242,6 +243,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_ = r.Header.Write(&b)
 		w.Header().Set("Content-Type", "application/json")
 		_ = cw.str(`{"version":"0.0.1","echo":"` + jsonEscape(b.String()) + `","internal_states":[{"avg_spec_accept_length":1.0}]}`)
+	case EchoAuthModels:
+		// The model id is the bare API key when there is one (it has the
+		// shape of a model name, so only knowing the secret catches it),
+		// else the Authorization header as a header-echoing server
+		// writes it.
+		echo := "Authorization=" + r.Header.Get("Authorization")
+		if k := r.Header.Get("X-Api-Key"); k != "" {
+			echo = k
+		}
+		if r.Method == http.MethodPost {
+			sse()
+			_ = tokens(2)
+			_ = cw.str(`data: {"id":"h","object":"chat.completion.chunk","model":"` + jsonEscape(echo) +
+				`","choices":[{"index":0,"delta":{},"finish_reason":"` + jsonEscape(echo) + `"}]}` + "\n\ndata: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = cw.str(`{"object":"list","data":[{"id":"` + jsonEscape(echo) + `","object":"model"}]}`)
 	case HugeEvent:
 		sse()
 		huge(cw)
