@@ -20,18 +20,25 @@ import (
 type BenchStatus string
 
 // Bench run statuses. queued: accepted, preparing (tokenizer, prompts,
-// warmup); running: the measured requests are being sent.
+// warmup); running: the measured requests are being sent; interrupted:
+// the daemon was killed or crashed while the run was queued or running,
+// found so at the next start.
 const (
-	BenchQueued    BenchStatus = "queued"
-	BenchRunning   BenchStatus = "running"
-	BenchSucceeded BenchStatus = "completed"
-	BenchFail      BenchStatus = "failed"
-	BenchCancel    BenchStatus = "canceled"
+	BenchQueued      BenchStatus = "queued"
+	BenchRunning     BenchStatus = "running"
+	BenchSucceeded   BenchStatus = "completed"
+	BenchFail        BenchStatus = "failed"
+	BenchCancel      BenchStatus = "canceled"
+	BenchInterrupted BenchStatus = "interrupted"
+	// BenchWriteFailed is a result of servingprobe_bench_runs_total, not a
+	// status: a run whose result could not be written is counted so, and
+	// its status is failed with the write error.
+	BenchWriteFailed BenchStatus = "write_failed"
 )
 
-// BenchResults are the final BenchStatus values: the result label of
+// BenchResults are the result label values of
 // servingprobe_bench_runs_total, listed for pre-creating series.
-var BenchResults = []BenchStatus{BenchSucceeded, BenchFail, BenchCancel}
+var BenchResults = []BenchStatus{BenchSucceeded, BenchFail, BenchCancel, BenchWriteFailed}
 
 // BenchHeadline is the summary of a finished bench run that is exported
 // and shown on the landing page. Every field is copied from the run's

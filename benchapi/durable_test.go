@@ -1,0 +1,201 @@
+package benchapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-kit/log"
+
+	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/prober"
+)
+
+// failWrites makes every write of e's windows fail with err once fail
+// returns true for the file's path.
+func failWrites(e *benchEnv, err error, fail func(path string) bool) {
+	e.b.mu.Lock()
+	defer e.b.mu.Unlock()
+	e.b.writeFn = func(dir, id, path string, data []byte) error {
+		if fail(path) {
+			return &os.PathError{Op: "write", Path: path, Err: err}
+		}
+		return writeAtomic(dir, id, path, data)
+	}
+}
+
+// A window is on disk from the moment it is accepted, so that a crash
+// cannot erase it.
+func TestBenchWindowRecordedWhenAccepted(t *testing.T) {
+	dir := t.TempDir()
+	e := startBenchDaemon(t, dir, "")
+	code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a","num_prompts":3}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST = %d %v", code, m)
+	}
+	id := m["id"].(string)
+	e.waitStatus(t, id, "running")
+	v, err := readResult(resultFile(dir, id))
+	if err != nil {
+		t.Fatalf("running window %s is not on disk: %v", id, err)
+	}
+	if v.ID != id || v.Ended != nil || v.Status != exporter.BenchRunning || v.Started == nil {
+		t.Errorf("recorded view of a running window = %+v, want it running and not ended", v)
+	}
+	close(e.runner.release)
+	e.waitStatus(t, id, "completed")
+}
+
+// A window recorded but never ended (the daemon was killed) is listed
+// after a restart as interrupted, with the progress it had recorded, and
+// with an end so that clients waiting for one stop waiting.
+func TestBenchWindowInterruptedAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	id := "00112233445566778899aabb"
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	started := created.Add(time.Second)
+	prog := prober.ProgressSnapshot{Total: 150, Done: 40, Failed: 3}
+	if err := writeTestView(dir, View{ID: id, Target: "a", Module: "short", Status: exporter.BenchRunning,
+		Created: created, Started: &started, Progress: &prog, Request: json.RawMessage(`{"target":"a"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	e := startBenchDaemon(t, dir, "")
+	code, m := e.do(t, http.MethodGet, "/api/v1/benches/"+id, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET %s after the restart = %d %v, want 200", id, code, m)
+	}
+	if m["status"] != "interrupted" || m["ended"] == nil || !strings.Contains(m["error"].(string), "was running (killed or crashed)") {
+		t.Errorf("interrupted window = %v, want status interrupted, an end and the reason", m)
+	}
+	if p, _ := m["progress"].(map[string]any); p["done"] != 40.0 || p["failed"] != 3.0 || p["total"] != 150.0 {
+		t.Errorf("interrupted window's progress = %v, want the recorded 40/150 with 3 failed", m["progress"])
+	}
+	// The file now says so, so that the next restart reads the same.
+	v, err := readResult(resultFile(dir, id))
+	if err != nil || v.Status != exporter.BenchInterrupted || v.Ended == nil {
+		t.Errorf("results file after the restart: %+v, %v", v, err)
+	}
+	if code, _ := e.do(t, http.MethodDelete, "/api/v1/benches/"+id, ""); code != http.StatusConflict {
+		t.Errorf("DELETE of an interrupted window = %d, want 409", code)
+	}
+}
+
+// A result that cannot be written is a failed run, in the API and in the
+// counter, never a completed one.
+func TestBenchWindowWriteFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"full disk", syscall.ENOSPC},
+		{"read-only", syscall.EROFS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			e := startBenchDaemon(t, dir, "")
+			code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a","num_prompts":3}`)
+			if code != http.StatusAccepted {
+				t.Fatalf("POST = %d %v", code, m)
+			}
+			id := m["id"].(string)
+			e.waitStatus(t, id, "running")
+			failWrites(e, tc.err, func(string) bool { return true })
+			close(e.runner.release)
+			got := e.waitStatus(t, id, "failed")
+			if msg, _ := got["error"].(string); !strings.Contains(msg, tc.err.Error()) || !strings.Contains(msg, "not written") || !strings.Contains(msg, "ended completed") {
+				t.Errorf("error = %q, want the write error and that the run itself completed", msg)
+			}
+			if v := metricValue(t, e.d, "benchRuns", "a", "write_failed"); v != 1 {
+				t.Errorf("bench_runs_total{a,write_failed} = %v, want 1", v)
+			}
+			if v := metricValue(t, e.d, "benchRuns", "a", "completed"); v != 0 {
+				t.Errorf("bench_runs_total{a,completed} = %v, want 0: the result was lost", v)
+			}
+
+			// With the directory unwritable, a new window is refused: it
+			// could not be recorded, nor its result kept.
+			code, m = e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a","num_prompts":3}`)
+			if code != http.StatusServiceUnavailable || !strings.Contains(m["error"].(string), tc.err.Error()) {
+				t.Errorf("POST with the directory unwritable = %d %v, want 503 with the write error", code, m)
+			}
+			// ... and the target is free again once it is writable.
+			failWrites(e, tc.err, func(string) bool { return false })
+			if code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a","num_prompts":3}`); code != http.StatusAccepted {
+				t.Errorf("POST once writable = %d %v, want 202", code, m)
+			}
+		})
+	}
+}
+
+// A failed report write fails the run too: the result would link to a
+// report that is not there.
+func TestBenchWindowReportWriteFailure(t *testing.T) {
+	dir := t.TempDir()
+	cfg := strings.ReplaceAll(benchConfigTmpl, "RESULTS", dir)
+	e := startBenchDaemonWith(t, cfg, "", func(_ context.Context, job Job) (Output, error) {
+		job.Started(1, 1)
+		return Output{Summary: json.RawMessage(`{"completed":1}`), Report: []byte("<html></html>\n")}, nil
+	})
+	failWrites(e, syscall.ENOSPC, func(path string) bool { return strings.HasSuffix(path, ".html") })
+	code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a","num_prompts":1}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST = %d %v", code, m)
+	}
+	got := e.waitStatus(t, m["id"].(string), "failed")
+	if msg, _ := got["error"].(string); !strings.Contains(msg, "write the report") || got["report"] != nil {
+		t.Errorf("window = %v, want failed naming the report write and no report link", got)
+	}
+}
+
+func TestBenchBodyInvalidUTF8(t *testing.T) {
+	e := startBenchDaemon(t, t.TempDir(), "")
+	code, m := e.do(t, http.MethodPost, "/api/v1/benches", "{\"target\":\"a\",\"tag\":\"x\xff\xfey\"}")
+	if code != http.StatusBadRequest || !strings.Contains(m["error"].(string), "not valid UTF-8 (first invalid byte at offset 22)") {
+		t.Errorf("POST with invalid UTF-8 = %d %v, want 400 naming the offset", code, m)
+	}
+}
+
+// One unreadable stored window does not hide the others, and a stored
+// body with invalid UTF-8 (written before bodies were checked) is listed
+// with the invalid bytes replaced, so that the list stays valid JSON.
+func TestLoadToleratesBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now().UTC()
+	good := "0123456789abcdef01234567"
+	if err := writeTestView(dir, View{ID: good, Target: "a", Status: exporter.BenchSucceeded, Ended: &now}); err != nil {
+		t.Fatal(err)
+	}
+	rawID := "76543210fedcba9876543210"
+	line := `{"id":"` + rawID + `","target":"a","status":"completed","created":"2026-01-01T00:00:00Z","ended":"2026-01-01T00:01:00Z","request":{"target":"a","tag":"x` + "\xff" + `y"},"summary":null}` + "\n"
+	if err := os.WriteFile(resultFile(dir, rawID), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"bench-aaaaaaaaaaaaaaaaaaaaaaaa.jsonl": `{"id":"aaaa`, // cut short
+		"bench-bbbbbbbbbbbbbbbbbbbbbbbb.jsonl": "",            // empty
+		"bench-cccccccccccccccccccccccc.jsonl": `{"id":"` + good + `"}` + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := &Windows{logger: log.NewNopLogger(), runs: map[string]*benchRun{}, o: Options{MaxListed: 10}}
+	if err := b.load(dir); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.runs) != 2 || b.runs[good] == nil || b.runs[rawID] == nil {
+		t.Fatalf("loaded %d runs, want %s and %s", len(b.runs), good, rawID)
+	}
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(b.runs[rawID].view); err != nil || !utf8.Valid(buf.Bytes()) || !strings.Contains(buf.String(), "x\uFFFDy") {
+		t.Errorf("stored view with invalid UTF-8 encodes as %q (%v), want valid UTF-8 with U+FFFD", buf.String(), err)
+	}
+}
