@@ -248,3 +248,75 @@ func TestReadOnlyResultsDirFailsWindow(t *testing.T) {
 		t.Errorf("bench_runs_total{result=write_failed} = %v, want 1", got)
 	}
 }
+
+// bench --output-file on a full disk: the command exits non-zero saying
+// so, the file is left as it was, and once there is room again the next
+// record reads back on a line of its own.
+func TestBenchOutputFileFullDisk(t *testing.T) {
+	dir := mountTmpfs(t, 64)
+	sim, stopSim, err := hostile.StartSimulator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopSim()
+	qwen3, err := filepath.Abs("../../../tokenizer/testdata/qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	const before = "{\"previous\":1}\n"
+	if err := os.WriteFile(out, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	filler := fillDisk(t, dir)
+	// One free page: the record (with per-request details, tens of KB)
+	// is written in part before the disk is full again.
+	if err := os.Truncate(filler, mustSize(t, filler)-4096); err != nil {
+		t.Fatal(err)
+	}
+	run := func() (int, string) {
+		cmd := exec.Command(binary(t), "bench", "--backend", "vllm", "--base-url", sim, "--model", hostile.SimModel,
+			"--dataset-name", "random", "--random-input-len", "8", "--random-output-len", "16", "--num-prompts", "40",
+			"--request-rate", "200", "--tokenizer", qwen3, "--ready-check-timeout-sec", "0", "--warmup-requests", "0",
+			"--disable-tqdm", "--output-details", "--output-file", out)
+		b, err := cmd.CombinedOutput()
+		code := 0
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(b)
+	}
+	code, output := run()
+	if code == 0 || !strings.Contains(output, "no space left on device") || !strings.Contains(output, "left as it was") {
+		t.Errorf("bench on a full disk exited %d, want non-zero naming the error:\n%s", code, output)
+	}
+	if b, _ := os.ReadFile(out); string(b) != before {
+		t.Errorf("output file after the failed append = %.200q (%d bytes), want it as it was", b, len(b))
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if code, output := run(); code != 0 {
+		t.Fatalf("bench with room exited %d:\n%s", code, output)
+	}
+	b, _ := os.ReadFile(out)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 2 || lines[0]+"\n" != before {
+		t.Fatalf("output file has %d lines, want the previous record and the new one", len(lines))
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[1]), &rec); err != nil {
+		t.Errorf("the new record does not read back: %v", err)
+	}
+}
+
+func mustSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
