@@ -71,6 +71,7 @@ type Daemon struct {
 
 	probeSlots chan struct{}
 	mux        *http.ServeMux
+	handler    http.Handler // mux behind guardStateChanging
 	links      []link
 	benches    func() []BenchWindow
 }
