@@ -199,3 +199,49 @@ func TestLoadToleratesBadFiles(t *testing.T) {
 		t.Errorf("stored view with invalid UTF-8 encodes as %q (%v), want valid UTF-8 with U+FFFD", buf.String(), err)
 	}
 }
+
+// A page on another site cannot start or cancel a bench window: the
+// browser's text/plain POST (no preflight) and a cross-site DELETE are
+// refused before the handler.
+func TestBenchCrossSiteRefused(t *testing.T) {
+	e := startBenchDaemon(t, t.TempDir(), "")
+	send := func(method, path, body string, h map[string]string) int {
+		req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	body := `{"target":"a","num_prompts":1}`
+	if code := send("POST", "/api/v1/benches", body, map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}); code != http.StatusForbidden {
+		t.Errorf("cross-site text/plain POST = %d, want 403", code)
+	}
+	if code := send("POST", "/api/v1/benches", body, map[string]string{"Content-Type": "text/plain"}); code != http.StatusUnsupportedMediaType {
+		t.Errorf("text/plain POST = %d, want 415", code)
+	}
+	e.runner.mu.Lock()
+	n := len(e.runner.jobs)
+	e.runner.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d windows started by refused requests", n)
+	}
+	code, m := e.do(t, http.MethodPost, "/api/v1/benches", body)
+	if code != http.StatusAccepted {
+		t.Fatalf("JSON POST = %d %v", code, m)
+	}
+	id := m["id"].(string)
+	e.waitStatus(t, id, "running")
+	if code := send("DELETE", "/api/v1/benches/"+id, "", map[string]string{"Sec-Fetch-Site": "cross-site"}); code != http.StatusForbidden {
+		t.Errorf("cross-site DELETE = %d, want 403", code)
+	}
+	if _, m := e.do(t, http.MethodGet, "/api/v1/benches/"+id, ""); m["status"] != "running" {
+		t.Errorf("after a refused DELETE the window is %v, want running", m["status"])
+	}
+	close(e.runner.release)
+	e.waitStatus(t, id, "completed")
+}
