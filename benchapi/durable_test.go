@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -244,4 +246,78 @@ func TestBenchCrossSiteRefused(t *testing.T) {
 	}
 	close(e.runner.release)
 	e.waitStatus(t, id, "completed")
+}
+
+// The results directory keeps bench.results_retention_count windows, the
+// newest: a loop of tiny windows cannot fill the disk.
+func TestBenchResultsRetentionCount(t *testing.T) {
+	dir := t.TempDir()
+	fr := newFakeRunner()
+	close(fr.release) // every run ends at once
+	cfg := strings.ReplaceAll(benchConfigTmpl, "results_dir: RESULTS", "results_dir: "+dir+"\n  results_retention_count: 3")
+	e := startBenchDaemonWith(t, cfg, "", fr.run)
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 5 {
+		code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a","num_prompts":1}`)
+		if code != http.StatusAccepted {
+			t.Fatalf("POST = %d %v", code, m)
+		}
+		id := m["id"].(string)
+		e.waitStatus(t, id, "completed")
+		ids = append(ids, id)
+	}
+	var kept []string
+	ents, _ := os.ReadDir(dir)
+	for _, en := range ents {
+		kept = append(kept, en.Name())
+	}
+	want := []string{"bench-" + ids[2] + ".jsonl", "bench-" + ids[3] + ".jsonl", "bench-" + ids[4] + ".jsonl", "notes.txt"}
+	slices.Sort(want)
+	if !slices.Equal(kept, want) {
+		t.Errorf("results dir holds %v, want the 3 newest windows and the file that is not a window's: %v", kept, want)
+	}
+	if code, _ := e.do(t, http.MethodGet, "/api/v1/benches/"+ids[0], ""); code != http.StatusNotFound {
+		t.Errorf("GET of a removed window = %d, want 404", code)
+	}
+	if _, m := e.do(t, http.MethodGet, "/api/v1/benches", ""); len(m["benches"].([]any)) != 3 {
+		t.Errorf("list holds %d windows, want 3", len(m["benches"].([]any)))
+	}
+}
+
+// At start, windows beyond bench.results_retention_bytes are removed,
+// oldest first, reports with their results.
+func TestBenchResultsRetentionBytes(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var ids []string
+	for i := range 4 {
+		id := strings.Repeat(string("0123"[i]), 24)
+		created, ended := t0.Add(time.Duration(i)*time.Hour), t0.Add(time.Duration(i)*time.Hour+time.Minute)
+		if err := writeTestView(dir, View{ID: id, Target: "a", Status: exporter.BenchSucceeded, Created: created, Ended: &ended}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(reportFile(dir, id), make([]byte, 1000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	size := func(id string) int64 {
+		a, _ := os.Stat(resultFile(dir, id))
+		b, _ := os.Stat(reportFile(dir, id))
+		return a.Size() + b.Size()
+	}
+	limit := size(ids[2]) + size(ids[3]) // room for the two newest
+	cfg := strings.ReplaceAll(benchConfigTmpl, "results_dir: RESULTS", fmt.Sprintf("results_dir: %s\n  results_retention_bytes: %d", dir, limit))
+	fr := newFakeRunner()
+	startBenchDaemonWith(t, cfg, "", fr.run)
+	for i, id := range ids {
+		_, errRes := os.Stat(resultFile(dir, id))
+		_, errRep := os.Stat(reportFile(dir, id))
+		if kept := i >= 2; (errRes == nil) != kept || (errRep == nil) != kept {
+			t.Errorf("window %d (created %d h): result %v, report %v; want kept=%v", i, i, errRes, errRep, kept)
+		}
+	}
 }

@@ -145,6 +145,7 @@ func Enable(d *exporter.Daemon, o Options) (*Windows, error) {
 	if err := b.load(d.Config().Bench.ResultsDir); err != nil {
 		return nil, err
 	}
+	b.prune()
 	d.Handle("POST /api/v1/benches", http.HandlerFunc(b.handleCreate), "", "")
 	d.Handle("GET /api/v1/benches", http.HandlerFunc(b.handleList), "Bench runs", "bench windows: POST to start one, GET to follow, DELETE to cancel")
 	d.Handle("GET /api/v1/benches/{id}", http.HandlerFunc(b.handleGet), "", "")
@@ -384,6 +385,9 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	b.mu.Lock()
 	delete(b.active, target)
 	b.mu.Unlock()
+	if werr == nil {
+		b.prune()
+	}
 	kv := []any{"msg", "Bench run ended", "status", status, "duration_seconds", end.Sub(view.Created).Seconds()}
 	if msg != "" {
 		kv = append(kv, "err", view.Error)
@@ -685,6 +689,116 @@ func (b *Windows) interrupted(v *View, path string) {
 		level.Warn(b.logger).Log("msg", "Interrupted bench run not rewritten", "id", v.ID, "err", err)
 	}
 	level.Warn(b.logger).Log("msg", "Bench run was interrupted by a crash or kill", "id", v.ID, "target", v.Target, "was", was)
+}
+
+// prune removes the oldest ended windows' files (result and report)
+// while the results directory holds more than bench.results_retention_count
+// windows or bench.results_retention_bytes of their files, and forgets
+// them. A window still queued or running is never removed; nor is
+// anything in the directory that is not a window's file.
+func (b *Windows) prune() {
+	cfg := b.d.Config().Bench
+	if cfg.ResultsDir == "" || (cfg.ResultsRetentionCount <= 0 && cfg.ResultsRetentionBytes <= 0) {
+		return
+	}
+	entries, err := os.ReadDir(cfg.ResultsDir)
+	if err != nil {
+		return // load and the writes report an unreadable directory
+	}
+	type window struct {
+		id    string
+		when  time.Time
+		bytes int64
+		files []string
+	}
+	byID := map[string]*window{}
+	for _, e := range entries {
+		name := e.Name()
+		id, ok := strings.CutPrefix(name, "bench-")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if i := strings.LastIndexByte(id, '.'); i >= 0 && (id[i:] == ".jsonl" || id[i:] == ".html") {
+			id = id[:i]
+		} else {
+			continue
+		}
+		if !validBenchID(id) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		w := byID[id]
+		if w == nil {
+			w = &window{id: id, when: fi.ModTime()}
+			byID[id] = w
+		}
+		w.bytes += fi.Size()
+		w.files = append(w.files, name)
+		if fi.ModTime().Before(w.when) {
+			w.when = fi.ModTime()
+		}
+	}
+	b.mu.Lock()
+	running := map[string]bool{}
+	for _, id := range b.active {
+		running[id] = true
+	}
+	for id, w := range byID {
+		if r := b.runs[id]; r != nil {
+			w.when = r.snapshot().Created // the order the API lists
+		}
+	}
+	b.mu.Unlock()
+	all := make([]*window, 0, len(byID))
+	var total int64
+	for _, w := range byID {
+		all = append(all, w)
+		total += w.bytes
+	}
+	slices.SortFunc(all, func(x, y *window) int {
+		if c := x.when.Compare(y.when); c != 0 {
+			return c
+		}
+		return strings.Compare(x.id, y.id)
+	})
+	count := len(all)
+	var removed []string
+	for _, w := range all {
+		overCount := cfg.ResultsRetentionCount > 0 && count > cfg.ResultsRetentionCount
+		overBytes := cfg.ResultsRetentionBytes > 0 && total > cfg.ResultsRetentionBytes
+		if !overCount && !overBytes {
+			break
+		}
+		if running[w.id] {
+			continue
+		}
+		ok := true
+		for _, f := range w.files {
+			if err := os.Remove(filepath.Join(cfg.ResultsDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				level.Warn(b.logger).Log("msg", "Old bench result not removed", "file", f, "err", err)
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		count--
+		total -= w.bytes
+		removed = append(removed, w.id)
+	}
+	if len(removed) == 0 {
+		return
+	}
+	b.mu.Lock()
+	for _, id := range removed {
+		delete(b.runs, id)
+	}
+	b.mu.Unlock()
+	level.Info(b.logger).Log("msg", "Removed the oldest bench results beyond the retention", "windows", len(removed),
+		"kept", count, "kept_bytes", total, "retention_count", cfg.ResultsRetentionCount, "retention_bytes", cfg.ResultsRetentionBytes)
 }
 
 // readResult reads a results file. A line that is not valid UTF-8 (written
