@@ -233,7 +233,7 @@ func (b *Windows) handleCreate(w http.ResponseWriter, r *http.Request) {
 		delete(b.active, req.Target.Name)
 		b.mu.Unlock()
 		cancel(nil)
-		level.Error(b.logger).Log("msg", "Bench run refused: it cannot be recorded", "target", req.Target.Name, "err", werr)
+		level.Warn(b.logger).Log("msg", "Bench run refused: it cannot be recorded", "target", req.Target.Name, "err", werr)
 		writeAPIError(w, &apiError{http.StatusServiceUnavailable, "the bench window cannot be recorded in bench.results_dir, so it is not started: " + werr.Error()})
 		return
 	}
