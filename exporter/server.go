@@ -46,8 +46,11 @@ var DefaultServerLimits = ServerLimits{
 	ReadTimeout:       30 * time.Second,
 	WriteTimeout:      60 * time.Second,
 	DownloadTimeout:   5 * time.Minute,
-	IdleTimeout:       2 * time.Minute,
-	MaxConnections:    1024,
+	// Long enough for a 15 s or 30 s scrape to reuse its connection;
+	// a 1 min scrape reconnects, which costs nothing worth keeping
+	// a descriptor for.
+	IdleTimeout:    30 * time.Second,
+	MaxConnections: 1024,
 }
 
 // NewServer returns the server of d's handler under l: the timeouts
