@@ -379,15 +379,18 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 		msg = view.Error
 	}
 	b.d.Metrics().BenchFinished(target, end, result, out.Headline)
+	if werr == nil {
+		// Before the end is shown, so that a client that sees it finds
+		// the directory within its retention. This run is still active,
+		// so it is not among those removed.
+		b.prune()
+	}
 	run.mu.Lock()
 	run.view = view
 	run.mu.Unlock()
 	b.mu.Lock()
 	delete(b.active, target)
 	b.mu.Unlock()
-	if werr == nil {
-		b.prune()
-	}
 	kv := []any{"msg", "Bench run ended", "status", status, "duration_seconds", end.Sub(view.Created).Seconds()}
 	if msg != "" {
 		kv = append(kv, "err", view.Error)
