@@ -152,8 +152,12 @@ func TestBenchWindowReportWriteFailure(t *testing.T) {
 		t.Fatalf("POST = %d %v", code, m)
 	}
 	got := e.waitStatus(t, m["id"].(string), "failed")
-	if msg, _ := got["error"].(string); !strings.Contains(msg, "write the report") || got["report"] != nil {
+	if msg, _ := got["error"].(string); !strings.Contains(msg, "report was not written") || strings.Contains(msg, "result was not written") || got["report"] != nil {
 		t.Errorf("window = %v, want failed naming the report write and no report link", got)
+	}
+	// The result itself is on disk, saying the same.
+	if v, err := readResult(resultFile(dir, m["id"].(string))); err != nil || v.Status != exporter.BenchFail || v.Error != got["error"] {
+		t.Errorf("results file = %+v, %v; want the failed view the API shows", v, err)
 	}
 }
 

@@ -356,27 +356,37 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	// with the write error and the counter says write_failed, never
 	// completed, since the run will be gone (or listed as interrupted)
 	// after a restart.
-	var werr error
-	if len(out.Report) > 0 {
-		if werr = b.writeFile(b.d.Config().Bench.ResultsDir, view.ID, reportFile(b.d.Config().Bench.ResultsDir, view.ID), out.Report); werr == nil {
-			view.Report = "api/v1/benches/" + view.ID + "/report"
-		} else {
-			werr = fmt.Errorf("write the report: %w", werr)
-		}
-	}
-	if werr == nil {
-		werr = b.writeView(view)
-	}
+	dir := b.d.Config().Bench.ResultsDir
 	result := status
-	if werr != nil {
-		level.Error(logger).Log("msg", "Bench result not written", "err", werr)
-		was := string(status)
-		if msg != "" {
-			was += ": " + view.Error
+	was := string(status)
+	if msg != "" {
+		was += ": " + view.Error
+	}
+	var lost []string // what could not be written, and why
+	if len(out.Report) > 0 {
+		if rerr := b.writeFile(dir, view.ID, reportFile(dir, view.ID), out.Report); rerr != nil {
+			// The result is still written, saying so, so that the run's
+			// figures survive a report that could not.
+			lost = append(lost, "the report was not written to bench.results_dir: "+rerr.Error())
+		} else {
+			view.Report = "api/v1/benches/" + view.ID + "/report"
 		}
+	}
+	failed := func() {
 		view.Status, result = exporter.BenchFail, exporter.BenchWriteFailed
-		view.Error = prober.TruncateUTF8(red.Redact("the result was not written to bench.results_dir, so it will not survive a restart: "+werr.Error()+" (the run itself ended "+was+")"), 2000)
+		view.Error = prober.TruncateUTF8(red.Redact(strings.Join(lost, "; ")+" (the run itself ended "+was+")"), 2000)
 		msg = view.Error
+	}
+	if len(lost) > 0 {
+		failed()
+	}
+	werr := b.writeView(view)
+	if werr != nil {
+		lost = append(lost, "the result was not written to bench.results_dir, so it will not survive a restart: "+werr.Error())
+		failed()
+	}
+	if len(lost) > 0 {
+		level.Error(logger).Log("msg", "Bench result not written", "err", strings.Join(lost, "; "))
 	}
 	b.d.Metrics().BenchFinished(target, end, result, out.Headline)
 	if werr == nil {
