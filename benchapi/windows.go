@@ -238,6 +238,17 @@ func (b *Windows) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.mu.Lock()
+	if b.closed {
+		// Close ran during the write: it waits only for runs it saw.
+		// The record goes, or the restart would list a window that was
+		// refused as interrupted.
+		delete(b.active, req.Target.Name)
+		b.mu.Unlock()
+		cancel(nil)
+		_ = os.Remove(resultFile(cfg.Bench.ResultsDir, id))
+		writeAPIError(w, &apiError{http.StatusServiceUnavailable, "the daemon is shutting down"})
+		return
+	}
 	b.runs[id] = run
 	b.forgetOldLocked()
 	b.wg.Add(1)
