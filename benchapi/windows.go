@@ -271,6 +271,10 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	logger := log.With(redactLogger{b.logger, b.d.Redactor}, "id", id, "target", target)
 
 	watchDone, watcherExited := make(chan struct{}), make(chan struct{})
+	// The start is recorded here, off the run's goroutine: the run's
+	// clock is already going when it calls Started, and an fsync there
+	// would delay its first requests.
+	startedAt := make(chan time.Time, 1)
 	go func() {
 		defer close(watcherExited)
 		t := time.NewTicker(b.o.WatchInterval)
@@ -288,6 +292,17 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 					run.cancel(errTargetRemoved)
 					return
 				}
+			case st := <-startedAt:
+				// Recorded before it is shown, as every state the API
+				// reports: a client that sees running finds it on disk.
+				v := run.snapshot()
+				v.Status, v.Started = exporter.BenchRunning, &st
+				if err := b.writeView(v); err != nil {
+					level.Warn(logger).Log("msg", "Bench progress not recorded", "err", err)
+				}
+				run.mu.Lock()
+				run.view.Status, run.view.Started = exporter.BenchRunning, &st
+				run.mu.Unlock()
 			case <-cp.C:
 				b.checkpoint(run, logger)
 			}
@@ -308,16 +323,7 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 				// The gauges before the status, so that a client that
 				// sees running finds the window's gauges set.
 				b.d.Metrics().BenchStarted(target, started)
-				// Recorded before it is shown, as every state the API
-				// reports: a client that sees running finds it on disk.
-				v := run.snapshot()
-				v.Status, v.Started = exporter.BenchRunning, &st
-				if err := b.writeView(v); err != nil {
-					level.Warn(logger).Log("msg", "Bench progress not recorded", "err", err)
-				}
-				run.mu.Lock()
-				run.view.Status, run.view.Started = exporter.BenchRunning, &st
-				run.mu.Unlock()
+				startedAt <- st // buffered: the first call only
 				level.Info(logger).Log("msg", "Bench run started")
 			}
 			b.d.Metrics().BenchPoint(target, now, rate, maxConcurrency)
@@ -346,6 +352,10 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	run.mu.Lock()
 	view := run.view
 	run.mu.Unlock()
+	if !started.IsZero() && view.Started == nil {
+		st := started.UTC() // the run ended before the watcher recorded its start
+		view.Started = &st
+	}
 	red := b.d.Redactor()
 	view.Status, view.Ended, view.Error = status, &et, prober.TruncateUTF8(red.Redact(msg), 2000)
 	// The summary carries the target's /server_info answer verbatim; a
