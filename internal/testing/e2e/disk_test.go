@@ -117,6 +117,20 @@ func waitWindow(t *testing.T, p *daemonProc, id string, d time.Duration, what st
 	}
 }
 
+// startDaemonKilled is startDaemon, with the daemon killed at cleanup if
+// the test ends early, so that a failed test does not leave it sending
+// requests to the simulator the cleanup stops.
+func startDaemonKilled(t *testing.T, cfg string, args ...string) *daemonProc {
+	t.Helper()
+	p := startDaemon(t, cfg, args...)
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.kill()
+		}
+	})
+	return p
+}
+
 func startWindow(t *testing.T, p *daemonProc) string {
 	t.Helper()
 	code, body := do(t, "POST", p.url("/api/v1/benches"), longWindow)
@@ -146,7 +160,7 @@ func benchRuns(t *testing.T, p *daemonProc, result string) float64 {
 func TestKill9RunningWindowIsListedInterrupted(t *testing.T) {
 	results := filepath.Join(t.TempDir(), "results")
 	cfg := diskFixture(t, results)
-	p := startDaemon(t, cfg)
+	p := startDaemonKilled(t, cfg)
 	id := startWindow(t, p)
 	waitWindow(t, p, id, 30*time.Second, "2 requests done", func(v windowView) bool { return v.Progress != nil && v.Progress.Done >= 2 })
 	// The progress is recorded every 10 s: wait for a record with some.
@@ -158,13 +172,13 @@ func TestKill9RunningWindowIsListedInterrupted(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no progress recorded in 30 s: %s", b)
+			t.Fatalf("no progress recorded in 30 s: %s\nstderr:\n%s", b, p.stderr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	p.kill()
 
-	p = startDaemon(t, cfg)
+	p = startDaemonKilled(t, cfg)
 	defer p.stop(t)
 	code, v := getWindow(t, p, id)
 	if code != http.StatusOK {
@@ -189,7 +203,7 @@ func TestKill9RunningWindowIsListedInterrupted(t *testing.T) {
 func TestFullDiskFailsWindow(t *testing.T) {
 	results := mountTmpfs(t, 256)
 	cfg := diskFixture(t, results)
-	p := startDaemon(t, cfg)
+	p := startDaemonKilled(t, cfg)
 	id := startWindow(t, p)
 	waitWindow(t, p, id, 30*time.Second, "running", func(v windowView) bool { return v.Status == "running" })
 	filler := fillDisk(t, results)
@@ -213,7 +227,7 @@ func TestFullDiskFailsWindow(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	p = startDaemon(t, cfg)
+	p = startDaemonKilled(t, cfg)
 	defer p.stop(t)
 	if code, v := getWindow(t, p, id); code != http.StatusOK || v.Status != "interrupted" {
 		t.Errorf("after a restart the window whose result was lost = %d %+v, want listed as interrupted", code, v)
@@ -225,7 +239,7 @@ func TestFullDiskFailsWindow(t *testing.T) {
 func TestReadOnlyResultsDirFailsWindow(t *testing.T) {
 	results := mountTmpfs(t, 1024)
 	cfg := diskFixture(t, results)
-	p := startDaemon(t, cfg)
+	p := startDaemonKilled(t, cfg)
 	defer p.stop(t)
 	code, body := do(t, "POST", p.url("/api/v1/benches"), `{"target":"sim","num_prompts":30,"request_rate":3,"warmup_requests":0}`)
 	if code != http.StatusAccepted {

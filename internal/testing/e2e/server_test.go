@@ -36,7 +36,7 @@ func rawGet(addr string) bool {
 // one is.
 func TestServeMaxConnections(t *testing.T) {
 	results := filepath.Join(t.TempDir(), "results")
-	p := startDaemon(t, diskFixture(t, results), "--web.max-connections=4")
+	p := startDaemonKilled(t, diskFixture(t, results), "--web.max-connections=4")
 	defer p.stop(t)
 	var held []net.Conn
 	for range 4 {
@@ -65,7 +65,7 @@ func TestServeMaxConnections(t *testing.T) {
 // config of the binary.
 func TestServeRefusesCrossSite(t *testing.T) {
 	results := filepath.Join(t.TempDir(), "results")
-	p := startDaemon(t, diskFixture(t, results))
+	p := startDaemonKilled(t, diskFixture(t, results))
 	defer p.stop(t)
 	for _, tc := range []struct {
 		path, ctype, origin string
