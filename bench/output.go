@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -512,9 +513,13 @@ func (s *Summary) appendExtras(r record) record {
 	return append(r, field{"servingprobe", sp})
 }
 
-// AppendJSONL appends the record to path, creating the file if needed, in
-// a single write to a file opened with O_APPEND, as bench_serving's
-// open(path, "a").
+// AppendJSONL appends the record to path, creating the file if needed,
+// through a file opened with O_APPEND, as bench_serving's open(path, "a").
+// A failed append leaves the file as it was: it is truncated back to its
+// old size, so that a full disk cannot leave half a record for the next
+// run's record to be glued to. A file that does not end in a newline (a
+// record cut short by an older writer) gets one first, so that the new
+// record is a line of its own.
 func (s *Summary) AppendJSONL(path string, o JSONOptions) error {
 	var line bytes.Buffer
 	if s.SpooledDetails == nil || !o.Details {
@@ -524,24 +529,81 @@ func (s *Summary) AppendJSONL(path string, o JSONOptions) error {
 			return err
 		}
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	canRead := true
+	if errors.Is(err, os.ErrPermission) {
+		// A file we may write but not read: append without looking at
+		// its last byte.
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		canRead = false
+	}
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	if line.Len() > 0 {
-		_, err = w.Write(line.Bytes())
-	} else {
-		err = s.WriteRecord(w, o)
+	err = appendRecord(f, canRead, func(w io.Writer) error {
+		if line.Len() > 0 {
+			_, err := w.Write(line.Bytes())
+			return err
+		}
+		return s.WriteRecord(w, o)
+	})
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
 	}
+	if err != nil {
+		return fmt.Errorf("append %s: %w", path, err)
+	}
+	return nil
+}
+
+// appendFile is what appendRecord needs of an *os.File opened for
+// appending; tests wrap one to fail a write part of the way through.
+type appendFile interface {
+	io.Writer
+	io.ReaderAt
+	Stat() (os.FileInfo, error)
+	Truncate(size int64) error
+	Sync() error
+}
+
+// appendRecord appends what write writes to f, after a newline if f does
+// not end in one (when canRead), and syncs it. On any error a regular file is truncated
+// back to the size it had; the error says whether that worked.
+func appendRecord(f appendFile, canRead bool, write func(io.Writer) error) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	// Pipes and devices (/dev/stdout) can neither be read back nor
+	// truncated: their bytes are gone once written.
+	regular := fi.Mode().IsRegular()
+	old := fi.Size()
+	w := bufio.NewWriterSize(f, 1<<20)
+	if regular && canRead && old > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], old-1); err != nil {
+			return fmt.Errorf("read the last byte: %w", err)
+		}
+		if last[0] != '\n' {
+			_ = w.WriteByte('\n')
+		}
+	}
+	err = write(w)
 	if err == nil {
 		err = w.Flush()
 	}
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("append %s: %w", path, err)
+	if err == nil && regular {
+		// A write the kernel accepted may still fail to reach the disk;
+		// the record is reported written only once it has.
+		err = f.Sync()
 	}
-	return f.Close()
+	if err == nil || !regular {
+		return err
+	}
+	if terr := f.Truncate(old); terr != nil {
+		return fmt.Errorf("%w; truncating back to %d bytes failed too, the file may end in a partial record: %v", err, old, terr)
+	}
+	return fmt.Errorf("%w (the file is left as it was, %d bytes)", err, old)
 }
 
 // DefaultOutputFile is bench_serving's output file name when --output-file

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
@@ -93,6 +94,20 @@ func readBody(r io.Reader, limit int64) (map[string]json.RawMessage, json.RawMes
 		// The payload size is one of the configured bench limits, and
 		// every limit answers 422, not 413.
 		return nil, nil, overLimit("body exceeds bench.max_body_bytes (%d bytes)", limit)
+	}
+	// JSON is UTF-8, and the body is kept in the run's record: invalid
+	// bytes would make the record, and the list that holds it, unreadable
+	// to strict decoders.
+	if !utf8.Valid(b) {
+		off := 0
+		for off < len(b) {
+			r, n := utf8.DecodeRune(b[off:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			off += n
+		}
+		return nil, nil, badRequest("the body is not valid UTF-8 (first invalid byte at offset %d)", off)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	var keys map[string]json.RawMessage

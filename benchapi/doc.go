@@ -5,4 +5,10 @@
 // run's view, record and HTML report in bench.results_dir, and lists the
 // windows on the landing page (exporter.BenchWindow). It holds no run
 // logic of its own.
+//
+// Invariants: every state the API shows (accepted, running, ended) is on
+// disk first, written atomically; a window found recorded but not ended
+// at start is interrupted; a write that fails makes the window failed
+// (result write_failed), never completed; the directory is held to the
+// configured retention, oldest ended windows first.
 package benchapi

@@ -1,9 +1,11 @@
 package benchapi
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/go-kit/log"
 
@@ -13,7 +15,8 @@ import (
 func TestLoadRemovesInterruptedWrites(t *testing.T) {
 	dir := t.TempDir()
 	id := "0123456789abcdef01234567"
-	if err := writeResult(dir, View{ID: id, Target: "t", Status: exporter.BenchSucceeded}); err != nil {
+	now := time.Now()
+	if err := writeTestView(dir, View{ID: id, Target: "t", Status: exporter.BenchSucceeded, Ended: &now}); err != nil {
 		t.Fatal(err)
 	}
 	tmp := filepath.Join(dir, ".bench-"+id+"-123.tmp")
@@ -30,4 +33,13 @@ func TestLoadRemovesInterruptedWrites(t *testing.T) {
 	if _, ok := b.runs[id]; !ok || len(b.runs) != 1 {
 		t.Errorf("runs after load = %v, want just %s", b.runs, id)
 	}
+}
+
+// writeTestView writes v as the daemon does.
+func writeTestView(dir string, v View) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(dir, v.ID, resultFile(dir, v.ID), append(line, '\n'))
 }

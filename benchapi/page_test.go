@@ -2,6 +2,7 @@ package benchapi
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -128,5 +129,34 @@ func TestServerTTFTMissingSaysWhy(t *testing.T) {
 				t.Errorf("serverTTFT(%s) = %v, %v, %q, want 0, 0, %q", tc.record, p50, p99, why, tc.want)
 			}
 		})
+	}
+}
+
+// A completed window whose requests failed in part is not shown as a
+// plain green "completed": its row says how many of how many failed, the
+// figures of the summary the API returns, in the warning colour.
+func TestLandingBenchRowShowsFailures(t *testing.T) {
+	sum := bench.Summary{Backend: "vllm", Completed: 46, Failed: 104}
+	run := func(ctx context.Context, job Job) (Output, error) {
+		job.Started(1, 1)
+		return benchOutput(&sum)
+	}
+	e := startBenchDaemonWith(t, strings.ReplaceAll(benchConfigTmpl, "RESULTS", t.TempDir()), "", run)
+	code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a"}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST = %d %v", code, m)
+	}
+	got := e.waitStatus(t, m["id"].(string), "completed")
+	api, _ := got["summary"].(map[string]any)
+	failed, completed := api["failed"].(float64), api["completed"].(float64)
+	resp, err := e.client.Get(e.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := fmt.Sprintf(`<td class="warn">completed, %d/%d failed</td>`, int(failed), int(failed+completed))
+	if failed != 104 || completed != 46 || !strings.Contains(string(page), want) {
+		t.Errorf("API summary failed %v completed %v; landing page row lacks %s:\n%s", failed, completed, want, page)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -67,6 +68,11 @@ type Options struct {
 	// MaxListed bounds the runs kept in memory (and listed); the oldest
 	// finished runs are forgotten first (their files stay). Default 1000.
 	MaxListed int
+	// CheckpointInterval is how often a running window's progress is
+	// written to its results file, so that a window cut short by a crash
+	// is listed after the restart with the progress it had then. Default
+	// 10 s.
+	CheckpointInterval time.Duration
 }
 
 // Benches runs bench windows for a Daemon and serves /api/v1/benches.
@@ -80,6 +86,11 @@ type Windows struct {
 	active map[string]string // target -> id of its queued or running run
 	wg     sync.WaitGroup
 	closed bool
+
+	// writeFn writes one file of a run atomically (writeAtomic); tests
+	// replace it, under mu, to make writes fail as a full or read-only
+	// disk does.
+	writeFn func(dir, id, path string, data []byte) error
 }
 
 // benchRun is one run. Fields after mu are guarded by it.
@@ -127,10 +138,14 @@ func Enable(d *exporter.Daemon, o Options) (*Windows, error) {
 	if o.MaxListed <= 0 {
 		o.MaxListed = 1000
 	}
-	b := &Windows{d: d, o: o, logger: d.Logger(), runs: map[string]*benchRun{}, active: map[string]string{}}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = 10 * time.Second
+	}
+	b := &Windows{d: d, o: o, logger: d.Logger(), runs: map[string]*benchRun{}, active: map[string]string{}, writeFn: writeAtomic}
 	if err := b.load(d.Config().Bench.ResultsDir); err != nil {
 		return nil, err
 	}
+	b.prune()
 	d.Handle("POST /api/v1/benches", http.HandlerFunc(b.handleCreate), "", "")
 	d.Handle("GET /api/v1/benches", http.HandlerFunc(b.handleList), "Bench runs", "bench windows: POST to start one, GET to follow, DELETE to cancel")
 	d.Handle("GET /api/v1/benches/{id}", http.HandlerFunc(b.handleGet), "", "")
@@ -208,6 +223,32 @@ func (b *Windows) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.active[req.Target.Name] = id
+	b.mu.Unlock()
+
+	// The window is on disk before it is accepted, so that a crash cannot
+	// erase it: after a restart it is listed as interrupted. A window that
+	// cannot be recorded is refused: its result could not be kept either.
+	if werr := b.writeView(run.snapshot()); werr != nil {
+		b.mu.Lock()
+		delete(b.active, req.Target.Name)
+		b.mu.Unlock()
+		cancel(nil)
+		level.Warn(b.logger).Log("msg", "Bench run refused: it cannot be recorded", "target", req.Target.Name, "err", werr)
+		writeAPIError(w, &apiError{http.StatusServiceUnavailable, "the bench window cannot be recorded in bench.results_dir, so it is not started: " + werr.Error()})
+		return
+	}
+	b.mu.Lock()
+	if b.closed {
+		// Close ran during the write: it waits only for runs it saw.
+		// The record goes, or the restart would list a window that was
+		// refused as interrupted.
+		delete(b.active, req.Target.Name)
+		b.mu.Unlock()
+		cancel(nil)
+		_ = os.Remove(resultFile(cfg.Bench.ResultsDir, id))
+		writeAPIError(w, &apiError{http.StatusServiceUnavailable, "the daemon is shutting down"})
+		return
+	}
 	b.runs[id] = run
 	b.forgetOldLocked()
 	b.wg.Add(1)
@@ -231,10 +272,17 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	// it could not read (a server_metrics URL may carry a password).
 	logger := log.With(config.RedactingLogger(b.logger, b.d.Redactor), "id", id, "target", target)
 
-	watchDone := make(chan struct{})
+	watchDone, watcherExited := make(chan struct{}), make(chan struct{})
+	// The start is recorded here, off the run's goroutine: the run's
+	// clock is already going when it calls Started, and an fsync there
+	// would delay its first requests.
+	startedAt := make(chan time.Time, 1)
 	go func() {
+		defer close(watcherExited)
 		t := time.NewTicker(b.o.WatchInterval)
 		defer t.Stop()
+		cp := time.NewTicker(b.o.CheckpointInterval)
+		defer cp.Stop()
 		for {
 			select {
 			case <-ctx.Done():
@@ -246,6 +294,19 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 					run.cancel(errTargetRemoved)
 					return
 				}
+			case st := <-startedAt:
+				// Recorded before it is shown, as every state the API
+				// reports: a client that sees running finds it on disk.
+				v := run.snapshot()
+				v.Status, v.Started = exporter.BenchRunning, &st
+				if err := b.writeView(v); err != nil {
+					level.Warn(logger).Log("msg", "Bench progress not recorded", "err", err)
+				}
+				run.mu.Lock()
+				run.view.Status, run.view.Started = exporter.BenchRunning, &st
+				run.mu.Unlock()
+			case <-cp.C:
+				b.checkpoint(run, logger)
 			}
 		}
 	}()
@@ -261,10 +322,10 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 			if started.IsZero() {
 				started = now
 				st := started.UTC()
-				run.mu.Lock()
-				run.view.Status, run.view.Started = exporter.BenchRunning, &st
-				run.mu.Unlock()
+				// The gauges before the status, so that a client that
+				// sees running finds the window's gauges set.
 				b.d.Metrics().BenchStarted(target, started)
+				startedAt <- st // buffered: the first call only
 				level.Info(logger).Log("msg", "Bench run started")
 			}
 			b.d.Metrics().BenchPoint(target, now, rate, maxConcurrency)
@@ -272,6 +333,7 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	}
 	out, err := b.o.Run(ctx, job)
 	close(watchDone)
+	<-watcherExited // no checkpoint may overwrite the final write
 	end := time.Now()
 	if started.IsZero() {
 		// Failed before the measured run: still mark the window so that
@@ -288,12 +350,14 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	default:
 		status, msg = exporter.BenchFail, err.Error()
 	}
-	b.d.Metrics().BenchFinished(target, end, status, out.Headline)
-
 	et := end.UTC()
 	run.mu.Lock()
 	view := run.view
 	run.mu.Unlock()
+	if !started.IsZero() && view.Started == nil {
+		st := started.UTC() // the run ended before the watcher recorded its start
+		view.Started = &st
+	}
 	red := b.d.Redactor()
 	view.Status, view.Ended, view.Error = status, &et, prober.TruncateUTF8(red.Redact(msg), 2000)
 	// The summary carries the target's /server_info answer verbatim; a
@@ -310,16 +374,49 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	}
 	snap := run.progress.Snapshot()
 	view.Progress = &snap
+	// Written before it is shown: a run the API reports as ended is on
+	// disk. A write that fails is the run's result: the API says failed
+	// with the write error and the counter says write_failed, never
+	// completed, since the run will be gone (or listed as interrupted)
+	// after a restart.
+	dir := b.d.Config().Bench.ResultsDir
+	result := status
+	was := string(status)
+	if msg != "" {
+		was += ": " + view.Error
+	}
+	var lost []string // what could not be written, and why
 	if len(out.Report) > 0 {
-		if werr := writeReportFile(b.d.Config().Bench.ResultsDir, view.ID, out.Report); werr != nil {
-			level.Error(logger).Log("msg", "Bench report not written", "err", werr)
+		if rerr := b.writeFile(dir, view.ID, reportFile(dir, view.ID), out.Report); rerr != nil {
+			// The result is still written, saying so, so that the run's
+			// figures survive a report that could not.
+			lost = append(lost, "the report was not written to bench.results_dir: "+rerr.Error())
 		} else {
 			view.Report = "api/v1/benches/" + view.ID + "/report"
 		}
 	}
-	// Written before it is shown: a run the API reports as ended is on disk.
-	if werr := writeResult(b.d.Config().Bench.ResultsDir, view); werr != nil {
-		level.Error(logger).Log("msg", "Bench result not written", "err", werr)
+	failed := func() {
+		view.Status, result = exporter.BenchFail, exporter.BenchWriteFailed
+		view.Error = prober.TruncateUTF8(red.Redact(strings.Join(lost, "; ")+" (the run itself ended "+was+")"), 2000)
+		msg = view.Error
+	}
+	if len(lost) > 0 {
+		failed()
+	}
+	werr := b.writeView(view)
+	if werr != nil {
+		lost = append(lost, "the result was not written to bench.results_dir, so it will not survive a restart: "+werr.Error())
+		failed()
+	}
+	if len(lost) > 0 {
+		level.Error(logger).Log("msg", "Bench result not written", "err", strings.Join(lost, "; "))
+	}
+	b.d.Metrics().BenchFinished(target, end, result, out.Headline)
+	if werr == nil {
+		// Before the end is shown, so that a client that sees it finds
+		// the directory within its retention. This run is still active,
+		// so it is not among those removed.
+		b.prune()
 	}
 	run.mu.Lock()
 	run.view = view
@@ -332,6 +429,34 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 		kv = append(kv, "err", view.Error)
 	}
 	level.Info(logger).Log(kv...)
+}
+
+// writeFile writes one file of run id atomically.
+func (b *Windows) writeFile(dir, id, path string, data []byte) error {
+	b.mu.Lock()
+	w := b.writeFn
+	b.mu.Unlock()
+	return w(dir, id, path, data)
+}
+
+// writeView writes a run's view to its results file.
+func (b *Windows) writeView(v View) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dir := b.d.Config().Bench.ResultsDir
+	return b.writeFile(dir, v.ID, resultFile(dir, v.ID), append(line, '\n'))
+}
+
+// checkpoint writes a running window's view with its progress so far. A
+// failed checkpoint is only logged: the run goes on, and its final write
+// decides what it reports.
+func (b *Windows) checkpoint(run *benchRun, logger log.Logger) {
+	v := run.snapshot()
+	if err := b.writeView(v); err != nil {
+		level.Warn(logger).Log("msg", "Bench progress not recorded", "err", err)
+	}
 }
 
 // snapshot copies the view with live progress.
@@ -459,25 +584,8 @@ func (b *Windows) handleReport(w http.ResponseWriter, r *http.Request) {
 // reportFile is the HTML report of run id, beside its results file.
 func reportFile(dir, id string) string { return filepath.Join(dir, "bench-"+id+".html") }
 
-// writeReportFile writes a run's report, atomically as its results file
-// (before it, so that a run whose result is on disk has its report).
-func writeReportFile(dir, id string, page []byte) error {
-	return writeAtomic(dir, id, reportFile(dir, id), page)
-}
-
 // resultFile is the results file of run id.
 func resultFile(dir, id string) string { return filepath.Join(dir, "bench-"+id+".jsonl") }
-
-// writeResult writes one JSON line atomically: a temporary file in the same
-// directory, fsync, rename over the final name, fsync of the directory. A
-// crash leaves either no file or the whole record.
-func writeResult(dir string, v View) error {
-	line, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return writeAtomic(dir, v.ID, resultFile(dir, v.ID), append(line, '\n'))
-}
 
 // writeAtomic writes a file of run id atomically: a temporary file in the
 // same directory, fsync, rename over the final name, fsync of the
@@ -551,10 +659,17 @@ func (b *Windows) load(dir string) error {
 		if !ok || !validBenchID(id) {
 			continue
 		}
-		v, err := readResult(filepath.Join(dir, name))
-		if err != nil || v.ID != id {
+		path := filepath.Join(dir, name)
+		v, err := readResult(path)
+		if err == nil && v.ID != id {
+			err = fmt.Errorf("the file holds run %q", prober.TruncateUTF8(v.ID, 40))
+		}
+		if err != nil {
 			level.Warn(b.logger).Log("msg", "Skipping unreadable bench result", "file", name, "err", err)
 			continue
+		}
+		if v.Ended == nil {
+			b.interrupted(&v, path)
 		}
 		b.runs[id] = &benchRun{view: v}
 	}
@@ -562,6 +677,146 @@ func (b *Windows) load(dir string) error {
 	return nil
 }
 
+// interrupted marks a window that was recorded but never ended: the daemon
+// was killed or crashed while it was queued or running. Its progress is
+// the last one recorded (at the start, then every CheckpointInterval);
+// ended is the time of that record, the last time the run is known to have
+// been alive, so that clients waiting for an end stop waiting.
+func (b *Windows) interrupted(v *View, path string) {
+	last := v.Created
+	if fi, err := os.Stat(path); err == nil && fi.ModTime().After(last) {
+		last = fi.ModTime()
+	}
+	last = last.UTC()
+	was := v.Status
+	v.Status, v.Ended = exporter.BenchInterrupted, &last
+	v.Error = fmt.Sprintf("the daemon stopped while the run was %s (killed or crashed); the progress shown is the last recorded, at %s", was, last.Format(time.RFC3339))
+	// Rewritten so that it reads the same after every restart; if the
+	// directory is read-only now, it is still listed from memory.
+	line, err := json.Marshal(v)
+	if err == nil {
+		err = writeAtomic(filepath.Dir(path), v.ID, path, append(line, '\n'))
+	}
+	if err != nil {
+		level.Warn(b.logger).Log("msg", "Interrupted bench run not rewritten", "id", v.ID, "err", err)
+	}
+	level.Warn(b.logger).Log("msg", "Bench run was interrupted by a crash or kill", "id", v.ID, "target", v.Target, "was", was)
+}
+
+// prune removes the oldest ended windows' files (result and report)
+// while the results directory holds more than bench.results_retention_count
+// windows or bench.results_retention_bytes of their files, and forgets
+// them. A window still queued or running is never removed; nor is
+// anything in the directory that is not a window's file.
+func (b *Windows) prune() {
+	cfg := b.d.Config().Bench
+	if cfg.ResultsDir == "" || (cfg.ResultsRetentionCount <= 0 && cfg.ResultsRetentionBytes <= 0) {
+		return
+	}
+	entries, err := os.ReadDir(cfg.ResultsDir)
+	if err != nil {
+		return // load and the writes report an unreadable directory
+	}
+	type window struct {
+		id    string
+		when  time.Time
+		bytes int64
+		files []string
+	}
+	byID := map[string]*window{}
+	for _, e := range entries {
+		name := e.Name()
+		id, ok := strings.CutPrefix(name, "bench-")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if i := strings.LastIndexByte(id, '.'); i >= 0 && (id[i:] == ".jsonl" || id[i:] == ".html") {
+			id = id[:i]
+		} else {
+			continue
+		}
+		if !validBenchID(id) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		w := byID[id]
+		if w == nil {
+			w = &window{id: id, when: fi.ModTime()}
+			byID[id] = w
+		}
+		w.bytes += fi.Size()
+		w.files = append(w.files, name)
+		if fi.ModTime().Before(w.when) {
+			w.when = fi.ModTime()
+		}
+	}
+	b.mu.Lock()
+	running := map[string]bool{}
+	for _, id := range b.active {
+		running[id] = true
+	}
+	for id, w := range byID {
+		if r := b.runs[id]; r != nil {
+			w.when = r.snapshot().Created // the order the API lists
+		}
+	}
+	b.mu.Unlock()
+	all := make([]*window, 0, len(byID))
+	var total int64
+	for _, w := range byID {
+		all = append(all, w)
+		total += w.bytes
+	}
+	slices.SortFunc(all, func(x, y *window) int {
+		if c := x.when.Compare(y.when); c != 0 {
+			return c
+		}
+		return strings.Compare(x.id, y.id)
+	})
+	count := len(all)
+	var removed []string
+	for _, w := range all {
+		overCount := cfg.ResultsRetentionCount > 0 && count > cfg.ResultsRetentionCount
+		overBytes := cfg.ResultsRetentionBytes > 0 && total > cfg.ResultsRetentionBytes
+		if !overCount && !overBytes {
+			break
+		}
+		if running[w.id] {
+			continue
+		}
+		ok := true
+		for _, f := range w.files {
+			if err := os.Remove(filepath.Join(cfg.ResultsDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				level.Warn(b.logger).Log("msg", "Old bench result not removed", "file", f, "err", err)
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		count--
+		total -= w.bytes
+		removed = append(removed, w.id)
+	}
+	if len(removed) == 0 {
+		return
+	}
+	b.mu.Lock()
+	for _, id := range removed {
+		delete(b.runs, id)
+	}
+	b.mu.Unlock()
+	level.Info(b.logger).Log("msg", "Removed the oldest bench results beyond the retention", "windows", len(removed),
+		"kept", count, "kept_bytes", total, "retention_count", cfg.ResultsRetentionCount, "retention_bytes", cfg.ResultsRetentionBytes)
+}
+
+// readResult reads a results file. A line that is not valid UTF-8 (written
+// before bodies were checked) has each invalid byte replaced by U+FFFD:
+// the JSON stays valid, since its structure is ASCII, and the list that
+// holds it stays readable.
 func readResult(path string) (View, error) {
 	var v View
 	f, err := os.Open(path)
@@ -577,6 +832,10 @@ func readResult(path string) (View, error) {
 		}
 		return v, errors.New("empty file")
 	}
-	err = json.Unmarshal(sc.Bytes(), &v)
+	line := sc.Bytes()
+	if !utf8.Valid(line) {
+		line = []byte(strings.ToValidUTF8(string(line), "\uFFFD"))
+	}
+	err = json.Unmarshal(line, &v)
 	return v, err
 }

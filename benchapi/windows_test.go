@@ -162,6 +162,9 @@ func (e *benchEnv) do(t *testing.T, method, path, body string) (int, map[string]
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := e.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -431,6 +434,7 @@ func TestBenchAPIBasicAuth(t *testing.T) {
 		t.Fatal("a run started without credentials")
 	}
 	req, _ = http.NewRequest(http.MethodPost, e.url+"/api/v1/benches", strings.NewReader(`{"target":"a","num_prompts":1}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.SetBasicAuth("bench", "s3cret")
 	resp, err := e.client.Do(req)
 	if err != nil {

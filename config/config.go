@@ -143,6 +143,11 @@ type Bench struct {
 	MaxBodyBytes      int64          `yaml:"max_body_bytes"`
 	MaxConcurrentRuns int            `yaml:"max_concurrent_runs"`
 	ResultsDir        string         `yaml:"results_dir"`
+	// ResultsRetentionCount and ResultsRetentionBytes bound what
+	// ResultsDir keeps of ended windows (results and reports): the oldest
+	// are removed first once either is exceeded. 0: no bound.
+	ResultsRetentionCount int   `yaml:"results_retention_count"`
+	ResultsRetentionBytes int64 `yaml:"results_retention_bytes"`
 }
 
 // ProbeAPI governs /probe.

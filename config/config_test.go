@@ -151,6 +151,10 @@ func TestLoadBad(t *testing.T) {
 		{"bad-adhoc.yml", []string{
 			`config file "testdata/bad-adhoc.yml": probe_api.adhoc_url_allowlist: must list at least one pattern when allow_adhoc_targets is true`,
 		}},
+		{"bad-retention.yml", []string{
+			`config file "testdata/bad-retention.yml": bench.results_retention_count: must be 0 (no bound) or positive, got -1`,
+			`bench.results_retention_bytes: must be 0 (no bound) or positive, got -5`,
+		}},
 		{"bad-regexp.yml", []string{
 			"config file \"testdata/bad-regexp.yml\": line 10: invalid regular expression \"http://(unclosed\": error parsing regexp: missing closing ): `^(?:http://(unclosed)$`",
 		}},

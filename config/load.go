@@ -45,6 +45,10 @@ var (
 		MaxBodyBytes:      1 << 20,
 		MaxConcurrentRuns: 1,
 		ResultsDir:        "results",
+		// A window's result is a few KB and its report up to a few
+		// MB: about as many windows as the API lists, in at most 1 GiB.
+		ResultsRetentionCount: 1000,
+		ResultsRetentionBytes: 1 << 30,
 	}
 )
 

@@ -191,6 +191,12 @@ func (b Bench) validate(v *validator, p string) {
 	if b.ResultsDir == "" {
 		v.add(p+".results_dir", "must be set")
 	}
+	if b.ResultsRetentionCount < 0 {
+		v.add(p+".results_retention_count", "must be 0 (no bound) or positive, got %d", b.ResultsRetentionCount)
+	}
+	if b.ResultsRetentionBytes < 0 {
+		v.add(p+".results_retention_bytes", "must be 0 (no bound) or positive, got %d", b.ResultsRetentionBytes)
+	}
 }
 
 type validator struct{ errs []error }

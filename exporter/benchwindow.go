@@ -20,18 +20,25 @@ import (
 type BenchStatus string
 
 // Bench run statuses. queued: accepted, preparing (tokenizer, prompts,
-// warmup); running: the measured requests are being sent.
+// warmup); running: the measured requests are being sent; interrupted:
+// the daemon was killed or crashed while the run was queued or running,
+// found so at the next start.
 const (
-	BenchQueued    BenchStatus = "queued"
-	BenchRunning   BenchStatus = "running"
-	BenchSucceeded BenchStatus = "completed"
-	BenchFail      BenchStatus = "failed"
-	BenchCancel    BenchStatus = "canceled"
+	BenchQueued      BenchStatus = "queued"
+	BenchRunning     BenchStatus = "running"
+	BenchSucceeded   BenchStatus = "completed"
+	BenchFail        BenchStatus = "failed"
+	BenchCancel      BenchStatus = "canceled"
+	BenchInterrupted BenchStatus = "interrupted"
+	// BenchWriteFailed is a result of servingprobe_bench_runs_total, not a
+	// status: a run whose result could not be written is counted so, and
+	// its status is failed with the write error.
+	BenchWriteFailed BenchStatus = "write_failed"
 )
 
-// BenchResults are the final BenchStatus values: the result label of
+// BenchResults are the result label values of
 // servingprobe_bench_runs_total, listed for pre-creating series.
-var BenchResults = []BenchStatus{BenchSucceeded, BenchFail, BenchCancel}
+var BenchResults = []BenchStatus{BenchSucceeded, BenchFail, BenchCancel, BenchWriteFailed}
 
 // BenchHeadline is the summary of a finished bench run that is exported
 // and shown on the landing page. Every field is copied from the run's
@@ -149,21 +156,41 @@ var benchFuncs = template.FuncMap{
 	// msPairMs is landing.go's msPair for figures already in ms, as the
 	// bench summary states them.
 	"msPairMs": func(a, b float64) string { return msPair(a/1000, b/1000) },
-	"statusClass": func(s BenchStatus) string {
-		switch s {
-		case BenchFail:
-			return "bad"
-		case BenchSucceeded:
-			return "ok"
+}
+
+// StatusText is the window's status as the landing page shows it. A
+// completed run whose requests failed in part says how many of how many
+// ("completed, 104/150 failed"): the headline's Failed and
+// Completed+Failed, the summary's failed and completed that the API
+// returns. Every request the run sent is one or the other.
+func (w BenchWindow) StatusText() string {
+	if h := w.Headline; w.Status == BenchSucceeded && h != nil && h.Failed > 0 {
+		return fmt.Sprintf("%s, %d/%d failed", w.Status, h.Failed, h.Completed+h.Failed)
+	}
+	return string(w.Status)
+}
+
+// StatusClass is the CSS class of the window's status: a completed run
+// with failed requests and an interrupted one are warnings, not green.
+func (w BenchWindow) StatusClass() string {
+	switch w.Status {
+	case BenchFail:
+		return "bad"
+	case BenchInterrupted:
+		return "warn"
+	case BenchSucceeded:
+		if w.Headline != nil && w.Headline.Failed > 0 {
+			return "warn"
 		}
-		return "dim"
-	},
+		return "ok"
+	}
+	return "dim"
 }
 
 const benchesHTML = `{{define "benches"}}
 <h2>Bench windows</h2>
 {{if not .Rows}}<p>No bench window has run. Start one with <code>POST api/v1/benches</code>.</p>{{else}}
 <div class="scroll"><table class="results benches"><tr><th>id</th><th>created</th><th>target</th><th>module</th><th>status</th><th>progress</th><th>requests</th><th>output</th><th>TTFT p99</th><th title="the server's own TTFT over the run, from its metrics endpoint (bucket estimates)">server TTFT p50 / p99</th><th>ITL p99</th><th>error</th></tr>
-{{range .Rows}}<tr class="bench"><td><a href="api/v1/benches/{{.ID}}">{{.ID}}</a>{{if .Report}} <a href="{{.Report}}">report</a>{{end}}</td><td>{{time .Created}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td class="{{statusClass .Status}}">{{.Status}}</td><td class="progress">{{.Progress}}</td>{{if .Sweep}}<td colspan="5" class="sweep">{{.Sweep}}</td>{{else if .Headline}}<td class="reqrate">{{reqRate .Headline}}</td><td class="outrate">{{outRate .Headline}}</td><td class="ttftp99">{{msVal .Headline.TTFTP99Ms}}</td>{{with .Headline}}{{if .ServerMissing}}<td class="serverttft dim" title="{{.ServerMissing}}">–</td>{{else}}<td class="serverttft" title="the server's own histogram over the run: bucket estimates, as histogram_quantile's">{{msPairMs .ServerTTFTP50Ms .ServerTTFTP99Ms}}</td>{{end}}{{end}}<td class="itlp99">{{msVal .Headline.ITLP99Ms}}</td>{{else}}<td></td><td></td><td></td><td></td><td></td>{{end}}<td>{{.Error}}</td></tr>
+{{range .Rows}}<tr class="bench"><td><a href="api/v1/benches/{{.ID}}">{{.ID}}</a>{{if .Report}} <a href="{{.Report}}">report</a>{{end}}</td><td>{{time .Created}}</td><td>{{.Target}}</td><td>{{.Module}}</td><td class="{{.StatusClass}}">{{.StatusText}}</td><td class="progress">{{.Progress}}</td>{{if .Sweep}}<td colspan="5" class="sweep">{{.Sweep}}</td>{{else if .Headline}}<td class="reqrate">{{reqRate .Headline}}</td><td class="outrate">{{outRate .Headline}}</td><td class="ttftp99">{{msVal .Headline.TTFTP99Ms}}</td>{{with .Headline}}{{if .ServerMissing}}<td class="serverttft dim" title="{{.ServerMissing}}">–</td>{{else}}<td class="serverttft" title="the server's own histogram over the run: bucket estimates, as histogram_quantile's">{{msPairMs .ServerTTFTP50Ms .ServerTTFTP99Ms}}</td>{{end}}{{end}}<td class="itlp99">{{msVal .Headline.ITLP99Ms}}</td>{{else}}<td></td><td></td><td></td><td></td><td></td>{{end}}<td>{{.Error}}</td></tr>
 {{end}}</table></div>{{if .More}}<p class="dim">{{.More}} older runs: <a href="api/v1/benches">api/v1/benches</a></p>{{end}}{{end}}
 {{end}}`

@@ -176,3 +176,22 @@ func TestLandingServerTTFTCell(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchWindowStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		w         BenchWindow
+		text, cls string
+	}{
+		{"clean", BenchWindow{Status: BenchSucceeded, Headline: &BenchHeadline{Completed: 150}}, "completed", "ok"},
+		{"failures", BenchWindow{Status: BenchSucceeded, Headline: &BenchHeadline{Completed: 46, Failed: 104}}, "completed, 104/150 failed", "warn"},
+		{"no headline", BenchWindow{Status: BenchSucceeded}, "completed", "ok"},
+		{"failed", BenchWindow{Status: BenchFail, Headline: &BenchHeadline{Failed: 3}}, "failed", "bad"},
+		{"interrupted", BenchWindow{Status: BenchInterrupted}, "interrupted", "warn"},
+		{"running", BenchWindow{Status: BenchRunning}, "running", "dim"},
+	} {
+		if got, cls := tc.w.StatusText(), tc.w.StatusClass(); got != tc.text || cls != tc.cls {
+			t.Errorf("%s: StatusText, StatusClass = %q, %q, want %q, %q", tc.name, got, cls, tc.text, tc.cls)
+		}
+	}
+}

@@ -72,6 +72,7 @@ type Daemon struct {
 
 	probeSlots chan struct{}
 	mux        *http.ServeMux
+	handler    http.Handler // mux behind guardStateChanging
 	links      []link
 	benches    func() []BenchWindow
 }

@@ -29,7 +29,10 @@ type link struct{ path, text, desc string }
 // exporter-toolkit's web.ListenAndServe so that --web.config.file applies
 // TLS and basic auth to every route, including /probe and /-/reload, which
 // cause requests to targets.
-func (d *Daemon) Handler() http.Handler { return d.mux }
+//
+// Every state-changing route is behind guardStateChanging: a browser on
+// another site cannot start load or reload the config.
+func (d *Daemon) Handler() http.Handler { return d.handler }
 
 // Handle registers an extra route (bench windows add theirs here) and, if
 // text is not empty, a link to it on the landing page. It must be called
@@ -81,6 +84,7 @@ func (d *Daemon) routes() {
 	d.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	d.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	d.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	d.handler = guardStateChanging(d.mux)
 }
 
 type promLogger struct{ l log.Logger }

@@ -269,7 +269,7 @@ const landingCSS = `div.scroll{overflow-x:auto;max-width:100%}
 table.results,table.targets{border-collapse:collapse;font-size:smaller}
 table.results td,table.results th,table.targets td,table.targets th{padding:2px 6px;border-bottom:1px solid #ddd;text-align:left;vertical-align:middle}
 table.targets td{white-space:nowrap}table.targets td .err{white-space:normal}
-.ok{color:#1a7f37}.bad{color:#cf222e;font-weight:bold}.dim{color:#666}.err{color:#cf222e;font-size:smaller}
+.ok{color:#1a7f37}.bad{color:#cf222e;font-weight:bold}.warn{color:#9a6700;font-weight:bold}.dim{color:#666}.err{color:#cf222e;font-size:smaller}
 svg.spark polyline{fill:none;stroke:#0969da;stroke-width:1.5}svg.spark circle{fill:#0969da}
 svg.outcomes rect.ok{fill:#2da44e}svg.outcomes rect.bad{fill:#cf222e}
 @media print{svg.outcomes rect.bad{fill:#000}}`

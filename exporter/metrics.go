@@ -219,7 +219,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{labelTarget}),
 		benchRuns: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "bench_runs_total",
-			Help: "Bench runs that ended on the target, by result: completed, failed or canceled.",
+			Help: "Bench runs that ended on the target, by result: completed, failed, canceled, or write_failed when the run's result could not be written to the results directory.",
 		}, []string{labelTarget, labelResult}),
 		benchReqThroughput: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "bench_last_request_throughput_requests_per_second",

@@ -188,7 +188,7 @@ func TestSeriesPerTarget(t *testing.T) {
 	m.ObserveLag("one", "m", 0)
 
 	// Metric children (CollectAndCount counts one per label set).
-	wantChildren := 8 + len(prober.Outcomes) + 3 + 3 + 1 + 1 + 1 + 1 + 3 // histograms, outcomes, tokens, probe gauges, skip, lag, info, bench_running, bench_runs
+	wantChildren := 8 + len(prober.Outcomes) + 3 + 3 + 1 + 1 + 1 + 1 + len(BenchResults) // histograms, outcomes, tokens, probe gauges, skip, lag, info, bench_running, bench_runs
 	if got := testutil.CollectAndCount(m.requests) + testutil.CollectAndCount(m.ttft) + testutil.CollectAndCount(m.ttfat) + testutil.CollectAndCount(m.itl) +
 		testutil.CollectAndCount(m.tpot) + testutil.CollectAndCount(m.answerITL) + testutil.CollectAndCount(m.answerTPOT) + testutil.CollectAndCount(m.e2e) + testutil.CollectAndCount(m.queue) +
 		testutil.CollectAndCount(m.promptTokens) + testutil.CollectAndCount(m.genTokens) + testutil.CollectAndCount(m.reasoningTokens) +
@@ -212,9 +212,9 @@ func TestSeriesPerTarget(t *testing.T) {
 	// 8 request histograms (TTFT, TTFAT and E2E; ITL, TPOT and their answer
 	// phase; queue) and lag;
 	// one per outcome; 3 token counters (prompt, generation, reasoning);
-	// 3 gauges; skip; info; 4 bench.
+	// 3 gauges; skip; info; 5 bench (running and one per result).
 	hist := func(b []float64) int { return len(b) + 3 }
-	maxSeries := 3*hist(requestLatencyBuckets) + 4*hist(tokenLatencyBuckets) + 2*hist(queueBuckets) + len(prober.Outcomes) + 3 + 3 + 1 + 1 + 4
+	maxSeries := 3*hist(requestLatencyBuckets) + 4*hist(tokenLatencyBuckets) + 2*hist(queueBuckets) + len(prober.Outcomes) + 3 + 3 + 1 + 1 + 1 + len(BenchResults)
 	if series > maxSeries {
 		t.Errorf("exposition has %d series for one target and module, cap is %d", series, maxSeries)
 	}

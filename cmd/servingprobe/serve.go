@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,6 +49,7 @@ type serveFlags struct {
 	disableExporterMetrics bool
 	probeLogLevel          string
 	demo                   bool
+	maxConnections         int
 }
 
 func addServeCommand(app *kingpin.Application) func(ctx context.Context, env *cliEnv) error {
@@ -58,6 +60,8 @@ func addServeCommand(app *kingpin.Application) func(ctx context.Context, env *cl
 	cmd.Flag("web.disable-exporter-metrics", "Exclude the Go runtime and process metrics from /metrics.").BoolVar(&f.disableExporterMetrics)
 	cmd.Flag("log.prober", "Level at which per-probe log lines (including failures) are logged; they show when --log.level allows it. One of: [debug, info, warn, error]").
 		Default("debug").EnumVar(&f.probeLogLevel, "debug", "info", "warn", "error")
+	cmd.Flag("web.max-connections", "Most HTTP connections open at once; more are closed as they are accepted. Idle and slow connections are also closed by timeouts (see docs/robustness.md). 0: no cap.").
+		Default(strconv.Itoa(exporter.DefaultServerLimits.MaxConnections)).IntVar(&f.maxConnections)
 	cmd.Flag("demo", "Start the built-in simulator on a loopback port and probe it with an embedded config (ignores --config.file). Listens on "+demoServeAddress+" unless --web.listen-address says otherwise.").BoolVar(&f.demo)
 	return func(ctx context.Context, env *cliEnv) error { return runServe(ctx, env, f) }
 }
@@ -129,7 +133,9 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	runDone := make(chan error, 1)
 	go func() { runDone <- d.Run(runCtx) }()
 
-	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	limits := exporter.DefaultServerLimits
+	limits.MaxConnections = max(f.maxConnections, 0)
+	srv := d.NewServer(limits)
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- web.ListenAndServe(srv, f.web, env.Slog) }()
 	level.Info(logger).Log("msg", "Starting servingprobe", "version", version.Info(), "config_file", configFile,

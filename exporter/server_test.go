@@ -1,0 +1,258 @@
+package exporter
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const serverConfig = `
+targets:
+  - name: a
+    url: http://127.0.0.1:1
+    backend: vllm
+    model: m
+    timeout: 7s
+    modules: [short]
+modules:
+  short:
+    dataset: fixed
+    prompt: hello
+`
+
+// serveLimited serves a daemon (not running its probes) under l on
+// loopback and returns its address.
+func serveLimited(t *testing.T, l ServerLimits, extra func(d *Daemon)) (*Daemon, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.yml")
+	if err := os.WriteFile(path, []byte(serverConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Options{ConfigFile: path, BuildProbe: testBuilder(), Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if extra != nil {
+		extra(d)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := d.NewServer(l)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-done
+	})
+	return d, ln.Addr().String()
+}
+
+// dial opens a raw connection with a generous safety deadline: the
+// assertions wait on the server's answer, and the deadline only keeps a
+// broken server from hanging the test.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedByServer reports whether the server closed c (EOF or reset), as
+// opposed to the safety deadline passing.
+func closedByServer(c net.Conn) (bool, error) {
+	_, err := io.ReadAll(c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false, err
+	}
+	return true, err
+}
+
+// A POST whose body stalls is cut off at ReadTimeout: the handler's read
+// fails and the connection is closed.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	readErr := make(chan error, 1)
+	_, addr := serveLimited(t, ServerLimits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 100 * time.Millisecond, IdleTimeout: time.Minute}, func(d *Daemon) {
+		d.Handle("POST /slow", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, err := io.ReadAll(r.Body)
+			readErr <- err
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+			}
+		}), "", "")
+	})
+	c := dial(t, addr)
+	if _, err := io.WriteString(c, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"a\":"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-readErr:
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Errorf("reading the stalled body: err = %v, want a timeout", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stalled body was still being read after 20 s: no body deadline")
+	}
+	if closed, err := closedByServer(c); !closed {
+		t.Errorf("connection of the stalled body still open: %v", err)
+	}
+}
+
+// Connections that send nothing, and keep-alive connections left idle,
+// are closed by the server.
+func TestIdleConnectionsClosed(t *testing.T) {
+	_, addr := serveLimited(t, ServerLimits{ReadHeaderTimeout: 100 * time.Millisecond, IdleTimeout: 100 * time.Millisecond}, nil)
+	silent := dial(t, addr)
+	if closed, err := closedByServer(silent); !closed {
+		t.Errorf("a connection that sends nothing is still open: %v", err)
+	}
+	c := dial(t, addr)
+	if _, err := io.WriteString(c, "GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("GET /-/healthy = %d, close %v: want 200 on a kept-alive connection", resp.StatusCode, resp.Close)
+	}
+	if _, err := io.ReadAll(br); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Errorf("an idle keep-alive connection is still open: %v", err)
+		}
+	}
+}
+
+// At MaxConnections open connections, a further one is closed at once;
+// when one closes, a new one is served.
+func TestConnectionCap(t *testing.T) {
+	_, addr := serveLimited(t, ServerLimits{ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute, MaxConnections: 2}, nil)
+	held := []net.Conn{dial(t, addr), dial(t, addr)}
+	get := func() (int, error) {
+		c := dial(t, addr)
+		if _, err := io.WriteString(c, "GET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+			return 0, err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := get(); err == nil {
+		t.Errorf("third connection over a cap of 2 was served (HTTP %d)", code)
+	}
+	held[0].Close()
+	// The server sees the close asynchronously: retry until it has.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, err := get()
+		if err == nil && code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection served after one of the 2 closed: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestWriteBudget(t *testing.T) {
+	d, _ := serveLimited(t, DefaultServerLimits, nil)
+	l := ServerLimits{WriteTimeout: time.Minute, DownloadTimeout: 5 * time.Minute}
+	for _, tc := range []struct {
+		method, target string
+		want           time.Duration
+	}{
+		{"GET", "/metrics", time.Minute},
+		{"POST", "/api/v1/benches", time.Minute},
+		{"GET", "/probe?target=a", time.Minute + 7*time.Second},
+		{"GET", "/debug/pprof/profile?seconds=90", time.Minute + 90*time.Second},
+		{"GET", "/debug/pprof/profile", time.Minute + 30*time.Second},
+		{"GET", "/api/v1/benches/0123456789abcdef01234567/report", 5 * time.Minute},
+	} {
+		u, _ := url.Parse(tc.target)
+		r := &http.Request{Method: tc.method, URL: u}
+		if got := d.writeBudget(r, l); got != tc.want {
+			t.Errorf("writeBudget(%s %s) = %s, want %s", tc.method, tc.target, got, tc.want)
+		}
+	}
+}
+
+// State-changing requests from another site, or with a body that is not
+// JSON, are refused before they reach a handler; requests without a
+// browser's headers, and same-origin ones, pass.
+func TestCrossSiteRequestsRefused(t *testing.T) {
+	var reloads atomic.Int32
+	_, addr := serveLimited(t, DefaultServerLimits, func(d *Daemon) {
+		d.Handle("POST /-/test", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { reloads.Add(1) }), "", "")
+		d.Handle("DELETE /-/test", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { reloads.Add(1) }), "", "")
+	})
+	base := "http://" + addr
+	for _, tc := range []struct {
+		name, method, path, body string
+		header                   map[string]string
+		want                     int
+	}{
+		{"curl reload", "POST", "/-/reload", "", nil, 200},
+		{"cross-site origin", "POST", "/-/reload", "", map[string]string{"Origin": "http://evil.example"}, 403},
+		{"cross-site fetch metadata", "POST", "/-/reload", "", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"same-site is not same-origin", "POST", "/-/test", `{}`, map[string]string{"Sec-Fetch-Site": "same-site", "Content-Type": "application/json"}, 403},
+		{"text/plain from another site", "POST", "/-/test", `{"target":"a"}`, map[string]string{"Origin": "http://evil.example", "Content-Type": "text/plain"}, 403},
+		{"text/plain body", "POST", "/-/test", `{"target":"a"}`, map[string]string{"Content-Type": "text/plain"}, 415},
+		{"form body", "POST", "/-/test", `a=b`, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415},
+		{"body without a type", "POST", "/-/test", `{"target":"a"}`, nil, 415},
+		{"cross-site delete", "DELETE", "/-/test", "", map[string]string{"Origin": "http://evil.example"}, 403},
+		{"json from the same origin", "POST", "/-/test", `{}`, map[string]string{"Origin": base, "Content-Type": "application/json; charset=utf-8"}, 200},
+		{"json without browser headers", "POST", "/-/test", `{}`, map[string]string{"Content-Type": "application/json"}, 200},
+		{"cross-site GET is read-only", "GET", "/-/healthy", "", map[string]string{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := reloads.Load()
+			req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+			if tc.body == "" {
+				req.Body = http.NoBody
+			}
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("%s %s = %d %s, want %d", tc.method, tc.path, resp.StatusCode, b, tc.want)
+			}
+			if tc.want >= 400 && reloads.Load() != before {
+				t.Errorf("a refused request reached its handler")
+			}
+		})
+	}
+}
