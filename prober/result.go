@@ -179,6 +179,12 @@ type Result struct {
 	// Empty when no response body was read.
 	Clock Clock `json:"clock,omitzero"`
 
+	// ConnRetries is 1 when the request was sent again on a new
+	// connection because the kept-alive connection it first went out on
+	// closed before any response byte (a server that announces keep-alive
+	// and then closes it); 0 otherwise. Sent and Trace are the retry's.
+	ConnRetries int `json:"conn_retries,omitzero"`
+
 	// KeepAlives counts SSE comment lines; BytesRead the body bytes.
 	KeepAlives int   `json:"keep_alives,omitzero"`
 	BytesRead  int64 `json:"bytes_read,omitzero"`

@@ -184,6 +184,27 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 
 	res.Sent = time.Now()
 	resp, err := p.Client.Do(req)
+	if err != nil && ctx.Err() == nil && closedUnanswered(tr, err) {
+		// A kept-alive connection closed under the request before any
+		// response byte: the server answered nothing, so the request is
+		// sent again, once, on a connection dialled for it. Servers that
+		// announce keep-alive and close after each stream (llama-server)
+		// would otherwise show their keep-alive bug as a failure rate.
+		// The retry is counted (Result.ConnRetries), and its Sent is the
+		// second call's: the first attempt's time is client-side, seen
+		// between Scheduled and Sent.
+		if retry, berr := p.Backend.NewRequest(p.Options, prompt); berr == nil {
+			res.ConnRetries++
+			// Closing the idle pool makes the retry dial: a server that
+			// closed one idle connection has likely closed the others it
+			// left idle too. Connections in use are not touched.
+			p.Client.CloseIdleConnections()
+			tr = &tracer{}
+			req = retry.WithContext(httptrace.WithClientTrace(ctx, tr.clientTrace()))
+			res.Sent = time.Now()
+			resp, err = p.Client.Do(req)
+		}
+	}
 	if err != nil {
 		res.End = time.Now()
 		tr.mu.Lock()
@@ -231,6 +252,15 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		body.Close()
 	}
 	return err
+}
+
+// closedUnanswered says a request failed because the reused connection it
+// went out on closed (or was reset) before any byte of a response came.
+func closedUnanswered(tr *tracer, err error) bool {
+	tr.mu.Lock()
+	reused, answered := tr.t.ConnReused, !tr.t.FirstResponseByte.IsZero()
+	tr.mu.Unlock()
+	return reused && !answered && isClosedErr(err)
 }
 
 // requestConn returns the kernel-stamped connection carrying resp, or nil
