@@ -103,7 +103,7 @@ type anthropicEvent struct {
 	// Message is message_start's message; raw, because llama-server's
 	// error object has a string "message" at the top level.
 	Message json.RawMessage `json:"message"`
-	Delta *struct {
+	Delta   *struct {
 		Type        string  `json:"type"`
 		Text        string  `json:"text"`
 		Thinking    string  `json:"thinking"`
