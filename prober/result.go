@@ -53,11 +53,16 @@ type TokenSource string
 const (
 	TokenSourceUsage     TokenSource = "usage"     // the server's OpenAI usage block (ollama: eval_count)
 	TokenSourceMetaInfo  TokenSource = "meta_info" // sglang's meta_info counts
-	TokenSourceTokenizer TokenSource = "tokenizer" // our tokenizer on the text
-	TokenSourceDataset   TokenSource = "dataset"   // the dataset row's prompt length
-	TokenSourceRequested TokenSource = "requested" // the requested length (no count available)
-	TokenSourceEvents    TokenSource = "events"    // one per token-bearing event (last resort)
-	TokenSourceProtocol  TokenSource = "protocol"  // the protocol defines one token per event (trt)
+	TokenSourceTokenizer TokenSource = "tokenizer" // our tokenizer on the text (a chat prompt through the model's chat template)
+	// TokenSourceNoTemplate is for input counts only: our tokenizer on a
+	// chat prompt's messages without the chat template the server applies,
+	// because the tokenizer has none. An estimate, and a low one: the
+	// server counts the template's tokens too.
+	TokenSourceNoTemplate TokenSource = "tokenizer_without_chat_template"
+	TokenSourceDataset    TokenSource = "dataset"   // the dataset row's prompt length
+	TokenSourceRequested  TokenSource = "requested" // the requested length (no count available)
+	TokenSourceEvents     TokenSource = "events"    // one per token-bearing event (last resort)
+	TokenSourceProtocol   TokenSource = "protocol"  // the protocol defines one token per event (trt)
 	// TokenSourceSpread is for per-event counts only: the output count
 	// spread over the events by their text (see docs/metrics.md).
 	TokenSourceSpread TokenSource = "spread"

@@ -531,8 +531,8 @@ func (p *Prober) countTokens(prompt datasets.Prompt, res *Result) {
 	p.reconcileEvents(res)
 	splitReasoning(res)
 	if res.InputTokensSource == "" {
-		if n, ok := p.count(promptText(prompt)); ok {
-			res.InputTokens, res.InputTokensSource = n, TokenSourceTokenizer
+		if n, src, ok := p.countInput(prompt); ok {
+			res.InputTokens, res.InputTokensSource = n, src
 		} else if prompt.PromptLen > 0 {
 			res.InputTokens, res.InputTokensSource = prompt.PromptLen, TokenSourceDataset
 		}
@@ -637,6 +637,36 @@ func (p *Prober) count(text string) (int, bool) {
 	}
 	n, err := p.Counter.Count(text)
 	return n, err == nil
+}
+
+// countInput counts a prompt's input tokens where the server stated none
+// (a request that failed before its usage): as the server counts them,
+// which for a chat backend is the prompt through the model's chat template
+// (7 tokens of text are 15 with Qwen3's). Without a template to apply the
+// count is of the text alone and its source says so.
+func (p *Prober) countInput(prompt datasets.Prompt) (int, TokenSource, bool) {
+	text := promptText(prompt)
+	if info, err := LookupBackend(p.Name); err == nil && info.Chat && len(prompt.IDs) == 0 {
+		tc, ok := p.Counter.(TokenizerCounter)
+		tmpl, can := tc.Tokenizer.(datasets.ChatTemplater)
+		if !ok || !can {
+			n, ok := p.count(text)
+			return n, TokenSourceNoTemplate, ok
+		}
+		msgs := prompt.Messages
+		if len(msgs) == 0 {
+			msgs = []datasets.Message{{Role: "user", Content: prompt.Text}}
+		}
+		s, err := tmpl.ApplyChatTemplate(slices.Clone(msgs), true)
+		if err != nil {
+			n, ok := p.count(text)
+			return n, TokenSourceNoTemplate, ok
+		}
+		n, ok := p.count(s)
+		return n, TokenSourceTokenizer, ok
+	}
+	n, ok := p.count(text)
+	return n, TokenSourceTokenizer, ok
 }
 
 // promptText is the text a tokenizer should count for the prompt (chat
