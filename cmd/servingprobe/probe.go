@@ -325,7 +325,13 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 		}
 	}
 	row("E2E", "%s", probeMS(sm.E2E))
-	row("Tokens in", "%d (%s)", sm.InputTokens, orNone(string(sm.InputTokensSource)))
+	if r.CachedTokens > 0 {
+		// The server's prompt cache served part of the input; the input
+		// count includes it (Anthropic's usage states it apart).
+		row("Tokens in", "%d (%s), %d of them from the server's prompt cache", sm.InputTokens, orNone(string(sm.InputTokensSource)), r.CachedTokens)
+	} else {
+		row("Tokens in", "%d (%s)", sm.InputTokens, orNone(string(sm.InputTokensSource)))
+	}
 	if !embedding {
 		row("Tokens out", "%d (%s), requested %d", sm.OutputTokens, orNone(string(sm.OutputTokensSource)), r.RequestedOutputTokens)
 	}

@@ -190,6 +190,7 @@ func TestProbeSummaryText(t *testing.T) {
 	// closed before answering.
 	retried := streamed
 	retried.Trace, retried.ConnRetries = prober.Trace{}, 1
+	retried.InputTokens, retried.InputTokensSource, retried.CachedTokens = 15, prober.TokenSourceUsage, 14
 	// As Samples gives a result that was not streamed: no first token.
 	whole := prober.Result{Target: "t", Backend: "ollama", Stream: false, Outcome: prober.OutcomeSuccess, HTTPStatus: 200,
 		Sent: sent, End: sent.Add(250 * time.Millisecond), OutputTokens: 16,
@@ -224,7 +225,8 @@ func TestProbeSummaryText(t *testing.T) {
 			[]string{`not measured`, `connection:`, `Server timings`, `answer`, `new connection`}},
 		{"streamed, retried on a new connection", retried,
 			[]string{`(?m)^Connection +new, after a reused one closed before answering \(sent again; --compat new-connection avoids reuse\): DNS `,
-				`(?m)^Timestamps +kernel receive times \(start: the HTTP call, before its connection was dialled\)$`},
+				`(?m)^Timestamps +kernel receive times \(start: the HTTP call, before its connection was dialled\)$`,
+				`(?m)^Tokens in +15 \(usage\), 14 of them from the server's prompt cache$`},
 			[]string{`reused connection\)`}},
 		{"not streamed, new connection, server timings", whole,
 			[]string{`(?m)^TTFT +not measured: the response was not streamed \(only E2E is\)$`, `(?m)^TPOT +not measured`, `(?m)^ITL +not measured`,
