@@ -179,12 +179,46 @@ func (anthropic) Decode(ev SSEEvent) (Delta, error) {
 		}
 	case "message_stop":
 		d.Done = true
+	case "message":
+		// A response not streamed: the whole message in one object.
+		return anthropicWhole(ev.Data)
 	case "error":
 		return Delta{}, anthropicErrorEvent(ev.Data)
 	default:
 		if len(e.Error) > 0 && string(e.Error) != "null" {
 			return Delta{}, anthropicError(e.Error)
 		}
+	}
+	return d, nil
+}
+
+// anthropicWhole reads a message returned whole (stream false): its text
+// blocks, its usage and its stop reason. Thinking and tool-use blocks are
+// output the usage counts, but carry no text of the answer.
+func anthropicWhole(data []byte) (Delta, error) {
+	var m struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StopReason *string         `json:"stop_reason"`
+		Usage      *anthropicUsage `json:"usage"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Delta{}, fmt.Errorf("decode anthropic message: %w", err)
+	}
+	// Not Done: the body's end ends it, and a Done delta carries nothing.
+	var d Delta
+	for _, c := range m.Content {
+		if c.Type == "text" {
+			d.Text = append(d.Text, c.Text...)
+		}
+	}
+	if u := m.Usage; u != nil {
+		d.Usage = Usage{PromptTokens: u.promptTokens(), CompletionTokens: u.OutputTokens, CachedTokens: u.CacheReadInputTokens, Source: TokenSourceUsage}
+	}
+	if m.StopReason != nil {
+		d.FinishReason = *m.StopReason
 	}
 	return d, nil
 }
