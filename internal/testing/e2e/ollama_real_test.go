@@ -3,13 +3,14 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"net/url"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
+	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/tokenizer"
 )
 
 // TestOllamaReal runs servingprobe against a real engine: ollama, on
@@ -36,6 +40,65 @@ func TestOllamaReal(t *testing.T) {
 	t.Run("probe every backend", func(t *testing.T) { testOllamaProbes(t, bin, o.URL) })
 	t.Run("bench counts are ollama's", func(t *testing.T) { testOllamaBenchCounts(t, bin, o.URL) })
 	t.Run("daemon killed and restarted", func(t *testing.T) { testOllamaDaemonKill(t, o) })
+	t.Run("failed chat input counted as ollama counts it", func(t *testing.T) { testOllamaCutChatInput(t, o.URL) })
+}
+
+// testOllamaCutChatInput: a chat stream cut before ollama's final object
+// (which states the prompt's count) is counted by our tokenizer through
+// the model's chat template, and that count is the one ollama states for
+// the same prompt answered in full (14 tokens, where the text alone is 6).
+func testOllamaCutChatInput(t *testing.T, base string) {
+	const prompt = "Tell me about the tide."
+	tok, err := tokenizer.Load("../../../tokenizer/testdata/qwen3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr}
+	run := func(url string) prober.Result {
+		be, err := prober.NewBackend("ollama-chat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &prober.Prober{Client: client, Backend: be, Name: "ollama-chat", Counter: prober.TokenizerCounter{Tokenizer: tok},
+			Options: prober.RequestOptions{BaseURL: url, Model: llmtest.OllamaModel, Stream: true}}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		return p.Run(ctx, datasets.Prompt{Text: prompt, OutputLen: 8}, time.Time{})
+	}
+	whole := run(base)
+	if whole.Outcome != prober.OutcomeSuccess || whole.InputTokensSource != prober.TokenSourceUsage {
+		t.Fatalf("the whole answer: outcome %s (%s), input from %s", whole.Outcome, whole.Err, whole.InputTokensSource)
+	}
+	// A proxy that passes on the first line of the stream, then cuts it.
+	u, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = tr
+	rp.FlushInterval = -1
+	rp.ModifyResponse = func(resp *http.Response) error {
+		line, err := bufio.NewReader(resp.Body).ReadBytes('\n')
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(line))
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+		return nil
+	}
+	cutSrv := httptest.NewServer(rp)
+	defer cutSrv.Close()
+	cut := run(cutSrv.URL)
+	if cut.Outcome == prober.OutcomeSuccess {
+		t.Fatalf("the cut stream succeeded: %+v", cut)
+	}
+	if cut.InputTokens != whole.InputTokens || cut.InputTokensSource != prober.TokenSourceTokenizer {
+		t.Errorf("cut request: %d input tokens (%s); ollama counts the same prompt %d", cut.InputTokens, cut.InputTokensSource, whole.InputTokens)
+	}
 }
 
 // testOllamaProbes: `probe` of every protocol ollama serves succeeds, and
@@ -88,14 +151,14 @@ type statedCounts struct {
 	unreadable        []string
 }
 
-// recordingProxy passes requests to ollama and reads, from each response
-// as it streams by, the counts ollama states: prompt_eval_count and
+// recordingProxy passes requests to ollama and reads, from each POST's
+// response as it streams by, the counts ollama states: prompt_eval_count and
 // eval_count in its final object (the native API), or the usage object
 // (OpenAI's). It is the test's own reading of the wire, independent of
 // servingprobe's decoders.
 func recordingProxy(t *testing.T, target string) (*httptest.Server, *statedCounts) {
 	t.Helper()
-	u, err := url.Parse(target)
+	u, err := neturl.Parse(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +169,9 @@ func recordingProxy(t *testing.T, target string) (*httptest.Server, *statedCount
 	rp.Transport = tr
 	rp.FlushInterval = -1 // pass every write on at once: the stream's timing is what is measured
 	rp.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.Method != http.MethodPost {
+			return nil // the bench's look at the server (its info, its models): no generation
+		}
 		pr, pw := io.Pipe()
 		body := resp.Body
 		resp.Body = pr
