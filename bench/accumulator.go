@@ -143,6 +143,7 @@ type Accumulator struct {
 	start time.Time // what the details' times count from
 	cache cacheTally
 	batch batchTally
+	eng   engineTally
 }
 
 // NewAccumulator returns an empty Accumulator for a run with parameters p.
@@ -212,6 +213,7 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 	}
 	a.cache.add(&r, rec.ok, in)
 	a.batch.add(rec.ok, row)
+	a.eng.add(&r, rec.ok, outLen)
 	if r.Clock != "" {
 		a.clocks[r.Clock]++
 	}
@@ -451,6 +453,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	if len(a.clocks) > 0 {
 		s.Clocks = maps.Clone(a.clocks)
 	}
+	s.Engine = a.eng.notes()
 	if len(p.Goodput) > 0 {
 		s.Goodput = p.Goodput
 		s.GoodRequests = a.good

@@ -302,6 +302,7 @@ func Merge(shards []*Summary) (*Summary, error) {
 		a.totalRetok += s.TotalOutputTokensRetokenized
 		a.good += s.GoodRequests
 		a.batch.merge(s.EmbeddingBatch)
+		a.eng.merge(s.Engine)
 		for k, v := range s.Outcomes {
 			a.outcomes[k] += v
 		}

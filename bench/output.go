@@ -155,6 +155,7 @@ func (s *Summary) writeExtras(t *tableWriter) {
 			t.int("  "+string(o)+":", n)
 		}
 	}
+	s.writeEngineNotes(t)
 	if len(s.Clocks) > 0 {
 		t.row("Timestamps:", s.clocksText())
 	}
@@ -430,6 +431,7 @@ func (s *Summary) appendExtras(r record) record {
 		{"failed", s.Failed},
 		{"outcomes", outcomes},
 	}
+	sp = append(sp, s.engineFields()...)
 	if len(clocks) > 0 {
 		sp = append(sp, field{"clocks", clocks})
 	}

@@ -194,6 +194,9 @@ func ParseRecord(line []byte) (*Summary, error) {
 		if err := s.parseEmbeddingBatch(spFlat); err != nil {
 			return nil, err
 		}
+		if err := s.parseEngineNotes(spFlat); err != nil {
+			return nil, err
+		}
 		if raw, ok := spFlat["merged"]; ok && string(raw) != "null" {
 			m, err := parseMerged(raw)
 			if err != nil {

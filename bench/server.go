@@ -55,11 +55,30 @@ func (s *Summary) serverTokens(r *servermetrics.Report) (lines []string) {
 		more := "more"
 		if v < float64(c.ours) {
 			more = "fewer"
+			if c.kind == servermetrics.PromptTokens && r.PromptExcludesCached() {
+				lines = append(lines, s.promptCacheLine(v))
+				continue
+			}
 		}
 		lines = append(lines, fmt.Sprintf("the server counted %s %s %s tokens than our completed requests (other traffic, failed requests, or another tokenization)",
 			fmtCount(math.Abs(v-float64(c.ours))), more, c.what))
 	}
 	return lines
+}
+
+// promptCacheLine explains a server prompt count v below ours when the
+// server's counter leaves out the tokens its prompt cache served
+// (llama.cpp's): exactly, when the responses stated the cached tokens
+// (--cache-report) and ours less them is the server's count; else it
+// names the cache as a cause the counter cannot show.
+func (s *Summary) promptCacheLine(v float64) string {
+	diff := fmtCount(float64(s.TotalInputTokens) - v)
+	if c := s.CacheReport; c != nil && c.TotalCachedTokens > 0 && float64(s.TotalInputTokens-c.TotalCachedTokens) == v {
+		return fmt.Sprintf("the server counted %s fewer prompt tokens than our completed requests: the %d tokens its prompt cache served, as the responses stated; its prompt counter leaves them out",
+			diff, c.TotalCachedTokens)
+	}
+	return fmt.Sprintf("the server counted %s fewer prompt tokens than our completed requests: its prompt counter leaves out the tokens its prompt cache served, which it does not count (other traffic, failed requests, or another tokenization may add to the difference)",
+		diff)
 }
 
 func fmtCount(v float64) string {

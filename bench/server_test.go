@@ -82,3 +82,59 @@ func TestServerBlockFirstBucket(t *testing.T) {
 		t.Errorf("the resolution row does not follow the queue time's percentiles:\n%s", b.String())
 	}
 }
+
+// TestServerPromptCache: llama.cpp's prompt counter leaves out the tokens
+// its prompt cache served. A server count below ours is put down to the
+// cache, exactly when the responses' cached tokens make up the difference,
+// and the same line comes back from the record; other engines keep the
+// generic line.
+func TestServerPromptCache(t *testing.T) {
+	report := func(engine, metric string) servermetrics.Report {
+		return servermetrics.Report{Source: "http://h/metrics", Engine: engine, PrefixHitRate: math.NaN(),
+			Counters: []servermetrics.Count{{Kind: servermetrics.PromptTokens, Metric: metric, Delta: 58}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		report servermetrics.Report
+		cache  *CacheReport
+		want   string
+	}{
+		{"llama.cpp, cached tokens stated", report("llamacpp", "llamacpp:prompt_tokens"), &CacheReport{TotalPromptTokens: 7613, TotalCachedTokens: 7555},
+			"the server counted 7555 fewer prompt tokens than our completed requests: the 7555 tokens its prompt cache served, as the responses stated; its prompt counter leaves them out"},
+		{"llama.cpp, no cached count", report("llamacpp", "llamacpp:prompt_tokens"), nil,
+			"the server counted 7555 fewer prompt tokens than our completed requests: its prompt counter leaves out the tokens its prompt cache served, which it does not count"},
+		{"llama.cpp, cached tokens that do not add up", report("llamacpp", "llamacpp:prompt_tokens"), &CacheReport{TotalPromptTokens: 7613, TotalCachedTokens: 7000},
+			"its prompt counter leaves out the tokens its prompt cache served, which it does not count"},
+		{"vllm", report("vllm", "vllm:prompt_tokens"), nil,
+			"the server counted 7555 fewer prompt tokens than our completed requests (other traffic, failed requests, or another tokenization)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Summary{TotalInputTokens: 7613, Server: []servermetrics.Report{tc.report}}
+			if tc.cache != nil {
+				s.CacheReport = tc.cache
+			}
+			var b bytes.Buffer
+			if err := s.WriteTable(&b); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.want) {
+				t.Fatalf("table lacks %q:\n%s", tc.want, b.String())
+			}
+			rec, err := s.Record(JSONOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := ParseRecord(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var again bytes.Buffer
+			if err := back.WriteTable(&again); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Count(again.String(), "fewer prompt tokens"); got != 1 || !strings.Contains(again.String(), tc.want) {
+				t.Errorf("the record read back says it %d times, want once as %q:\n%s", got, tc.want, again.String())
+			}
+		})
+	}
+}

@@ -309,6 +309,9 @@ type Summary struct {
 	// times (prober.Clock): kernel receive times, the process's clock, or
 	// both. Results that read no response are not counted.
 	Clocks map[prober.Clock]int `json:"clocks,omitempty"`
+	// Engine notes connection retries and outputs shorter than asked; nil
+	// when there were none.
+	Engine *EngineNotes `json:"engine,omitempty"`
 	// ScheduledRequestRate is the pacer's realised rate, (n-1) over the span
 	// of Scheduled times; ActualRequestRate the same over Sent times. Both
 	// are 0 with fewer than two requests and +Inf for a burst.

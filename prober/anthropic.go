@@ -13,7 +13,9 @@ import (
 // stream is server-sent events, each with an "event:" line and a JSON
 // object whose "type" repeats it:
 //
-//	message_start        usage.input_tokens (output_tokens is 0 or 1, no count of ours)
+//	message_start        usage.input_tokens (output_tokens is 0 or 1, no count of ours);
+//	                     with a prompt cache also cache_read_input_tokens and
+//	                     cache_creation_input_tokens, which input_tokens leaves out
 //	content_block_start  a text, thinking or tool_use block opens (no text)
 //	content_block_delta  text_delta (answer), thinking_delta (reasoning),
 //	                     input_json_delta (tool arguments), signature_delta (nothing)
@@ -22,7 +24,9 @@ import (
 //	                     also repeat input_tokens)
 //	message_stop         the end
 //	ping                 a keep-alive
-//	error                {"type":"error","error":{"type":...,"message":...}}, in a 200
+//	error                {"type":"error","error":{"type":...,"message":...}}, in a 200;
+//	                     llama-server sends its OpenAI error object bare under
+//	                     event: error ({"code":500,"message":...,"type":"server_error"})
 type anthropic struct{}
 
 var _ Backend = anthropic{}
@@ -76,19 +80,30 @@ func (anthropic) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request,
 // anthropicUsage is the usage object of message_start's message and of
 // message_delta.
 type anthropicUsage struct {
-	InputTokens          int `json:"input_tokens"`
-	OutputTokens         int `json:"output_tokens"`
-	CacheReadInputTokens int `json:"cache_read_input_tokens"`
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+}
+
+// promptTokens is the whole prompt: Anthropic's input_tokens counts only
+// the tokens after the last cache breakpoint, so the prompt is it plus
+// the tokens read from the cache and those written to it (Anthropic's
+// usage documentation defines the total input so). llama-server states a
+// 15-token prompt with 14 in its prompt cache as input_tokens 1 and
+// cache_read_input_tokens 14.
+func (u *anthropicUsage) promptTokens() int {
+	return u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
 }
 
 // anthropicEvent is one event of a Messages stream: the fields of every
 // type that servingprobe reads.
 type anthropicEvent struct {
-	Type    string `json:"type"`
-	Message *struct {
-		Usage *anthropicUsage `json:"usage"`
-	} `json:"message"` // message_start
-	Delta *struct {
+	Type string `json:"type"`
+	// Message is message_start's message; raw, because llama-server's
+	// error object has a string "message" at the top level.
+	Message json.RawMessage `json:"message"`
+	Delta   *struct {
 		Type        string  `json:"type"`
 		Text        string  `json:"text"`
 		Thinking    string  `json:"thinking"`
@@ -119,6 +134,9 @@ func (anthropic) Decode(ev SSEEvent) (Delta, error) {
 	if isDone(ev.Data) {
 		return Delta{Done: true}, nil
 	}
+	if ev.Event == "error" {
+		return Delta{}, anthropicErrorEvent(ev.Data)
+	}
 	var e anthropicEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
 		return Delta{}, fmt.Errorf("decode anthropic event: %w", err)
@@ -129,9 +147,16 @@ func (anthropic) Decode(ev SSEEvent) (Delta, error) {
 	var d Delta
 	switch e.Type {
 	case "message_start":
-		if e.Message != nil && e.Message.Usage != nil && e.Message.Usage.InputTokens > 0 {
-			u := e.Message.Usage
-			d.Usage = Usage{PromptTokens: u.InputTokens, CachedTokens: u.CacheReadInputTokens, Source: TokenSourceUsage}
+		var m struct {
+			Usage *anthropicUsage `json:"usage"`
+		}
+		if len(e.Message) > 0 {
+			if err := json.Unmarshal(e.Message, &m); err != nil {
+				return Delta{}, fmt.Errorf("decode anthropic message_start: %w", err)
+			}
+		}
+		if u := m.Usage; u != nil && u.promptTokens() > 0 {
+			d.Usage = Usage{PromptTokens: u.promptTokens(), CachedTokens: u.CacheReadInputTokens, Source: TokenSourceUsage}
 		}
 	case "content_block_delta":
 		if e.Delta != nil {
@@ -146,7 +171,7 @@ func (anthropic) Decode(ev SSEEvent) (Delta, error) {
 		}
 	case "message_delta":
 		if e.Usage != nil {
-			d.Usage = Usage{PromptTokens: e.Usage.InputTokens, CompletionTokens: e.Usage.OutputTokens,
+			d.Usage = Usage{PromptTokens: e.Usage.promptTokens(), CompletionTokens: e.Usage.OutputTokens,
 				CachedTokens: e.Usage.CacheReadInputTokens, Source: TokenSourceUsage}
 		}
 		if e.Delta != nil && e.Delta.StopReason != nil {
@@ -154,8 +179,11 @@ func (anthropic) Decode(ev SSEEvent) (Delta, error) {
 		}
 	case "message_stop":
 		d.Done = true
+	case "message":
+		// A response not streamed: the whole message in one object.
+		return anthropicWhole(ev.Data)
 	case "error":
-		return Delta{}, anthropicError(e.Error)
+		return Delta{}, anthropicErrorEvent(ev.Data)
 	default:
 		if len(e.Error) > 0 && string(e.Error) != "null" {
 			return Delta{}, anthropicError(e.Error)
@@ -164,12 +192,61 @@ func (anthropic) Decode(ev SSEEvent) (Delta, error) {
 	return d, nil
 }
 
-// anthropicError reads an error object ({"type":..., "message":...}, or
-// another server's string) as a ServerError.
-func anthropicError(raw json.RawMessage) error {
+// anthropicWhole reads a message returned whole (stream false): its text
+// blocks, its usage and its stop reason. Thinking and tool-use blocks are
+// output the usage counts, but carry no text of the answer.
+func anthropicWhole(data []byte) (Delta, error) {
+	var m struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StopReason *string         `json:"stop_reason"`
+		Usage      *anthropicUsage `json:"usage"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Delta{}, fmt.Errorf("decode anthropic message: %w", err)
+	}
+	// Not Done: the body's end ends it, and a Done delta carries nothing.
+	var d Delta
+	for _, c := range m.Content {
+		if c.Type == "text" {
+			d.Text = append(d.Text, c.Text...)
+		}
+	}
+	if u := m.Usage; u != nil {
+		d.Usage = Usage{PromptTokens: u.promptTokens(), CompletionTokens: u.OutputTokens, CachedTokens: u.CacheReadInputTokens, Source: TokenSourceUsage}
+	}
+	if m.StopReason != nil {
+		d.FinishReason = *m.StopReason
+	}
+	return d, nil
+}
+
+// anthropicErrorEvent reads an error event's data as the server's error:
+// Anthropic's {"type":"error","error":{...}}, or an error object sent bare
+// ({"code":500,"message":...,"type":"server_error"}, llama-server's), or
+// anything else as the message itself. It never fails to decode: an error
+// event is the server's failure, whatever its shape.
+func anthropicErrorEvent(data []byte) error {
 	var o struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &o) == nil && len(o.Error) > 0 && string(o.Error) != "null" {
+		return anthropicError(o.Error)
+	}
+	return anthropicError(data)
+}
+
+// anthropicError reads an error object ({"type":..., "message":...}, with
+// llama-server's "code", or another server's string) as a ServerError. A
+// code that is an HTTP error status is the status, as on the server's
+// OpenAI routes; else the type's status in Anthropic's API.
+func anthropicError(raw json.RawMessage) *ServerError {
+	var o struct {
+		Type    string          `json:"type"`
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
 	}
 	if json.Unmarshal(raw, &o) != nil {
 		var s string
@@ -183,5 +260,10 @@ func anthropicError(raw json.RawMessage) error {
 	if o.Type != "" {
 		msg = o.Type + ": " + msg
 	}
-	return &ServerError{Message: TruncateUTF8(msg, maxErrText), Status: anthropicErrorStatus[o.Type]}
+	se := &ServerError{Message: TruncateUTF8(msg, maxErrText), Status: anthropicErrorStatus[o.Type]}
+	var code int
+	if json.Unmarshal(o.Code, &code) == nil && code >= 400 && code <= 599 {
+		se.Status = code
+	}
+	return se
 }

@@ -50,6 +50,7 @@ type goldenResult struct {
 	EventTokensSource  TokenSource   `json:"event_tokens_source"`
 	InputTokens        int           `json:"input_tokens"`
 	InputTokensSource  TokenSource   `json:"input_tokens_source,omitempty"`
+	CachedTokens       int           `json:"cached_tokens,omitempty"`
 	OutputTokens       int           `json:"output_tokens"`
 	OutputTokensSource TokenSource   `json:"output_tokens_source,omitempty"`
 	GeneratedText      string        `json:"generated_text"`
@@ -104,7 +105,7 @@ func toGolden(r Result) goldenResult {
 		TTFT: durString(sm.TTFT), E2E: durString(sm.E2E), TPOT: durString(secondsDuration(sm.TPOTSeconds)),
 		ChunkITLs: gaps(&r, true), ITLs: gaps(&r, false), Events: []goldenEvent{},
 		EventTokensSource: r.EventTokensSource,
-		InputTokens:       r.InputTokens, InputTokensSource: r.InputTokensSource,
+		InputTokens:       r.InputTokens, InputTokensSource: r.InputTokensSource, CachedTokens: r.CachedTokens,
 		OutputTokens: r.OutputTokens, OutputTokensSource: r.OutputTokensSource,
 		GeneratedText: r.GeneratedText, SpecAcceptLength: r.SpecAcceptLength, ServerTimings: r.Server, KeepAlives: r.KeepAlives,
 	}

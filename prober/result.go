@@ -53,11 +53,16 @@ type TokenSource string
 const (
 	TokenSourceUsage     TokenSource = "usage"     // the server's OpenAI usage block (ollama: eval_count)
 	TokenSourceMetaInfo  TokenSource = "meta_info" // sglang's meta_info counts
-	TokenSourceTokenizer TokenSource = "tokenizer" // our tokenizer on the text
-	TokenSourceDataset   TokenSource = "dataset"   // the dataset row's prompt length
-	TokenSourceRequested TokenSource = "requested" // the requested length (no count available)
-	TokenSourceEvents    TokenSource = "events"    // one per token-bearing event (last resort)
-	TokenSourceProtocol  TokenSource = "protocol"  // the protocol defines one token per event (trt)
+	TokenSourceTokenizer TokenSource = "tokenizer" // our tokenizer on the text (a chat prompt through the model's chat template)
+	// TokenSourceNoTemplate is for input counts only: our tokenizer on a
+	// chat prompt's messages without the chat template the server applies,
+	// because the tokenizer has none. An estimate, and a low one: the
+	// server counts the template's tokens too.
+	TokenSourceNoTemplate TokenSource = "tokenizer_without_chat_template"
+	TokenSourceDataset    TokenSource = "dataset"   // the dataset row's prompt length
+	TokenSourceRequested  TokenSource = "requested" // the requested length (no count available)
+	TokenSourceEvents     TokenSource = "events"    // one per token-bearing event (last resort)
+	TokenSourceProtocol   TokenSource = "protocol"  // the protocol defines one token per event (trt)
 	// TokenSourceSpread is for per-event counts only: the output count
 	// spread over the events by their text (see docs/metrics.md).
 	TokenSourceSpread TokenSource = "spread"
@@ -178,6 +183,12 @@ type Result struct {
 	// start): the kernel's receive times, the process's clock, or both.
 	// Empty when no response body was read.
 	Clock Clock `json:"clock,omitzero"`
+
+	// ConnRetries is 1 when the request was sent again on a new
+	// connection because the kept-alive connection it first went out on
+	// closed before any response byte (a server that announces keep-alive
+	// and then closes it); 0 otherwise. Sent and Trace are the retry's.
+	ConnRetries int `json:"conn_retries,omitzero"`
 
 	// KeepAlives counts SSE comment lines; BytesRead the body bytes.
 	KeepAlives int   `json:"keep_alives,omitzero"`

@@ -190,6 +190,27 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 
 	res.Sent = time.Now()
 	resp, err := p.Client.Do(req)
+	if err != nil && ctx.Err() == nil && closedUnanswered(tr, err) {
+		// A kept-alive connection closed under the request before any
+		// response byte: the server answered nothing, so the request is
+		// sent again, once, on a connection dialled for it. Servers that
+		// announce keep-alive and close after each stream (llama-server)
+		// would otherwise show their keep-alive bug as a failure rate.
+		// The retry is counted (Result.ConnRetries), and its Sent is the
+		// second call's: the first attempt's time is client-side, seen
+		// between Scheduled and Sent.
+		if retry, berr := p.Backend.NewRequest(p.Options, prompt); berr == nil {
+			res.ConnRetries++
+			// Closing the idle pool makes the retry dial: a server that
+			// closed one idle connection has likely closed the others it
+			// left idle too. Connections in use are not touched.
+			p.Client.CloseIdleConnections()
+			tr = &tracer{}
+			req = retry.WithContext(httptrace.WithClientTrace(ctx, tr.clientTrace()))
+			res.Sent = time.Now()
+			resp, err = p.Client.Do(req)
+		}
+	}
 	if err != nil {
 		res.End = time.Now()
 		tr.mu.Lock()
@@ -237,6 +258,15 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		body.Close()
 	}
 	return err
+}
+
+// closedUnanswered says a request failed because the reused connection it
+// went out on closed (or was reset) before any byte of a response came.
+func closedUnanswered(tr *tracer, err error) bool {
+	tr.mu.Lock()
+	reused, answered := tr.t.ConnReused, !tr.t.FirstResponseByte.IsZero()
+	tr.mu.Unlock()
+	return reused && !answered && isClosedErr(err)
 }
 
 // requestConn returns the kernel-stamped connection carrying resp, or nil
@@ -507,8 +537,8 @@ func (p *Prober) countTokens(prompt datasets.Prompt, res *Result) {
 	p.reconcileEvents(res)
 	splitReasoning(res)
 	if res.InputTokensSource == "" {
-		if n, ok := p.count(promptText(prompt)); ok {
-			res.InputTokens, res.InputTokensSource = n, TokenSourceTokenizer
+		if n, src, ok := p.countInput(prompt); ok {
+			res.InputTokens, res.InputTokensSource = n, src
 		} else if prompt.PromptLen > 0 {
 			res.InputTokens, res.InputTokensSource = prompt.PromptLen, TokenSourceDataset
 		}
@@ -613,6 +643,36 @@ func (p *Prober) count(text string) (int, bool) {
 	}
 	n, err := p.Counter.Count(text)
 	return n, err == nil
+}
+
+// countInput counts a prompt's input tokens where the server stated none
+// (a request that failed before its usage): as the server counts them,
+// which for a chat backend is the prompt through the model's chat template
+// (7 tokens of text are 15 with Qwen3's). Without a template to apply the
+// count is of the text alone and its source says so.
+func (p *Prober) countInput(prompt datasets.Prompt) (int, TokenSource, bool) {
+	text := promptText(prompt)
+	if info, err := LookupBackend(p.Name); err == nil && info.Chat && len(prompt.IDs) == 0 {
+		tc, ok := p.Counter.(TokenizerCounter)
+		tmpl, can := tc.Tokenizer.(datasets.ChatTemplater)
+		if !ok || !can {
+			n, ok := p.count(text)
+			return n, TokenSourceNoTemplate, ok
+		}
+		msgs := prompt.Messages
+		if len(msgs) == 0 {
+			msgs = []datasets.Message{{Role: "user", Content: prompt.Text}}
+		}
+		s, err := tmpl.ApplyChatTemplate(slices.Clone(msgs), true)
+		if err != nil {
+			n, ok := p.count(text)
+			return n, TokenSourceNoTemplate, ok
+		}
+		n, ok := p.count(s)
+		return n, TokenSourceTokenizer, ok
+	}
+	n, ok := p.count(text)
+	return n, TokenSourceTokenizer, ok
 }
 
 // promptText is the text a tokenizer should count for the prompt (chat

@@ -52,15 +52,15 @@ func TestEngineFixtures(t *testing.T) {
 		},
 		{
 			file: "llamacpp.txt", engine: "llamacpp",
-			counters: map[Kind]float64{PromptTokens: 300, GenerationTokens: 64, CachedTokens: 100},
-			gauges:   map[Kind]float64{Running: 2, Waiting: 3, KVUsage: 0.25},
+			counters: map[Kind]float64{PromptTokens: 58, GenerationTokens: 640},
+			gauges:   map[Kind]float64{Running: 1, Waiting: 0},
 			unknown: []string{
-				"llamacpp:kv_cache_tokens", "llamacpp:n_busy_slots_per_decode", "llamacpp:n_decode_total",
+				"llamacpp:n_busy_slots_per_decode", "llamacpp:n_decode_total",
 				"llamacpp:n_tokens_max", "llamacpp:predicted_tokens_seconds", "llamacpp:prompt_seconds_total",
 				"llamacpp:prompt_tokens_seconds", "llamacpp:tokens_predicted_seconds_total",
 			},
-			// The prompt counter leaves the cached tokens out: 100 of 400.
-			hitRate: 100.0 / 400,
+			// No cached-token counter: no hit rate.
+			hitRate: math.NaN(),
 		},
 		{
 			file: "llmd.txt", engine: "vllm",

@@ -131,16 +131,16 @@ var Names = []Name{
 	{"dynamo_frontend_inflight_requests", Running, "dynamo"},
 	{"dynamo_frontend_queued_requests", Waiting, "dynamo"},
 
-	// llama.cpp's llama-server with --metrics: tools/server/server.cpp
-	// (the "llamacpp:" metrics handler; plain lines without labels, the
-	// TYPE line naming the sample, _total included). It has no histogram.
-	// requests_processing are the busy slots, requests_deferred the tasks
-	// waiting for one. kv_cache_usage_ratio is a fraction, in builds that
-	// still expose it. prompt_tokens_total leaves out the tokens reused
-	// from the cache since prompt_tokens_cached_total was added.
+	// llama.cpp's llama-server with --metrics: tools/server's metrics
+	// handler (the "llamacpp:" prefix; plain lines without labels, the
+	// TYPE line naming the sample, _total included). It has no histogram
+	// and no cached-token counter. requests_processing are the busy
+	// slots, requests_deferred the tasks waiting for one.
+	// kv_cache_usage_ratio is a fraction, in older builds that exposed it.
+	// prompt_tokens_total counts the prompt tokens processed, which leaves
+	// out those reused from the prompt cache (excludesCached).
 	{"llamacpp:prompt_tokens", PromptTokens, "llamacpp"},
 	{"llamacpp:tokens_predicted", GenerationTokens, "llamacpp"},
-	{"llamacpp:prompt_tokens_cached", CachedTokens, "llamacpp"},
 	{"llamacpp:requests_processing", Running, "llamacpp"},
 	{"llamacpp:requests_deferred", Waiting, "llamacpp"},
 	{"llamacpp:kv_cache_usage_ratio", KVUsage, "llamacpp"},
@@ -155,10 +155,34 @@ var histogramSum = map[string]bool{
 }
 
 // excludesCached are the prompt counters that leave out the prompt tokens
-// served from the cache (llama.cpp's prompt_tokens_total since it added
-// prompt_tokens_cached_total): the tokens queried are the two counters'
-// sum.
+// served from the cache (llama.cpp's prompt_tokens_total, which counts the
+// tokens it processed): where the engine also counts the cached tokens,
+// the tokens queried are the two counters' sum; where it does not, a run
+// whose prompts hit the cache shows fewer prompt tokens than it sent
+// (Report.PromptExcludesCached).
 var excludesCached = map[string]bool{"llamacpp:prompt_tokens": true}
+
+// PromptExcludesCached reports whether the report's prompt-token counter
+// leaves out the tokens the server's prompt cache served, so that a
+// count below the client's can be the cache rather than lost traffic.
+func (r *Report) PromptExcludesCached() bool {
+	for _, c := range r.Counters {
+		if c.Kind != PromptTokens {
+			continue
+		}
+		if c.Metric != "" {
+			return excludesCached[c.Metric]
+		}
+		// A report read back from a JSONL record keeps no counter's
+		// name: the engine's prompt counter is the one it read.
+		for _, n := range Names {
+			if n.Kind == PromptTokens && n.Engine == r.Engine {
+				return excludesCached[n.Metric]
+			}
+		}
+	}
+	return false
+}
 
 // Engines are the engines Names covers, as Report.Engine names them.
 // llm-d-inference-sim (pkg/llm-d-inference-sim/metrics.go) is not one of

@@ -39,6 +39,9 @@ func Load(path string) (*Tokenizer, error) {
 			}
 		}
 	}
+	if err := notGGUF(file); err != nil {
+		return nil, err
+	}
 	data, err := readMaybeGzip(file)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
@@ -54,6 +57,28 @@ func Load(path string) (*Tokenizer, error) {
 		return nil, fmt.Errorf("load tokenizer %s: %w", file, err)
 	}
 	return t, nil
+}
+
+// ggufMagic opens every GGUF file (llama.cpp's model format).
+const ggufMagic = "GGUF"
+
+// notGGUF refuses a GGUF model file before it is read whole (it is the
+// model's weights, gigabytes): its vocabulary is in GGUF's own binary
+// format, not a tokenizer.json, and read as JSON it gave only a syntax
+// error at its first byte.
+func notGGUF(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // readMaybeGzip reports it
+	}
+	defer f.Close()
+	var magic [len(ggufMagic)]byte
+	if n, _ := io.ReadFull(f, magic[:]); n == len(magic) && string(magic[:]) == ggufMagic {
+		return fmt.Errorf("load tokenizer: %s is a GGUF model file, not a tokenizer.json: servingprobe does not read the vocabulary GGUF embeds; "+
+			"pass the tokenizer.json of the model it was converted from (its Hugging Face id, such as --tokenizer Qwen/Qwen3-0.6B, "+
+			"or a directory or file holding tokenizer.json)", path)
+	}
+	return nil
 }
 
 func readMaybeGzip(path string) ([]byte, error) {

@@ -293,3 +293,25 @@ func TestConcurrentEncode(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestLoadGGUF: a GGUF model file given as the tokenizer says what it is
+// and what to pass instead, rather than a JSON syntax error.
+func TestLoadGGUF(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "qwen3-0.6b-q8_0.gguf")
+	// The GGUF header: magic, version 3, tensor and metadata counts.
+	if err := os.WriteFile(path, append([]byte("GGUF\x03\x00\x00\x00"), make([]byte, 16)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil {
+		t.Fatal("Load of a GGUF file succeeded")
+	}
+	for _, want := range []string{"is a GGUF model file, not a tokenizer.json", "--tokenizer Qwen/Qwen3-0.6B", "tokenizer.json"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Load(%s) = %v, want it to say %q", path, err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "invalid character") {
+		t.Errorf("Load(%s) = %v: a JSON syntax error", path, err)
+	}
+}

@@ -326,7 +326,13 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 		}
 	}
 	row("E2E", "%s", probeMS(sm.E2E))
-	row("Tokens in", "%d (%s)", sm.InputTokens, orNone(string(sm.InputTokensSource)))
+	if r.CachedTokens > 0 {
+		// The server's prompt cache served part of the input; the input
+		// count includes it (Anthropic's usage states it apart).
+		row("Tokens in", "%d (%s), %d of them from the server's prompt cache", sm.InputTokens, orNone(string(sm.InputTokensSource)), r.CachedTokens)
+	} else {
+		row("Tokens in", "%d (%s)", sm.InputTokens, orNone(string(sm.InputTokensSource)))
+	}
 	if !embedding {
 		row("Tokens out", "%d (%s), requested %d", sm.OutputTokens, orNone(string(sm.OutputTokensSource)), r.RequestedOutputTokens)
 	}
@@ -338,9 +344,15 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 		// The server's own account (ollama's final object), beside ours.
 		row("Server timings", "%s", exporter.ServerTimingsText(r.Server))
 	}
-	if r.Trace.ConnReused {
+	switch {
+	case r.Trace.ConnReused:
 		row("Connection", "reused (no DNS, connect or TLS)")
-	} else {
+	case r.ConnRetries > 0:
+		// The server closed the kept-alive connection under the request
+		// before answering; the request went again on this one.
+		row("Connection", "new, after a reused one closed before answering (sent again; --compat new-connection avoids reuse): DNS %s, connect %s, TLS %s",
+			probeMS(r.Trace.DNS()), probeMS(r.Trace.Connect()), probeMS(r.Trace.TLS()))
+	default:
 		row("Connection", "new: DNS %s, connect %s, TLS %s", probeMS(r.Trace.DNS()), probeMS(r.Trace.Connect()), probeMS(r.Trace.TLS()))
 	}
 	if !r.Trace.FirstResponseByte.IsZero() {
@@ -348,7 +360,7 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 	}
 	row("Events", "%d output events, %d keep-alives, %d bytes", len(r.Events), r.KeepAlives, r.BytesRead)
 	if r.Clock != "" {
-		row("Timestamps", "%s", clockText(r.Clock))
+		row("Timestamps", "%s", clockText(r.Clock, r.Trace.ConnReused))
 	}
 	tw.Flush()
 }
@@ -377,12 +389,17 @@ func orNone(s string) string {
 	return s
 }
 
-// clockText says what stamped a probe's times.
-func clockText(c prober.Clock) string {
-	switch c {
-	case prober.ClockKernel:
-		return "kernel receive times (start: the request's write on a reused connection)"
-	case prober.ClockMixed:
+// clockText says what stamped a probe's times, and where its start was
+// taken: on a reused connection the kernel's transmit time of the
+// request's write, on a new one the HTTP call, so that TTFT keeps the
+// connection setup (prober's requestConn).
+func clockText(c prober.Clock, reused bool) string {
+	switch {
+	case c == prober.ClockKernel && reused:
+		return "kernel receive times (start: the request's write on the reused connection)"
+	case c == prober.ClockKernel:
+		return "kernel receive times (start: the HTTP call, before its connection was dialled)"
+	case c == prober.ClockMixed:
 		return "kernel receive times where the kernel gave them, else the process's clock"
 	}
 	return "the process's clock when each read returned"

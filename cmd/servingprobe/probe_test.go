@@ -185,12 +185,17 @@ func TestProbeSummaryText(t *testing.T) {
 	streamed := prober.Result{Target: "t", Backend: "vllm-chat", Stream: true, Outcome: prober.OutcomeSuccess, HTTPStatus: 200,
 		Sent: sent, FirstToken: sent.Add(40 * time.Millisecond), End: sent.Add(100 * time.Millisecond), OutputTokens: 3,
 		Events: []prober.Event{{At: sent.Add(40 * time.Millisecond), Tokens: 1}, {At: sent.Add(70 * time.Millisecond), Tokens: 1}, {At: sent.Add(100 * time.Millisecond), Tokens: 1}},
-		Trace:  prober.Trace{ConnReused: true}}
+		Trace:  prober.Trace{ConnReused: true}, Clock: prober.ClockKernel}
+	// The same stream sent again on a new connection: the reused one
+	// closed before answering.
+	retried := streamed
+	retried.Trace, retried.ConnRetries = prober.Trace{}, 1
+	retried.InputTokens, retried.InputTokensSource, retried.CachedTokens = 15, prober.TokenSourceUsage, 14
 	// As Samples gives a result that was not streamed: no first token.
 	whole := prober.Result{Target: "t", Backend: "ollama", Stream: false, Outcome: prober.OutcomeSuccess, HTTPStatus: 200,
 		Sent: sent, End: sent.Add(250 * time.Millisecond), OutputTokens: 16,
 		Server: prober.ServerTimings{TotalDuration: 240 * time.Millisecond, LoadDuration: 2 * time.Millisecond, PromptEvalCount: 9,
-			PromptEvalDuration: 30 * time.Millisecond, EvalCount: 16, EvalDuration: 200 * time.Millisecond}}
+			PromptEvalDuration: 30 * time.Millisecond, EvalCount: 16, EvalDuration: 200 * time.Millisecond}, Clock: prober.ClockKernel}
 	// The same stream with its first event reasoning: the answer begins at 70 ms.
 	reasoned := streamed
 	reasoned.Events = slices.Clone(streamed.Events)
@@ -215,13 +220,19 @@ func TestProbeSummaryText(t *testing.T) {
 				`(?m)^ITL per token +p50 30.00 ms  p99 30.00 ms  max 30.00 ms  \(2\)`, `(?m)^Answer ITL per token +p50 30.00 ms  p99 30.00 ms  max 30.00 ms  \(1\)$`},
 			nil},
 		{"streamed, reused connection", streamed,
-			[]string{`(?m)^TTFT +40.00 ms$`, `(?m)^TPOT +30.00 ms$`, `(?m)^ITL per token +p50 30.00 ms`, `(?m)^E2E +100.00 ms$`, `(?m)^Connection +reused \(no DNS, connect or TLS\)$`},
-			[]string{`not measured`, `connection:`, `Server timings`, `answer`}},
+			[]string{`(?m)^TTFT +40.00 ms$`, `(?m)^TPOT +30.00 ms$`, `(?m)^ITL per token +p50 30.00 ms`, `(?m)^E2E +100.00 ms$`, `(?m)^Connection +reused \(no DNS, connect or TLS\)$`,
+				`(?m)^Timestamps +kernel receive times \(start: the request's write on the reused connection\)$`},
+			[]string{`not measured`, `connection:`, `Server timings`, `answer`, `new connection`}},
+		{"streamed, retried on a new connection", retried,
+			[]string{`(?m)^Connection +new, after a reused one closed before answering \(sent again; --compat new-connection avoids reuse\): DNS `,
+				`(?m)^Timestamps +kernel receive times \(start: the HTTP call, before its connection was dialled\)$`,
+				`(?m)^Tokens in +15 \(usage\), 14 of them from the server's prompt cache$`},
+			[]string{`reused connection\)`}},
 		{"not streamed, new connection, server timings", whole,
 			[]string{`(?m)^TTFT +not measured: the response was not streamed \(only E2E is\)$`, `(?m)^TPOT +not measured`, `(?m)^ITL +not measured`,
-				`(?m)^E2E +250.00 ms$`, `(?m)^Connection +new: DNS `,
+				`(?m)^E2E +250.00 ms$`, `(?m)^Connection +new: DNS `, `(?m)^Timestamps +kernel receive times \(start: the HTTP call, before its connection was dialled\)$`,
 				`(?m)^Server timings +load 2.00 ms, prompt eval 30.00 ms \(9 tokens\), eval 200.00 ms \(16 tokens, 12.50 ms/token\), total 240.00 ms$`},
-			[]string{`TPOT +0.00 ms`, `TPOT +–`, `ITL per`, `new connection`}},
+			[]string{`TPOT +0.00 ms`, `TPOT +–`, `ITL per`, `new connection`, `reused`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
