@@ -184,7 +184,7 @@ func overlayCDFs(runs []Run) []template.HTML {
 	per := make([]reqs, 0, len(runs))
 	var named []string
 	for _, r := range runs {
-		if d := r.Summary.Details; d != nil && len(d.SentTimes) > 0 {
+		if d := r.Summary.Details; d != nil && len(d.SentTimes) > 0 && detailsProblem(d) == "" {
 			per = append(per, requestsOf(d))
 			named = append(named, r.Name)
 		}
@@ -203,7 +203,7 @@ func overlayCDFs(runs []Run) []template.HTML {
 	} {
 		c := chart{ID: m.id + "-cdf-compare", Title: m.name + " cumulative distribution", XLabel: m.name + " (ms)", YLabel: "fraction ≤ x", YFromZero: true}
 		for i, v := range per {
-			if vals := m.get(v); len(vals) > 0 {
+			if vals := m.get(v); len(finiteValues(vals)) > 0 {
 				x, y := cdf(vals)
 				c.Series = append(c.Series, series{Name: named[i], Kind: line, X: x, Y: y})
 			}

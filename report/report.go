@@ -93,10 +93,38 @@ type section struct {
 }
 
 // Write renders runs: one run in full; a sweep (every run a point of one
-// sweep or search) as curves; otherwise a comparison.
-func Write(w io.Writer, runs []Run, o Options) error {
+// sweep or search) as curves; otherwise a comparison. It writes nothing to
+// w unless the whole page was drawn, and a panic while drawing is
+// returned as an error rather than raised: the report is drawn after a
+// run's result is safe, and a fault in it must not take down a daemon or
+// a run that has nothing wrong with it.
+func Write(w io.Writer, runs []Run, o Options) (err error) {
+	var b bytes.Buffer
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("report: drawing the page failed: %v", p)
+			}
+		}()
+		err = write(&b, runs, o)
+	}()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b.Bytes())
+	return err
+}
+
+// write is Write without the recover, for the tests and the fuzz target,
+// which want a panic to fail them.
+func write(w io.Writer, runs []Run, o Options) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("report: no run")
+	}
+	for i, r := range runs {
+		if r.Summary == nil {
+			return fmt.Errorf("report: run %d (%s) has no summary", i+1, r.Name)
+		}
 	}
 	if o.MaxTimelineRequests <= 0 {
 		o.MaxTimelineRequests = 300
@@ -150,10 +178,13 @@ func runSections(r Run, o Options) []section {
 	s := r.Summary
 	secs := []section{{Title: "Summary", Table: tableHTML(s)}}
 	d := s.Details
-	if d == nil || len(d.SentTimes) == 0 {
-		secs = append(secs, section{Title: "Latency percentiles",
-			Note:   "The record has no per-request data: run bench with --output-details to draw distributions, time series and the timeline.",
-			Charts: percentileCharts([]Run{r})})
+	problem := detailsProblem(d)
+	if d == nil || len(d.SentTimes) == 0 || problem != "" {
+		note := "The record has no per-request data: run bench with --output-details to draw distributions, time series and the timeline."
+		if problem != "" {
+			note = "The record's per-request data cannot be drawn (" + problem + "): only the summary's figures are."
+		}
+		secs = append(secs, section{Title: "Latency percentiles", Note: note, Charts: percentileCharts([]Run{r})})
 		secs = append(secs, serverMetricsSections(s, false)...)
 		if sec, ok := reasoningSection(s); ok {
 			secs = append(secs, sec)
@@ -284,7 +315,7 @@ func distributionCharts(s *bench.Summary, v reqs) []template.HTML {
 		{"tpot", "TPOT", v.tpotMs, s.TPOT},
 		{"e2e", "E2E latency", v.e2eMs, s.E2ELatency},
 	} {
-		if len(m.vals) == 0 {
+		if len(finiteValues(m.vals)) == 0 {
 			continue
 		}
 		marks := []mark{{At: m.st.Median, Label: "p50", Class: "pct"}, {At: m.st.P90, Label: "p90", Class: "pct"}, {At: m.st.P99, Label: "p99", Class: "pct"}}
@@ -303,15 +334,24 @@ func distributionCharts(s *bench.Summary, v reqs) []template.HTML {
 	return out
 }
 
+// histogram counts the finite values of vals in n bins from their
+// minimum to their maximum; values too close to tell apart (see narrow)
+// are one bar. Non-finite values are no measurement and are not counted;
+// with none finite it is empty.
 func histogram(vals []float64, n int) ([]float64, []float64) {
+	vals = finiteValues(vals)
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	n = max(n, 1)
 	lo, hi := slices.Min(vals), slices.Max(vals)
-	if hi == lo {
+	if narrow(lo, hi) {
 		return []float64{lo}, []float64{float64(len(vals))}
 	}
 	w := (hi - lo) / float64(n)
 	ys := make([]float64, n)
 	for _, v := range vals {
-		ys[min(int((v-lo)/w), n-1)]++
+		ys[min(max(int((v-lo)/w), 0), n-1)]++
 	}
 	xs := make([]float64, n)
 	for i := range xs {
@@ -324,8 +364,14 @@ func histogram(vals []float64, n int) ([]float64, []float64) {
 // with the fraction of values at or below it, and the maximum at 1; at
 // most 401 points (the step rounds up, so 401 to 800 values do not keep
 // every second one).
+//
+// Non-finite values are left out; with none finite it is empty.
 func cdf(vals []float64) ([]float64, []float64) {
-	s := slices.Sorted(slices.Values(vals))
+	s := finiteValues(vals)
+	if len(s) == 0 {
+		return nil, nil
+	}
+	slices.Sort(s)
 	step := max(1, (len(s)+399)/400)
 	var xs, ys []float64
 	for i := 0; i < len(s); i += step {
@@ -337,6 +383,58 @@ func cdf(vals []float64) ([]float64, []float64) {
 	return xs, ys
 }
 
+// finiteValues is a copy of vals without NaN and ±Inf, the rest clamped
+// as the charts draw them (clampValue), so that differences stay finite.
+func finiteValues(vals []float64) []float64 {
+	out := make([]float64, 0, len(vals))
+	for _, v := range vals {
+		if finite(v) {
+			out = append(out, clampValue(v))
+		}
+	}
+	return out
+}
+
+// maxRunSeconds bounds the run length whose per-request data is drawn:
+// bench's Timeline keeps one bin a minute past two hours, so a record
+// whose times reach past this (a month) is refused rather than drawn
+// into millions of bins.
+const maxRunSeconds = 31 * 24 * 3600
+
+// detailsProblem says why d's per-request arrays cannot be drawn, "" when
+// they can: every array the charts read by request index holds one entry
+// per request (len(sent_times)), and every time is finite and within
+// maxRunSeconds. A record read back from a file is whatever the file
+// holds, so this is checked, not assumed.
+func detailsProblem(d *bench.Details) string {
+	if d == nil {
+		return ""
+	}
+	n := len(d.SentTimes)
+	for _, a := range []struct {
+		name string
+		len  int
+	}{
+		{"input_lens", len(d.InputLens)}, {"output_lens", len(d.OutputLens)}, {"ttfts", len(d.TTFTs)}, {"itls", len(d.ITLs)},
+		{"scheduled_times", len(d.ScheduledTimes)}, {"first_token_times", len(d.FirstTokenTimes)}, {"end_times", len(d.EndTimes)},
+	} {
+		if a.len != n {
+			return fmt.Sprintf("%s has %d entries for %d requests (sent_times)", a.name, a.len, n)
+		}
+	}
+	for _, a := range []struct {
+		name string
+		v    []float64
+	}{{"scheduled_times", d.ScheduledTimes}, {"sent_times", d.SentTimes}, {"first_token_times", d.FirstTokenTimes}, {"end_times", d.EndTimes}} {
+		for i, t := range a.v {
+			if !finite(t) || t > maxRunSeconds {
+				return fmt.Sprintf("%s[%d] is %v, not a time within %d s of the start", a.name, i, t, maxRunSeconds)
+			}
+		}
+	}
+	return ""
+}
+
 func scatter(id, title, xl, yl string, x, y []float64) template.HTML {
 	c := chart{ID: id, Title: title, XLabel: xl, YLabel: yl, YFromZero: true, Series: []series{{Name: title, Kind: points, X: x, Y: y}}}
 	return c.SVG()
@@ -345,14 +443,11 @@ func scatter(id, title, xl, yl string, x, y []float64) template.HTML {
 // timelineChart draws one row per request (sampled to most rows).
 func timelineChart(d *bench.Details, most int) template.HTML {
 	n := len(d.SentTimes)
-	step := 1.0
-	if n > most {
-		step = float64(n) / float64(most)
-	}
+	rows := min(n, max(most, 1))
 	c := chart{ID: "timeline", Title: "Request timeline", XLabel: "time (s from start)", YLabel: "request", Height: 560}
 	row := 0.0
-	for f := 0.0; int(f) < n; f += step {
-		i := int(f)
+	for r := range rows {
+		i := r * n / rows // evenly, counted in integers so that it ends
 		sched, sent, first, end := d.ScheduledTimes[i], d.SentTimes[i], d.FirstTokenTimes[i], d.EndTimes[i]
 		failed := i < len(d.Outcomes) && d.Outcomes[i] != "success" && d.Outcomes[i] != ""
 		if sched >= 0 && sent > sched {
