@@ -52,6 +52,8 @@ type Output struct {
 	Sweep *SweepOutput
 	// Report is the run's HTML report, written beside the results file.
 	Report []byte
+	// ReportError says why there is no Report, "" when there is.
+	ReportError string
 }
 
 // RunFunc runs one bench job. It returns when the run ends or ctx is
@@ -113,6 +115,10 @@ type View struct {
 	// Report is the path of the run's HTML report under the daemon's
 	// URL, once it is written.
 	Report string `json:"report,omitempty"`
+	// ReportError says why the run has no report though it has a result:
+	// the report could not be drawn or written. The run's status is the
+	// run's, not the report's.
+	ReportError string `json:"report_error,omitempty"`
 }
 
 // Enable registers the bench API on d's mux and lists the runs
@@ -308,9 +314,11 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	}
 	snap := run.progress.Snapshot()
 	view.Progress = &snap
+	view.ReportError = prober.TruncateUTF8(red.Redact(out.ReportError), 2000)
 	if len(out.Report) > 0 {
 		if werr := writeReportFile(b.d.Config().Bench.ResultsDir, view.ID, out.Report); werr != nil {
 			level.Error(logger).Log("msg", "Bench report not written", "err", werr)
+			view.ReportError = prober.TruncateUTF8(red.Redact("report not written: "+werr.Error()), 2000)
 		} else {
 			view.Report = "api/v1/benches/" + view.ID + "/report"
 		}
@@ -328,6 +336,9 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	kv := []any{"msg", "Bench run ended", "status", status, "duration_seconds", end.Sub(view.Created).Seconds()}
 	if msg != "" {
 		kv = append(kv, "err", view.Error)
+	}
+	if view.ReportError != "" {
+		kv = append(kv, "report_error", view.ReportError)
 	}
 	level.Info(logger).Log(kv...)
 }
