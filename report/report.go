@@ -164,19 +164,35 @@ func isSweep(runs []Run) bool {
 	return true
 }
 
-// tableHTML is the console table, from bench's own code.
-func tableHTML(s *bench.Summary) template.HTML {
-	var b bytes.Buffer
-	if err := s.WriteTable(&b); err != nil {
-		return template.HTML(template.HTMLEscapeString(err.Error()))
+// ownSections are the console table's sections that a run's page draws
+// in sections of their own (serverMetricsSections, reasoningSection,
+// cacheCostSections), so that its summary leaves them out rather than
+// show them twice.
+var ownSections = map[string]bool{"Server metrics": true, "Reasoning and Answer": true, "Cache Hit Details": true,
+	"Cache Report vs Server": true, "Energy": true, "Cost": true}
+
+// tableHTML is the console table, from bench's own code (TableSections):
+// each of its sections a small table of the console's labels and values,
+// side by side, so that the page agrees with the console by construction
+// and the first chart is not two screens of monospace away. skip names
+// sections drawn elsewhere on the page.
+func tableHTML(s *bench.Summary, skip map[string]bool) template.HTML {
+	var b strings.Builder
+	b.WriteString(`<div class="summary">`)
+	for i, sec := range s.TableSections() {
+		if len(sec.Rows) == 0 || skip[sec.Title] {
+			continue
+		}
+		b.WriteString(string(captionedRows(fmt.Sprintf("summary-%d", i), sec.Title, sec.Rows)))
 	}
-	return template.HTML(`<pre class="table">` + template.HTMLEscapeString(b.String()) + `</pre>`)
+	b.WriteString(`</div>`)
+	return template.HTML(b.String())
 }
 
 // runSections draws one run.
 func runSections(r Run, o Options) []section {
 	s := r.Summary
-	secs := []section{{Title: "Summary", Table: tableHTML(s)}}
+	secs := []section{{Title: "Summary", Table: tableHTML(s, ownSections)}}
 	d := s.Details
 	problem := detailsProblem(d)
 	if d == nil || len(d.SentTimes) == 0 || problem != "" {
@@ -324,7 +340,7 @@ func distributionCharts(s *bench.Summary, v reqs) []template.HTML {
 		if m.id == "itl" {
 			count = "token gaps"
 		}
-		h := chart{ID: m.id + "-hist", Title: m.name + " histogram", XLabel: m.name + " (ms)", YLabel: count, YFromZero: true,
+		h := chart{ID: m.id + "-hist", Title: m.name + " histogram", XLabel: m.name + " (ms)", YLabel: count, YFromZero: true, YCounts: true,
 			Series: []series{{Name: m.name, Kind: bars, X: hx, Y: hy}}, VMarks: marks}
 		cx, cy := cdf(m.vals)
 		c := chart{ID: m.id + "-cdf", Title: m.name + " cumulative distribution", XLabel: m.name + " (ms)", YLabel: "fraction ≤ x", YFromZero: true,
@@ -489,7 +505,7 @@ func failuresChart(s *bench.Summary) (template.HTML, bool) {
 			}
 		}
 	}
-	c := chart{ID: "failures", Title: "Failed requests by outcome", XLabel: "outcome", YLabel: "requests", YFromZero: true,
+	c := chart{ID: "failures", Title: "Failed requests by outcome", XLabel: "outcome", YLabel: "requests", YFromZero: true, YCounts: true,
 		Series: []series{{Name: "failed", Kind: bars, X: xs, Y: ys}}, Categories: names}
 	return c.SVG(), true
 }
@@ -507,14 +523,13 @@ func percentileCharts(runs []Run) []template.HTML {
 		{"tpot", "TPOT", func(s *bench.Summary) bench.Stats { return s.TPOT }},
 		{"e2e", "E2E latency", func(s *bench.Summary) bench.Stats { return s.E2ELatency }},
 	} {
-		c := chart{ID: m.id + "-percentiles", Title: m.name + ": mean, p50, p90, p95, p99", XLabel: "statistic (mean, p50, p90, p95, p99)", YLabel: m.name + " (ms)", YFromZero: true}
+		names, vals := make([]string, len(runs)), make([][]float64, len(runs))
 		for k, r := range runs {
 			st := m.get(r.Summary)
-			off := float64(k) / float64(len(runs)+1)
-			xs := []float64{0 + off, 1 + off, 2 + off, 3 + off, 4 + off}
-			c.Series = append(c.Series, series{Name: r.Name, Kind: bars, X: xs, Y: []float64{st.Mean, st.Median, st.P90, st.P95, st.P99}})
+			names[k], vals[k] = r.Name, []float64{st.Mean, st.Median, st.P90, st.P95, st.P99}
 		}
-		out = append(out, c.SVG())
+		out = append(out, groupedBars(m.id+"-percentiles", m.name+": mean, p50, p90, p95, p99", m.name+" (ms)",
+			[]string{"mean", "p50", "p90", "p95", "p99"}, names, vals))
 	}
 	return out
 }

@@ -60,9 +60,9 @@ type chart struct {
 	// setting them side by side; a negative height is drawn down from the
 	// top of the stack below it.
 	Stacked bool
-	// LegendLeft puts the legend top left, for bars that grow to the
-	// right (percentiles), whose top right is taken.
-	LegendLeft bool
+	// YCounts says the y axis counts whole things (requests, tokens):
+	// its ticks are whole numbers.
+	YCounts bool
 	// XRange, when set, is the x axis's span, so that charts drawn one
 	// under another share their axis (it widens to hold every point).
 	XRange *[2]float64
@@ -163,20 +163,20 @@ func (c *chart) SVG() template.HTML {
 		ymax = ymin + max(1, math.Abs(ymin)*0.01)
 	}
 	ymax += (ymax - ymin) * 0.05
-	chartH := cmp.Or(c.Height, chartH)
-	pw, ph := float64(chartW-padL-padR), float64(chartH-padT-padB)
-	if c.LegendLeft && len(c.Series) > 1 {
-		// Room above the data for the legend's lines, so that no bar
-		// runs under them.
-		legend := float64(14*len(c.Series) + 6)
-		if legend < ph/2 {
-			ymax = ymin + (ymax-ymin)*ph/(ph-legend)
-		}
+	// The legend has a band of its own between the title and the plot,
+	// so that it covers no data; the chart grows by the band's height.
+	legend := legendLayout(c.Series)
+	band := 0
+	if len(legend) > 0 {
+		band = legend[len(legend)-1].row*legendRowH + legendRowH
 	}
+	padT := padT + band // the plot's top
+	chartH := cmp.Or(c.Height, chartH) + band
+	pw, ph := float64(chartW-padL-padR), float64(chartH-padT-padB)
 	// Every value is clamped, so the spans are finite and every point
 	// drawn lands inside the frame.
 	px := func(x float64) float64 { return padL + (clampValue(x)-xmin)/(xmax-xmin)*pw }
-	py := func(y float64) float64 { return padT + ph - (clampValue(y)-ymin)/(ymax-ymin)*ph }
+	py := func(y float64) float64 { return float64(padT) + ph - (clampValue(y)-ymin)/(ymax-ymin)*ph }
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" data-chart="%s" data-points="%d" viewBox="0 0 %d %d" role="img" xmlns="http://www.w3.org/2000/svg">`,
@@ -198,7 +198,11 @@ func (c *chart) SVG() template.HTML {
 		fmt.Fprintf(&b, `<path class="grid" d="M%.1f %d V%d"/><text class="tick" x="%.1f" y="%d" text-anchor="middle">%s</text>`,
 			x, padT, chartH-padB, x, chartH-padB+14, xl(t))
 	}
-	for _, t := range ticks(ymin, ymax, 5) {
+	yt := ticks(ymin, ymax, 5)
+	if c.YCounts {
+		yt = wholeTicks(yt, ymin, ymax)
+	}
+	for _, t := range yt {
 		y := py(t)
 		fmt.Fprintf(&b, `<path class="grid" d="M%d %.1f H%d"/><text class="tick" x="%d" y="%.1f" text-anchor="end">%s</text>`,
 			padL, y, chartW-padR, padL-4, y+4, fmtTick(t))
@@ -290,22 +294,54 @@ func (c *chart) SVG() template.HTML {
 		fmt.Fprintf(&b, `<path class="mark %s" d="M%d %.1f H%d"/><text class="mlabel" x="%d" y="%.1f" text-anchor="end">%s</text>`,
 			m.Class, padL, y, chartW-padR, chartW-padR-2, y-3, template.HTMLEscapeString(m.Label))
 	}
-	if len(c.Series) > 1 {
-		// Top right, wide enough for the longest name (about 6 px a
-		// character at the legend's 11 px), or top left.
-		x := chartW - padR - 150
-		for _, s := range c.Series {
-			x = min(x, chartW-padR-14-6*len([]rune(s.Name)))
-		}
-		if c.LegendLeft {
-			x = padL + 8
-		}
-		for i, s := range c.Series {
-			fmt.Fprintf(&b, `<text class="legend s%d" x="%d" y="%d">■ %s</text>`, i%6, x, padT+14+14*i, template.HTMLEscapeString(s.Name))
-		}
+	for i, it := range legend {
+		fmt.Fprintf(&b, `<text class="legend s%d" x="%d" y="%d">■ %s</text>`, i%6, it.x, padT-band+it.row*legendRowH+10, template.HTMLEscapeString(c.Series[i].Name))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+const legendRowH = 14
+
+// legendItem places one series' name in the legend band.
+type legendItem struct{ x, row int }
+
+// legendLayout flows the series' names left to right from the plot's
+// left edge, wrapping to a new row when a name would pass the right edge
+// (about 6 px a character at the legend's 11 px, and the square). A chart
+// of one series needs no legend: its title names it.
+func legendLayout(ss []series) []legendItem {
+	if len(ss) < 2 {
+		return nil
+	}
+	out := make([]legendItem, len(ss))
+	x, row := padL, 0
+	for i, s := range ss {
+		w := 14 + 6*len([]rune(s.Name))
+		if x > padL && x+w > chartW-padR {
+			x, row = padL, row+1
+		}
+		out[i] = legendItem{x, row}
+		x += w + 16
+	}
+	return out
+}
+
+// wholeTicks are the whole-number ticks of a counting axis: ticks' own
+// where its step is whole, else every integer in [lo, hi] (at most a
+// few, since the step was below 1).
+func wholeTicks(t []float64, lo, hi float64) []float64 {
+	if len(t) < 2 || t[1]-t[0] >= 1 {
+		return t
+	}
+	var out []float64
+	for v := math.Ceil(lo); v <= hi && len(out) < 8; v++ {
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return t[:1]
+	}
+	return out
 }
 
 // barWidth is the smallest positive gap between sorted bar centres, 1

@@ -104,7 +104,7 @@ func TestChartTotal(t *testing.T) {
 		{"fewer ys than xs", chart{Series: []series{{Kind: line, X: []float64{1, 2, 3}, Y: []float64{1}}}}, 1},
 		{"timeline with NaN", chart{Segments: []segment{{Y: 0, X0: nan, X1: 1}, {Y: 1, X0: 0, X1: inf}, {Y: 2, X0: 0, X1: 1}}}, 0},
 		{"x range a few ulps wide", chart{XRange: &[2]float64{0.5, ulps(0.5, 2)}, Series: []series{{Kind: line, X: []float64{0.5}, Y: []float64{0}}}}, 1},
-		{"legend taller than the chart", chart{LegendLeft: true, Height: 60, Series: []series{{Kind: bars, X: []float64{0}, Y: []float64{1}},
+		{"legend taller than the chart", chart{Height: 60, Series: []series{{Kind: bars, X: []float64{0}, Y: []float64{1}},
 			{Kind: bars, X: []float64{0}, Y: []float64{1}}, {Kind: bars, X: []float64{0}, Y: []float64{1}}, {Kind: bars, X: []float64{0}, Y: []float64{1}}}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
