@@ -150,3 +150,19 @@ func TestCountAxis(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkLabelsApart: the labels of marks close together (p50 and p90 of
+// a narrow distribution) are on different rows, not drawn over each
+// other.
+func TestMarkLabelsApart(t *testing.T) {
+	c := chart{ID: "m", Series: []series{{Kind: line, X: []float64{0, 100}, Y: []float64{0, 1}}},
+		VMarks: []mark{{At: 50, Label: "p50"}, {At: 51, Label: "p90"}, {At: 90, Label: "p99"}}}
+	labels := regexp.MustCompile(`<text class="mlabel" x="[0-9.]+" y="(\d+)">(p\d+)</text>`).FindAllStringSubmatch(string(c.SVG()), -1)
+	y := map[string]string{}
+	for _, l := range labels {
+		y[l[2]] = l[1]
+	}
+	if len(y) != 3 || y["p50"] == y["p90"] || y["p50"] != y["p99"] {
+		t.Errorf("label rows %v: want p90 under p50, p99 on p50's row", y)
+	}
+}

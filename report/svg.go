@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -278,13 +279,26 @@ func (c *chart) SVG() template.HTML {
 		}
 		b.WriteString(`</g>`)
 	}
-	for _, m := range c.VMarks {
+	// Marks close together (p50 and p90 of a narrow distribution) put
+	// their labels on rows one under another rather than over each other.
+	vmarks := slices.SortedFunc(slices.Values(c.VMarks), func(a, b mark) int { return cmp.Compare(a.At, b.At) })
+	var labelEnds []float64 // where each row's last label ends
+	for _, m := range vmarks {
 		if !finite(m.At) {
 			continue
 		}
 		x := px(m.At)
+		row := slices.IndexFunc(labelEnds, func(end float64) bool { return x+3 >= end })
+		switch {
+		case row >= 0:
+		case len(labelEnds) < 3:
+			row, labelEnds = len(labelEnds), append(labelEnds, 0)
+		default:
+			row = 2 // at most three rows; a fourth close mark shares the last
+		}
+		labelEnds[row] = x + 3 + float64(6*len([]rune(m.Label))+4)
 		fmt.Fprintf(&b, `<path class="mark %s" d="M%.1f %d V%d"/><text class="mlabel" x="%.1f" y="%d">%s</text>`,
-			m.Class, x, padT, chartH-padB, x+3, padT+10, template.HTMLEscapeString(m.Label))
+			m.Class, x, padT, chartH-padB, x+3, padT+10+11*row, template.HTMLEscapeString(m.Label))
 	}
 	for _, m := range c.HMarks {
 		if !finite(m.At) {
