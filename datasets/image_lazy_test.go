@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"image"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/servingprobe/servingprobe/datasets"
@@ -89,4 +91,34 @@ func TestImageURIBytesBound(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestImageLazyConcurrent: requests build their images at once, each
+// with an encoder of its own from the pool; the images are the same as
+// built one at a time (run with -race).
+func TestImageLazyConcurrent(t *testing.T) {
+	tok := qwen3(t)
+	o := randomOpts("", 8, 4, 1.0)
+	o.ImageResolution, o.ImageFormat, o.ImageCount = "56x84", "png", 2
+	ps := generate(t, mustNew(t, "image", o, tok), 8, 5)
+	want := make([][]string, len(ps))
+	for i, p := range ps {
+		q, err := p.WithImages()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = q.Images
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		for i, p := range ps {
+			wg.Go(func() {
+				q, err := p.WithImages()
+				if err != nil || !slices.Equal(q.Images, want[i]) {
+					t.Errorf("prompt %d built at once: err %v, images differ %v", i, err, !slices.Equal(q.Images, want[i]))
+				}
+			})
+		}
+	}
+	wg.Wait()
 }
