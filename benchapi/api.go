@@ -236,6 +236,9 @@ func decodeRequest(r io.Reader, cfg *config.Config) (Request, *apiError) {
 	if e := checkLimits(&s, keys, lim); e != nil {
 		return req, e
 	}
+	if e := checkMemory(&s); e != nil {
+		return req, e
+	}
 	if err := s.Validate(); err != nil {
 		var p benchrun.Problems
 		if errors.As(err, &p) {

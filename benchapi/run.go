@@ -40,23 +40,27 @@ func Runner() RunFunc {
 		if out == nil || out.Summary.Backend == "" {
 			return Output{}, runErr
 		}
-		html := reportHTML(job.ID, []report.Run{{Name: job.ID, Summary: &out.Summary}})
+		html, repErr := reportHTML(job.ID, []report.Run{{Name: job.ID, Summary: &out.Summary}})
 		// The per-request data went into the report; the summary the API
 		// and the results file keep stays small.
 		out.Summary.Details = nil
 		res, err := benchOutput(&out.Summary)
-		res.Report = html
+		res.Report, res.ReportError = html, repErr
 		return res, errors.Join(runErr, err)
 	}
 }
 
-// reportHTML is a window's HTML report, nil if it cannot be drawn.
-func reportHTML(id string, runs []report.Run) []byte {
+// reportHTML is a window's HTML report, or, if it cannot be drawn, why
+// not: the run's result does not depend on it, so a report that fails is
+// stated beside the result (View.ReportError) rather than failing the run.
+// report.Write returns a fault while drawing as an error, so it cannot
+// take the daemon down.
+func reportHTML(id string, runs []report.Run) ([]byte, string) {
 	var b bytes.Buffer
 	if err := report.Write(&b, runs, report.Options{Title: "servingprobe bench window " + id}); err != nil {
-		return nil
+		return nil, err.Error()
 	}
-	return b.Bytes()
+	return b.Bytes(), ""
 }
 
 // daemonSweep runs a sweep window: each point's record as it ends, the
@@ -81,7 +85,8 @@ func daemonSweep(ctx context.Context, prep *benchrun.Prepared, env benchrun.Env,
 		// A search cut short has no answer to export.
 		h.Capacity = nil
 	}
-	return Output{Sweep: sw, Headline: h, Report: reportHTML(id, runs)}, runErr
+	html, repErr := reportHTML(id, runs)
+	return Output{Sweep: sw, Headline: h, Report: html, ReportError: repErr}, runErr
 }
 
 // benchOutput is the API's form of a summary.

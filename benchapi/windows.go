@@ -53,6 +53,8 @@ type Output struct {
 	Sweep *SweepOutput
 	// Report is the run's HTML report, written beside the results file.
 	Report []byte
+	// ReportError says why there is no Report, "" when there is.
+	ReportError string
 }
 
 // RunFunc runs one bench job. It returns when the run ends or ctx is
@@ -124,6 +126,10 @@ type View struct {
 	// Report is the path of the run's HTML report under the daemon's
 	// URL, once it is written.
 	Report string `json:"report,omitempty"`
+	// ReportError says why the run has no report though it has a result:
+	// the report could not be drawn or written. The run's status is the
+	// run's, not the report's.
+	ReportError string `json:"report_error,omitempty"`
 }
 
 // Enable registers the bench API on d's mux and lists the runs
@@ -375,22 +381,24 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	snap := run.progress.Snapshot()
 	view.Progress = &snap
 	// Written before it is shown: a run the API reports as ended is on
-	// disk. A write that fails is the run's result: the API says failed
-	// with the write error and the counter says write_failed, never
-	// completed, since the run will be gone (or listed as interrupted)
-	// after a restart.
+	// disk. A result that cannot be written is the run's result: the API
+	// says failed with the write error and the counter says write_failed,
+	// never completed, since the run will be gone (or listed as
+	// interrupted) after a restart. The report is not the result: a
+	// report that could not be drawn or written leaves the run its status
+	// and figures, and report_error says why it is missing.
+	view.ReportError = prober.TruncateUTF8(red.Redact(out.ReportError), 2000)
 	dir := b.d.Config().Bench.ResultsDir
 	result := status
 	was := string(status)
 	if msg != "" {
 		was += ": " + view.Error
 	}
-	var lost []string // what could not be written, and why
+	var lost []string // what of the result could not be written, and why
 	if len(out.Report) > 0 {
 		if rerr := b.writeFile(dir, view.ID, reportFile(dir, view.ID), out.Report); rerr != nil {
-			// The result is still written, saying so, so that the run's
-			// figures survive a report that could not.
-			lost = append(lost, "the report was not written to bench.results_dir: "+rerr.Error())
+			level.Error(logger).Log("msg", "Bench report not written", "err", rerr)
+			view.ReportError = prober.TruncateUTF8(red.Redact("the report was not written to bench.results_dir: "+rerr.Error()), 2000)
 		} else {
 			view.Report = "api/v1/benches/" + view.ID + "/report"
 		}
@@ -427,6 +435,9 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	kv := []any{"msg", "Bench run ended", "status", status, "duration_seconds", end.Sub(view.Created).Seconds()}
 	if msg != "" {
 		kv = append(kv, "err", view.Error)
+	}
+	if view.ReportError != "" {
+		kv = append(kv, "report_error", view.ReportError)
 	}
 	level.Info(logger).Log(kv...)
 }

@@ -314,6 +314,13 @@ func appendInput(b []byte, run *requestLogRun, p *datasets.Prompt) []byte {
 	b = append(b, ", lora_name="...)
 	b = appendPyOptStr(b, p.LoRA)
 	b = append(b, ", image_data="...)
+	if p.LazyImages != nil {
+		// The images the request sends: made again from the prompt's
+		// seed, the same bytes.
+		if q, err := p.WithImages(); err == nil {
+			p = &q
+		}
+	}
 	if p.Images == nil {
 		b = append(b, "None"...)
 	} else {

@@ -3,7 +3,6 @@ package benchrun
 import (
 	"fmt"
 	"io"
-	"math"
 	"strings"
 
 	"github.com/servingprobe/servingprobe/bench"
@@ -46,7 +45,7 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "%5d %12s %10.2f %11.1f %10.1f %10.1f %9.1f %9.1f %10.1f %9s  %s\n",
 			p.Info.Index, value, s.RequestThroughput, s.OutputThroughput, s.TTFT.Median, s.TTFT.P99,
-			s.ITL.Median, s.ITL.P99, s.E2ELatency.P90, good, verdictWord(&p.Info, s)+endWord(&p.Info))
+			s.ITL.Median, s.ITL.P99, s.E2ELatency.P90, good, p.Info.Verdict(s))
 	}
 	if r.Spec.Mode == bench.SweepSLO {
 		b.WriteString(r.Answer(by))
@@ -54,60 +53,6 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 	b.WriteString(strings.Repeat("=", 110) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// verdictWord is a point's result column: pass or the objectives that
-// broke, with a mark where a percentile had too few samples.
-func verdictWord(w *bench.SweepInfo, s *bench.Summary) string {
-	vs := w.SLO
-	if len(vs) == 0 {
-		if s.Failed > 0 {
-			return fmt.Sprintf("%d failed", s.Failed)
-		}
-		return ""
-	}
-	var out []string
-	few := false
-	for _, v := range vs {
-		few = few || !v.Enough
-		if !v.Pass {
-			out = append(out, fmt.Sprintf("%s:p%g %s", v.Metric, v.Percentile, msOrNone(v.ValueMs)))
-		}
-	}
-	word := "pass"
-	switch {
-	case len(out) > 0:
-		word = "FAIL " + strings.Join(out, ", ")
-	case !w.Passed():
-		word = "FAIL"
-	}
-	if few {
-		word += " (few samples)"
-	}
-	return word
-}
-
-// endWord says how many samples decided a search's point and why it
-// ended before sending every prompt.
-func endWord(w *bench.SweepInfo) string {
-	if w.Samples == 0 && w.Ended == "" {
-		return ""
-	}
-	why := map[string]string{
-		bench.EndedSamples: "enough samples", bench.EndedBroken: "broken early", bench.EndedOverSaturated: "over-saturated",
-		bench.EndedTime: "time cap", bench.EndedBudget: "budget",
-	}[w.Ended]
-	if why == "" {
-		return fmt.Sprintf(" [%d samples]", w.Samples)
-	}
-	return fmt.Sprintf(" [%d samples, %s]", w.Samples, why)
-}
-
-func msOrNone(ms float64) string {
-	if math.IsNaN(ms) {
-		return "no sample"
-	}
-	return fmt.Sprintf("%.1f ms", ms)
 }
 
 // answer states what an SLO search found, how sure it is, and what it
@@ -150,7 +95,7 @@ func (r *SweepResult) Answer(by string) string {
 	if len(r.Broke) > 0 {
 		var parts []string
 		for _, v := range r.Broke {
-			parts = append(parts, fmt.Sprintf("%s (%s > %.1f ms)", v.Objective.String(), msOrNone(v.ValueMs), v.MaxMs))
+			parts = append(parts, fmt.Sprintf("%s (%s > %.1f ms)", v.Objective.String(), bench.MsOrNone(v.ValueMs), v.MaxMs))
 		}
 		fmt.Fprintf(&b, "Broke first: %s.\n", strings.Join(parts, ", "))
 	}

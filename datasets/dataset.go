@@ -17,6 +17,11 @@ type Prompt struct {
 	IDs      []int     // token ids, sent as input_ids with --tokenize-prompt
 	Messages []Message // a chat history; when set, chat backends send it as is
 	Images   []string  // data URIs
+	// LazyImages, when set, are images made when the prompt's request is
+	// built (WithImages) rather than when the prompt set is: an image is
+	// megabytes of base64, and a prompt set held them all for the whole
+	// run. Images is then nil.
+	LazyImages *LazyImages `json:"-"`
 	// Inputs is a batch of texts that one embeddings request sends as its
 	// list "input" (the embedding dataset's list rows); nil otherwise. Only
 	// the embeddings protocol reads it. Left out of JSON when nil, so that

@@ -129,6 +129,10 @@ func TestImage(t *testing.T) {
 			o.ImageResolution, o.ImageFormat, o.ImageContent, o.ImageCount = tc.res, tc.format, tc.content, 2
 			ps := generate(t, mustNew(t, "image", o, tok), 3, 1)
 			for i, p := range ps {
+				p, err := p.WithImages() // the images its request sends
+				if err != nil {
+					t.Fatal(err)
+				}
 				if len(p.Images) != 2 {
 					t.Fatalf("prompt %d: %d images, want 2", i, len(p.Images))
 				}
@@ -159,7 +163,7 @@ func TestImage(t *testing.T) {
 		o.ImageResolution, o.ImageCount, o.RandomImageCount = "random:28x28-56x84", 3, true
 		counts := map[int]bool{}
 		for _, p := range generate(t, mustNew(t, "image", o, tok), 60, 2) {
-			counts[len(p.Images)] = true
+			counts[len(p.LazyImages.Sizes)] = true
 			if p.TextPromptLen < 1 || p.TextPromptLen > 10 || p.OutputLen < 1 || p.OutputLen > 5 {
 				t.Fatalf("lengths %d/%d outside [1,10]/[1,5]", p.TextPromptLen, p.OutputLen)
 			}

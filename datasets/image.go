@@ -11,6 +11,7 @@ import (
 	"image/png"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -243,23 +244,137 @@ func dataURI(mime string, b []byte) string {
 	return string(buf)
 }
 
-// imageDataset is bench_serving's "image".
+// imageDataset is bench_serving's "image". Its prompts carry their images
+// lazily (LazyImages): the sizes and a seed are drawn with the prompt, and
+// the pixels are made and encoded when the request is built, so that a
+// run holds the images of its requests in flight rather than of every
+// prompt.
 type imageDataset struct {
 	opts   Options
 	tok    Tokenizer
 	res    resolution
 	vision visionCounter
 	corpus *textCorpus
+	gen    *imageGen
+}
 
-	mu  sync.Mutex // guards enc
-	enc *imageEncoder
+// imageGen encodes the images of lazy prompts. Encoders reuse their
+// buffers and are not safe for concurrent use, so requests built at once
+// take one each from the pool rather than wait on one.
+type imageGen struct {
+	format, content string
+	pool            sync.Pool // *imageEncoder
+}
+
+func (g *imageGen) encoder() (*imageEncoder, error) {
+	if e, ok := g.pool.Get().(*imageEncoder); ok {
+		return e, nil
+	}
+	return newImageEncoder(g.format, g.content)
+}
+
+// LazyImages are a prompt's images before they are made: each one's size
+// and the seed of the generator that draws their pixels, so that the same
+// prompt always makes the same images.
+type LazyImages struct {
+	Sizes [][2]int  // height, width of each image
+	Seed  [2]uint64 // the PCG seed of their pixels
+	gen   *imageGen
+}
+
+// Equal is whether l and o make the same images: the same sizes, seed,
+// format and content. (It lets go-cmp compare prompts, too.)
+func (l *LazyImages) Equal(o *LazyImages) bool {
+	if l == nil || o == nil {
+		return l == o
+	}
+	return slices.Equal(l.Sizes, o.Sizes) && l.Seed == o.Seed &&
+		l.gen.format == o.gen.format && l.gen.content == o.gen.content
+}
+
+// Bytes is an upper bound of the images' size as data URIs.
+func (l *LazyImages) Bytes() uint64 {
+	var n uint64
+	for _, hw := range l.Sizes {
+		n += imageURIBytes(hw[0], hw[1], l.gen.format, l.gen.content)
+	}
+	return n
+}
+
+// make encodes the images.
+func (l *LazyImages) make() ([]string, error) {
+	e, err := l.gen.encoder()
+	if err != nil {
+		return nil, err
+	}
+	defer l.gen.pool.Put(e)
+	r := rand.New(rand.NewPCG(l.Seed[0], l.Seed[1]))
+	out := make([]string, len(l.Sizes))
+	for k, hw := range l.Sizes {
+		if out[k], err = e.dataURI(hw[0], hw[1], r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// WithImages returns p with its lazy images made: the prompt as its
+// request sends it. A prompt without lazy images is returned as it is.
+// The images are not kept in the prompt set, only in the copy returned,
+// which the request holds while it is built and sent.
+func (p Prompt) WithImages() (Prompt, error) {
+	if p.LazyImages == nil || p.Images != nil {
+		return p, nil
+	}
+	imgs, err := p.LazyImages.make()
+	if err != nil {
+		return p, fmt.Errorf("images: %w", err)
+	}
+	p.Images = imgs
+	return p, nil
+}
+
+// imageURIBytes bounds the size of one h×w image as a data URI: the
+// encoded image (bytesPerPixel) in base64, plus the header. A blank image
+// compresses to almost nothing and is cached per size, but it is bounded
+// as if it did not, which errs high.
+func imageURIBytes(h, w int, format, content string) uint64 {
+	// PNG without compression: RGB, a filter byte a row, and deflate's
+	// stored blocks and PNG's chunks, each a few bytes in a few thousand.
+	bpp := 3.05
+	if format == "jpeg" {
+		bpp = jpegNoiseBytesPerPixel
+	}
+	raw := uint64(float64(h)*float64(w)*bpp) + uint64(h) + 4096
+	return raw/3*4 + 64
+}
+
+// jpegNoiseBytesPerPixel bounds the size of a noise JPEG at quality 85
+// per pixel; TestImageURIBytes holds it above what noiseJPEG makes.
+const jpegNoiseBytesPerPixel = 1.5
+
+// ImageBytes bounds what one prompt of the image dataset with o holds in
+// images while its request is built and sent: the largest image count at
+// the largest resolution, as data URIs, twice (the URIs and the request
+// body that quotes them), plus an encoder's pixel buffer. 0 for any other
+// dataset, whose prompts carry no generated images.
+func ImageBytes(dataset string, o Options) uint64 {
+	if dataset != "image" {
+		return 0
+	}
+	res, err := parseResolution(o.ImageResolution)
+	if err != nil {
+		return 0 // refused by New anyway
+	}
+	one := imageURIBytes(res.maxH, res.maxW, o.ImageFormat, o.ImageContent)
+	return uint64(max(o.ImageCount, 1))*one*2 + uint64(res.maxH)*uint64(res.maxW)*4
 }
 
 func newImage(opts Options, tok Tokenizer) (Dataset, error) {
 	var errs []error
 	res, err := parseResolution(opts.ImageResolution)
 	errs = append(errs, err)
-	enc, err := newImageEncoder(opts.ImageFormat, opts.ImageContent)
+	_, err = newImageEncoder(opts.ImageFormat, opts.ImageContent)
 	errs = append(errs, err)
 	if opts.ImageCount < 1 {
 		errs = append(errs, fmt.Errorf("image count must be at least 1, got %d", opts.ImageCount))
@@ -271,7 +386,7 @@ func newImage(opts Options, tok Tokenizer) (Dataset, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	d := &imageDataset{opts: opts, tok: tok, res: res, vision: newVisionCounter(tok), enc: enc}
+	d := &imageDataset{opts: opts, tok: tok, res: res, vision: newVisionCounter(tok), gen: &imageGen{format: opts.ImageFormat, content: opts.ImageContent}}
 	if !opts.Compat {
 		if d.corpus, err = embeddedCorpus(tok); err != nil {
 			return nil, err
@@ -281,10 +396,9 @@ func newImage(opts Options, tok Tokenizer) (Dataset, error) {
 }
 
 // Generate draws text lengths, output lengths, then per prompt its text,
-// its image count and its images.
+// its image count, its images' sizes and the seed of their pixels; the
+// images are made when each request is built (Prompt.WithImages).
 func (d *imageDataset) Generate(n int, r *rand.Rand) ([]Prompt, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	inLens := randomLens(d.opts.RandomInputLen, d.opts.RandomRangeRatio, n, r)
 	outLens := randomLens(d.opts.RandomOutputLen, d.opts.RandomRangeRatio, n, r)
 	out := make([]Prompt, n)
@@ -297,14 +411,14 @@ func (d *imageDataset) Generate(n int, r *rand.Rand) ([]Prompt, error) {
 		if d.opts.RandomImageCount {
 			count = 1 + r.IntN(count)
 		}
-		p := Prompt{Text: text, OutputLen: outLens[i], Images: make([]string, count)}
+		lazy := &LazyImages{Sizes: make([][2]int, count), gen: d.gen}
+		p := Prompt{Text: text, OutputLen: outLens[i], LazyImages: lazy}
 		for k := range count {
 			h, w := d.res.draw(r)
-			if p.Images[k], err = d.enc.dataURI(h, w, r); err != nil {
-				return nil, fmt.Errorf("image prompt %d: %w", i, err)
-			}
+			lazy.Sizes[k] = [2]int{h, w}
 			p.VisionPromptLen += d.vision.tokens(h, w)
 		}
+		lazy.Seed = [2]uint64{r.Uint64(), r.Uint64()}
 		if p.TextPromptLen, err = countPrompt(d.opts, d.tok, text); err != nil {
 			return nil, fmt.Errorf("image prompt %d: %w", i, err)
 		}

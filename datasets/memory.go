@@ -6,17 +6,20 @@ import (
 )
 
 // Every dataset builds all of its prompts before the first request is
-// sent, so a prompt count far beyond the machine's memory would end in the
-// runtime's fatal "out of memory" (which no recover can catch) instead of
-// an error. CheckCount refuses such a count up front.
+// sent (the image dataset all but their images, which each request makes
+// for itself: see LazyImages), so a prompt count far beyond the machine's
+// memory would end in the runtime's fatal "out of memory" (which no
+// recover can catch) instead of an error. CheckCount refuses such a count
+// up front; ImageBytes bounds what each request in flight adds.
 
 // bytesPerToken is a generous size of one prompt token as text (English
 // averages about 4 bytes a token; the random datasets' decoded ids more).
 const bytesPerToken = 6
 
 // EstimateBytes is about how much memory n prompts of the dataset take
-// while they are kept: the Prompt values and their text. Image datasets
-// are estimated without their images.
+// while they are kept: the Prompt values and their text. An image
+// prompt's images are not kept (they are made per request), so they are
+// not counted here but in ImageBytes.
 func EstimateBytes(dataset string, n int, o Options) uint64 {
 	tokens := 0
 	switch dataset {

@@ -180,6 +180,12 @@ func (tr *tracer) clientTrace() *httptrace.ClientTrace {
 }
 
 func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) error {
+	// An image prompt's images are made here, for this request only, so
+	// that the prompt set does not hold every image for the whole run.
+	prompt, err := prompt.WithImages()
+	if err != nil {
+		return &BuildError{Err: err}
+	}
 	req, err := p.Backend.NewRequest(p.Options, prompt)
 	if err != nil {
 		return &BuildError{Err: err}

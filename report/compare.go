@@ -23,6 +23,11 @@ type metricRow struct {
 // model reasoned, how full the KV cache ran.
 var neutralRows = map[string]bool{"Reasoning tokens": true, "Server KV cache usage peak (%)": true}
 
+// countRows count whole things: they print as integers, as the console
+// prints them, not as 300.00.
+var countRows = map[string]bool{"Successful requests": true, "Failed requests": true, "Reasoning tokens": true,
+	"Server waiting requests peak": true, "Server preemptions": true}
+
 var compareRows = []metricRow{
 	{"Request throughput (req/s)", true, func(s *bench.Summary) float64 { return s.RequestThroughput }},
 	{"Output token throughput (tok/s)", true, func(s *bench.Summary) float64 { return s.OutputThroughput }},
@@ -133,13 +138,17 @@ func compareSections(runs []Run) []section {
 			continue // no run measured it
 		}
 		base := row.get(runs[0].Summary)
+		prec := 2
+		if countRows[row.name] {
+			prec = 0
+		}
 		fmt.Fprintf(&b, `<tr><td>%s</td>`, row.name)
 		for i, r := range runs {
 			v := row.get(r.Summary)
 			if math.IsNaN(v) {
 				b.WriteString(`<td class="num">–</td>`)
 			} else {
-				fmt.Fprintf(&b, `<td class="num">%.2f</td>`, v)
+				fmt.Fprintf(&b, `<td class="num">%.*f</td>`, prec, v)
 			}
 			if i == 0 {
 				continue
@@ -160,7 +169,7 @@ func compareSections(runs []Run) []section {
 			} else {
 				cls = "better"
 			}
-			fmt.Fprintf(&b, `<td class="num %s">%+.2f</td><td class="num %s">%s</td>`, cls, diff, cls, pct)
+			fmt.Fprintf(&b, `<td class="num %s">%+.*f</td><td class="num %s">%s</td>`, cls, prec, diff, cls, pct)
 		}
 		b.WriteString(`</tr>`)
 	}
@@ -173,7 +182,7 @@ func compareSections(runs []Run) []section {
 		secs = append(secs, section{Title: "Distributions", Charts: cdfs})
 	}
 	for _, r := range runs {
-		secs = append(secs, section{Title: "Summary: " + r.Name, Table: tableHTML(r.Summary)})
+		secs = append(secs, section{Title: "Summary: " + r.Name, Table: tableHTML(r.Summary, nil)})
 	}
 	return secs
 }
@@ -184,7 +193,7 @@ func overlayCDFs(runs []Run) []template.HTML {
 	per := make([]reqs, 0, len(runs))
 	var named []string
 	for _, r := range runs {
-		if d := r.Summary.Details; d != nil && len(d.SentTimes) > 0 {
+		if d := r.Summary.Details; d != nil && len(d.SentTimes) > 0 && detailsProblem(d) == "" {
 			per = append(per, requestsOf(d))
 			named = append(named, r.Name)
 		}
@@ -203,7 +212,7 @@ func overlayCDFs(runs []Run) []template.HTML {
 	} {
 		c := chart{ID: m.id + "-cdf-compare", Title: m.name + " cumulative distribution", XLabel: m.name + " (ms)", YLabel: "fraction ≤ x", YFromZero: true}
 		for i, v := range per {
-			if vals := m.get(v); len(vals) > 0 {
+			if vals := m.get(v); len(finiteValues(vals)) > 0 {
 				x, y := cdf(vals)
 				c.Series = append(c.Series, series{Name: named[i], Kind: line, X: x, Y: y})
 			}

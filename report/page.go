@@ -10,7 +10,9 @@ var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1b1f24;background:#fff;max-width:1360px}
 h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:28px 0 6px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 .made,.note{color:#57606a;font-size:13px}
-pre.table{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;background:#f6f8fa;padding:10px;display:inline-block;margin:4px 0}
+.summary{display:flex;flex-wrap:wrap;gap:8px 20px;align-items:flex-start;margin:4px 0 12px}
+caption{text-align:left;font-weight:600;font-size:13px;padding:2px 0} .summary td.val{text-align:right;font-variant-numeric:tabular-nums}
+section>table.compare{margin:4px 0 12px}
 .charts{display:flex;flex-wrap:wrap;gap:12px}
 svg.chart{width:640px;max-width:100%;height:auto;border:1px solid #d0d7de;border-radius:4px;background:#fff}
 .ctitle{font-size:13px;font-weight:600} .tick{font-size:10px;fill:#57606a} .label{font-size:11px;fill:#57606a}

@@ -93,10 +93,38 @@ type section struct {
 }
 
 // Write renders runs: one run in full; a sweep (every run a point of one
-// sweep or search) as curves; otherwise a comparison.
-func Write(w io.Writer, runs []Run, o Options) error {
+// sweep or search) as curves; otherwise a comparison. It writes nothing to
+// w unless the whole page was drawn, and a panic while drawing is
+// returned as an error rather than raised: the report is drawn after a
+// run's result is safe, and a fault in it must not take down a daemon or
+// a run that has nothing wrong with it.
+func Write(w io.Writer, runs []Run, o Options) (err error) {
+	var b bytes.Buffer
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("report: drawing the page failed: %v", p)
+			}
+		}()
+		err = write(&b, runs, o)
+	}()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b.Bytes())
+	return err
+}
+
+// write is Write without the recover, for the tests and the fuzz target,
+// which want a panic to fail them.
+func write(w io.Writer, runs []Run, o Options) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("report: no run")
+	}
+	for i, r := range runs {
+		if r.Summary == nil {
+			return fmt.Errorf("report: run %d (%s) has no summary", i+1, r.Name)
+		}
 	}
 	if o.MaxTimelineRequests <= 0 {
 		o.MaxTimelineRequests = 300
@@ -136,24 +164,43 @@ func isSweep(runs []Run) bool {
 	return true
 }
 
-// tableHTML is the console table, from bench's own code.
-func tableHTML(s *bench.Summary) template.HTML {
-	var b bytes.Buffer
-	if err := s.WriteTable(&b); err != nil {
-		return template.HTML(template.HTMLEscapeString(err.Error()))
+// ownSections are the console table's sections that a run's page draws
+// in sections of their own (serverMetricsSections, reasoningSection,
+// cacheCostSections), so that its summary leaves them out rather than
+// show them twice.
+var ownSections = map[string]bool{"Server metrics": true, "Reasoning and Answer": true, "Cache Hit Details": true,
+	"Cache Report vs Server": true, "Energy": true, "Cost": true}
+
+// tableHTML is the console table, from bench's own code (TableSections):
+// each of its sections a small table of the console's labels and values,
+// side by side, so that the page agrees with the console by construction
+// and the first chart is not two screens of monospace away. skip names
+// sections drawn elsewhere on the page.
+func tableHTML(s *bench.Summary, skip map[string]bool) template.HTML {
+	var b strings.Builder
+	b.WriteString(`<div class="summary">`)
+	for i, sec := range s.TableSections() {
+		if len(sec.Rows) == 0 || skip[sec.Title] {
+			continue
+		}
+		b.WriteString(string(captionedRows(fmt.Sprintf("summary-%d", i), sec.Title, sec.Rows)))
 	}
-	return template.HTML(`<pre class="table">` + template.HTMLEscapeString(b.String()) + `</pre>`)
+	b.WriteString(`</div>`)
+	return template.HTML(b.String())
 }
 
 // runSections draws one run.
 func runSections(r Run, o Options) []section {
 	s := r.Summary
-	secs := []section{{Title: "Summary", Table: tableHTML(s)}}
+	secs := []section{{Title: "Summary", Table: tableHTML(s, ownSections)}}
 	d := s.Details
-	if d == nil || len(d.SentTimes) == 0 {
-		secs = append(secs, section{Title: "Latency percentiles",
-			Note:   "The record has no per-request data: run bench with --output-details to draw distributions, time series and the timeline.",
-			Charts: percentileCharts([]Run{r})})
+	problem := detailsProblem(d)
+	if d == nil || len(d.SentTimes) == 0 || problem != "" {
+		note := "The record has no per-request data: run bench with --output-details to draw distributions, time series and the timeline."
+		if problem != "" {
+			note = "The record's per-request data cannot be drawn (" + problem + "): only the summary's figures are."
+		}
+		secs = append(secs, section{Title: "Latency percentiles", Note: note, Charts: percentileCharts([]Run{r})})
 		secs = append(secs, serverMetricsSections(s, false)...)
 		if sec, ok := reasoningSection(s); ok {
 			secs = append(secs, sec)
@@ -284,7 +331,7 @@ func distributionCharts(s *bench.Summary, v reqs) []template.HTML {
 		{"tpot", "TPOT", v.tpotMs, s.TPOT},
 		{"e2e", "E2E latency", v.e2eMs, s.E2ELatency},
 	} {
-		if len(m.vals) == 0 {
+		if len(finiteValues(m.vals)) == 0 {
 			continue
 		}
 		marks := []mark{{At: m.st.Median, Label: "p50", Class: "pct"}, {At: m.st.P90, Label: "p90", Class: "pct"}, {At: m.st.P99, Label: "p99", Class: "pct"}}
@@ -293,7 +340,7 @@ func distributionCharts(s *bench.Summary, v reqs) []template.HTML {
 		if m.id == "itl" {
 			count = "token gaps"
 		}
-		h := chart{ID: m.id + "-hist", Title: m.name + " histogram", XLabel: m.name + " (ms)", YLabel: count, YFromZero: true,
+		h := chart{ID: m.id + "-hist", Title: m.name + " histogram", XLabel: m.name + " (ms)", YLabel: count, YFromZero: true, YCounts: true,
 			Series: []series{{Name: m.name, Kind: bars, X: hx, Y: hy}}, VMarks: marks}
 		cx, cy := cdf(m.vals)
 		c := chart{ID: m.id + "-cdf", Title: m.name + " cumulative distribution", XLabel: m.name + " (ms)", YLabel: "fraction ≤ x", YFromZero: true,
@@ -303,15 +350,24 @@ func distributionCharts(s *bench.Summary, v reqs) []template.HTML {
 	return out
 }
 
+// histogram counts the finite values of vals in n bins from their
+// minimum to their maximum; values too close to tell apart (see narrow)
+// are one bar. Non-finite values are no measurement and are not counted;
+// with none finite it is empty.
 func histogram(vals []float64, n int) ([]float64, []float64) {
+	vals = finiteValues(vals)
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	n = max(n, 1)
 	lo, hi := slices.Min(vals), slices.Max(vals)
-	if hi == lo {
+	if narrow(lo, hi) {
 		return []float64{lo}, []float64{float64(len(vals))}
 	}
 	w := (hi - lo) / float64(n)
 	ys := make([]float64, n)
 	for _, v := range vals {
-		ys[min(int((v-lo)/w), n-1)]++
+		ys[min(max(int((v-lo)/w), 0), n-1)]++
 	}
 	xs := make([]float64, n)
 	for i := range xs {
@@ -324,8 +380,14 @@ func histogram(vals []float64, n int) ([]float64, []float64) {
 // with the fraction of values at or below it, and the maximum at 1; at
 // most 401 points (the step rounds up, so 401 to 800 values do not keep
 // every second one).
+//
+// Non-finite values are left out; with none finite it is empty.
 func cdf(vals []float64) ([]float64, []float64) {
-	s := slices.Sorted(slices.Values(vals))
+	s := finiteValues(vals)
+	if len(s) == 0 {
+		return nil, nil
+	}
+	slices.Sort(s)
 	step := max(1, (len(s)+399)/400)
 	var xs, ys []float64
 	for i := 0; i < len(s); i += step {
@@ -337,6 +399,58 @@ func cdf(vals []float64) ([]float64, []float64) {
 	return xs, ys
 }
 
+// finiteValues is a copy of vals without NaN and ±Inf, the rest clamped
+// as the charts draw them (clampValue), so that differences stay finite.
+func finiteValues(vals []float64) []float64 {
+	out := make([]float64, 0, len(vals))
+	for _, v := range vals {
+		if finite(v) {
+			out = append(out, clampValue(v))
+		}
+	}
+	return out
+}
+
+// maxRunSeconds bounds the run length whose per-request data is drawn:
+// bench's Timeline keeps one bin a minute past two hours, so a record
+// whose times reach past this (a month) is refused rather than drawn
+// into millions of bins.
+const maxRunSeconds = 31 * 24 * 3600
+
+// detailsProblem says why d's per-request arrays cannot be drawn, "" when
+// they can: every array the charts read by request index holds one entry
+// per request (len(sent_times)), and every time is finite and within
+// maxRunSeconds. A record read back from a file is whatever the file
+// holds, so this is checked, not assumed.
+func detailsProblem(d *bench.Details) string {
+	if d == nil {
+		return ""
+	}
+	n := len(d.SentTimes)
+	for _, a := range []struct {
+		name string
+		len  int
+	}{
+		{"input_lens", len(d.InputLens)}, {"output_lens", len(d.OutputLens)}, {"ttfts", len(d.TTFTs)}, {"itls", len(d.ITLs)},
+		{"scheduled_times", len(d.ScheduledTimes)}, {"first_token_times", len(d.FirstTokenTimes)}, {"end_times", len(d.EndTimes)},
+	} {
+		if a.len != n {
+			return fmt.Sprintf("%s has %d entries for %d requests (sent_times)", a.name, a.len, n)
+		}
+	}
+	for _, a := range []struct {
+		name string
+		v    []float64
+	}{{"scheduled_times", d.ScheduledTimes}, {"sent_times", d.SentTimes}, {"first_token_times", d.FirstTokenTimes}, {"end_times", d.EndTimes}} {
+		for i, t := range a.v {
+			if !finite(t) || t > maxRunSeconds {
+				return fmt.Sprintf("%s[%d] is %v, not a time within %d s of the start", a.name, i, t, maxRunSeconds)
+			}
+		}
+	}
+	return ""
+}
+
 func scatter(id, title, xl, yl string, x, y []float64) template.HTML {
 	c := chart{ID: id, Title: title, XLabel: xl, YLabel: yl, YFromZero: true, Series: []series{{Name: title, Kind: points, X: x, Y: y}}}
 	return c.SVG()
@@ -345,14 +459,11 @@ func scatter(id, title, xl, yl string, x, y []float64) template.HTML {
 // timelineChart draws one row per request (sampled to most rows).
 func timelineChart(d *bench.Details, most int) template.HTML {
 	n := len(d.SentTimes)
-	step := 1.0
-	if n > most {
-		step = float64(n) / float64(most)
-	}
+	rows := min(n, max(most, 1))
 	c := chart{ID: "timeline", Title: "Request timeline", XLabel: "time (s from start)", YLabel: "request", Height: 560}
 	row := 0.0
-	for f := 0.0; int(f) < n; f += step {
-		i := int(f)
+	for r := range rows {
+		i := r * n / rows // evenly, counted in integers so that it ends
 		sched, sent, first, end := d.ScheduledTimes[i], d.SentTimes[i], d.FirstTokenTimes[i], d.EndTimes[i]
 		failed := i < len(d.Outcomes) && d.Outcomes[i] != "success" && d.Outcomes[i] != ""
 		if sched >= 0 && sent > sched {
@@ -394,7 +505,7 @@ func failuresChart(s *bench.Summary) (template.HTML, bool) {
 			}
 		}
 	}
-	c := chart{ID: "failures", Title: "Failed requests by outcome", XLabel: "outcome", YLabel: "requests", YFromZero: true,
+	c := chart{ID: "failures", Title: "Failed requests by outcome", XLabel: "outcome", YLabel: "requests", YFromZero: true, YCounts: true,
 		Series: []series{{Name: "failed", Kind: bars, X: xs, Y: ys}}, Categories: names}
 	return c.SVG(), true
 }
@@ -412,14 +523,13 @@ func percentileCharts(runs []Run) []template.HTML {
 		{"tpot", "TPOT", func(s *bench.Summary) bench.Stats { return s.TPOT }},
 		{"e2e", "E2E latency", func(s *bench.Summary) bench.Stats { return s.E2ELatency }},
 	} {
-		c := chart{ID: m.id + "-percentiles", Title: m.name + ": mean, p50, p90, p95, p99", XLabel: "statistic (mean, p50, p90, p95, p99)", YLabel: m.name + " (ms)", YFromZero: true}
+		names, vals := make([]string, len(runs)), make([][]float64, len(runs))
 		for k, r := range runs {
 			st := m.get(r.Summary)
-			off := float64(k) / float64(len(runs)+1)
-			xs := []float64{0 + off, 1 + off, 2 + off, 3 + off, 4 + off}
-			c.Series = append(c.Series, series{Name: r.Name, Kind: bars, X: xs, Y: []float64{st.Mean, st.Median, st.P90, st.P95, st.P99}})
+			names[k], vals[k] = r.Name, []float64{st.Mean, st.Median, st.P90, st.P95, st.P99}
 		}
-		out = append(out, c.SVG())
+		out = append(out, groupedBars(m.id+"-percentiles", m.name+": mean, p50, p90, p95, p99", m.name+" (ms)",
+			[]string{"mean", "p50", "p90", "p95", "p99"}, names, vals))
 	}
 	return out
 }

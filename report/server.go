@@ -86,7 +86,7 @@ func serverSection(d *bench.Details) (section, bool) {
 			name string
 			vals []float64
 		}{{"TPOT (client)", v.tpotMs}, {"eval per token (server)", v.perTokenMs}} {
-			if len(s.vals) > 0 {
+			if len(finiteValues(s.vals)) > 0 {
 				x, y := cdf(s.vals)
 				c.Series = append(c.Series, series{Name: s.name, Kind: line, X: x, Y: y})
 			}

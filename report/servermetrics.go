@@ -14,8 +14,16 @@ import (
 // as an HTML table: labels and values as the console printed them, so
 // that the page cannot disagree with the console.
 func consoleRows(id string, rows []bench.TableRow) template.HTML {
+	return captionedRows(id, "", rows)
+}
+
+// captionedRows is consoleRows under a caption (none if "").
+func captionedRows(id, caption string, rows []bench.TableRow) template.HTML {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<table class="compare rows" data-rows="%s">`, template.HTMLEscapeString(id))
+	if caption != "" {
+		fmt.Fprintf(&b, `<caption>%s</caption>`, template.HTMLEscapeString(caption))
+	}
 	for _, r := range rows {
 		tr := "<tr>"
 		if strings.HasPrefix(r.Label, " ") { // the console indents a row that belongs to the one above
@@ -106,7 +114,7 @@ func ttftSplit(s *bench.Summary, r *servermetrics.Report, i int) (chart, bool) {
 		rest, over = append(rest, max(gap[j], 0)), append(over, max(-gap[j], 0))
 	}
 	c := chart{ID: chartID("server-ttft-split", i), Title: "Our TTFT split: the server's (bucket estimate) and the rest", XLabel: "percentile",
-		YLabel: "TTFT (ms)", YFromZero: true, Stacked: true, LegendLeft: true, Categories: []string{"p50", "p90", "p99"},
+		YLabel: "TTFT (ms)", YFromZero: true, Stacked: true, Categories: []string{"p50", "p90", "p99"},
 		Series: []series{
 			{Name: "server TTFT (bucket estimate)", Kind: bars, X: x, Y: server},
 			{Name: "rest: network, HTTP, queue before the engine", Kind: bars, X: x, Y: rest},
@@ -190,7 +198,7 @@ func reasoningSection(s *bench.Summary) (section, bool) {
 // groupedBars draws one bar per category and series, the series side by
 // side within each category.
 func groupedBars(id, title, yl string, cats, names []string, vals [][]float64) template.HTML {
-	c := chart{ID: id, Title: title, XLabel: strings.Join(cats, ", "), YLabel: yl, YFromZero: true, Categories: cats, LegendLeft: true}
+	c := chart{ID: id, Title: title, XLabel: strings.Join(cats, ", "), YLabel: yl, YFromZero: true, Categories: cats}
 	n := float64(len(names))
 	for k, name := range names {
 		off := (float64(k) - (n-1)/2) * 0.9 / n // the bars' width (svg.go)

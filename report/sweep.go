@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"strings"
@@ -18,11 +19,13 @@ func sweepSections(runs []Run) []section {
 	for i := range runs {
 		r := &runs[i]
 		s, w := r.Summary, r.Summary.Sweep
-		verdict := "–"
+		// The result column is the console sweep table's, from the
+		// same function: pass or what broke, and "(few samples)".
+		verdict, cls := w.Verdict(s), ""
 		if len(w.SLO) > 0 {
-			verdict = "pass"
+			cls = "better"
 			if !w.Passed() {
-				verdict = "FAIL"
+				cls = "worse"
 			} else if w.Role == "" && (knee == nil || w.Value > knee.Summary.Sweep.Value) {
 				// An SLO search's anchors are no rate it tried: the
 				// answer is among its points.
@@ -31,7 +34,7 @@ func sweepSections(runs []Run) []section {
 		}
 		fmt.Fprintf(&b, `<tr><td>%d</td><td class="num">%.4g</td><td class="num">%.2f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="%s">%s</td></tr>`,
 			w.Index, w.Value, s.RequestThroughput, s.OutputThroughput, s.TTFT.Median, s.TTFT.P99, s.ITL.Median, s.ITL.P99, s.E2ELatency.P90,
-			map[string]string{"pass": "better", "FAIL": "worse"}[verdict], verdict)
+			cls, template.HTMLEscapeString(cmp.Or(verdict, "–")))
 	}
 	b.WriteString(`</table>`)
 	note := fmt.Sprintf("%s sweep over %s, %d points.", runs[0].Summary.Sweep.Mode, runs[0].Summary.Sweep.By, len(runs))

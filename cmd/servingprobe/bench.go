@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,7 +54,9 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 		// printed and appended marked as interrupted, before the error.
 		if out != nil && out.Summary.Stopped == bench.StoppedInterrupted && out.Summary.Requests > 0 {
 			if werr := writeBenchOutput(env.Stdout, &out.Summary, f, s.Params()); werr != nil {
-				return errors.Join(err, werr)
+				// The interruption decides the exit status, not a
+				// report that failed after it.
+				return fmt.Errorf("%w; %v", err, werr)
 			}
 		}
 		return err
@@ -87,9 +88,19 @@ func writeBenchOutput(w io.Writer, sum *bench.Summary, f *benchFlags, p bench.Pa
 	return nil
 }
 
-// writeReport writes the HTML report of runs to path and says where.
+// exitReportFailed is bench's exit status when the run's results were
+// written but its --report was not: the results are good and kept, and a
+// script can tell this from a failed run (1) and a usage error (2).
+const exitReportFailed = 3
+
+// writeReport writes the HTML report of runs to path and says where. It
+// is called after the runs' results are written, so a failure says that
+// they were, and exits with exitReportFailed.
 func writeReport(w io.Writer, path string, runs []report.Run) error {
-	return writeReportOpts(w, path, runs, report.Options{})
+	if err := writeReportOpts(w, path, runs, report.Options{}); err != nil {
+		return &exitError{code: exitReportFailed, err: fmt.Errorf("%w (the results were written; only the report failed)", err)}
+	}
+	return nil
 }
 
 func writeReportOpts(w io.Writer, path string, runs []report.Run, o report.Options) error {

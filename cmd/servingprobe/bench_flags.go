@@ -384,7 +384,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 
 	b.bool("profile", "profile.enabled", "POST /start_profile before and /stop_profile after the run.", &s.Profile.Enabled)
 	b.bool("plot-throughput", "", "After the table, plot output tokens/s and requests in flight over the run, in text (80 columns).", &f.plotThroughput)
-	local("report", "Write a self-contained HTML report of the run (or of every sweep point) to this file.", stringValue(&f.report))
+	local("report", "Write a self-contained HTML report of the run (or of every sweep point) to this file, after the results. If only the report fails, bench says so and exits 3.", stringValue(&f.report))
 	b.strings("profile-activities", "profile.activities", "Profiler activities (CPU GPU CUDA_PROFILER XPU MEM).", &s.Profile.Activities)
 	p("profile-start-step", "Profiler start step.", intValue(&s.Profile.StartStep))
 	p("profile-steps", "Profiler steps (the server stops by itself).", intValue(&s.Profile.Steps))
