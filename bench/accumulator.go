@@ -143,6 +143,7 @@ type Accumulator struct {
 	start time.Time // what the details' times count from
 	cache cacheTally
 	batch batchTally
+	tput  throughputTally // the throughputs' intervals (ci.go)
 }
 
 // NewAccumulator returns an empty Accumulator for a run with parameters p.
@@ -313,6 +314,9 @@ func (a *Accumulator) countSuccess(rec reqRec, r *prober.Result, in, outLen int,
 	a.totalInText += text
 	a.totalInVision += vision
 	a.totalOut += outLen
+	if !r.End.IsZero() && !a.origin.IsZero() {
+		a.tput.add(r.End.Sub(a.origin).Seconds(), total, outLen)
+	}
 	if a.p.CountTokens != nil {
 		a.totalRetok += a.p.CountTokens(r.GeneratedText)
 	}
@@ -463,6 +467,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	if start.IsZero() {
 		start = a.minSent // the first request sent, whatever the order of Add
 	}
+	s.CI = a.ci(l, start, &s)
 	a.details.fill(&s, start)
 	a.cache.fill(&s, p.CostPerHour)
 	s.EmbeddingBatch = a.batch.summary()
