@@ -206,21 +206,28 @@ func TestIntervalJSON(t *testing.T) {
 	}
 }
 
-// steadyRun is n successes sent every gap ms, each taking 40 ms to its
-// first token and 10 ms a token for out tokens, the TTFT jittered by a
-// seeded source.
+// steadyRun is n successes sent every gap ms, each taking 40 to 60 ms to
+// its first token and 8 to 12 ms to each of 3 more, drawn from a seeded
+// source.
 func steadyRun(n int, gapMs float64, seed uint64) ([]prober.Result, []datasets.Prompt) {
+	return shiftedRun(n, gapMs, seed, 40)
+}
+
+// shiftedRun is steadyRun with the time to first token from ttftMs on.
+func shiftedRun(n int, gapMs float64, seed uint64, ttftMs float64) ([]prober.Result, []datasets.Prompt) {
 	r := rand.New(rand.NewPCG(seed, seed))
 	var results []prober.Result
 	rows := make([]datasets.Prompt, n)
 	for i := range n {
 		sent := float64(i) * gapMs
-		first := sent + 40 + r.Float64()*20
+		first := sent + ttftMs + r.Float64()*20
 		evs := []ev{{first, 1}}
+		cur := first
 		for k := 1; k < 4; k++ {
-			evs = append(evs, ev{first + float64(k)*10, 1})
+			cur += 8 + r.Float64()*4
+			evs = append(evs, ev{cur, 1})
 		}
-		results = append(results, req(sent, sent, first+30, 4, prober.OutcomeSuccess, "a b c d", "", evs...))
+		results = append(results, req(sent, sent, cur+1, 4, prober.OutcomeSuccess, "a b c d", "", evs...))
 		rows[i] = datasets.Prompt{PromptLen: 10, OutputLen: 4}
 	}
 	return results, rows
