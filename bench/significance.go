@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -87,9 +88,9 @@ func (c Comparison) Verdict() string {
 	var why string
 	switch c.Test {
 	case TestMannWhitney:
-		why = fmt.Sprintf("p=%s U", formatP(c.PAdj))
+		why = formatP(c.PAdj) + " U"
 	case TestCI:
-		why = fmt.Sprintf("p=%s CI", formatP(c.PAdj))
+		why = formatP(c.PAdj) + " CI"
 	default:
 		return "? (" + c.Why + ")"
 	}
@@ -108,11 +109,12 @@ func (c Comparison) DiffText() string {
 	return strings.TrimSuffix(FormatInterval(math.NaN(), c.Diff), " (few samples)")
 }
 
+// formatP is a p-value as benchstat writes it: "p=0.012", "p<0.001".
 func formatP(p float64) string {
 	if p < 0.001 {
-		return "<0.001"
+		return "p<0.001"
 	}
-	return strconv.FormatFloat(p, 'f', 3, 64)
+	return "p=" + strconv.FormatFloat(p, 'f', 3, 64)
 }
 
 // latencyFigures are the latencies a comparison and the gate know: the
@@ -486,4 +488,30 @@ func CheckGate(bounds []Bound, rows []Comparison) ([]GateResult, error) {
 		out = append(out, r)
 	}
 	return out, errors.Join(errs...)
+}
+
+// WriteComparison writes the rows as a terminal table: each figure of
+// the baseline and the candidate, the change in %, the difference's
+// interval where that decided it, and the verdict ("~" where not
+// significant), then a line saying how significance was decided.
+func WriteComparison(w io.Writer, baseName, candName string, rows []Comparison) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-34s %12s %12s %8s  %-22s %s\n", "figure", "base", "new", "Δ %", "Δ interval", "significance")
+	tested := 0
+	for _, c := range rows {
+		pct := "–"
+		if p := c.Pct(); !math.IsNaN(p) {
+			pct = fmt.Sprintf("%+.1f%%", p)
+		}
+		fmt.Fprintf(&b, "%-34s %12s %12s %8s  %-22s %s\n", c.Label, pyFixed2(c.Base), pyFixed2(c.New), pct, c.DiffText(), c.Verdict())
+		if c.Test != TestNone {
+			tested++
+		}
+	}
+	fmt.Fprintf(&b, "base: %s; new: %s\n", baseName, candName)
+	fmt.Fprintf(&b, "Significant where the p-value, Holm-adjusted over the %d rows tested, is below %g; ~ where not. "+
+		"U: Mann–Whitney U on the per-request samples (--output-details); CI: the %g%% interval of the difference from the records' intervals.\n",
+		tested, Alpha, Confidence*100)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
