@@ -34,6 +34,9 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 	if err != nil {
 		return err
 	}
+	if err := f.gate.load(s.Sweep != nil); err != nil {
+		return err // before the run: a bad gate loses no measurement
+	}
 	prog := &prober.Progress{}
 	renv := benchrun.Env{Logger: env.Logger, Stdout: env.Stdout, Progress: prog, Getenv: getenv}
 	if f.printRequests {
@@ -82,7 +85,12 @@ func writeBenchOutput(w io.Writer, sum *bench.Summary, f *benchFlags, p bench.Pa
 		}
 	}
 	if f.report != "" && sum.Sweep == nil {
-		return writeReport(w, f.report, []report.Run{{Name: filepath.Base(path), Summary: sum}})
+		if err := writeReport(w, f.report, []report.Run{{Name: filepath.Base(path), Summary: sum}}); err != nil {
+			return err
+		}
+	}
+	if sum.Stopped != bench.StoppedInterrupted {
+		return f.gate.check(w, path)
 	}
 	return nil
 }

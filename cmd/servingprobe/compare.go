@@ -95,3 +95,54 @@ func compareRuns(w io.Writer, baseName string, base *bench.Summary, candName str
 	}
 	return nil
 }
+
+// gateFlags are bench's --baseline and --fail-on: the run's record,
+// once written, compared with the baseline's as compare does.
+type gateFlags struct {
+	baseline, failOn string
+
+	base   *bench.Summary
+	bounds []bench.Bound
+}
+
+// load reads the baseline and the bounds before the run, so that a
+// mistake in either is reported before any request is sent.
+func (g *gateFlags) load(sweep bool) error {
+	if g.baseline == "" {
+		if g.failOn != "" {
+			return &exitError{code: exitGateError, err: errors.New("--fail-on needs --baseline")}
+		}
+		return nil
+	}
+	if sweep {
+		return &exitError{code: exitGateError, err: errors.New("--baseline compares one run; a sweep's points are compared with servingprobe report")}
+	}
+	if g.failOn != "" {
+		var err error
+		if g.bounds, err = bench.ParseGate(g.failOn); err != nil {
+			return &exitError{code: exitGateError, err: fmt.Errorf("--fail-on: %w", err)}
+		}
+	}
+	base, err := lastRecord(g.baseline)
+	if err != nil {
+		return &exitError{code: exitGateError, err: fmt.Errorf("--baseline: %w", err)}
+	}
+	g.base = base
+	return nil
+}
+
+// check compares the record just appended to path (read back from the
+// file, so that the gate sees what compare would) with the baseline.
+func (g *gateFlags) check(w io.Writer, path string) error {
+	if g.base == nil {
+		return nil
+	}
+	cand, err := lastRecord(path)
+	if err != nil {
+		return &exitError{code: exitGateError, err: fmt.Errorf("--baseline: read the run back: %w", err)}
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	return compareRuns(w, g.baseline, g.base, path, cand, g.bounds)
+}

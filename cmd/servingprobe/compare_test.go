@@ -203,3 +203,57 @@ func TestCompareGateErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchBaselineGate checks bench --baseline --fail-on through the CLI
+// against loopback simulators: a run 100 times slower to its first token
+// than its baseline fails ttft:median (an effect no machine's noise can
+// make or hide), a run of the baseline's server passes a loose bound, and
+// a bad gate stops bench before it sends anything.
+func TestBenchBaselineGate(t *testing.T) {
+	fast, slow := simulator.DefaultConfig(), simulator.DefaultConfig()
+	fast.TTFT, fast.TTFTJitter, fast.ITL, fast.ITLJitter = time.Millisecond, 0, time.Millisecond, 0
+	slow.TTFT, slow.TTFTJitter, slow.ITL, slow.ITLJitter = 100*time.Millisecond, 0, time.Millisecond, 0
+	fastURL, slowURL := startSimulator(t, fast), startSimulator(t, slow)
+	dir := t.TempDir()
+	base, cand := filepath.Join(dir, "base.jsonl"), filepath.Join(dir, "cand.jsonl")
+	bench := func(url, out string, extra ...string) (int, string, string) {
+		args := append([]string{"bench", "--backend", "vllm", "--base-url", url, "--dataset-name", "random",
+			"--tokenizer", "../../tokenizer/testdata/qwen3", "--random-input-len", "16", "--random-output-len", "4",
+			"--random-range-ratio", "1", "--num-prompts", "60", "--max-concurrency", "8", "--output-file", out,
+			"--disable-tqdm", "--output-details"}, extra...)
+		return runCLI(t, args...)
+	}
+	if code, stdout, stderr := bench(fastURL, base); code != 0 {
+		t.Fatalf("baseline bench exited %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := bench(slowURL, cand, "--baseline", base, "--fail-on", "ttft:median>+50%")
+	if code != exitRegression || !strings.Contains(stderr, "regression: ttft:median>+50%") {
+		t.Errorf("a run 100x slower to its first token: exit %d, stderr %q; want %d naming ttft:median", code, stderr, exitRegression)
+	}
+	if !regexp.MustCompile(`(?m)^FAIL ttft:median>\+50%: Median TTFT \(ms\) .* significant: p<0.001 U$`).MatchString(stdout) {
+		t.Errorf("bench --fail-on does not say why:\n%s", stdout)
+	}
+	if code, stdout, stderr := bench(fastURL, cand, "--baseline", base, "--fail-on", "ttft:median>+100000%"); code != 0 {
+		t.Errorf("a run of the baseline's server with a loose bound exited %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"fail-on alone", []string{"--fail-on", "ttft:p99>+5%"}, "--fail-on needs --baseline"},
+		{"bad bound", []string{"--baseline", base, "--fail-on", "ttft:p99>5"}, "the bound must be a percentage"},
+		{"missing baseline", []string{"--baseline", filepath.Join(dir, "none.jsonl")}, "--baseline:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name+".jsonl")
+			code, _, stderr := bench(fastURL, out, tc.args...)
+			if code != exitGateError || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, exitGateError, tc.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("bench wrote %s despite a bad gate (stat: %v)", out, err)
+			}
+		})
+	}
+}
