@@ -30,10 +30,10 @@ type benchFlags struct {
 	host string
 	port int
 
-	outputFile     string
-	outputDetails  bool
+	outputFile    string
+	outputDetails bool
 	// gate is --baseline and --fail-on (compare.go).
-	gate gateFlags
+	gate           gateFlags
 	printRequests  bool
 	plotThroughput bool
 	report         string
