@@ -411,7 +411,7 @@ func statsCI(d distribution) StatsCI {
 	}
 	rd, ok := d.(rankedDist)
 	if !ok {
-		return unknownStatsCI(n)
+		return c // the percentiles' intervals need the order statistics
 	}
 	e := rd.rankError()
 	pct := func(q float64) Interval {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -286,12 +287,45 @@ func TestSummaryCI(t *testing.T) {
 			if diff := cmp.Diff(c, back.CI); diff != "" {
 				t.Errorf("CI read back (-written +read):\n%s", diff)
 			}
+			// The table's block reads the same from the live summary and
+			// from the record read back, and the API's JSON carries the
+			// same intervals.
+			if live, read := ciBlock(t, &s), ciBlock(t, back); live != read || !strings.Contains(live, "P99 TTFT (ms):") {
+				t.Errorf("the table's intervals differ between the live summary and its record:\n%s\n---\n%s", live, read)
+			}
+			js, err := json.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var api CI
+			if err := json.Unmarshal(js, &api); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c, &api); diff != "" {
+				t.Errorf("CI through the API's JSON (-written +read):\n%s", diff)
+			}
 			std, _ := s.Record(JSONOptions{StandardOnly: true})
 			if back, _ := ParseRecord(std); back.CI != nil {
 				t.Errorf("a bench_serving-only record read back with intervals %v", back.CI)
 			}
 		})
 	}
+}
+
+// ciBlock is the table's block of intervals.
+func ciBlock(t *testing.T, s *Summary) string {
+	t.Helper()
+	var b strings.Builder
+	if err := s.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	i := strings.Index(out, "Confidence Intervals")
+	if i < 0 {
+		t.Fatalf("the table has no intervals:\n%s", out)
+	}
+	out = out[i:]
+	return out[:strings.Index(out, "Intervals:")]
 }
 
 // TestThroughputTally checks the windows' arithmetic: a steady rate gives

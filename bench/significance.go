@@ -283,34 +283,34 @@ func MannWhitneyU(x, y []float64) float64 {
 	if n1 == 0 || n2 == 0 {
 		return math.NaN()
 	}
-	type obs struct {
-		v  float64
-		fx bool
-	}
-	all := make([]obs, 0, len(x)+len(y))
-	for _, v := range x {
-		all = append(all, obs{v, true})
-	}
-	for _, v := range y {
-		all = append(all, obs{v, false})
-	}
-	slices.SortFunc(all, func(a, b obs) int { return cmp.Compare(a.v, b.v) })
-	// Midranks; the tie term sums t³-t over the groups of equal values.
+	// Each sample sorted on its own, then merged: midranks over the
+	// groups of equal values, and the tie term sums t³-t over them. Two
+	// sorted copies are the only memory it takes.
+	xs, ys := slices.Clone(x), slices.Clone(y)
+	slices.Sort(xs)
+	slices.Sort(ys)
 	r1, ties := 0.0, 0.0
-	for i := 0; i < len(all); {
-		j := i
-		for j < len(all) && all[j].v == all[i].v {
-			j++
+	i, j := 0, 0
+	for i < len(xs) || j < len(ys) {
+		var v float64
+		switch {
+		case j == len(ys) || (i < len(xs) && xs[i] <= ys[j]):
+			v = xs[i]
+		default:
+			v = ys[j]
 		}
-		mid := float64(i+j+1) / 2 // ranks i+1..j
-		for k := i; k < j; k++ {
-			if all[k].fx {
-				r1 += mid
-			}
+		start := i + j // values before this group
+		ni, nj := 0, 0
+		for i < len(xs) && xs[i] == v {
+			i, ni = i+1, ni+1
 		}
-		t := float64(j - i)
+		for j < len(ys) && ys[j] == v {
+			j, nj = j+1, nj+1
+		}
+		t := float64(ni + nj)
+		mid := float64(start) + (t+1)/2 // ranks start+1..start+t
+		r1 += float64(ni) * mid
 		ties += t*t*t - t
-		i = j
 	}
 	u := r1 - n1*(n1+1)/2
 	n := n1 + n2
@@ -412,6 +412,7 @@ func ParseGate(spec string) ([]Bound, error) {
 			continue
 		}
 		num, ok := strings.CutSuffix(strings.TrimSpace(part[i+1:]), "%")
+		num = strings.TrimSpace(num)
 		if !ok {
 			errs = append(errs, fmt.Errorf("%q: the bound must be a percentage, such as +5%%", part))
 			continue

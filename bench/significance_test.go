@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,42 @@ func TestMannWhitneyU(t *testing.T) {
 				t.Errorf("MannWhitneyU not symmetric: %v and %v", got, back)
 			}
 		})
+	}
+	// Against the definition, U as the count of pairs x > y (ties half),
+	// on samples with many ties.
+	r := rand.New(rand.NewPCG(5, 6))
+	x, y := make([]float64, 40), make([]float64, 55)
+	for i := range x {
+		x[i] = float64(r.IntN(8))
+	}
+	for i := range y {
+		y[i] = float64(r.IntN(9))
+	}
+	u := 0.0
+	for _, a := range x {
+		for _, b := range y {
+			switch {
+			case a > b:
+				u++
+			case a == b:
+				u += 0.5
+			}
+		}
+	}
+	counts := map[float64]float64{}
+	for _, v := range append(slices.Clone(x), y...) {
+		counts[v]++
+	}
+	ties := 0.0
+	for _, t := range counts {
+		ties += t*t*t - t
+	}
+	n1, n2 := float64(len(x)), float64(len(y))
+	n := n1 + n2
+	z := (math.Abs(u-n1*n2/2) - 0.5) / math.Sqrt(n1*n2/12*((n+1)-ties/(n*(n-1))))
+	want := math.Erfc(z / math.Sqrt2)
+	if got := MannWhitneyU(x, y); math.Abs(got-want) > 1e-12 {
+		t.Errorf("MannWhitneyU on tied samples = %v, by the pair count %v", got, want)
 	}
 	if p := MannWhitneyU(nil, []float64{1}); !math.IsNaN(p) {
 		t.Errorf("MannWhitneyU of an empty sample = %v, want NaN", p)
@@ -176,6 +213,7 @@ func TestParseGate(t *testing.T) {
 	}{
 		{spec: "ttft:p99>+5%,output_throughput<-3%", want: []Bound{{"ttft:p99", '>', 5}, {"output_throughput", '<', -3}}},
 		{spec: " e2e:mean > 10% ", want: []Bound{{"e2e:mean", '>', 10}}},
+		{spec: "itl:p99> +2.5 %", want: []Bound{{"itl:p99", '>', 2.5}}},
 		{spec: "ttft>5%", err: `"ttft>5%": unknown figure "ttft"`},
 		{spec: "ttft:p99=5%", err: `"ttft:p99=5%": want figure>+N% or figure<-N%`},
 		{spec: "ttft:p99>5", err: `"ttft:p99>5": the bound must be a percentage, such as +5%`},
