@@ -43,6 +43,15 @@ func FewSamples(v float64, iv Interval) bool {
 	return iv.Hi-iv.Lo > FewSamplesWidth*math.Abs(v)
 }
 
+// EnoughSamples is FewSamples' first half for a caller that has a count
+// and no interval: whether n samples bound the p-th percentile (0 to 100)
+// on both sides at Confidence (QuantileRanks), whatever the values.
+// A P99 needs 368, a P90 36.
+func EnoughSamples(n int, p float64) bool {
+	lo, hi := QuantileRanks(n, p/100)
+	return lo >= 0 && hi < n
+}
+
 // MarshalJSON writes [lo, hi], an open end as null, for the HTTP API.
 func (iv Interval) MarshalJSON() ([]byte, error) {
 	end := func(f float64) any {
