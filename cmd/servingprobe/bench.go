@@ -28,6 +28,9 @@ func addBenchCommand(app *kingpin.Application) func(context.Context, *cliEnv) er
 
 func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(string) string) error {
 	if f.remote.url != "" {
+		if f.gate.baseline != "" || f.gate.failOn != "" {
+			return &exitError{code: exitGateError, err: errors.New("--baseline and --fail-on gate a local run; compare a remote run's record with servingprobe compare")}
+		}
 		return runRemoteBench(ctx, env, f)
 	}
 	s, err := f.benchSpec(getenv)

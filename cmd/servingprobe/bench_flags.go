@@ -30,10 +30,8 @@ type benchFlags struct {
 	host string
 	port int
 
-	outputFile    string
-	outputDetails bool
-	// gate is --baseline and --fail-on (compare.go).
-	gate           gateFlags
+	outputFile     string
+	outputDetails  bool
 	printRequests  bool
 	plotThroughput bool
 	report         string
@@ -49,6 +47,8 @@ type benchFlags struct {
 	// mooncakeWorkload only names the trace (--dataset-path reads it).
 	mooncakeWorkload string
 	remote           remoteFlags
+	// gate is --baseline and --fail-on (compare.go).
+	gate gateFlags
 
 	// set records which flags the user gave; keys maps a flag to the
 	// Spec's JSON key it sets, for --remote.

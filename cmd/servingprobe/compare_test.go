@@ -244,6 +244,7 @@ func TestBenchBaselineGate(t *testing.T) {
 		{"fail-on alone", []string{"--fail-on", "ttft:p99>+5%"}, "--fail-on needs --baseline"},
 		{"bad bound", []string{"--baseline", base, "--fail-on", "ttft:p99>5"}, "the bound must be a percentage"},
 		{"missing baseline", []string{"--baseline", filepath.Join(dir, "none.jsonl")}, "--baseline:"},
+		{"remote", []string{"--remote", "http://127.0.0.1:1", "--baseline", base}, "--baseline and --fail-on gate a local run"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, tc.name+".jsonl")
