@@ -144,6 +144,7 @@ type Accumulator struct {
 	cache cacheTally
 	batch batchTally
 	eng   engineTally
+	tput  throughputTally // the throughputs' intervals (ci.go)
 }
 
 // NewAccumulator returns an empty Accumulator for a run with parameters p.
@@ -315,6 +316,9 @@ func (a *Accumulator) countSuccess(rec reqRec, r *prober.Result, in, outLen int,
 	a.totalInText += text
 	a.totalInVision += vision
 	a.totalOut += outLen
+	if !r.End.IsZero() && !a.origin.IsZero() {
+		a.tput.add(r.End.Sub(a.origin).Seconds(), total, outLen)
+	}
 	if a.p.CountTokens != nil {
 		a.totalRetok += a.p.CountTokens(r.GeneratedText)
 	}
@@ -466,6 +470,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	if start.IsZero() {
 		start = a.minSent // the first request sent, whatever the order of Add
 	}
+	s.CI = a.ci(l, start, &s)
 	a.details.fill(&s, start)
 	a.cache.fill(&s, p.CostPerHour)
 	s.EmbeddingBatch = a.batch.summary()

@@ -199,6 +199,7 @@ func (s *Summary) writeExtras(t *tableWriter) {
 			t.f2("P"+percentileWord(p.P)+" "+l.name+" (ms):", p.Value)
 		}
 	}
+	s.writeCI(t)
 	if s.NotStreamed > 0 && !s.Embedding {
 		// An embedding is never streamed, and its table has no TTFT or
 		// TPOT for the row to qualify.
@@ -511,6 +512,9 @@ func (s *Summary) appendExtras(r record) record {
 	}
 	if s.Merged != nil {
 		sp = append(sp, field{"merged", s.Merged.record()})
+	}
+	if s.CI != nil {
+		sp = append(sp, field{"ci", s.CI.record()})
 	}
 	return append(r, field{"servingprobe", sp})
 }

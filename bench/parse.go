@@ -185,6 +185,13 @@ func ParseRecord(line []byte) (*Summary, error) {
 			}
 			s.Shard = sh
 		}
+		if raw, ok := present(spFlat["ci"]); ok {
+			c, err := parseCI(raw)
+			if err != nil {
+				return nil, err
+			}
+			s.CI = c
+		}
 		if err := s.parseServers(spFlat["server"], spFlat["server_more"]); err != nil {
 			return nil, err
 		}

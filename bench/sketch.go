@@ -105,19 +105,7 @@ func (s *Sketch) Quantile(q float64) float64 {
 	if s.n == 0 {
 		return 0
 	}
-	rank := uint64(math.Round(q * float64(s.n-1)))
-	if rank < s.zeros {
-		return 0
-	}
-	seen := s.zeros
-	gamma := math.Exp(s.lnGamma)
-	for k, c := range s.counts {
-		seen += c
-		if seen > rank {
-			return min(2*math.Exp(float64(s.offset+k)*s.lnGamma)/(gamma+1), s.max)
-		}
-	}
-	return s.max
+	return s.atRank(int(math.Round(q * float64(s.n-1))))
 }
 
 // Stats reports the sketch as Stats, in ms, as ComputeStats reports a

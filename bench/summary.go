@@ -291,6 +291,9 @@ type Summary struct {
 	// sketches (within SketchRelativeError) and the peaks from a 10 ms
 	// grid, "" when they are exact.
 	Stats string `json:"stats,omitempty"`
+	// CI are the figures' confidence intervals (ci.go); nil where a
+	// record did not hold them.
+	CI *CI `json:"ci,omitempty"`
 
 	// Requests counts every result, Failed those that did not succeed, by
 	// outcome in Outcomes. NotSent counts the prompts never sent, because

@@ -126,10 +126,12 @@ func ttftGap(i int) func(*bench.Summary) float64 {
 func compareSections(runs []Run) []section {
 	var b strings.Builder
 	b.WriteString(`<table class="compare"><tr><th>metric</th>`)
+	sig := make([]significance, len(runs))
 	for i, r := range runs {
 		fmt.Fprintf(&b, `<th>%s</th>`, template.HTMLEscapeString(r.Name))
 		if i > 0 {
-			fmt.Fprintf(&b, `<th>Δ vs %s</th><th>Δ %%</th>`, template.HTMLEscapeString(runs[0].Name))
+			fmt.Fprintf(&b, `<th>Δ vs %s</th><th>Δ %%</th><th>significance</th>`, template.HTMLEscapeString(runs[0].Name))
+			sig[i] = significanceOf(runs[0].Summary, r.Summary)
 		}
 	}
 	b.WriteString(`</tr>`)
@@ -154,7 +156,7 @@ func compareSections(runs []Run) []section {
 				continue
 			}
 			if math.IsNaN(v) || math.IsNaN(base) {
-				b.WriteString(`<td class="num">–</td><td class="num">–</td>`)
+				b.WriteString(`<td class="num">–</td><td class="num">–</td><td></td>`)
 				continue
 			}
 			diff := v - base
@@ -163,19 +165,16 @@ func compareSections(runs []Run) []section {
 				pct = fmt.Sprintf("%+.1f%%", 100*diff/math.Abs(base))
 			}
 			cls := ""
-			if neutralRows[row.name] || diff == 0 {
-			} else if worse := (diff < 0) == row.higherBetter; worse {
-				cls = "worse"
-			} else {
-				cls = "better"
+			if !neutralRows[row.name] {
+				cls = sig[i].class(row.name, row.higherBetter, diff)
 			}
-			fmt.Fprintf(&b, `<td class="num %s">%+.*f</td><td class="num %s">%s</td>`, cls, prec, diff, cls, pct)
+			fmt.Fprintf(&b, `<td class="num %s">%+.*f</td><td class="num %s">%s</td>%s`, cls, prec, diff, cls, pct, sig[i].cell(row.name))
 		}
 		b.WriteString(`</tr>`)
 	}
 	b.WriteString(`</table>`)
 	secs := []section{
-		{Title: "Differences", Note: "Each run against the first; red is worse (slower, or less throughput), green better. Server rows are each run's first metrics endpoint, its percentiles bucket estimates; – where a run did not measure the row.", Table: template.HTML(b.String())},
+		{Title: "Differences", Note: "Each run against the first; red is worse (slower, or less throughput), green better." + significanceNote + " Server rows are each run's first metrics endpoint, its percentiles bucket estimates; – where a run did not measure the row.", Table: template.HTML(b.String())},
 		{Title: "Latency percentiles", Charts: percentileCharts(runs)},
 	}
 	if cdfs := overlayCDFs(runs); len(cdfs) > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,11 +28,17 @@ func addBenchCommand(app *kingpin.Application) func(context.Context, *cliEnv) er
 
 func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(string) string) error {
 	if f.remote.url != "" {
+		if f.gate.baseline != "" || f.gate.failOn != "" {
+			return &exitError{code: exitGateError, err: errors.New("--baseline and --fail-on gate a local run; compare a remote run's record with servingprobe compare")}
+		}
 		return runRemoteBench(ctx, env, f)
 	}
 	s, err := f.benchSpec(getenv)
 	if err != nil {
 		return err
+	}
+	if err := f.gate.load(s.Sweep != nil); err != nil {
+		return err // before the run: a bad gate loses no measurement
 	}
 	prog := &prober.Progress{}
 	renv := benchrun.Env{Logger: env.Logger, Stdout: env.Stdout, Progress: prog, Getenv: getenv}
@@ -83,7 +90,12 @@ func writeBenchOutput(w io.Writer, sum *bench.Summary, f *benchFlags, p bench.Pa
 		}
 	}
 	if f.report != "" && sum.Sweep == nil {
-		return writeReport(w, f.report, []report.Run{{Name: filepath.Base(path), Summary: sum}})
+		if err := writeReport(w, f.report, []report.Run{{Name: filepath.Base(path), Summary: sum}}); err != nil {
+			return err
+		}
+	}
+	if sum.Stopped != bench.StoppedInterrupted {
+		return f.gate.check(w, path)
 	}
 	return nil
 }

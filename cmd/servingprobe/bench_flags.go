@@ -49,6 +49,8 @@ type benchFlags struct {
 	// mooncakeWorkload only names the trace (--dataset-path reads it).
 	mooncakeWorkload string
 	remote           remoteFlags
+	// gate is --baseline and --fail-on (compare.go).
+	gate gateFlags
 
 	// set records which flags the user gave; keys maps a flag to the
 	// Spec's JSON key it sets, for --remote.
@@ -348,6 +350,8 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("max-concurrency", "Requests in flight at most; arrivals queue on the client and the wait is reported.", intValue(&s.MaxConcurrency))
 	local("output-file", "JSONL file the result is appended to (default: bench_serving's name).", stringValue(&f.outputFile))
 	b.bool("output-details", "", "Add per-request arrays to the JSONL record.", &f.outputDetails)
+	local("baseline", "After the run, compare its record with the last record of this JSONL file, as servingprobe compare does.", stringValue(&f.gate.baseline))
+	local("fail-on", "With --baseline: regression bounds such as 'ttft:p99>+5%,output_throughput<-3%'; exit 1 when a figure changed beyond its bound and the change is significant.", stringValue(&f.gate.failOn))
 	p("shard", "Run part I of a run split across N processes (I/N, I from 0): the prompts whose index is I mod N, each at the time the single run would send it; max concurrency split; warm-up, cache flush and profiler on shard 0 only. Merge the records with servingprobe merge.", shardValue(&s.Shard))
 	local("shard-count", "The N of --shard, with I from the environment variable JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's pod index).", intValue(&f.shardCount))
 	p("run-id", "The id a sharded run's records share (default: a hash of the flags and the seed).", stringValue(&s.RunID))

@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	register("probe", addProbeCommand(app))
 	register("report", addReportCommand(app))
 	register("merge", addMergeCommand(app))
+	register("compare", addCompareCommand(app))
 	register("simulate", addSimulateCommand(app))
 	register("check-config", addCheckConfigCommand(app))
 	register("selftest", addSelftestCommand(app))

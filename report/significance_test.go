@@ -1,0 +1,46 @@
+package report
+
+import (
+	"bytes"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/servingprobe/servingprobe/bench"
+)
+
+// ciRun is a summary with intervals on its mean TTFT and mean ITL only.
+func ciRun(ttft, itl float64) *bench.Summary {
+	open := bench.Unknown
+	lat := func(mean float64) bench.StatsCI {
+		return bench.StatsCI{N: 1000, Mean: bench.Interval{Lo: mean - 2, Hi: mean + 2}, Median: open, P90: open, P95: open, P99: open}
+	}
+	s := &bench.Summary{Backend: "vllm", Completed: 1000, Duration: 10, RequestThroughput: 100}
+	s.TTFT.Mean, s.ITL.Mean = ttft, itl
+	s.CI = &bench.CI{Confidence: bench.Confidence, Method: bench.CIOrderStatistics,
+		TTFT: lat(ttft), ITL: lat(itl), TPOT: lat(0), E2E: lat(0),
+		RequestThroughput: open, OutputThroughput: open, TotalThroughput: open}
+	return s
+}
+
+// TestCompareColoursOnlySignificant checks that the comparison colours a
+// row only where bench.Compare found the difference significant, and
+// shows its verdict: a TTFT 20 ms longer with ±2 ms intervals is red, an
+// ITL 0.5 ms longer with the same intervals is ~ and uncoloured.
+func TestCompareColoursOnlySignificant(t *testing.T) {
+	var b bytes.Buffer
+	runs := []Run{{Name: "base", Summary: ciRun(100, 10)}, {Name: "new", Summary: ciRun(120, 10.5)}}
+	if err := Write(&b, runs, Options{Now: time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, tc := range []struct{ name, want string }{
+		{"significant", `<tr><td>Mean TTFT \(ms\)</td><td class="num">100.00</td><td class="num">120.00</td><td class="num worse">\+20.00</td><td class="num worse">\+20.0%</td><td class="num">p&lt;0.001 CI</td></tr>`},
+		{"noise", `<tr><td>Mean ITL \(ms\)</td><td class="num">10.00</td><td class="num">10.50</td><td class="num ">\+0.50</td><td class="num ">\+5.0%</td><td class="num">~ \(p=1.000 CI\)</td></tr>`},
+		{"untested", `<tr><td>Successful requests</td><td class="num">1000</td><td class="num">1000</td><td class="num ">\+0</td><td class="num ">\+0.0%</td><td></td></tr>`},
+	} {
+		if !regexp.MustCompile(tc.want).MatchString(page) {
+			t.Errorf("%s: the comparison lacks %s", tc.name, tc.want)
+		}
+	}
+}
