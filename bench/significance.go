@@ -516,3 +516,27 @@ func WriteComparison(w io.Writer, baseName, candName string, rows []Comparison) 
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// FigureInterval is the value and recorded interval of the figure a
+// comparison's table labels label ("P99 TTFT (ms)", "Request throughput
+// (req/s)"), as Compare reads them; false when s has no intervals or no
+// figure has that label. The report marks the few-samples figures of
+// its comparison table with it.
+func (s *Summary) FigureInterval(label string) (float64, Interval, bool) {
+	if s.CI == nil {
+		return 0, Unknown, false
+	}
+	for _, f := range throughputFigures {
+		if f.label == label {
+			return f.value(s), f.ci(s.CI), true
+		}
+	}
+	for _, f := range latencyFigures {
+		for _, st := range latencyStats {
+			if st.label+" "+f.label+" (ms)" == label {
+				return st.value(f.stats(s)), st.ci(f.ci(s.CI)), true
+			}
+		}
+	}
+	return 0, Unknown, false
+}

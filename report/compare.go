@@ -119,6 +119,18 @@ func ttftGap(i int) func(*bench.Summary) float64 {
 	}
 }
 
+// fewSamplesMark marks a figure of the comparison table as the console's
+// intervals block does (bench.FormatInterval): " (few samples)" where the
+// record's interval for it is known and bench.FewSamples holds; nothing
+// for a figure without an interval, which is no claim either way.
+func fewSamplesMark(s *bench.Summary, label string) template.HTML {
+	v, iv, ok := s.FigureInterval(label)
+	if !ok || !iv.Known() || !bench.FewSamples(v, iv) {
+		return ""
+	}
+	return ` <span class="few" title="its confidence interval is open or wider than ` + template.HTML(fmt.Sprintf("%g", bench.FewSamplesWidth*100)) + ` % of it">(few samples)</span>`
+}
+
 // compareSections puts several runs side by side: a table of the headline
 // figures with each run's difference from the first (absolute and %),
 // worse differences flagged, the latency percentiles on the same axes,
@@ -150,7 +162,7 @@ func compareSections(runs []Run) []section {
 			if math.IsNaN(v) {
 				b.WriteString(`<td class="num">–</td>`)
 			} else {
-				fmt.Fprintf(&b, `<td class="num">%.*f</td>`, prec, v)
+				fmt.Fprintf(&b, `<td class="num">%.*f%s</td>`, prec, v, fewSamplesMark(r.Summary, row.name))
 			}
 			if i == 0 {
 				continue
@@ -175,7 +187,7 @@ func compareSections(runs []Run) []section {
 	b.WriteString(`</table>`)
 	secs := []section{
 		{Title: "Differences", Note: "Each run against the first; red is worse (slower, or less throughput), green better." + significanceNote + " Server rows are each run's first metrics endpoint, its percentiles bucket estimates; – where a run did not measure the row.", Table: template.HTML(b.String())},
-		{Title: "Latency percentiles", Charts: percentileCharts(runs)},
+		{Title: "Latency percentiles", Note: percentileNote(runs), Charts: percentileCharts(runs)},
 	}
 	if cdfs := overlayCDFs(runs); len(cdfs) > 0 {
 		secs = append(secs, section{Title: "Distributions", Charts: cdfs})

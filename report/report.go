@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,7 +201,7 @@ func runSections(r Run, o Options) []section {
 		if problem != "" {
 			note = "The record's per-request data cannot be drawn (" + problem + "): only the summary's figures are."
 		}
-		secs = append(secs, section{Title: "Latency percentiles", Note: note, Charts: percentileCharts([]Run{r})})
+		secs = append(secs, section{Title: "Latency percentiles", Note: note + " " + percentileNote([]Run{r}), Charts: percentileCharts([]Run{r})})
 		secs = append(secs, serverMetricsSections(s, false)...)
 		if sec, ok := reasoningSection(s); ok {
 			secs = append(secs, sec)
@@ -512,24 +513,84 @@ func failuresChart(s *bench.Summary) (template.HTML, bool) {
 
 // percentileCharts draws mean, median, p90, p95 and p99 of each latency,
 // one bar series per run: what a record without details still holds.
+// Each figure whose record holds a bounded interval (servingprobe.ci) has
+// it drawn as an error bar; percentileNote says what they are.
 func percentileCharts(runs []Run) []template.HTML {
 	var out []template.HTML
 	for _, m := range []struct {
 		id, name string
 		get      func(*bench.Summary) bench.Stats
+		ci       func(*bench.CI) bench.StatsCI
 	}{
-		{"ttft", "TTFT", func(s *bench.Summary) bench.Stats { return s.TTFT }},
-		{"itl", "ITL", func(s *bench.Summary) bench.Stats { return s.ITL }},
-		{"tpot", "TPOT", func(s *bench.Summary) bench.Stats { return s.TPOT }},
-		{"e2e", "E2E latency", func(s *bench.Summary) bench.Stats { return s.E2ELatency }},
+		{"ttft", "TTFT", func(s *bench.Summary) bench.Stats { return s.TTFT }, func(c *bench.CI) bench.StatsCI { return c.TTFT }},
+		{"itl", "ITL", func(s *bench.Summary) bench.Stats { return s.ITL }, func(c *bench.CI) bench.StatsCI { return c.ITL }},
+		{"tpot", "TPOT", func(s *bench.Summary) bench.Stats { return s.TPOT }, func(c *bench.CI) bench.StatsCI { return c.TPOT }},
+		{"e2e", "E2E latency", func(s *bench.Summary) bench.Stats { return s.E2ELatency }, func(c *bench.CI) bench.StatsCI { return c.E2E }},
 	} {
 		names, vals := make([]string, len(runs)), make([][]float64, len(runs))
+		los, his := make([][]float64, len(runs)), make([][]float64, len(runs))
 		for k, r := range runs {
 			st := m.get(r.Summary)
 			names[k], vals[k] = r.Name, []float64{st.Mean, st.Median, st.P90, st.P95, st.P99}
+			if c := r.Summary.CI; c != nil {
+				ci := m.ci(c)
+				for _, iv := range []bench.Interval{ci.Mean, ci.Median, ci.P90, ci.P95, ci.P99} {
+					lo, hi := math.NaN(), math.NaN()
+					if iv.Bounded() {
+						lo, hi = iv.Lo, iv.Hi
+					}
+					los[k], his[k] = append(los[k], lo), append(his[k], hi)
+				}
+			}
 		}
-		out = append(out, groupedBars(m.id+"-percentiles", m.name+": mean, p50, p90, p95, p99", m.name+" (ms)",
-			[]string{"mean", "p50", "p90", "p95", "p99"}, names, vals))
+		c := groupedBarsChart(m.id+"-percentiles", m.name+": mean, p50, p90, p95, p99", m.name+" (ms)",
+			[]string{"mean", "p50", "p90", "p95", "p99"}, names, vals)
+		for k := range c.Series {
+			c.Series[k].Lo, c.Series[k].Hi = los[k], his[k]
+		}
+		c.IntervalNote = confidenceLabel(runs)
+		out = append(out, c.SVG())
 	}
 	return out
+}
+
+// confidenceLabel is the error bars' name: the runs' confidence level
+// (bench.Confidence unless a record says otherwise).
+func confidenceLabel(runs []Run) string {
+	level := bench.Confidence
+	for _, r := range runs {
+		if r.Summary.CI != nil {
+			level = r.Summary.CI.Confidence
+			break
+		}
+	}
+	return fmt.Sprintf("%g %% confidence interval", level*100)
+}
+
+// percentileNote says what the percentile charts' error bars are, for
+// their section's note: the interval each record holds, a sketch's
+// widened by its rank error (bench's CISketch), and nothing where a
+// record holds none or its samples are too few to bound a figure.
+func percentileNote(runs []Run) string {
+	var with, sketch []string
+	for _, r := range runs {
+		if c := r.Summary.CI; c != nil {
+			with = append(with, r.Name)
+			if c.Method == bench.CISketch {
+				sketch = append(sketch, r.Name)
+			}
+		}
+	}
+	if len(with) == 0 {
+		return "The records hold no confidence intervals (a record written by bench_serving, or before servingprobe recorded them): no error bars."
+	}
+	note := "Error bars: each figure's " + confidenceLabel(runs) + ", as the record holds it (percentiles between order statistics, the mean by the normal approximation); none where the samples are too few to bound a figure on both sides."
+	if len(sketch) > 0 {
+		note += fmt.Sprintf(" Records kept with --stats sketch (%s): their percentiles' intervals include the sketch's rank error (±%g %%).",
+			strings.Join(sketch, ", "), bench.SketchRelativeError*100)
+	}
+	if len(with) < len(runs) {
+		note += " Runs whose record holds no intervals have no error bars."
+	}
+	return note
 }

@@ -198,6 +198,13 @@ func reasoningSection(s *bench.Summary) (section, bool) {
 // groupedBars draws one bar per category and series, the series side by
 // side within each category.
 func groupedBars(id, title, yl string, cats, names []string, vals [][]float64) template.HTML {
+	c := groupedBarsChart(id, title, yl, cats, names, vals)
+	return c.SVG()
+}
+
+// groupedBarsChart is groupedBars' chart, for a caller that adds to it
+// (percentileCharts' error bars).
+func groupedBarsChart(id, title, yl string, cats, names []string, vals [][]float64) chart {
 	c := chart{ID: id, Title: title, XLabel: strings.Join(cats, ", "), YLabel: yl, YFromZero: true, Categories: cats}
 	n := float64(len(names))
 	for k, name := range names {
@@ -208,5 +215,5 @@ func groupedBars(id, title, yl string, cats, names []string, vals [][]float64) t
 		}
 		c.Series = append(c.Series, series{Name: name, Kind: bars, X: xs, Y: vals[k]})
 	}
-	return c.SVG()
+	return c
 }

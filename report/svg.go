@@ -29,6 +29,21 @@ type series struct {
 	Name string
 	Kind kind
 	X, Y []float64
+	// Lo and Hi, when set on a bar series, are each bar's confidence
+	// interval, drawn as an error bar where both ends are finite and
+	// Lo <= Hi; an interval the record does not hold is NaN, and no bar
+	// is drawn for it (a zero-width bar would claim a certainty nobody
+	// measured).
+	Lo, Hi []float64
+}
+
+// interval is point i's error bar, false when it has none to draw.
+func (s *series) interval(i int) (lo, hi float64, ok bool) {
+	if s.Kind != bars || i >= len(s.Lo) || i >= len(s.Hi) {
+		return 0, 0, false
+	}
+	lo, hi = s.Lo[i], s.Hi[i]
+	return lo, hi, finite(lo) && finite(hi) && lo <= hi
 }
 
 // mark is a labelled vertical (x) or horizontal (y) rule.
@@ -67,6 +82,9 @@ type chart struct {
 	// XRange, when set, is the x axis's span, so that charts drawn one
 	// under another share their axis (it widens to hold every point).
 	XRange *[2]float64
+	// IntervalNote names what the error bars are ("95 % confidence
+	// interval"); it is drawn beside the title when any bar has one.
+	IntervalNote string
 }
 
 const (
@@ -117,6 +135,10 @@ func (c *chart) SVG() template.HTML {
 				tops[s.X[i]] = y
 			}
 			grow(s.X[i], y)
+			if lo, hi, ok := s.interval(i); ok && !c.Stacked && finite(s.X[i]) && finite(s.Y[i]) {
+				growY(lo)
+				growY(hi)
+			}
 		}
 	}
 	for _, g := range c.Segments {
@@ -221,6 +243,8 @@ func (c *chart) SVG() template.HTML {
 		nbars = min(nbars, 1)
 	}
 	clear(tops)
+	var errbars strings.Builder // drawn over every series, so no bar hides one
+	nerr := 0
 	for i, s := range c.Series {
 		cls := "s" + strconv.Itoa(i%6)
 		switch s.Kind {
@@ -263,8 +287,23 @@ func (c *chart) SVG() template.HTML {
 				}
 				fmt.Fprintf(&rects, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, px(x)-w/2, min(y0, y1), max(w, 1), math.Abs(y0-y1))
 				n++
+				if lo, hi, ok := s.interval(j); ok && !c.Stacked {
+					// The data attributes carry the values drawn, so that a
+					// test can read them back through the chart's scale.
+					cw := min(max(w*0.3, 2), 6)
+					ylo, yhi := py(lo), py(hi)
+					fmt.Fprintf(&errbars, `<path class="errbar" data-series="%d" data-value="%s" data-lo="%s" data-hi="%s" d="M%.1f %.1fV%.1fM%.1f %.1fh%.1fM%.1f %.1fh%.1f"/>`,
+						i, fmtAttr(y), fmtAttr(lo), fmtAttr(hi), px(x), ylo, yhi, px(x)-cw, ylo, 2*cw, px(x)-cw, yhi, 2*cw)
+					nerr++
+				}
 			}
 			fmt.Fprintf(&b, `<g class="series bars %s" data-points="%d"><title>%s</title>%s</g>`, cls, n, template.HTMLEscapeString(s.Name), rects.String())
+		}
+	}
+	if nerr > 0 {
+		fmt.Fprintf(&b, `<g class="errbars" data-points="%d">%s</g>`, nerr, errbars.String())
+		if c.IntervalNote != "" {
+			fmt.Fprintf(&b, `<text class="legend errnote" x="%d" y="16" text-anchor="end">error bars: %s</text>`, chartW-padR, template.HTMLEscapeString(c.IntervalNote))
 		}
 	}
 	if len(c.Segments) > 0 {
@@ -443,6 +482,10 @@ func ticks(lo, hi float64, n int) []float64 {
 // digits, so ticks closer than this would read the same, and a chart
 // whose points all lie closer than this is drawn as one value.
 const minRelSpan = 1e-9
+
+// fmtAttr is a value as a data attribute holds it: the shortest text
+// that reads back as the same float64.
+func fmtAttr(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
