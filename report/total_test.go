@@ -104,6 +104,8 @@ func TestChartTotal(t *testing.T) {
 		{"fewer ys than xs", chart{Series: []series{{Kind: line, X: []float64{1, 2, 3}, Y: []float64{1}}}}, 1},
 		{"timeline with NaN", chart{Segments: []segment{{Y: 0, X0: nan, X1: 1}, {Y: 1, X0: 0, X1: inf}, {Y: 2, X0: 0, X1: 1}}}, 0},
 		{"x range a few ulps wide", chart{XRange: &[2]float64{0.5, ulps(0.5, 2)}, Series: []series{{Kind: line, X: []float64{0.5}, Y: []float64{0}}}}, 1},
+		{"error bars NaN, infinite, reversed and far out", chart{Series: []series{{Kind: bars, X: []float64{0, 1, 2, 3, 4}, Y: []float64{1, 2, 3, 4, nan},
+			Lo: []float64{nan, 0, 5, -1e308, 0}, Hi: []float64{1, inf, 4, 1e308, 1}}}, Categories: []string{"a", "b", "c", "d", "e"}}, 4},
 		{"legend taller than the chart", chart{Height: 60, Series: []series{{Kind: bars, X: []float64{0}, Y: []float64{1}},
 			{Kind: bars, X: []float64{0}, Y: []float64{1}}, {Kind: bars, X: []float64{0}, Y: []float64{1}}, {Kind: bars, X: []float64{0}, Y: []float64{1}}}}, 1},
 	} {
@@ -231,6 +233,8 @@ func FuzzReport(f *testing.F) {
 		`"first_token_times":[0.0133],"end_times":[0.2355],"request_outcomes":["success"]}`))
 	f.Add([]byte(`{"backend":"vllm","sent_times":[0,1e308],"end_times":[1,2],"input_lens":[1]}`))
 	f.Add([]byte(`{"backend":"vllm","mean_ttft_ms":NaN,"p99_ttft_ms":Infinity,"output_throughput":-Infinity}`))
+	f.Add([]byte(`{"backend":"vllm","mean_ttft_ms":5,"p99_ttft_ms":1e308,"servingprobe":{"ci":{"confidence":0.95,"method":"sketch",` +
+		`"ttft_ms":{"n":3,"mean":{"lo":9,"hi":1},"median":{"lo":-1e308,"hi":1e308},"p99":{"lo":1,"hi":null}}}}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		s, err := bench.ParseRecord(line)
 		if err != nil {
