@@ -332,6 +332,11 @@ func MannWhitneyU(x, y []float64) float64 {
 // FirstToken over the output tokens but one), and every inter-token gap.
 type DetailSamples struct {
 	TTFT, TPOT, ITL, E2E []float64
+	// TTFTReq and E2EReq are the request (its index in the details'
+	// arrays) each TTFT and E2E sample is of, so that a caller can set a
+	// sample against the request's other fields: the report draws them
+	// against send time and prompt length.
+	TTFTReq, E2EReq []int
 }
 
 // DetailSamples are the summary's per-request latencies, nil when it kept
@@ -351,9 +356,9 @@ func (s *Summary) DetailSamples() *DetailSamples {
 		if sent < 0 || end < 0 {
 			continue
 		}
-		v.E2E = append(v.E2E, (end-sent)*1000)
+		v.E2E, v.E2EReq = append(v.E2E, (end-sent)*1000), append(v.E2EReq, i)
 		if i < len(d.TTFTs) {
-			v.TTFT = append(v.TTFT, d.TTFTs[i]*1000)
+			v.TTFT, v.TTFTReq = append(v.TTFT, d.TTFTs[i]*1000), append(v.TTFTReq, i)
 		}
 		if i < len(d.FirstTokenTimes) && d.FirstTokenTimes[i] >= 0 && i < len(d.OutputLens) && d.OutputLens[i] > 1 {
 			v.TPOT = append(v.TPOT, (end-d.FirstTokenTimes[i])/float64(d.OutputLens[i]-1)*1000)

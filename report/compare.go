@@ -201,11 +201,11 @@ func compareSections(runs []Run) []section {
 // overlayCDFs draws each latency's distribution of every run that kept
 // per-request data on one chart.
 func overlayCDFs(runs []Run) []template.HTML {
-	per := make([]reqs, 0, len(runs))
+	per := make([]*bench.DetailSamples, 0, len(runs))
 	var named []string
 	for _, r := range runs {
 		if d := r.Summary.Details; d != nil && len(d.SentTimes) > 0 && detailsProblem(d) == "" {
-			per = append(per, requestsOf(d))
+			per = append(per, r.Summary.DetailSamples())
 			named = append(named, r.Name)
 		}
 	}
@@ -215,11 +215,11 @@ func overlayCDFs(runs []Run) []template.HTML {
 	var out []template.HTML
 	for _, m := range []struct {
 		id, name string
-		get      func(reqs) []float64
+		get      func(*bench.DetailSamples) []float64
 	}{
-		{"ttft", "TTFT", func(v reqs) []float64 { return v.ttftMs }},
-		{"itl", "ITL", func(v reqs) []float64 { return v.itlMs }},
-		{"e2e", "E2E latency", func(v reqs) []float64 { return v.e2eMs }},
+		{"ttft", "TTFT", func(v *bench.DetailSamples) []float64 { return v.TTFT }},
+		{"itl", "ITL", func(v *bench.DetailSamples) []float64 { return v.ITL }},
+		{"e2e", "E2E latency", func(v *bench.DetailSamples) []float64 { return v.E2E }},
 	} {
 		c := chart{ID: m.id + "-cdf-compare", Title: m.name + " cumulative distribution", XLabel: m.name + " (ms)", YLabel: "fraction ≤ x", YFromZero: true}
 		for i, v := range per {

@@ -208,7 +208,10 @@ func runSections(r Run, o Options) []section {
 		}
 		return append(secs, cacheCostSections(s)...)
 	}
-	v := requestsOf(d)
+	// The per-request samples, by bench's one definition of them (the one
+	// the significance tests read), so that the charts show what the
+	// summary counted.
+	v := s.DetailSamples()
 	note := "Each request's output tokens are spread evenly from its first token to its end; the table's peak counts them per second of arrival, as bench_serving does, so the two peaks differ."
 	charts, drawn := timelineCharts(s)
 	if drawn {
@@ -227,9 +230,9 @@ func runSections(r Run, o Options) []section {
 	}
 	secs = append(secs,
 		section{Title: "Latency over time and by prompt length", Charts: []template.HTML{
-			scatter("ttft-time", "TTFT against send time", "sent (s from start)", "TTFT (ms)", v.ttftSent, v.ttftMs),
-			scatter("e2e-time", "E2E latency against send time", "sent (s from start)", "E2E (ms)", v.e2eSent, v.e2eMs),
-			scatter("ttft-prompt", "TTFT against prompt length", "prompt tokens", "TTFT (ms)", v.inLen, v.ttftMs),
+			scatter("ttft-time", "TTFT against send time", "sent (s from start)", "TTFT (ms)", at(d.SentTimes, v.TTFTReq), v.TTFT),
+			scatter("e2e-time", "E2E latency against send time", "sent (s from start)", "E2E (ms)", at(d.SentTimes, v.E2EReq), v.E2E),
+			scatter("ttft-prompt", "TTFT against prompt length", "prompt tokens", "TTFT (ms)", at(d.InputLens, v.TTFTReq), v.TTFT),
 		}},
 		section{Title: "Request timeline", Note: timelineNote(len(d.SentTimes), o.MaxTimelineRequests),
 			Charts: []template.HTML{timelineChart(d, o.MaxTimelineRequests)}},
@@ -248,43 +251,16 @@ func timelineNote(n, most int) string {
 	return note
 }
 
-// reqs are the per-request values of a run's successful requests, in
-// seconds from the start or in ms. Each holds only what was measured: a
-// request whose response was not streamed has an E2E and no first token,
-// so it is in e2eSent and e2eMs alone (ttftSent and inLen pair with ttftMs).
-type reqs struct {
-	ttftSent, ttftMs, inLen []float64
-	e2eSent, e2eMs          []float64
-	tpotMs, itlMs           []float64
-}
-
-func requestsOf(d *bench.Details) reqs {
-	var v reqs
-	for i := range d.SentTimes {
-		ok := i < len(d.Outcomes) && (d.Outcomes[i] == "success" || d.Outcomes[i] == "")
-		sent, end := d.SentTimes[i], d.EndTimes[i]
-		if !ok || sent < 0 || end < 0 {
-			continue
-		}
-		// E2E and TPOT have no per-request array in the record, so they
-		// come from the recorded times with Samples' definitions.
-		v.e2eSent, v.e2eMs = append(v.e2eSent, sent), append(v.e2eMs, (end-sent)*1000)
-		if i >= len(d.FirstTokenTimes) || d.FirstTokenTimes[i] < 0 || i >= len(d.TTFTs) {
-			continue
-		}
-		first := d.FirstTokenTimes[i]
-		out := float64(d.OutputLens[i])
-		// TTFT as the summary computed it (prober's Samples).
-		v.ttftSent, v.ttftMs = append(v.ttftSent, sent), append(v.ttftMs, d.TTFTs[i]*1000)
-		v.inLen = append(v.inLen, float64(d.InputLens[i]))
-		if out > 1 {
-			v.tpotMs = append(v.tpotMs, (end-first)/(out-1)*1000)
-		}
-		for _, g := range d.ITLs[i] {
-			v.itlMs = append(v.itlMs, g*1000)
-		}
+// at are the values of a per-request array of d at the requests reqs,
+// as float64: the x of each sample bench.DetailSamples returned, by the
+// request it is of (DetailSamples.TTFTReq, E2EReq). detailsProblem has
+// checked that every array holds one entry per request.
+func at[T int | float64](vals []T, reqs []int) []float64 {
+	out := make([]float64, 0, len(reqs))
+	for _, i := range reqs {
+		out = append(out, float64(vals[i]))
 	}
-	return v
+	return out
 }
 
 // timelineCharts draws the run's output throughput and its requests in
@@ -320,17 +296,17 @@ func timelineCharts(s *bench.Summary) (charts []template.HTML, drawn bool) {
 
 // distributionCharts draws a histogram and a CDF per latency, marked with
 // the summary's own percentiles.
-func distributionCharts(s *bench.Summary, v reqs) []template.HTML {
+func distributionCharts(s *bench.Summary, v *bench.DetailSamples) []template.HTML {
 	var out []template.HTML
 	for _, m := range []struct {
 		id, name string
 		vals     []float64
 		st       bench.Stats
 	}{
-		{"ttft", "TTFT", v.ttftMs, s.TTFT},
-		{"itl", "ITL", v.itlMs, s.ITL},
-		{"tpot", "TPOT", v.tpotMs, s.TPOT},
-		{"e2e", "E2E latency", v.e2eMs, s.E2ELatency},
+		{"ttft", "TTFT", v.TTFT, s.TTFT},
+		{"itl", "ITL", v.ITL, s.ITL},
+		{"tpot", "TPOT", v.TPOT, s.TPOT},
+		{"e2e", "E2E latency", v.E2E, s.E2ELatency},
 	} {
 		if len(finiteValues(m.vals)) == 0 {
 			continue
