@@ -345,3 +345,43 @@ func TestCIPValue(t *testing.T) {
 		t.Errorf("ciPValue open toward 0 = %v, want 1", p)
 	}
 }
+
+// TestFigureInterval: every row Compare labels reads back through
+// FigureInterval with the value Compare compared and that figure's own
+// interval (each figure here has a distinct value v and interval
+// [v-1, v+1]); an unknown label, or a record without intervals, is false.
+func TestFigureInterval(t *testing.T) {
+	s := &Summary{RequestThroughput: 1, OutputThroughput: 2, TotalThroughput: 3}
+	around := func(v float64) Interval { return Interval{v - 1, v + 1} }
+	s.CI = &CI{Confidence: Confidence, RequestThroughput: around(1), OutputThroughput: around(2), TotalThroughput: around(3)}
+	v := 10.0
+	for _, f := range []struct {
+		st *Stats
+		ci *StatsCI
+	}{{&s.TTFT, &s.CI.TTFT}, {&s.TPOT, &s.CI.TPOT}, {&s.ITL, &s.CI.ITL}, {&s.E2ELatency, &s.CI.E2E}} {
+		for _, p := range []struct {
+			v  *float64
+			iv *Interval
+		}{{&f.st.Mean, &f.ci.Mean}, {&f.st.Median, &f.ci.Median}, {&f.st.P90, &f.ci.P90}, {&f.st.P95, &f.ci.P95}, {&f.st.P99, &f.ci.P99}} {
+			*p.v, *p.iv = v, around(v)
+			v += 10
+		}
+	}
+	rows := Compare(s, s)
+	if len(rows) != 3+4*5 {
+		t.Fatalf("Compare gave %d rows, want 23", len(rows))
+	}
+	for _, c := range rows {
+		got, iv, ok := s.FigureInterval(c.Label)
+		if !ok || got != c.Base || iv != around(c.Base) {
+			t.Errorf("FigureInterval(%q) = %v, %v, %v; want %v, %v, true", c.Label, got, iv, ok, c.Base, around(c.Base))
+		}
+	}
+	if _, _, ok := s.FigureInterval("Successful requests"); ok {
+		t.Error("FigureInterval knows a row Compare does not test")
+	}
+	s.CI = nil
+	if _, _, ok := s.FigureInterval("P99 TTFT (ms)"); ok {
+		t.Error("FigureInterval of a record without intervals is ok")
+	}
+}
