@@ -193,6 +193,15 @@ func TestReportInBrowser(t *testing.T) {
 		dom := browse(t, "file://"+html, "", 2200)
 		charts := checkCharts(t, dom, 4)
 		requireCharts(t, charts, "ttft-percentiles", "itl-percentiles", "e2e-percentiles", "ttft-cdf-compare", "e2e-cdf-compare")
+		// Both records hold intervals, and 120 requests bound a mean and a
+		// median on both sides: each run's are drawn as error bars.
+		for _, id := range []string{"ttft-percentiles", "e2e-percentiles"} {
+			for _, s := range []string{"0", "1"} {
+				if n := strings.Count(charts[id], `class="errbar" data-series="`+s+`"`); n < 2 {
+					t.Errorf("%s: run %s has %d error bars, want its mean's and median's at least", id, s, n)
+				}
+			}
+		}
 		if !strings.Contains(dom, "Δ vs a.jsonl") || !strings.Contains(dom, "Δ %") {
 			t.Error("the comparison table lacks the differences")
 		}
