@@ -152,6 +152,16 @@ func TestCompareFewSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := b.String()
+	// A run's own page shows the console's intervals block, marked by the
+	// same rule.
+	var one bytes.Buffer
+	if err := Write(&one, runs[:1], Options{Now: time.Unix(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(one.String(), `P99 TTFT (ms):</td><td class="val">[180.00, …] (few samples)</td>`) ||
+		!strings.Contains(one.String(), `Mean TTFT (ms):</td><td class="val">[95.00, 105.00]</td>`) {
+		t.Error("the run page's intervals block does not mark the few-samples figures as the console does")
+	}
 	for _, tc := range []struct {
 		row  string
 		want bool
