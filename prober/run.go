@@ -543,7 +543,7 @@ func (p *Prober) countTokens(prompt datasets.Prompt, res *Result) {
 	p.reconcileEvents(res)
 	splitReasoning(res)
 	if res.InputTokensSource == "" {
-		if n, src, ok := p.countInput(prompt); ok {
+		if n, src, ok := p.countInput(prompt, res.Outcome != OutcomeSuccess); ok {
 			res.InputTokens, res.InputTokensSource = n, src
 		} else if prompt.PromptLen > 0 {
 			res.InputTokens, res.InputTokensSource = prompt.PromptLen, TokenSourceDataset
@@ -651,14 +651,18 @@ func (p *Prober) count(text string) (int, bool) {
 	return n, err == nil
 }
 
-// countInput counts a prompt's input tokens where the server stated none
-// (a request that failed before its usage): as the server counts them,
-// which for a chat backend is the prompt through the model's chat template
-// (7 tokens of text are 15 with Qwen3's). Without a template to apply the
-// count is of the text alone and its source says so.
-func (p *Prober) countInput(prompt datasets.Prompt) (int, TokenSource, bool) {
+// countInput counts a prompt's input tokens where the server stated none.
+// For a request that failed before its usage on a chat backend it counts
+// as the server does, the prompt through the model's chat template (7
+// tokens of text are 15 with Qwen3's); without a template to apply the
+// count is of the text alone and its source says so. A request that
+// succeeded without a usage block keeps the count of its text, which is
+// the dataset's prompt length that bench's input_lens holds (as
+// bench_serving's does), so that the probe, the daemon and the bench
+// record show one value; its token_source says it is ours.
+func (p *Prober) countInput(prompt datasets.Prompt, failed bool) (int, TokenSource, bool) {
 	text := promptText(prompt)
-	if info, err := LookupBackend(p.Name); err == nil && info.Chat && len(prompt.IDs) == 0 {
+	if info, err := LookupBackend(p.Name); err == nil && failed && info.Chat && len(prompt.IDs) == 0 {
 		tc, ok := p.Counter.(TokenizerCounter)
 		tmpl, can := tc.Tokenizer.(datasets.ChatTemplater)
 		if !ok || !can {
