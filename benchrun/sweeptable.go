@@ -37,7 +37,10 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 		if by == bench.ByRequestRate {
 			value = fmt.Sprintf("%.3g", p.Info.Value)
 		}
-		if p.Info.Role != "" {
+		switch {
+		case p.Info.Role == "ramp":
+			value = fmt.Sprintf("ramp c=%d", p.Info.Concurrency)
+		case p.Info.Role != "":
 			value = p.Info.Role
 		}
 		good := "-"
@@ -56,10 +59,33 @@ func (r *SweepResult) WriteTable(w io.Writer) error {
 	return err
 }
 
+// searchVerdict is whether a point counts for an SLO search's answer
+// and, if so, whether it held: the one reading of a point's verdicts that
+// the table's result column and the answer's summary both print. An
+// anchor measures the server (one request at a time, the concurrency
+// ramp), not a rate the search tried: it does not count.
+func searchVerdict(w *bench.SweepInfo) (counted, pass bool) {
+	if w.Role != "" || len(w.SLO) == 0 {
+		return false, false
+	}
+	return true, w.Passed()
+}
+
 // verdictWord is a point's result column: pass or the objectives that
-// broke, with a mark where a percentile had too few samples.
+// broke, with a mark where a percentile had too few samples; an anchor's
+// says what it measured instead (its verdicts are in its record).
 func verdictWord(w *bench.SweepInfo, s *bench.Summary) string {
 	vs := w.SLO
+	if counted, _ := searchVerdict(w); !counted && len(vs) > 0 {
+		word := "anchor"
+		if w.Role == "ramp" || w.Role == "synchronous" {
+			word = fmt.Sprintf("anchor: %.3g req/s completed", s.RequestThroughput)
+		}
+		if s.Failed > 0 {
+			word += fmt.Sprintf(", %d failed", s.Failed)
+		}
+		return word
+	}
 	if len(vs) == 0 {
 		if s.Failed > 0 {
 			return fmt.Sprintf("%d failed", s.Failed)
@@ -71,15 +97,12 @@ func verdictWord(w *bench.SweepInfo, s *bench.Summary) string {
 	for _, v := range vs {
 		few = few || !v.Enough
 		if !v.Pass {
-			out = append(out, fmt.Sprintf("%s:p%g %s", v.Metric, v.Percentile, msOrNone(v.ValueMs)))
+			out = append(out, verdictValue(v))
 		}
 	}
 	word := "pass"
-	switch {
-	case len(out) > 0:
-		word = "FAIL " + strings.Join(out, ", ")
-	case !w.Passed():
-		word = "FAIL"
+	if _, pass := searchVerdict(w); !pass {
+		word = strings.TrimSpace("FAIL " + strings.Join(out, ", "))
 	}
 	if few {
 		word += " (few samples)"
@@ -91,16 +114,42 @@ func verdictWord(w *bench.SweepInfo, s *bench.Summary) string {
 // ended before sending every prompt.
 func endWord(w *bench.SweepInfo) string {
 	if w.Samples == 0 && w.Ended == "" {
+		if w.NotIdle {
+			return " [server busy before]"
+		}
 		return ""
 	}
 	why := map[string]string{
 		bench.EndedSamples: "enough samples", bench.EndedBroken: "broken early", bench.EndedOverSaturated: "over-saturated",
 		bench.EndedTime: "time cap", bench.EndedBudget: "budget",
 	}[w.Ended]
-	if why == "" {
-		return fmt.Sprintf(" [%d samples]", w.Samples)
+	idle := ""
+	if w.NotIdle {
+		idle = ", server busy before"
 	}
-	return fmt.Sprintf(" [%d samples, %s]", w.Samples, why)
+	if why == "" {
+		return fmt.Sprintf(" [%d samples%s]", w.Samples, idle)
+	}
+	return fmt.Sprintf(" [%d samples, %s%s]", w.Samples, why, idle)
+}
+
+// verdictValue is an objective and what the point measured of it.
+func verdictValue(v bench.Verdict) string {
+	if v.Metric == bench.MetricErrors {
+		if v.Samples == 0 {
+			return "errors no request"
+		}
+		return fmt.Sprintf("errors %.1f%%", v.ValuePercent)
+	}
+	return fmt.Sprintf("%s:p%g %s", v.Metric, v.Percentile, msOrNone(v.ValueMs))
+}
+
+// brokeValue is an objective that broke, with its value against its bound.
+func brokeValue(v bench.Verdict) string {
+	if v.Metric == bench.MetricErrors {
+		return fmt.Sprintf("%s (%.1f%% of %d requests failed)", v.Objective.String(), v.ValuePercent, v.Samples)
+	}
+	return fmt.Sprintf("%s (%s > %.1f ms)", v.Objective.String(), msOrNone(v.ValueMs), v.MaxMs)
 }
 
 func msOrNone(ms float64) string {
@@ -110,13 +159,28 @@ func msOrNone(ms float64) string {
 	return fmt.Sprintf("%.1f ms", ms)
 }
 
-// answer states what an SLO search found, how sure it is, and what it
-// cost next to a fixed grid.
+// Answer states what an SLO search found, how sure it is, and what it
+// cost next to a fixed grid. Its statements about points are read from
+// searchVerdict, as the table's result column is.
 func (r *SweepResult) Answer(by string) string {
 	var b strings.Builder
 	what := "request rate"
 	if by == bench.ByMaxConcurrency {
 		what = "concurrency"
+	}
+	if r.Saturation > 0 {
+		fmt.Fprintf(&b, "Completion capacity: %s, measured by the concurrency ramp at %d in flight (it stopped: %s); a rate at or above it queues without end.\n",
+			FormatValue(bench.ByRequestRate, r.Saturation), r.PeakConcurrency, r.RampStop)
+	}
+	var busy []string
+	for _, p := range r.Points {
+		if p.Info.NotIdle {
+			busy = append(busy, fmt.Sprint(p.Info.Index))
+		}
+	}
+	if len(busy) > 0 {
+		fmt.Fprintf(&b, "The server was not back at its idle state within %s before point %s: a point there may have started on an earlier one's queue.\n",
+			r.Spec.IdleTimeout, strings.Join(busy, ", "))
 	}
 	if r.Interrupted {
 		// Only what was measured: no answer, no grid to compare with.
@@ -125,32 +189,44 @@ func (r *SweepResult) Answer(by string) string {
 		} else {
 			fmt.Fprintf(&b, "The search was interrupted after %d points, before its answer.\n", len(r.Points))
 		}
+		held, failedAt := r.measured()
 		switch {
-		case r.Capacity > 0:
-			fmt.Fprintf(&b, "The SLO held at %s (the highest %s measured to hold)", FormatValue(by, r.Capacity), what)
+		case held > 0:
+			fmt.Fprintf(&b, "The SLO held at %s (the highest %s measured to hold)", FormatValue(by, held), what)
 		default:
 			fmt.Fprintf(&b, "No point measured held the SLO")
 		}
-		if r.Bound > 0 {
-			fmt.Fprintf(&b, "; it failed at %s.\n", FormatValue(by, r.Bound))
+		if failedAt > 0 {
+			fmt.Fprintf(&b, "; it failed at %s.\n", FormatValue(by, failedAt))
 		} else {
 			fmt.Fprintf(&b, "; no point measured failed it.\n")
 		}
 		return b.String()
 	}
 	switch {
+	case r.Unstable:
+		fmt.Fprintf(&b, "No stable answer: %d times a %s that held failed when run again, so the server's verdicts vary more than the precision (%.0f%%); no capacity is given. Search a quieter server, or widen --slo-precision (slo_precision in a bench window).\n",
+			r.Disagreements, what, 100*r.Spec.Precision)
 	case r.Capacity == 0:
 		fmt.Fprintf(&b, "No %s tried meets the SLO (the lowest, %s, did not).\n", what, FormatValue(by, r.Bound))
 	case r.Bound == 0:
 		fmt.Fprintf(&b, "The SLO holds at every %s tried, up to %s: the limit is higher (raise --slo-max, slo_max in a bench window).\n", what, FormatValue(by, r.Capacity))
 	default:
-		fmt.Fprintf(&b, "Highest %s meeting the SLO: %s (it breaks by %s; the limit is within %.0f%% of the answer).\n",
-			what, FormatValue(by, r.Capacity), FormatValue(by, r.Bound), 100*(r.Bound-r.Capacity)/r.Capacity)
+		held := "held twice"
+		if !r.Confirmed {
+			held = "held once, not confirmed"
+		}
+		breaks := "it breaks by " + FormatValue(by, r.Bound)
+		if r.Bound == r.Saturation {
+			breaks = "below the completion capacity, " + FormatValue(by, r.Bound)
+		}
+		fmt.Fprintf(&b, "Highest %s meeting the SLO: %s (%s; %s; the limit is within %.0f%% of the answer).\n",
+			what, FormatValue(by, r.Capacity), held, breaks, 100*(r.Bound-r.Capacity)/r.Capacity)
 	}
 	if len(r.Broke) > 0 {
 		var parts []string
 		for _, v := range r.Broke {
-			parts = append(parts, fmt.Sprintf("%s (%s > %.1f ms)", v.Objective.String(), msOrNone(v.ValueMs), v.MaxMs))
+			parts = append(parts, brokeValue(v))
 		}
 		fmt.Fprintf(&b, "Broke first: %s.\n", strings.Join(parts, ", "))
 	}
@@ -165,4 +241,20 @@ func (r *SweepResult) Answer(by string) string {
 	fmt.Fprintf(&b, "%d points, %d requests; a fixed grid at the same precision over the values tried would run %d points (about %d requests).\n",
 		len(r.Points), reqs, r.GridPoints, r.GridPoints*per)
 	return b.String()
+}
+
+// measured is the highest value a counted point held at and the lowest
+// one failed at (0: none), read as the table reads them.
+func (r *SweepResult) measured() (held, failedAt float64) {
+	for _, p := range r.Points {
+		counted, pass := searchVerdict(&p.Info)
+		switch {
+		case !counted:
+		case pass:
+			held = max(held, p.Info.Value)
+		case failedAt == 0 || p.Info.Value < failedAt:
+			failedAt = p.Info.Value
+		}
+	}
+	return held, failedAt
 }
