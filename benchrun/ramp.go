@@ -79,16 +79,21 @@ func rampNext(steps []rampStep) (next int, why string) {
 	return min(2*last.Concurrency, MaxRampConcurrency), ""
 }
 
-// rampPeak is the step with the highest throughput: the server's
-// completion capacity and the concurrency that reached it.
+// rampPeak is the server's completion capacity, the highest throughput
+// a step measured, and the concurrency that reached it: the lowest whose
+// throughput is within rampGain of the highest, since the steps past it
+// only queued (their throughput differs by noise).
 func rampPeak(steps []rampStep) rampStep {
-	var best rampStep
+	top := 0.0
 	for _, s := range steps {
-		if s.Throughput > best.Throughput {
-			best = s
+		top = max(top, s.Throughput)
+	}
+	for _, s := range steps {
+		if top > 0 && s.Throughput*(1+rampGain) >= top {
+			return rampStep{Concurrency: s.Concurrency, Throughput: top, TTFTMedianMs: s.TTFTMedianMs, ErrorPercent: s.ErrorPercent}
 		}
 	}
-	return best
+	return rampStep{}
 }
 
 // searchConcurrency is the most requests a search's rate points keep in

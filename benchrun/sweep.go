@@ -556,7 +556,13 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 	}
 	done := func() error {
 		res.Capacity, res.Bound = lo, hi
-		res.GridPoints = gridPoints(searchPoints(res.Points), w.Precision)
+		// The grid covers the values tried and, after the anchors, the
+		// whole range they placed the search in.
+		pts := searchPoints(res.Points)
+		if geometric {
+			pts = append(pts, SweepPoint{Info: bench.SweepInfo{Value: down}}, SweepPoint{Info: bench.SweepInfo{Value: res.Saturation}})
+		}
+		res.GridPoints = gridPoints(pts, w.Precision)
 		return nil
 	}
 	// next is the value after a point at v, or stop once the bracket is

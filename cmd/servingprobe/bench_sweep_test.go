@@ -60,8 +60,9 @@ func readRecords(t *testing.T, path string) []map[string]any {
 // below 50 the bound is loose (at least 30 req/s, far above the first
 // anchor's 6: a search that stopped early fails it), and the answer is
 // checked against the points' own verdicts instead. The search starts from its anchors (one request at a time,
-// then all at once: about 6 and 50 req/s) and sends 120 prompts a point,
-// as --num-prompts asks, but for points whose verdict broke early.
+// about 6 req/s, then a concurrency ramp that levels off at about 50) and
+// sends 120 prompts a point, as --num-prompts asks, but for points whose
+// verdict broke early; the answer is strictly below the ramp's capacity.
 func TestBenchSLOSearchFindsCapacity(t *testing.T) {
 	cfg := simulator.DefaultConfig()
 	cfg.TTFT, cfg.ITL = 40*time.Millisecond, 40*time.Millisecond
@@ -81,8 +82,10 @@ func TestBenchSLOSearchFindsCapacity(t *testing.T) {
 	if got < 30 || got > 55 {
 		t.Errorf("SLO search found %v req/s, want at most 55 (the server's capacity) and at least 30\n%s", got, stdout)
 	}
-	if !regexp.MustCompile(`Broke first: ttft:p99<=120ms`).MatchString(stdout) {
-		t.Errorf("the search does not say which objective broke:\n%s", stdout)
+	// Its failing end is a point that broke the objective, or the
+	// completion capacity, at or above which no rate is sustained.
+	if !regexp.MustCompile(`Broke first: ttft:p99<=120ms|below the completion capacity`).MatchString(stdout) {
+		t.Errorf("the search does not say what bounds the answer:\n%s", stdout)
 	}
 	// Cost: the points run against a fixed grid at the same precision.
 	cost := regexp.MustCompile(`(\d+) points, (\d+) requests; a fixed grid at the same precision over the values tried would run (\d+) points`).FindStringSubmatch(stdout)
@@ -92,7 +95,7 @@ func TestBenchSLOSearchFindsCapacity(t *testing.T) {
 	points, _ := strconv.Atoi(cost[1])
 	requests, _ := strconv.Atoi(cost[2])
 	grid, _ := strconv.Atoi(cost[3])
-	if requests > points*120 || grid <= points-2 {
+	if requests > points*120 || grid <= points {
 		t.Errorf("%d points, %d requests, grid %d: want at most 120 requests a point and a grid larger than the search", points, requests, grid)
 	}
 	t.Logf("SLO search: %v req/s in %d points (%d requests); a grid would run %d points", got, points, requests, grid)
@@ -110,9 +113,13 @@ func TestBenchSLOSearchFindsCapacity(t *testing.T) {
 		if sw["mode"] != "slo" || sw["by"] != "request_rate" || sw["index"] != float64(i+1) {
 			t.Errorf("record %d sweep = %v", i+1, sw)
 		}
-		if want := []string{"synchronous", "throughput"}; i < 2 {
-			if sw["role"] != want[i] {
-				t.Errorf("record %d role %v, want %s", i+1, sw["role"], want[i])
+		if i == 0 && sw["role"] != "synchronous" {
+			t.Errorf("record 1 role %v, want synchronous", sw["role"])
+		}
+		if sw["role"] != nil {
+			if i > 0 && (sw["role"] != "ramp" || r["max_concurrency"] != sw["concurrency"] || r["completed"].(float64) > max(16, 4*sw["concurrency"].(float64))) {
+				t.Errorf("record %d: role %v, max_concurrency %v, concurrency %v, completed %v: want a ramp step of at most 4 requests per slot (16 at least)",
+					i+1, sw["role"], r["max_concurrency"], sw["concurrency"], r["completed"])
 			}
 			continue
 		}
@@ -129,6 +136,13 @@ func TestBenchSLOSearchFindsCapacity(t *testing.T) {
 	}
 	if benchrun.FormatValue(bench.ByRequestRate, best) != m[1]+" req/s" {
 		t.Errorf("the records' highest passing point is %v, the answer line says %v", best, got)
+	}
+	c := regexp.MustCompile(`Completion capacity: ([\d.]+) req/s`).FindStringSubmatch(stdout)
+	if c == nil {
+		t.Fatalf("no completion capacity line in:\n%s", stdout)
+	}
+	if capacity, _ := strconv.ParseFloat(c[1], 64); !(got < capacity) {
+		t.Errorf("the answer %v req/s is not below the completion capacity %v req/s", got, capacity)
 	}
 }
 
