@@ -49,8 +49,9 @@ func rampRequests(c int) int { return max(rampMinRequests, rampRequestsPerSlot*c
 // first is one request at a time): 0 and why it stops, or the next
 // concurrency. It stops when the last doubling raised the throughput by
 // less than rampGain, when the last step's median TTFT exploded or its
-// requests failed, or at MaxRampConcurrency.
-func rampNext(steps []rampStep) (next int, why string) {
+// requests failed, or at limit (MaxRampConcurrency, or the run's own max
+// concurrency if lower: a daemon's bench.max_concurrency, say).
+func rampNext(steps []rampStep, limit int) (next int, why string) {
 	if len(steps) == 0 {
 		return 1, ""
 	}
@@ -73,10 +74,10 @@ func rampNext(steps []rampStep) (next int, why string) {
 			return 0, fmt.Sprintf("the median TTFT at concurrency %d is %.0f times one request's", last.Concurrency, math.Round(last.TTFTMedianMs/base))
 		}
 	}
-	if last.Concurrency >= MaxRampConcurrency {
-		return 0, fmt.Sprintf("the ramp's cap (%d)", MaxRampConcurrency)
+	if last.Concurrency >= limit {
+		return 0, fmt.Sprintf("the ramp's cap (%d)", limit)
 	}
-	return min(2*last.Concurrency, MaxRampConcurrency), ""
+	return min(2*last.Concurrency, limit), ""
 }
 
 // rampPeak is the server's completion capacity, the highest throughput
@@ -102,3 +103,12 @@ func rampPeak(steps []rampStep) rampStep {
 // fewer; above it, the excess waits on the client, where the point's
 // queue check sees it grow, instead of in the server.
 func searchConcurrency(peak rampStep) int { return max(2*peak.Concurrency, 2) }
+
+// rampLimit is the ramp's cap for a run whose own max concurrency is conc
+// (0: none).
+func rampLimit(conc int) int {
+	if conc > 0 {
+		return min(conc, MaxRampConcurrency)
+	}
+	return MaxRampConcurrency
+}

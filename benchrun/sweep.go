@@ -321,10 +321,12 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 			rate = p.Spec.RequestRate
 		case by == bench.ByMaxConcurrency:
 			rate, conc = p.Spec.RequestRate, int(v)
-		case search && conc == 0 && res.PeakConcurrency > 0:
+		case search && res.PeakConcurrency > 0:
 			// The ramp measured the server: a rate point keeps no more in
-			// flight than the ramp did.
-			conc = searchConcurrency(rampStep{Concurrency: res.PeakConcurrency})
+			// flight than the ramp did (nor than the run's own limit).
+			if c := searchConcurrency(rampStep{Concurrency: res.PeakConcurrency}); conc == 0 || c < conc {
+				conc = c
+			}
 		}
 		q, err := p.at(rate, conc, w.SLO)
 		if err != nil {
@@ -521,7 +523,7 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 		}
 		steps := []rampStep{stepOf(1, sync)}
 		for {
-			c, why := rampNext(steps)
+			c, why := rampNext(steps, rampLimit(p.Spec.MaxConcurrency))
 			if c == 0 {
 				res.RampStop = why
 				break

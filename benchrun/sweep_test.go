@@ -316,11 +316,18 @@ func TestRampNext(t *testing.T) {
 		{"at the cap", []rampStep{st(128, 10, 50, 0), st(MaxRampConcurrency, 19, 52, 0)}, 0, "cap"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			next, why := rampNext(tc.steps)
+			next, why := rampNext(tc.steps, MaxRampConcurrency)
 			if next != tc.next || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
 				t.Errorf("rampNext = %d, %q; want %d, %q", next, why, tc.next, tc.why)
 			}
 		})
+	}
+	// A run's own max concurrency caps the ramp.
+	if next, why := rampNext([]rampStep{st(1, 10, 50, 0), st(2, 19, 52, 0)}, 2); next != 0 || !strings.Contains(why, "cap (2)") {
+		t.Errorf("under a max concurrency of 2: rampNext = %d, %q", next, why)
+	}
+	if rampLimit(0) != MaxRampConcurrency || rampLimit(64) != 64 || rampLimit(1000) != MaxRampConcurrency {
+		t.Errorf("rampLimit: %d %d %d", rampLimit(0), rampLimit(64), rampLimit(1000))
 	}
 	// The peak is the highest throughput, reached at the lowest
 	// concurrency within 10% of it: 21 at 16 is 20 at 8 and noise.
