@@ -83,14 +83,17 @@ func rampNext(steps []rampStep, limit int) (next int, why string) {
 // rampPeak is the server's completion capacity, the highest throughput
 // a step measured, and the concurrency that reached it: the lowest whose
 // throughput is within rampGain of the highest, since the steps past it
-// only queued (their throughput differs by noise).
+// only queued (their throughput differs by noise). Every step the ramp
+// took rose by at least rampGain over the ones before, so the peak is
+// the last step's half (the ramp stopped for want of gain) or the last
+// step itself: the ramp never sent more than twice the peak.
 func rampPeak(steps []rampStep) rampStep {
 	top := 0.0
 	for _, s := range steps {
 		top = max(top, s.Throughput)
 	}
 	for _, s := range steps {
-		if top > 0 && s.Throughput*(1+rampGain) >= top {
+		if top > 0 && s.Throughput*(1+rampGain) > top {
 			return rampStep{Concurrency: s.Concurrency, Throughput: top, TTFTMedianMs: s.TTFTMedianMs, ErrorPercent: s.ErrorPercent}
 		}
 	}

@@ -411,6 +411,26 @@ func TestBenchSLOSearchBySamples(t *testing.T) {
 		t.Errorf("the sweep table does not say how many samples decided each point:\n%s", stdout)
 	}
 	t.Logf("SLO search: %v req/s in %d points, %s measured, %s wall", got, len(recs), measured.Round(time.Second), wall.Round(time.Second))
+
+	// The answer is a rate the server sustains: strictly below the
+	// completion capacity the ramp measured (the search once answered
+	// the saturated throughput itself, 152.7 req/s, after a point of 520
+	// requests whose queue had no time to grow), and a run four times as
+	// long as a point's minimum holds the SLO at it.
+	saturation, _, _ := answerNumbers(t, stdout)
+	if !(got < saturation) {
+		t.Errorf("the answer %v req/s is not below the completion capacity %v req/s", got, saturation)
+	}
+	long := filepath.Join(t.TempDir(), "long.jsonl")
+	code, stdout, stderr = runCLI(t, sampleSearchArgs(url, long, 32, "--request-rate", m[1], "--num-prompts", "2000",
+		"--percentile-metrics", "ttft", "--metric-percentiles", "99")...)
+	if code != 0 {
+		t.Fatalf("bench at the answer exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	rec := readRecords(t, long)[0]
+	if p99, _ := rec["p99_ttft_ms"].(float64); !(p99 > 0 && p99 <= 200) || rec["completed"] != float64(2000) {
+		t.Errorf("2000 requests at the answer, %v req/s: p99 TTFT %v ms, %v completed; want within 200 ms", got, rec["p99_ttft_ms"], rec["completed"])
+	}
 }
 
 // TestBenchSLOSearchSlowServerBudget: a server that completes about one
