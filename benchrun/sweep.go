@@ -297,11 +297,11 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 			if timeout <= 0 {
 				return nil, errBudget
 			}
-			ok, err := false, error(nil)
-			waited, ok, err = idle.wait(ctx, timeout)
+			d, ok, err := idle.wait(ctx, timeout)
 			if err != nil {
 				return nil, err
 			}
+			waited = d
 			if notIdle = !ok; notIdle {
 				level.Warn(env.Logger).Log("msg", "The server did not return to its idle state before the point", "waited", waited.Round(time.Millisecond),
 					"index", len(res.Points)+1)
