@@ -351,8 +351,13 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 				q.watch = newPointWatch(w.SLO, w.PointSamples, q.Prompts.Requests())
 			}
 		}
-		kv := []any{"msg", "Sweep point", "index", len(res.Points) + 1, by, FormatValue(by, v)}
-		if role != "" {
+		kv := []any{"msg", "Sweep point", "index", len(res.Points) + 1}
+		switch role {
+		case "":
+			kv = append(kv, by, FormatValue(by, v))
+		case "ramp":
+			kv = append(kv, "role", role, "max_concurrency", conc)
+		default:
 			kv = append(kv, "role", role)
 		}
 		level.Info(env.Logger).Log(kv...)
