@@ -321,7 +321,7 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 			rate = p.Spec.RequestRate
 		case by == bench.ByMaxConcurrency:
 			rate, conc = p.Spec.RequestRate, int(v)
-		case search && res.PeakConcurrency > 0:
+		case res.PeakConcurrency > 0:
 			// The ramp measured the server: a rate point keeps no more in
 			// flight than the ramp did (nor than the run's own limit).
 			if c := searchConcurrency(rampStep{Concurrency: res.PeakConcurrency}); conc == 0 || c < conc {
@@ -331,6 +331,9 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		q, err := p.at(rate, conc, w.SLO)
 		if err != nil {
 			return nil, err
+		}
+		if role == "ramp" {
+			q.Pacer = firstN{next: q.Pacer, n: uint64(rampRequests(int(v)))}
 		}
 		if search {
 			if w.PointSamples > 0 && (q.Spec.MaxDuration == 0 || w.PointTime < q.Spec.MaxDuration) {
@@ -345,8 +348,6 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 			switch role {
 			case "synchronous":
 				q.Pacer = firstN{next: q.Pacer, n: syncAnchorRequests}
-			case "ramp":
-				q.Pacer = firstN{next: q.Pacer, n: uint64(rampRequests(int(v)))}
 			case "":
 				q.watch = newPointWatch(w.SLO, w.PointSamples, q.Prompts.Requests())
 			}
@@ -414,7 +415,7 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 			}
 		}
 	case bench.SweepAuto:
-		return res, p.autoSweep(w, run)
+		return res, p.autoSweep(w, res, run)
 	case bench.SweepSLO:
 		err := p.search(w, by, res, run)
 		if err != nil {
@@ -469,23 +470,21 @@ func (r *SweepResult) stopped() {
 	r.Capacity, r.Bound = r.measured()
 }
 
-// autoSweep measures one request at a time and the saturated throughput,
-// then w.Points rates evenly spread between the two request rates (as
-// GuideLLM's sweep profile does).
-func (p *Prepared) autoSweep(w SweepSpec, run func(float64, string, int) (*SweepPoint, error)) error {
-	total := w.Points + 2
-	sync, err := run(0, "synchronous", total)
+// autoSweep measures one request at a time and ramps the concurrency to
+// the completion capacity (as an SLO search does: never all at once),
+// then runs w.Points rates evenly spread between the synchronous rate and
+// the capacity (as GuideLLM's sweep profile does between its anchors).
+// The records' Points is unknown until the ramp ends.
+func (p *Prepared) autoSweep(w SweepSpec, res *SweepResult, run func(float64, string, int) (*SweepPoint, error)) error {
+	sync, err := p.ramp(res, 0, run)
 	if err != nil {
-		return err
+		return fmt.Errorf("auto sweep: %w", err)
 	}
-	thr, err := run(0, "throughput", total)
-	if err != nil {
-		return err
-	}
-	lo, hi := sync.Info.Value, thr.Info.Value
+	lo, hi := sync.Info.Value, res.Saturation
 	if !(lo > 0) || !(hi > lo) {
-		return fmt.Errorf("auto sweep: the synchronous rate (%.3g req/s) and the saturated throughput (%.3g req/s) leave no range to sweep", lo, hi)
+		return fmt.Errorf("auto sweep: the synchronous rate (%.3g req/s) and the completion capacity (%.3g req/s) leave no range to sweep", lo, hi)
 	}
+	total := len(res.Points) + w.Points
 	for i := 1; i <= w.Points; i++ {
 		if _, err := run(lo+(hi-lo)*float64(i)/float64(w.Points+1), "", total); err != nil {
 			return err
@@ -522,29 +521,11 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 	var lo, hi float64 // highest pass, lowest fail (or the capacity); 0: not yet
 	start, down, geometric := w.Start, 0.0, false
 	if start == 0 && !integer {
-		sync, err := run(0, "synchronous", 0)
+		sync, err := p.ramp(res, 0, run)
 		if err != nil {
-			return err
+			return fmt.Errorf("SLO search: %w", err)
 		}
-		steps := []rampStep{stepOf(1, sync)}
-		for {
-			c, why := rampNext(steps, rampLimit(p.Spec.MaxConcurrency))
-			if c == 0 {
-				res.RampStop = why
-				break
-			}
-			pt, err := run(float64(c), "ramp", 0)
-			if err != nil {
-				return err
-			}
-			steps = append(steps, stepOf(c, pt))
-		}
-		peak := rampPeak(steps)
-		if !(peak.Throughput > 0) {
-			return fmt.Errorf("SLO search: the concurrency ramp completed no request (%s)", res.RampStop)
-		}
-		top := peak.Throughput
-		res.Saturation, res.PeakConcurrency = top, peak.Concurrency
+		top := res.Saturation
 		down = sync.Info.Value
 		if !(down > 0 && down < top) {
 			// No range between the anchors (a server that runs one
@@ -644,6 +625,36 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 		}
 		return done()
 	}
+}
+
+// ramp measures one request at a time and then ramps the concurrency
+// (see rampNext) to the server's completion capacity, which it sets in
+// res with the peak concurrency and why the ramp stopped. total is the
+// points' total for their records (0: not known).
+func (p *Prepared) ramp(res *SweepResult, total int, run func(float64, string, int) (*SweepPoint, error)) (*SweepPoint, error) {
+	sync, err := run(0, "synchronous", total)
+	if err != nil {
+		return nil, err
+	}
+	steps := []rampStep{stepOf(1, sync)}
+	for {
+		c, why := rampNext(steps, rampLimit(p.Spec.MaxConcurrency))
+		if c == 0 {
+			res.RampStop = why
+			break
+		}
+		pt, err := run(float64(c), "ramp", total)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, stepOf(c, pt))
+	}
+	peak := rampPeak(steps)
+	if !(peak.Throughput > 0) {
+		return nil, fmt.Errorf("the concurrency ramp completed no request (%s)", res.RampStop)
+	}
+	res.Saturation, res.PeakConcurrency = peak.Throughput, peak.Concurrency
+	return sync, nil
 }
 
 // stepOf is what a ramp step (or the synchronous anchor, concurrency 1)

@@ -269,40 +269,55 @@ func TestBenchSweepAutoAndConcurrency(t *testing.T) {
 	url := startSimulator(t, cfg)
 
 	out := filepath.Join(t.TempDir(), "auto.jsonl")
-	// --strict-json: the anchors run at an infinite rate, which the
-	// default JSONL writes as bench_serving's bare Infinity.
+	// --strict-json: the ramp's steps run at an infinite rate (bounded by
+	// their concurrency), which the default JSONL writes as
+	// bench_serving's bare Infinity.
 	code, stdout, stderr := runCLI(t, sweepArgs(url, out, 16, "--sweep", "auto", "--sweep-points", "2", "--strict-json")...)
 	if code != 0 {
 		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	recs := readRecords(t, out)
-	if len(recs) != 4 {
-		t.Fatalf("%d records, want 4 (2 anchors, 2 points)", len(recs))
+	if len(recs) < 4 {
+		t.Fatalf("%d records, want the synchronous anchor, at least one ramp step and 2 points", len(recs))
 	}
+	n := len(recs)
+	sync, capacity := 0.0, 0.0
 	var vals []float64
 	for i, r := range recs {
 		sw, _ := r["sweep"].(map[string]any)
-		if sw["mode"] != "auto" || sw["points"] != float64(4) || sw["index"] != float64(i+1) {
+		if sw["mode"] != "auto" || sw["index"] != float64(i+1) {
 			t.Errorf("record %d sweep %v", i+1, sw)
 		}
-		vals = append(vals, sw["value"].(float64))
-		if want := []string{"synchronous", "throughput", "", ""}[i]; (sw["role"] == nil && want != "") || (sw["role"] != nil && sw["role"] != want) {
-			t.Errorf("record %d role %v, want %q", i+1, sw["role"], want)
+		v := sw["value"].(float64)
+		switch {
+		case i == 0:
+			if sw["role"] != "synchronous" || r["max_concurrency"] != float64(1) {
+				t.Errorf("record 1: role %v at max_concurrency %v, want the synchronous anchor", sw["role"], r["max_concurrency"])
+			}
+			sync, capacity = v, v
+		case i < n-2:
+			// The ramp: closed-loop steps, never every prompt at once.
+			if sw["role"] != "ramp" || r["max_concurrency"] != sw["concurrency"] {
+				t.Errorf("record %d: role %v, max_concurrency %v, concurrency %v: want a ramp step", i+1, sw["role"], r["max_concurrency"], sw["concurrency"])
+			}
+			capacity = max(capacity, v)
+		default:
+			if sw["role"] != nil || sw["points"] != float64(n) {
+				t.Errorf("record %d: role %v, points %v: want a rate point of %d", i+1, sw["role"], sw["points"], n)
+			}
+			vals = append(vals, v)
 		}
 	}
 	// The anchors' values are their measured request throughputs; the
-	// points lie evenly between them, each a run at its own rate.
-	sync, thr := vals[0], vals[1]
-	if !(sync > 0 && thr > sync) {
-		t.Fatalf("anchors: synchronous %v req/s, throughput %v req/s", sync, thr)
+	// points lie evenly between the synchronous rate and the capacity,
+	// each a run at its own rate.
+	if !(sync > 0 && capacity > sync) {
+		t.Fatalf("anchors: synchronous %v req/s, capacity %v req/s", sync, capacity)
 	}
-	for i, want := range []float64{sync + (thr-sync)/3, sync + 2*(thr-sync)/3} {
-		if got := vals[2+i]; got < want*0.999 || got > want*1.001 || recs[2+i]["request_rate"] != got {
-			t.Errorf("point %d = %v (request_rate %v), want %v", i+1, got, recs[2+i]["request_rate"], want)
+	for i, want := range []float64{sync + (capacity-sync)/3, sync + 2*(capacity-sync)/3} {
+		if got := vals[i]; got < want*0.999 || got > want*1.001 || recs[n-2+i]["request_rate"] != got {
+			t.Errorf("point %d = %v (request_rate %v), want %v", i+1, got, recs[n-2+i]["request_rate"], want)
 		}
-	}
-	if c := recs[0]["max_concurrency"]; c != float64(1) {
-		t.Errorf("the synchronous anchor ran at max_concurrency %v, want 1", c)
 	}
 
 	out = filepath.Join(t.TempDir(), "conc.jsonl")
