@@ -100,7 +100,8 @@ bench:
 	if sw.Mode != "slo" || sw.By != "request_rate" || sw.Capacity == nil || sw.Bound == nil || !strings.Contains(sw.Answer, "Highest request rate meeting the SLO") {
 		t.Fatalf("sweep %+v", sw)
 	}
-	best, completed := 0.0, 0.0
+	completed := 0.0
+	passed, failed := map[float64]bool{}, map[float64]bool{}
 	for i, raw := range sw.Records {
 		var rec struct {
 			Completed   float64 `json:"completed"`
@@ -128,7 +129,17 @@ bench:
 			t.Errorf("record %d: %s", i+1, raw)
 		}
 		if rec.Sweep.Pass {
-			best = max(best, rec.Sweep.Value)
+			passed[rec.Sweep.Value] = true
+		} else {
+			failed[rec.Sweep.Value] = true
+		}
+	}
+	// The capacity is the highest rate that held every time it ran: an
+	// answer is run twice, and one that failed its second run is not.
+	best := 0.0
+	for v := range passed {
+		if !failed[v] {
+			best = max(best, v)
 		}
 	}
 	if len(sw.Records) < 3 || best != *sw.Capacity {

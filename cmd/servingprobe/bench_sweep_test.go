@@ -104,7 +104,7 @@ func TestBenchSLOSearchFindsCapacity(t *testing.T) {
 	if len(recs) != points {
 		t.Fatalf("%d JSONL records, want one per point (%d)", len(recs), points)
 	}
-	best := 0.0
+	passed, failed := map[float64]bool{}, map[float64]bool{}
 	for i, r := range recs {
 		sw, ok := r["sweep"].(map[string]any)
 		if !ok {
@@ -130,8 +130,18 @@ func TestBenchSLOSearchFindsCapacity(t *testing.T) {
 			(r["completed"] != float64(120) && sw["ended"] == nil) {
 			t.Errorf("record %d: request_rate %v, completed %v, sweep value %v", i+1, r["request_rate"], r["completed"], sw["value"])
 		}
-		if sw["pass"] == true && sw["role"] == nil && sw["value"].(float64) > best {
-			best = sw["value"].(float64)
+		if sw["pass"] == true {
+			passed[sw["value"].(float64)] = true
+		} else {
+			failed[sw["value"].(float64)] = true
+		}
+	}
+	// The answer is the highest rate that held every time it ran: it is
+	// run twice, and one that failed its second run is not an answer.
+	best := 0.0
+	for v := range passed {
+		if !failed[v] {
+			best = max(best, v)
 		}
 	}
 	if benchrun.FormatValue(bench.ByRequestRate, best) != m[1]+" req/s" {
