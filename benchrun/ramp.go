@@ -28,8 +28,10 @@ const (
 	rampMaxErrorPercent = 10
 	// rampRequestsPerSlot is how many requests a step sends for each
 	// request it keeps in flight, so that its throughput is measured
-	// over several rounds and not only the first, which starts together.
-	rampRequestsPerSlot = 4
+	// over several rounds and not only the first, which starts together,
+	// and the last, which drains: the peak step's throughput is the
+	// search's upper bound, and its noise is the answer's.
+	rampRequestsPerSlot = 8
 	// rampMinRequests is the least a step sends.
 	rampMinRequests = 16
 )

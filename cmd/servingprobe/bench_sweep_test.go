@@ -117,8 +117,8 @@ func TestBenchSLOSearchFindsCapacity(t *testing.T) {
 			t.Errorf("record 1 role %v, want synchronous", sw["role"])
 		}
 		if sw["role"] != nil {
-			if i > 0 && (sw["role"] != "ramp" || r["max_concurrency"] != sw["concurrency"] || r["completed"].(float64) > max(16, 4*sw["concurrency"].(float64))) {
-				t.Errorf("record %d: role %v, max_concurrency %v, concurrency %v, completed %v: want a ramp step of at most 4 requests per slot (16 at least)",
+			if i > 0 && (sw["role"] != "ramp" || r["max_concurrency"] != sw["concurrency"] || r["completed"].(float64) > max(16, 8*sw["concurrency"].(float64))) {
+				t.Errorf("record %d: role %v, max_concurrency %v, concurrency %v, completed %v: want a ramp step of at most 8 requests per slot (16 at least)",
 					i+1, sw["role"], r["max_concurrency"], sw["concurrency"], r["completed"])
 			}
 			continue
