@@ -42,6 +42,9 @@ type rampStep struct {
 	Throughput   float64 // completed requests per second
 	TTFTMedianMs float64
 	ErrorPercent float64
+	// Waiting is the most requests the server's own gauges showed
+	// waiting in its queue during the step; -1 when they were not read.
+	Waiting float64
 }
 
 // rampRequests is how many requests a step at concurrency c sends.
@@ -51,7 +54,8 @@ func rampRequests(c int) int { return max(rampMinRequests, rampRequestsPerSlot*c
 // first is one request at a time): 0 and why it stops, or the next
 // concurrency. It stops when the last doubling raised the throughput by
 // less than rampGain, when the last step's median TTFT exploded or its
-// requests failed, or at limit (MaxRampConcurrency, or the run's own max
+// requests failed, when the server's gauges showed half of the step's
+// requests waiting in its queue (more would only queue), or at limit (MaxRampConcurrency, or the run's own max
 // concurrency if lower: a daemon's bench.max_concurrency, say).
 func rampNext(steps []rampStep, limit int) (next int, why string) {
 	if len(steps) == 0 {
@@ -75,6 +79,9 @@ func rampNext(steps []rampStep, limit int) (next int, why string) {
 		if base := steps[0].TTFTMedianMs; base > 0 && last.TTFTMedianMs > rampLatencyFactor*base {
 			return 0, fmt.Sprintf("the median TTFT at concurrency %d is %.0f times one request's", last.Concurrency, math.Round(last.TTFTMedianMs/base))
 		}
+	}
+	if last.Waiting >= max(1, float64(last.Concurrency)/2) {
+		return 0, fmt.Sprintf("the server queued %.0f of the %d requests in flight", last.Waiting, last.Concurrency)
 	}
 	if last.Concurrency >= limit {
 		return 0, fmt.Sprintf("the ramp's cap (%d)", limit)

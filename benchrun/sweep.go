@@ -13,6 +13,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
 // SweepSpec is a sweep or an SLO search: several full runs of one
@@ -662,8 +663,14 @@ func (p *Prepared) ramp(res *SweepResult, total int, run func(float64, string, i
 func stepOf(conc int, pt *SweepPoint) rampStep {
 	s := pt.Summary
 	canceled := s.Outcomes[prober.OutcomeCanceled]
-	return rampStep{Concurrency: conc, Throughput: s.RequestThroughput, TTFTMedianMs: s.TTFT.Median,
-		ErrorPercent: bench.ErrorPercent(s.Failed-canceled, s.Requests-canceled)}
+	step := rampStep{Concurrency: conc, Throughput: s.RequestThroughput, TTFTMedianMs: s.TTFT.Median,
+		ErrorPercent: bench.ErrorPercent(s.Failed-canceled, s.Requests-canceled), Waiting: -1}
+	for _, r := range s.Server {
+		if g, ok := r.Gauge(servermetrics.Waiting); ok && g.Samples > 0 {
+			step.Waiting = max(step.Waiting, 0) + g.Peak
+		}
+	}
+	return step
 }
 
 // heldBelow is the highest value below v at which every search point

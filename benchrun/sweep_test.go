@@ -297,8 +297,9 @@ func TestSLOSearchDisagreement(t *testing.T) {
 // TTFT explodes, when requests fail, or at its cap.
 func TestRampNext(t *testing.T) {
 	st := func(c int, thr, ttft, errPct float64) rampStep {
-		return rampStep{Concurrency: c, Throughput: thr, TTFTMedianMs: ttft, ErrorPercent: errPct}
+		return rampStep{Concurrency: c, Throughput: thr, TTFTMedianMs: ttft, ErrorPercent: errPct, Waiting: -1}
 	}
+	queued := func(s rampStep, waiting float64) rampStep { s.Waiting = waiting; return s }
 	for _, tc := range []struct {
 		name  string
 		steps []rampStep
@@ -313,6 +314,8 @@ func TestRampNext(t *testing.T) {
 		{"latency exploded", []rampStep{st(1, 10, 50, 0), st(2, 19, 1500, 0)}, 0, "30 times one request's"},
 		{"requests failed", []rampStep{st(1, 10, 50, 0), st(2, 19, 52, 50)}, 0, "50% of the requests at concurrency 2 failed"},
 		{"none completed", []rampStep{st(1, 0, 0, 0)}, 0, "no request completed at concurrency 1"},
+		{"the server queued half", []rampStep{st(1, 10, 50, 0), queued(st(2, 19, 52, 0), 0), queued(st(4, 30, 60, 0), 2)}, 0, "the server queued 2 of the 4 requests in flight"},
+		{"the server queued less than half", []rampStep{st(1, 10, 50, 0), queued(st(2, 19, 52, 0), 0), queued(st(4, 30, 60, 0), 1)}, 8, ""},
 		{"at the cap", []rampStep{st(128, 10, 50, 0), st(MaxRampConcurrency, 19, 52, 0)}, 0, "cap"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
