@@ -216,6 +216,10 @@ type SweepResult struct {
 	Confirmed     bool
 	Disagreements int
 	Unstable      bool
+	// TooFewBelow, when set, is the rate (req/s) below which a point
+	// could not complete minPointRequests within PointTime: the search
+	// failed down to it and went no lower.
+	TooFewBelow float64
 }
 
 // errBudget is the cause of a search's context when its budget runs out.
@@ -431,6 +435,10 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 	return res, nil
 }
 
+// minPointRequests is the fewest requests a point sized by samples must
+// be able to complete within its time for the search to try its rate.
+const minPointRequests = 10
+
 // anchorShare: each of a search's anchors runs for at most this fraction
 // of its budget.
 const anchorShare = 10
@@ -554,6 +562,20 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 		res.GridPoints = gridPoints(pts, w.Precision)
 		return nil
 	}
+	// A point sized by samples lasts at most PointTime: at a rate that
+	// completes fewer than minPointRequests in it, its verdict would rest
+	// on a handful of requests, so the search goes no lower.
+	minRate := 0.0
+	if w.PointSamples > 0 && !integer {
+		minRate = minPointRequests / w.PointTime.Seconds()
+	}
+	down2 := func(n float64) (float64, bool) {
+		if n < minRate {
+			res.TooFewBelow = minRate
+			return 0, true
+		}
+		return n, false
+	}
 	// next is the value after a point at v, or stop once the bracket is
 	// within the precision or an end of the range is reached.
 	next := func(v float64) (float64, bool) {
@@ -562,9 +584,9 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 			// Nothing met the SLO down to the floor.
 			return 0, true
 		case lo == 0 && geometric && v > down:
-			return max(v/2, down), false
+			return down2(max(v/2, down))
 		case lo == 0:
-			return round(v / 2), false
+			return down2(round(v / 2))
 		case hi == 0 && v >= w.Max:
 			// Met up to the cap: the limit is above what we may try.
 			return 0, true

@@ -246,6 +246,33 @@ func TestSLOSearchFromAnchors(t *testing.T) {
 	}
 }
 
+// TestSLOSearchTooFewBelow: a search sized by samples goes no lower than
+// the rate at which a point completes 10 requests within its time (a slow
+// server's search once spent its budget on points of one request each).
+func TestSLOSearchTooFewBelow(t *testing.T) {
+	w := SweepSpec{Mode: bench.SweepSLO, By: bench.ByRequestRate, Precision: 0.1, Start: 2, Max: 1024, MaxPoints: 20,
+		PointSamples: 10, PointTime: 30 * time.Second, SLO: bench.SLO{{Metric: bench.MetricTTFT, Percentile: 99, MaxMs: 100}}}
+	res := &SweepResult{Spec: w}
+	var tried []float64
+	run := func(v float64, role string, _ int) (*SweepPoint, error) {
+		tried = append(tried, v)
+		pt := SweepPoint{Summary: &bench.Summary{Requests: 10}, Info: bench.SweepInfo{Mode: w.Mode, By: w.By, Index: len(res.Points) + 1, Value: v,
+			SLO: []bench.Verdict{{Objective: w.SLO[0], Pass: false}}}}
+		res.Points = append(res.Points, pt)
+		return &pt, nil
+	}
+	if err := (&Prepared{}).search(w, bench.ByRequestRate, res, run); err != nil {
+		t.Fatal(err)
+	}
+	// 10 requests in 30 s: 1/3 req/s. 2, 1 and 0.5 are tried, 0.25 not.
+	if !slices.Equal(tried, []float64{2, 1, 0.5}) || res.Capacity != 0 || res.TooFewBelow != 10.0/30 {
+		t.Errorf("tried %v, capacity %v, too few below %v", tried, res.Capacity, res.TooFewBelow)
+	}
+	if got := res.Answer(bench.ByRequestRate); !strings.Contains(got, "Lower rates were not tried: below 0.3333 req/s a point completes fewer than 10 requests within --slo-point-time (30s)") {
+		t.Errorf("answer %q", got)
+	}
+}
+
 // TestSLOSearchDisagreement: an answer that fails its second run is a
 // bound, and the search goes on below it; a second such failure means the
 // server's verdicts vary more than the precision, and the search gives no

@@ -209,6 +209,10 @@ func (r *SweepResult) Answer(by string) string {
 			r.Disagreements, what, 100*r.Spec.Precision)
 	case r.Capacity == 0:
 		fmt.Fprintf(&b, "No %s tried meets the SLO (the lowest, %s, did not).\n", what, FormatValue(by, r.Bound))
+		if r.TooFewBelow > 0 {
+			fmt.Fprintf(&b, "Lower rates were not tried: below %s a point completes fewer than %d requests within --slo-point-time (%s), too few to decide.\n",
+				FormatValue(by, r.TooFewBelow), minPointRequests, r.Spec.PointTime)
+		}
 	case r.Bound == 0:
 		fmt.Fprintf(&b, "The SLO holds at every %s tried, up to %s: the limit is higher (raise --slo-max, slo_max in a bench window).\n", what, FormatValue(by, r.Capacity))
 	default:
