@@ -615,6 +615,10 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 			return err
 		}
 		switch {
+		case pt.Info.Passed() && confirming && pt.Info.Ended == bench.EndedBudget:
+			// Cut short by the budget: a few requests confirm nothing,
+			// and the budget is spent.
+			return errBudget
 		case pt.Info.Passed() && confirming:
 			res.Confirmed = true
 			return done()

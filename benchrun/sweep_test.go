@@ -1,6 +1,7 @@
 package benchrun
 
 import (
+	"errors"
 	"regexp"
 	"slices"
 	"strconv"
@@ -270,6 +271,29 @@ func TestSLOSearchTooFewBelow(t *testing.T) {
 	}
 	if got := res.Answer(bench.ByRequestRate); !strings.Contains(got, "Lower rates were not tried: below 0.3333 req/s a point completes fewer than 10 requests within --slo-point-time (30s)") {
 		t.Errorf("answer %q", got)
+	}
+}
+
+// TestSLOSearchConfirmationCutByBudget: a second run the budget cut short
+// (an ollama search's confirmed its answer on 4 requests) confirms
+// nothing: the search ends over budget, with only what it measured.
+func TestSLOSearchConfirmationCutByBudget(t *testing.T) {
+	w := SweepSpec{Mode: bench.SweepSLO, By: bench.ByRequestRate, Precision: 0.1, Start: 8, Max: 1024, MaxPoints: 20,
+		SLO: bench.SLO{{Metric: bench.MetricTTFT, Percentile: 99, MaxMs: 100}}}
+	res := &SweepResult{Spec: w}
+	runs := map[float64]int{}
+	run := func(v float64, role string, _ int) (*SweepPoint, error) {
+		runs[v]++
+		pt := SweepPoint{Summary: &bench.Summary{Requests: 10}, Info: bench.SweepInfo{Mode: w.Mode, By: w.By, Index: len(res.Points) + 1, Value: v,
+			SLO: []bench.Verdict{{Objective: w.SLO[0], Pass: v <= 50}}}}
+		if runs[v] > 1 {
+			pt.Info.Ended = bench.EndedBudget
+		}
+		res.Points = append(res.Points, pt)
+		return &pt, nil
+	}
+	if err := (&Prepared{}).search(w, bench.ByRequestRate, res, run); !errors.Is(err, errBudget) || res.Confirmed {
+		t.Errorf("search = %v, confirmed %v: want the budget's end and no confirmation", err, res.Confirmed)
 	}
 }
 
