@@ -8,32 +8,65 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 // Objective is one service-level objective: the Percentile-th percentile
-// of Metric is at most MaxMs milliseconds.
+// of Metric is at most MaxMs milliseconds; or, for MetricErrors, at most
+// MaxPercent of the requests failed (Percentile and MaxMs are then 0).
 type Objective struct {
-	Metric     string  `json:"metric"` // ttft, tpot, itl or e2el
+	Metric     string  `json:"metric"` // ttft, tpot, itl, e2el or errors
 	Percentile float64 `json:"percentile"`
 	MaxMs      float64 `json:"max_ms"`
+	MaxPercent float64 `json:"max_percent,omitempty"`
 }
+
+// MetricErrors is the objective on the share of requests that failed.
+const MetricErrors = "errors"
+
+// DefaultMaxErrorPercent is the error objective an SLO gets when it names
+// none: a point where more than 1% of the requests fail does not meet the
+// SLO, however fast the requests that succeeded were (a server shedding
+// load with 5xx answers fast). "errors<=100%" turns it off.
+const DefaultMaxErrorPercent = 1.0
 
 // SLO is a set of objectives that must all hold (--slo).
 type SLO []Objective
+
+// errorsItem is "errors<=P%" ("<" is accepted for "<=").
+var errorsItem = regexp.MustCompile(`^errors\s*<=?\s*([0-9]+(?:\.[0-9]+)?)\s*%$`)
 
 // sloItem is "metric:pP<=value[unit]"; "<" is accepted for "<=".
 var sloItem = regexp.MustCompile(`^([a-z0-9_]+):p([0-9]+(?:\.[0-9]+)?)\s*<=?\s*([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)\s*(ms|s|us|µs)?$`)
 
 // ParseSLO parses --slo: comma-separated objectives such as
-// "ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s". Metrics are --goodput's
-// (ttft, tpot, e2el; e2e is accepted for e2el) and itl; a value without a
-// unit is in milliseconds, as --goodput's are.
+// "ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s,errors<=1%". Metrics are
+// --goodput's (ttft, tpot, e2el; e2e is accepted for e2el) and itl; a
+// value without a unit is in milliseconds, as --goodput's are. An SLO
+// without an errors objective gets errors<=DefaultMaxErrorPercent%, last.
 func ParseSLO(s string) (SLO, error) {
 	var out SLO
+	errorsGiven := false
 	for item := range strings.SplitSeq(s, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
+		}
+		if m := errorsItem.FindStringSubmatch(item); m != nil {
+			pct, _ := strconv.ParseFloat(m[1], 64)
+			if pct > 100 {
+				return nil, fmt.Errorf("invalid objective %q: the share of failed requests must be at most 100%%", item)
+			}
+			if errorsGiven {
+				return nil, fmt.Errorf("invalid objective %q: errors is given twice", item)
+			}
+			errorsGiven = true
+			out = append(out, Objective{Metric: MetricErrors, MaxPercent: pct})
+			continue
+		}
+		if strings.HasPrefix(item, MetricErrors) {
+			return nil, fmt.Errorf("invalid objective %q: want errors<=P%%, such as errors<=1%%", item)
 		}
 		m := sloItem.FindStringSubmatch(item)
 		if m == nil {
@@ -66,10 +99,16 @@ func ParseSLO(s string) (SLO, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no objective in %q: want metric:pP<=value, such as ttft:p99<=500ms", s)
 	}
+	if !errorsGiven {
+		out = append(out, Objective{Metric: MetricErrors, MaxPercent: DefaultMaxErrorPercent})
+	}
 	return out, nil
 }
 
 func (o Objective) String() string {
+	if o.Metric == MetricErrors {
+		return fmt.Sprintf("errors<=%s%%", strconv.FormatFloat(o.MaxPercent, 'f', -1, 64))
+	}
 	return fmt.Sprintf("%s:p%s<=%s", o.Metric, percentileWord(o.Percentile), time.Duration(o.MaxMs*float64(time.Millisecond)))
 }
 
@@ -87,6 +126,9 @@ func (s SLO) String() string {
 func (s SLO) PercentileParams(metrics []string, percentiles []float64) ([]string, []float64) {
 	metrics, percentiles = slices.Clone(metrics), slices.Clone(percentiles)
 	for _, o := range s {
+		if o.Metric == MetricErrors {
+			continue // counted, not a percentile
+		}
 		if !slices.Contains(metrics, o.Metric) {
 			metrics = append(metrics, o.Metric)
 		}
@@ -100,9 +142,12 @@ func (s SLO) PercentileParams(metrics []string, percentiles []float64) ([]string
 // Verdict is one objective checked against a run.
 type Verdict struct {
 	Objective
-	// ValueMs is the run's percentile; NaN when the run has no sample.
-	ValueMs float64 `json:"value_ms"`
-	Pass    bool    `json:"pass"`
+	// ValueMs is the run's percentile; NaN when the run has no sample
+	// (and for an errors objective, whose value is ValuePercent: the
+	// share of the run's requests that failed).
+	ValueMs      float64 `json:"value_ms"`
+	ValuePercent float64 `json:"value_percent,omitempty"`
+	Pass         bool    `json:"pass"`
 	// Samples is how many values the percentile was taken over; Enough
 	// says whether that is at least minSamples(Percentile), below which a
 	// high percentile is decided by a handful of requests.
@@ -121,14 +166,40 @@ func (s SLO) Check(sum *Summary) []Verdict {
 	out := make([]Verdict, 0, len(s))
 	for _, o := range s {
 		v := Verdict{Objective: o, ValueMs: math.NaN(), Samples: sum.samples(o.Metric)}
+		if o.Metric == MetricErrors {
+			// A request the run cancelled itself (a point that ended
+			// once its verdict was certain) is no failure of the server.
+			canceled := sum.Outcomes[prober.OutcomeCanceled]
+			v.Samples = sum.Requests - canceled
+			if v.Samples > 0 {
+				v.ValuePercent = ErrorPercent(sum.Failed-canceled, v.Samples)
+				v.Pass = v.ValuePercent <= o.MaxPercent
+			}
+			v.Enough = v.Samples > 0
+			out = append(out, v)
+			continue
+		}
 		if val, ok := sum.percentile(o.Metric, o.Percentile); ok && v.Samples > 0 {
 			v.ValueMs = val
 			v.Pass = val <= o.MaxMs
 		}
-		v.Enough = v.Samples >= MinSamples(o.Percentile)
+		// The "(few samples)" mark is the confidence intervals' rule
+		// (ci.go): enough samples that the percentile's 95 % interval is
+		// bounded on both sides.
+		v.Enough = EnoughSamples(v.Samples, o.Percentile)
 		out = append(out, v)
 	}
 	return out
+}
+
+// ErrorPercent is the share of requests that failed, in percent: the one
+// rule for an errors objective, used by the point's verdict and by the
+// search's early decision.
+func ErrorPercent(failed, requests int) float64 {
+	if requests <= 0 {
+		return 0
+	}
+	return 100 * float64(failed) / float64(requests)
 }
 
 // Passed reports whether every verdict passed.

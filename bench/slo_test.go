@@ -2,6 +2,8 @@ package bench
 
 import (
 	"math"
+
+	"github.com/servingprobe/servingprobe/prober"
 	"slices"
 	"strings"
 	"testing"
@@ -13,10 +15,10 @@ func TestParseSLO(t *testing.T) {
 		want    SLO
 		wantErr string
 	}{
-		{in: "ttft:p99<=500ms", want: SLO{{MetricTTFT, 99, 500}}},
-		{in: "ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s", want: SLO{{MetricTTFT, 99, 500}, {MetricITL, 99, 50}, {MetricE2EL, 90, 10000}}},
-		{in: " tpot:p99.9 <= 40 , e2el:p50<2.5s ", want: SLO{{MetricTPOT, 99.9, 40}, {MetricE2EL, 50, 2500}}},
-		{in: "itl:p95<=800us", want: SLO{{MetricITL, 95, 0.8}}},
+		{in: "ttft:p99<=500ms", want: SLO{{MetricTTFT, 99, 500, 0}}},
+		{in: "ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s", want: SLO{{MetricTTFT, 99, 500, 0}, {MetricITL, 99, 50, 0}, {MetricE2EL, 90, 10000, 0}}},
+		{in: " tpot:p99.9 <= 40 , e2el:p50<2.5s ", want: SLO{{MetricTPOT, 99.9, 40, 0}, {MetricE2EL, 50, 2500, 0}}},
+		{in: "itl:p95<=800us", want: SLO{{MetricITL, 95, 0.8, 0}}},
 		{in: "", wantErr: "no objective"},
 		{in: "ttft<=500ms", wantErr: "want metric:pP<=value"},
 		{in: "ttft:p99>=500ms", wantErr: "want metric:pP<=value"},
@@ -26,6 +28,15 @@ func TestParseSLO(t *testing.T) {
 		{in: "ttft:p0<=5ms", wantErr: "above 0 and below 100"},
 		{in: "ttft:p99<=0ms", wantErr: "positive duration"},
 		{in: "ttft:p99<=5ms,ttft:p99<=6ms", wantErr: "given twice"},
+		// The errors objective: given, it replaces the default; 0% and
+		// 100% are the ends of its range.
+		{in: "ttft:p99<=500ms,errors<=5%", want: SLO{{MetricTTFT, 99, 500, 0}, {MetricErrors, 0, 0, 5}}},
+		{in: "errors<0%,itl:p50<=20ms", want: SLO{{MetricErrors, 0, 0, 0}, {MetricITL, 50, 20, 0}}},
+		{in: "errors<=100%", want: SLO{{MetricErrors, 0, 0, 100}}},
+		{in: "errors<=101%", wantErr: "at most 100%"},
+		{in: "errors<=1", wantErr: "want errors<=P%"},
+		{in: "errors:p99<=1%", wantErr: "want errors<=P%"},
+		{in: "errors<=1%,errors<=2%", wantErr: "errors is given twice"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseSLO(tc.in)
@@ -35,8 +46,13 @@ func TestParseSLO(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !slices.Equal(got, tc.want) {
-				t.Fatalf("ParseSLO(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			want := tc.want
+			if !slices.ContainsFunc(want, func(o Objective) bool { return o.Metric == MetricErrors }) {
+				// Without one, an SLO counts failed requests against it.
+				want = append(slices.Clone(want), Objective{Metric: MetricErrors, MaxPercent: DefaultMaxErrorPercent})
+			}
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("ParseSLO(%q) = %v, %v; want %v", tc.in, got, err, want)
 			}
 			// The printed form parses back to the same objectives.
 			if back, err := ParseSLO(got.String()); err != nil || !slices.Equal(back, got) {
@@ -58,14 +74,14 @@ func TestSLOCheck(t *testing.T) {
 		t.Fatalf("PercentileParams = %v %v", metrics, ps)
 	}
 	sum := &Summary{
-		Completed: 10, ITLSamples: 90,
+		Completed: 10, ITLSamples: 90, Requests: 10,
 		Percentiles: []MetricStats{
 			{Metric: MetricTTFT, Percentiles: []PercentileValue{{99, 300}, {90, 140}, {50, 100}}},
 			{Metric: MetricITL, Percentiles: []PercentileValue{{99, 40}, {90, 30}, {50, 25}}},
 		},
 	}
 	vs := slo.Check(sum)
-	if len(vs) != 2 || !vs[0].Pass || vs[0].ValueMs != 140 || vs[1].Pass || vs[1].ValueMs != 25 {
+	if len(vs) != 3 || !vs[2].Pass || vs[2].Metric != MetricErrors || vs[2].ValuePercent != 0 || vs[2].Samples != 10 || !vs[0].Pass || vs[0].ValueMs != 140 || vs[1].Pass || vs[1].ValueMs != 25 {
 		t.Errorf("verdicts %+v: want ttft p90 140 pass, itl p50 25 fail", vs)
 	}
 	if Passed(vs) {
@@ -83,6 +99,43 @@ func TestSLOCheck(t *testing.T) {
 	}
 	if Passed(nil) {
 		t.Error("Passed(nil): an empty SLO must not pass by default")
+	}
+}
+
+// TestSLOCheckErrors: failed requests count against a point through the
+// errors objective, however fast the successes were; requests the run
+// cancelled itself (a point ended once decided) are not the server's.
+func TestSLOCheckErrors(t *testing.T) {
+	slo, err := ParseSLO("ttft:p99<=500ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := []MetricStats{{Metric: MetricTTFT, Percentiles: []PercentileValue{{99, 100}}}}
+	for _, tc := range []struct {
+		name                       string
+		completed, failed, cancels int
+		pass                       bool
+		pct                        float64
+	}{
+		// What a server shedding load did: 53 of 557 requests failed
+		// with a 5xx and the successes met the TTFT objective.
+		{name: "53 of 557 failed", completed: 504, failed: 53, pass: false, pct: 100 * 53.0 / 557},
+		{name: "1 of 100 failed: at the bound", completed: 99, failed: 1, pass: true, pct: 1},
+		{name: "2 of 100 failed", completed: 98, failed: 2, pass: false, pct: 2},
+		{name: "cancelled by the run", completed: 100, failed: 20, cancels: 20, pass: true, pct: 0},
+		{name: "none failed", completed: 100, pass: true, pct: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum := &Summary{Completed: tc.completed, Failed: tc.failed, Requests: tc.completed + tc.failed, Percentiles: fast}
+			if tc.cancels > 0 {
+				sum.Outcomes = map[prober.Outcome]int{prober.OutcomeCanceled: tc.cancels}
+			}
+			vs := slo.Check(sum)
+			e := vs[len(vs)-1]
+			if e.Metric != MetricErrors || e.Pass != tc.pass || math.Abs(e.ValuePercent-tc.pct) > 1e-9 || Passed(vs) != tc.pass || !vs[0].Pass {
+				t.Errorf("verdicts %+v: want errors %v%% pass=%v (the TTFT objective passing)", vs, tc.pct, tc.pass)
+			}
+		})
 	}
 }
 

@@ -24,9 +24,13 @@ type SweepInfo struct {
 	Index  int     `json:"index"`
 	Points int     `json:"points,omitempty"`
 	Value  float64 `json:"value"`
-	// Role says what an auto sweep's first two points measure
-	// ("synchronous", "throughput"); "" for the others.
+	// Role says what an anchor measures: an auto sweep's first two points
+	// ("synchronous", "throughput"), an SLO search's one request at a
+	// time ("synchronous") and its concurrency ramp ("ramp"); "" for the
+	// points of the sweep or search proper.
 	Role string `json:"role,omitempty"`
+	// Concurrency is the requests a ramp step kept in flight.
+	Concurrency int `json:"concurrency,omitempty"`
 	// SLO holds each objective's verdict on this run, when there is one.
 	SLO []Verdict `json:"slo,omitempty"`
 	// Ended says why an SLO search's point ended before sending every
@@ -35,6 +39,12 @@ type SweepInfo struct {
 	// Samples is how many samples decided the point: those of the
 	// objective that broke, else the fewest any objective had.
 	Samples int `json:"samples,omitempty"`
+	// IdleWait is how long an SLO search waited, before this point, for
+	// the server to be back at its idle state (seconds); NotIdle says it
+	// never came back within the search's bound, so the point may have
+	// started on an earlier point's queue.
+	IdleWait float64 `json:"idle_wait,omitempty"`
+	NotIdle  bool    `json:"not_idle,omitempty"`
 }
 
 // Why an SLO search's point ended early. Every one but EndedSamples is
@@ -78,9 +88,19 @@ func (w *SweepInfo) record() record {
 	if w.Role != "" {
 		r = append(r, field{"role", w.Role})
 	}
+	if w.Concurrency > 0 {
+		r = append(r, field{"concurrency", w.Concurrency})
+	}
 	if len(w.SLO) > 0 {
 		vs := make([]record, len(w.SLO))
 		for i, v := range w.SLO {
+			if v.Metric == MetricErrors {
+				vs[i] = record{
+					{"metric", v.Metric}, {"max_percent", v.MaxPercent}, {"value_percent", v.ValuePercent},
+					{"pass", v.Pass}, {"samples", v.Samples}, {"enough_samples", v.Enough},
+				}
+				continue
+			}
 			vs[i] = record{
 				{"metric", v.Metric}, {"percentile", v.Percentile}, {"max_ms", v.MaxMs},
 				{"value_ms", v.ValueMs}, {"pass", v.Pass}, {"samples", v.Samples}, {"enough_samples", v.Enough},
@@ -93,6 +113,12 @@ func (w *SweepInfo) record() record {
 	}
 	if w.Samples > 0 {
 		r = append(r, field{"samples", w.Samples})
+	}
+	if w.IdleWait > 0 {
+		r = append(r, field{"idle_wait", w.IdleWait})
+	}
+	if w.NotIdle {
+		r = append(r, field{"not_idle", true})
 	}
 	return r
 }

@@ -10,14 +10,39 @@ import (
 // console's and the HTML report's alike: pass, or the objectives that
 // broke, "(few samples)" where a percentile had too few samples to be
 // trusted, and for a search how many samples decided the point and why
-// it ended; without objectives, how many requests failed, if any. s is
-// the point's summary.
+// it ended; without objectives, how many requests failed, if any; for an
+// anchor of a search, what it measured. s is the point's summary.
 func (w *SweepInfo) Verdict(s *Summary) string {
 	return w.verdictWord(s) + w.endWord()
 }
 
+// SearchVerdict is whether a point counts for an SLO search's answer
+// and, if so, whether it held: the one reading of a point's verdicts that
+// the table's result column and the answer's summary both print. An
+// anchor measures the server (one request at a time, the concurrency
+// ramp), not a rate the search tried: it does not count.
+func (w *SweepInfo) SearchVerdict() (counted, pass bool) {
+	if w.Role != "" || len(w.SLO) == 0 {
+		return false, false
+	}
+	return true, w.Passed()
+}
+
+// verdictWord is a point's result column: pass or the objectives that
+// broke, with a mark where a percentile had too few samples; an anchor's
+// says what it measured instead (its verdicts are in its record).
 func (w *SweepInfo) verdictWord(s *Summary) string {
 	vs := w.SLO
+	if counted, _ := w.SearchVerdict(); !counted && len(vs) > 0 {
+		word := "anchor"
+		if w.Role == "ramp" || w.Role == "synchronous" {
+			word = fmt.Sprintf("anchor: %.3g req/s completed", s.RequestThroughput)
+		}
+		if s.Failed > 0 {
+			word += fmt.Sprintf(", %d failed", s.Failed)
+		}
+		return word
+	}
 	if len(vs) == 0 {
 		if s.Failed > 0 {
 			return fmt.Sprintf("%d failed", s.Failed)
@@ -29,15 +54,12 @@ func (w *SweepInfo) verdictWord(s *Summary) string {
 	for _, v := range vs {
 		few = few || !v.Enough
 		if !v.Pass {
-			out = append(out, fmt.Sprintf("%s:p%g %s", v.Metric, v.Percentile, MsOrNone(v.ValueMs)))
+			out = append(out, verdictValue(v))
 		}
 	}
 	word := "pass"
-	switch {
-	case len(out) > 0:
-		word = "FAIL " + strings.Join(out, ", ")
-	case !w.Passed():
-		word = "FAIL"
+	if _, pass := w.SearchVerdict(); !pass {
+		word = strings.TrimSpace("FAIL " + strings.Join(out, ", "))
 	}
 	if few {
 		word += " (few samples)"
@@ -46,19 +68,47 @@ func (w *SweepInfo) verdictWord(s *Summary) string {
 }
 
 // endWord says how many samples decided a search's point and why it
-// ended before sending every prompt.
+// ended before sending every prompt, and whether the server was still
+// busy when it began.
 func (w *SweepInfo) endWord() string {
 	if w.Samples == 0 && w.Ended == "" {
+		if w.NotIdle {
+			return " [server busy before]"
+		}
 		return ""
 	}
 	why := map[string]string{
 		EndedSamples: "enough samples", EndedBroken: "broken early", EndedOverSaturated: "over-saturated",
 		EndedTime: "time cap", EndedBudget: "budget",
 	}[w.Ended]
-	if why == "" {
-		return fmt.Sprintf(" [%d samples]", w.Samples)
+	idle := ""
+	if w.NotIdle {
+		idle = ", server busy before"
 	}
-	return fmt.Sprintf(" [%d samples, %s]", w.Samples, why)
+	if why == "" {
+		return fmt.Sprintf(" [%d samples%s]", w.Samples, idle)
+	}
+	return fmt.Sprintf(" [%d samples, %s%s]", w.Samples, why, idle)
+}
+
+// verdictValue is an objective and what the point measured of it.
+func verdictValue(v Verdict) string {
+	if v.Metric == MetricErrors {
+		if v.Samples == 0 {
+			return "errors no request"
+		}
+		return fmt.Sprintf("errors %.1f%%", v.ValuePercent)
+	}
+	return fmt.Sprintf("%s:p%g %s", v.Metric, v.Percentile, MsOrNone(v.ValueMs))
+}
+
+// BrokeValue is an objective that broke, with its value against its
+// bound: the search's "Broke first" line.
+func BrokeValue(v Verdict) string {
+	if v.Metric == MetricErrors {
+		return fmt.Sprintf("%s (%.1f%% of %d requests failed)", v.Objective.String(), v.ValuePercent, v.Samples)
+	}
+	return fmt.Sprintf("%s (%s > %.1f ms)", v.Objective.String(), MsOrNone(v.ValueMs), v.MaxMs)
 }
 
 // MsOrNone prints a percentile in ms, or "no sample" for NaN (a

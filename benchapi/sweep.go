@@ -18,7 +18,7 @@ type SweepOutput struct {
 	// Records are the points' JSONL records in the order run.
 	Records []json.RawMessage `json:"records"`
 	// Capacity is the highest value at which every objective held (0: none
-	// did) and Bound the lowest that failed (0: none did); Answer says it
+	// did; absent when the search found no stable answer) and Bound the lowest that failed (0: none did); Answer says it
 	// in words, with what broke first and the cost against a fixed grid.
 	Capacity *float64        `json:"capacity,omitempty"`
 	Bound    *float64        `json:"bound,omitempty"`
@@ -42,9 +42,14 @@ func sweepOutput(res *benchrun.SweepResult, records []json.RawMessage) (*SweepOu
 		}
 	}
 	if res.Spec.Mode == bench.SweepSLO && len(res.Points) > 0 {
+		o.Answer = strings.TrimSpace(res.Answer(o.By))
+		if res.Unstable {
+			// No stable answer: no capacity, in the API as in the
+			// answer's words, and no gauge.
+			return o, h
+		}
 		capacity, bound := res.Capacity, res.Bound
 		o.Capacity, o.Bound, o.Broke = &capacity, &bound, res.Broke
-		o.Answer = strings.TrimSpace(res.Answer(o.By))
 		h.Capacity = &exporter.BenchCapacity{By: o.By, Value: capacity}
 	}
 	return o, h

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/simulator"
 )
@@ -99,7 +100,8 @@ bench:
 	if sw.Mode != "slo" || sw.By != "request_rate" || sw.Capacity == nil || sw.Bound == nil || !strings.Contains(sw.Answer, "Highest request rate meeting the SLO") {
 		t.Fatalf("sweep %+v", sw)
 	}
-	best, completed := 0.0, 0.0
+	completed := 0.0
+	passed, failed := map[float64]bool{}, map[float64]bool{}
 	for i, raw := range sw.Records {
 		var rec struct {
 			Completed   float64 `json:"completed"`
@@ -127,7 +129,17 @@ bench:
 			t.Errorf("record %d: %s", i+1, raw)
 		}
 		if rec.Sweep.Pass {
-			best = max(best, rec.Sweep.Value)
+			passed[rec.Sweep.Value] = true
+		} else {
+			failed[rec.Sweep.Value] = true
+		}
+	}
+	// The capacity is the highest rate that held every time it ran: an
+	// answer is run twice, and one that failed its second run is not.
+	best := 0.0
+	for v := range passed {
+		if !failed[v] {
+			best = max(best, v)
 		}
 	}
 	if len(sw.Records) < 3 || best != *sw.Capacity {
@@ -191,5 +203,25 @@ bench:
 	resp.Body.Close()
 	if want := fmt.Sprintf("capacity %s", benchrun.FormatValue("request_rate", *sw.Capacity)); !strings.Contains(string(page), want) {
 		t.Errorf("landing page lacks %q", want)
+	}
+}
+
+// TestSweepOutputUnstable: a search with no stable answer gives no
+// capacity, in the API or in the gauge, and its answer says why; the
+// capacity of a stable one is the answer's.
+func TestSweepOutputUnstable(t *testing.T) {
+	slo := bench.SLO{{Metric: bench.MetricTTFT, Percentile: 99, MaxMs: 100}}
+	pts := []benchrun.SweepPoint{{Summary: &bench.Summary{Requests: 10},
+		Info: bench.SweepInfo{Mode: bench.SweepSLO, By: bench.ByRequestRate, Index: 1, Value: 5, SLO: []bench.Verdict{{Objective: slo[0], Pass: true}}}}}
+	res := &benchrun.SweepResult{Spec: benchrun.SweepSpec{Mode: bench.SweepSLO, SLO: slo, Precision: 0.1}, Points: pts,
+		Capacity: 5, Bound: 5.4, Disagreements: 2, Unstable: true}
+	o, h := sweepOutput(res, nil)
+	if o.Capacity != nil || o.Bound != nil || h.Capacity != nil || !strings.Contains(o.Answer, "No stable answer") {
+		t.Errorf("unstable search: capacity %v, bound %v, gauge %v, answer %q", o.Capacity, o.Bound, h.Capacity, o.Answer)
+	}
+	res.Unstable, res.Disagreements, res.Confirmed = false, 0, true
+	o, h = sweepOutput(res, nil)
+	if o.Capacity == nil || *o.Capacity != 5 || h.Capacity == nil || h.Capacity.Value != 5 || !strings.Contains(o.Answer, "5 req/s (held twice") {
+		t.Errorf("stable search: capacity %v, gauge %v, answer %q", o.Capacity, h.Capacity, o.Answer)
 	}
 }

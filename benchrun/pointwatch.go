@@ -41,6 +41,16 @@ func tailTarget(p float64, k int) int {
 	return int(math.Ceil(float64(k)/(1-p/100) - 1e-9))
 }
 
+// allowed is how many of a tally's target samples may be over its bound
+// with the objective still met: for a percentile, one fewer than
+// brokenAt; for the errors objective, MaxPercent of the target requests.
+func (t *tally) allowed() int {
+	if t.obj.Metric == bench.MetricErrors {
+		return int(math.Floor(float64(t.target)*t.obj.MaxPercent/100 + 1e-9))
+	}
+	return brokenAt(t.obj.Percentile, t.target) - 1
+}
+
 // decide says whether a point can end now, and why: an objective already
 // broken beyond what its remaining samples can save ends it at once
 // (hard); with sized set, a point whose objectives all reached their
@@ -51,19 +61,18 @@ func tailTarget(p float64, k int) int {
 func decide(ts []tally, sized bool) (ended string, hard bool) {
 	done, clear := sized, sized
 	for _, t := range ts {
-		p := t.obj.Percentile
 		if t.target <= 0 {
 			done, clear = false, false
 			continue
 		}
-		if t.over >= brokenAt(p, t.target) {
+		allowed := t.allowed()
+		if t.over > allowed {
 			return bench.EndedBroken, true
 		}
 		if t.samples < t.target {
 			done = false
 		}
-		allowed := float64(brokenAt(p, t.target) - 1)
-		if t.samples < bench.MinSamples(p) || float64(t.over)*float64(t.target)/float64(t.samples) > allowed/2 {
+		if t.samples < bench.MinSamples(t.obj.Percentile) || float64(t.over)*float64(t.target)/float64(t.samples) > float64(allowed)/2 {
 			clear = false
 		}
 	}
@@ -88,6 +97,27 @@ func growing(byScheduled []float64, floor float64) bool {
 	slices.Sort(last)
 	a, b := first[n/2], last[n/2]
 	return b > floor && b >= 2*a
+}
+
+// settledWaits is how many waits, in the order scheduled, a point needs
+// before its queue trend is known: three thirds of at least 20 each.
+const settledWaits = 60
+
+// settled reports whether the waits of a point, in the order they were
+// scheduled, show a queue that does not grow: at least settledWaits of
+// them, and the median of the last third at most half as long again as
+// the first third's, or longer by at most floor (seconds; a queue that grows
+// from 1 ms to 2 ms is noise, not a trend).
+func settled(byScheduled []float64, floor float64) bool {
+	n := len(byScheduled) / 3
+	if len(byScheduled) < settledWaits {
+		return false
+	}
+	first, last := slices.Clone(byScheduled[:n]), slices.Clone(byScheduled[len(byScheduled)-n:])
+	slices.Sort(first)
+	slices.Sort(last)
+	a, b := first[n/2], last[n/2]
+	return b <= 1.5*a || b-a <= floor
 }
 
 // pointWatch follows a running point of an SLO search and ends it once its
@@ -119,17 +149,31 @@ func (e pointEnded) Error() string { return "the point's verdict is decided: " +
 // newPointWatch plans a point of slo: with tail > 0, each objective's
 // target is tail samples above its percentile's rank (ITL counts gaps);
 // else every objective but ITL plans one sample per request.
+//
+// The errors objective plans as many requests as the most demanding
+// percentile (sized), or every request (not sized).
 func newPointWatch(slo bench.SLO, tail, requests int) *pointWatch {
 	w := &pointWatch{sized: tail > 0}
+	most := 0
 	for _, o := range slo {
 		t := tally{obj: o}
 		switch {
+		case o.Metric == bench.MetricErrors:
 		case tail > 0:
 			t.target = tailTarget(o.Percentile, tail)
 		case o.Metric != bench.MetricITL:
 			t.target = requests
 		}
+		most = max(most, t.target)
 		w.ts = append(w.ts, t)
+	}
+	for i := range w.ts {
+		if w.ts[i].obj.Metric == bench.MetricErrors {
+			w.ts[i].target = most
+			if tail <= 0 {
+				w.ts[i].target = requests
+			}
+		}
 	}
 	return w
 }
@@ -144,15 +188,27 @@ func (w *pointWatch) begin(cancel context.CancelCauseFunc) {
 // add counts one finished request and ends the point if its verdict is
 // decided.
 func (w *pointWatch) add(r *prober.Result) {
-	if r.Outcome != prober.OutcomeSuccess {
-		return
+	if r.Outcome == prober.OutcomeCanceled {
+		return // the run's own cancellation, not the server's failure
 	}
-	sm := bench.ResultSamples(r)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ended != "" && w.ended != bench.EndedSamples {
 		return
 	}
+	for i := range w.ts {
+		if t := &w.ts[i]; t.obj.Metric == bench.MetricErrors {
+			t.samples++
+			if r.Outcome != prober.OutcomeSuccess {
+				t.over++
+			}
+		}
+	}
+	if r.Outcome != prober.OutcomeSuccess {
+		w.decide()
+		return
+	}
+	sm := bench.ResultSamples(r)
 	for i := range w.ts {
 		t := &w.ts[i]
 		bound := t.obj.MaxMs / 1000
@@ -190,7 +246,19 @@ func (w *pointWatch) add(r *prober.Result) {
 		i, _ := slices.BinarySearchFunc(w.waits, ws.at, func(a waitSample, t time.Duration) int { return int(a.at - t) })
 		w.waits = slices.Insert(w.waits, i, ws)
 	}
+	w.decide()
+}
+
+// decide ends the point once its verdict is decided (see decide). The
+// caller holds mu.
+func (w *pointWatch) decide() {
 	ended, hard := decide(w.ts, w.sized)
+	if ended == bench.EndedSamples && !w.settled() {
+		// Enough samples, but not yet enough time to tell a queue that
+		// settled from one that grows slowly: a rate just above what the
+		// server completes passes its first few hundred requests.
+		ended = ""
+	}
 	// Every 16th sample: the check sorts what the point measured.
 	if ended == "" && len(w.waits)%16 == 0 && w.queueGrowing() {
 		ended, hard = bench.EndedOverSaturated, true
@@ -206,6 +274,16 @@ func (w *pointWatch) add(r *prober.Result) {
 		w.cancel(pointEnded{ended})
 	}
 	w.halt.Store(true)
+}
+
+// settled: the point's waits from schedule to first token show no
+// growing queue (see settled), with 5 ms as noise.
+func (w *pointWatch) settled() bool {
+	v := make([]float64, len(w.waits))
+	for i, s := range w.waits {
+		v[i] = s.wait
+	}
+	return settled(v, 0.005)
 }
 
 // waitGrowing: the wait from schedule to first token grew over the point

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 func TestBrokenAt(t *testing.T) {
@@ -75,6 +76,7 @@ func percentileOf(sorted []float64, p float64) float64 {
 
 func TestDecide(t *testing.T) {
 	ttft := bench.Objective{Metric: bench.MetricTTFT, Percentile: 99, MaxMs: 200}
+	errs := bench.Objective{Metric: bench.MetricErrors, MaxPercent: 1}
 	for _, tc := range []struct {
 		name  string
 		ts    []tally
@@ -93,6 +95,13 @@ func TestDecide(t *testing.T) {
 		{"below the minimum", []tally{{obj: ttft, target: 1000, samples: 499}}, true, "", false},
 		{"every objective must suffice", []tally{{obj: ttft, target: 1000, samples: 1000}, {obj: bench.Objective{Metric: bench.MetricE2EL, Percentile: 99, MaxMs: 1000}, target: 1000, samples: 499}}, true, "", false},
 		{"no target: never decided", []tally{{obj: bench.Objective{Metric: bench.MetricITL, Percentile: 99, MaxMs: 1}, samples: 5000, over: 4000}}, false, "", false},
+		// errors<=1% of a 1000-request point: 10 failures may pass, the
+		// 11th breaks it whatever the rest do.
+		{"errors: eleven failed", []tally{{obj: ttft, target: 1000, samples: 40}, {obj: errs, target: 1000, samples: 60, over: 11}}, true, bench.EndedBroken, true},
+		{"errors: ten failed can still pass", []tally{{obj: ttft, target: 1000, samples: 40}, {obj: errs, target: 1000, samples: 60, over: 10}}, true, "", false},
+		{"errors: a clear pass needs few failures", []tally{{obj: ttft, target: 1000, samples: 600}, {obj: errs, target: 1000, samples: 600, over: 4}}, true, "", false},
+		{"errors: clear", []tally{{obj: ttft, target: 1000, samples: 600}, {obj: errs, target: 1000, samples: 600, over: 2}}, true, bench.EndedSamples, false},
+		{"errors<=0%: one failure breaks", []tally{{obj: bench.Objective{Metric: bench.MetricErrors}, target: 100, samples: 3, over: 1}}, false, bench.EndedBroken, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, hard := decide(tc.ts, tc.sized)
@@ -125,5 +134,63 @@ func TestGrowing(t *testing.T) {
 		if got := growing(tc.v, tc.floor); got != tc.want {
 			t.Errorf("%s: growing = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestSettled: a point ends early on its samples only once its waits, in
+// the order scheduled, show a queue that does not grow; a rate just above
+// the completion capacity passes its first few hundred requests while its
+// queue grows slowly.
+func TestSettled(t *testing.T) {
+	ramp := func(n int, from, to float64) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = from + (to-from)*float64(i)/float64(n-1)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name string
+		v    []float64
+		want bool
+	}{
+		{"steady", ramp(90, 0.05, 0.06), true},
+		{"slowly growing", ramp(600, 0.02, 0.15), false},
+		{"grows by noise only", ramp(90, 0.001, 0.004), true},
+		{"too few to tell", ramp(59, 0.05, 0.05), false},
+	} {
+		if got := settled(tc.v, 0.005); got != tc.want {
+			t.Errorf("%s: settled = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestNewPointWatchErrors: the errors objective plans as many requests as
+// the most demanding percentile, and a failed request counts against it
+// and ends the point once the failures are beyond saving.
+func TestNewPointWatchErrors(t *testing.T) {
+	slo := bench.SLO{{Metric: bench.MetricTTFT, Percentile: 99, MaxMs: 200}, {Metric: bench.MetricErrors, MaxPercent: 1}}
+	w := newPointWatch(slo, 10, 5000)
+	if w.ts[1].target != w.ts[0].target || w.ts[0].target != 1000 {
+		t.Fatalf("targets %d, %d: want 1000 each", w.ts[0].target, w.ts[1].target)
+	}
+	var cause error
+	w.begin(func(err error) { cause = err })
+	for i := range 11 {
+		w.add(&prober.Result{Outcome: prober.OutcomeServerError})
+		if got := w.result(); (i < 10) != (got == "") {
+			t.Fatalf("after %d failures: ended %q", i+1, got)
+		}
+	}
+	if w.result() != bench.EndedBroken || cause == nil || !w.halt.Load() {
+		t.Errorf("ended %q, cause %v: want the point broken and cancelled", w.result(), cause)
+	}
+	// A request the run cancelled itself is not the server's failure.
+	w = newPointWatch(slo, 10, 5000)
+	for range 20 {
+		w.add(&prober.Result{Outcome: prober.OutcomeCanceled})
+	}
+	if w.result() != "" || w.ts[1].samples != 0 {
+		t.Errorf("cancelled requests counted: ended %q, %d samples", w.result(), w.ts[1].samples)
 	}
 }

@@ -185,6 +185,7 @@ type sweepJSON struct {
 	SLOPointSamples *int          `json:"slo_point_samples,omitempty"`
 	SLOPointTime    *jsonDuration `json:"slo_point_time,omitempty"`
 	SLOBudget       *jsonDuration `json:"slo_budget,omitempty"`
+	SLOIdleTimeout  *jsonDuration `json:"slo_idle_timeout,omitempty"`
 	Cooldown        *jsonDuration `json:"cooldown,omitempty"`
 }
 
@@ -228,6 +229,10 @@ func (w SweepSpec) MarshalJSON() ([]byte, error) {
 		if w.Budget != DefaultSLOBudget {
 			d := jsonDuration(w.Budget)
 			j.SLOBudget = &d
+		}
+		if w.IdleTimeout != DefaultSLOIdleTimeout {
+			d := jsonDuration(w.IdleTimeout)
+			j.SLOIdleTimeout = &d
 		}
 	}
 	if w.Cooldown != DefaultSweepCooldown {
@@ -305,6 +310,9 @@ func (w *SweepSpec) UnmarshalJSON(b []byte) error {
 	}
 	if j.SLOBudget != nil {
 		w.Budget = time.Duration(*j.SLOBudget)
+	}
+	if j.SLOIdleTimeout != nil {
+		w.IdleTimeout = time.Duration(*j.SLOIdleTimeout)
 	}
 	if j.Cooldown != nil {
 		w.Cooldown = time.Duration(*j.Cooldown)

@@ -12,6 +12,8 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
 // SweepSpec is a sweep or an SLO search: several full runs of one
@@ -32,10 +34,10 @@ type SweepSpec struct {
 	// passing value (default 0.1: the answer is within 10% of the limit).
 	Precision float64
 	// Start is the search's first value. 0, the default: a search by
-	// request rate first measures one request at a time and the
-	// saturated throughput (an auto sweep's anchors) and starts at the
-	// throughput, searching on a log scale between the two; a search by
-	// concurrency starts at 1. Max bounds the values tried (default
+	// request rate first measures one request at a time and then ramps
+	// the concurrency (see MaxRampConcurrency) to the server's completion
+	// capacity, and searches on a log scale between the two, strictly
+	// below the capacity; a search by concurrency starts at 1. Max bounds the values tried (default
 	// 1024); MaxPoints bounds the points run, anchors aside (default 20).
 	Start, Max float64
 	MaxPoints  int
@@ -53,8 +55,13 @@ type SweepSpec struct {
 	// points measured.
 	Budget time.Duration
 	// Cooldown is the pause between points, so that a point does not
-	// start on the previous one's queue.
-	Cooldown time.Duration
+	// start on the previous one's queue. A search then also waits, up to
+	// IdleTimeout, until the server is back at its idle state (its queue
+	// gauges at zero, or a probe's TTFT back near one request's at a
+	// time); a point that started on a server that never came back says
+	// so (SweepInfo.NotIdle).
+	Cooldown    time.Duration
+	IdleTimeout time.Duration
 }
 
 // Defaults of a SweepSpec.
@@ -73,6 +80,9 @@ const (
 	// anchor sends: it measures a mean rate, not a tail, and one at a
 	// time each request costs a whole latency.
 	syncAnchorRequests = 32
+	// maxDisagreements is how many times the search's answer may fail
+	// its confirmation before the search says it has no stable answer.
+	maxDisagreements = 2
 )
 
 // DefaultSweepSpec is a sweep with every setting at its default and no
@@ -80,7 +90,8 @@ const (
 func DefaultSweepSpec() SweepSpec {
 	return SweepSpec{Points: DefaultSweepPoints, Cooldown: DefaultSweepCooldown, Precision: DefaultSLOPrecision,
 		Start: DefaultSLOStart, Max: DefaultSLOMax, MaxPoints: DefaultSLOMaxPoints,
-		PointSamples: DefaultSLOPointSample, PointTime: DefaultSLOPointTime, Budget: DefaultSLOBudget}
+		PointSamples: DefaultSLOPointSample, PointTime: DefaultSLOPointTime, Budget: DefaultSLOBudget,
+		IdleTimeout: DefaultSLOIdleTimeout}
 }
 
 // PointPrompts is how many prompts a search sized by samples prepares:
@@ -147,6 +158,9 @@ func (w *SweepSpec) validate(s *Spec, p *problems) {
 		if w.MaxPoints < 2 {
 			p.add("sweep.slo_max_points", "must be at least 2, got %d", w.MaxPoints)
 		}
+		if w.IdleTimeout < 0 {
+			p.add("sweep.slo_idle_timeout", "must be at least 0, got %s", w.IdleTimeout)
+		}
 	default:
 		p.add("sweep", "unknown sweep mode %q", w.Mode)
 	}
@@ -186,6 +200,26 @@ type SweepResult struct {
 	Interrupted bool
 	// OverBudget says the search's Budget ran out before its answer.
 	OverBudget bool
+	// Saturation is the completion capacity the concurrency ramp measured
+	// (req/s; 0: no ramp ran), reached with PeakConcurrency requests in
+	// flight, and RampStop why the ramp stopped climbing. A rate at or
+	// above Saturation queues without end, so it is the search's bound
+	// until a point fails lower, and the answer is strictly below it.
+	Saturation      float64
+	PeakConcurrency int
+	RampStop        string
+	// Confirmed says the answer passed twice: at its point of the
+	// bracket and at a second run of the same rate. Disagreements counts
+	// the answers whose second run failed; at maxDisagreements the
+	// search is Unstable: the server's verdicts vary more than its
+	// precision, and it gives no answer.
+	Confirmed     bool
+	Disagreements int
+	Unstable      bool
+	// TooFewBelow, when set, is the rate (req/s) below which a point
+	// could not complete minPointRequests within PointTime: the search
+	// failed down to it and went no lower.
+	TooFewBelow float64
 }
 
 // errBudget is the cause of a search's context when its budget runs out.
@@ -240,6 +274,7 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 	if env.PauseAfterWarmup != nil {
 		pause = *env.PauseAfterWarmup
 	}
+	idle := &idleWatch{p: p}
 	run := func(v float64, role string, total int) (*SweepPoint, error) {
 		cooldown := time.Duration(0)
 		if len(res.Points) > 0 {
@@ -257,6 +292,26 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 				return nil, context.Cause(ctx)
 			}
 		}
+		var waited time.Duration
+		notIdle := false
+		if search && w.IdleTimeout > 0 {
+			timeout := w.IdleTimeout
+			if !deadline.IsZero() {
+				timeout = min(timeout, time.Until(deadline)-pause-minPointTime)
+			}
+			if timeout <= 0 {
+				return nil, errBudget
+			}
+			d, ok, err := idle.wait(ctx, timeout)
+			if err != nil {
+				return nil, err
+			}
+			waited = d
+			if notIdle = !ok; notIdle {
+				level.Warn(env.Logger).Log("msg", "The server did not return to its idle state before the point", "waited", waited.Round(time.Millisecond),
+					"index", len(res.Points)+1)
+			}
+		}
 		// Points that vary the concurrency, and an auto sweep's anchors,
 		// send at the run's own request rate: all at once by default, as
 		// bench_serving does, and within bench.max_request_rate in a
@@ -265,14 +320,25 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		switch {
 		case role == "synchronous":
 			rate, conc = p.Spec.RequestRate, 1
+		case role == "ramp":
+			rate, conc = p.Spec.RequestRate, int(v)
 		case role == "throughput":
 			rate = p.Spec.RequestRate
 		case by == bench.ByMaxConcurrency:
 			rate, conc = p.Spec.RequestRate, int(v)
+		case res.PeakConcurrency > 0:
+			// The ramp measured the server: a rate point keeps no more in
+			// flight than the ramp did (nor than the run's own limit).
+			if c := searchConcurrency(rampStep{Concurrency: res.PeakConcurrency}); conc == 0 || c < conc {
+				conc = c
+			}
 		}
 		q, err := p.at(rate, conc, w.SLO)
 		if err != nil {
 			return nil, err
+		}
+		if role == "ramp" {
+			q.Pacer = firstN{next: q.Pacer, n: uint64(rampRequests(int(v)))}
 		}
 		if search {
 			if w.PointSamples > 0 && (q.Spec.MaxDuration == 0 || w.PointTime < q.Spec.MaxDuration) {
@@ -291,8 +357,13 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 				q.watch = newPointWatch(w.SLO, w.PointSamples, q.Prompts.Requests())
 			}
 		}
-		kv := []any{"msg", "Sweep point", "index", len(res.Points) + 1, by, FormatValue(by, v)}
-		if role != "" {
+		kv := []any{"msg", "Sweep point", "index", len(res.Points) + 1}
+		switch role {
+		case "":
+			kv = append(kv, by, FormatValue(by, v))
+		case "ramp":
+			kv = append(kv, "role", role, "max_concurrency", conc)
+		default:
 			kv = append(kv, "role", role)
 		}
 		level.Info(env.Logger).Log(kv...)
@@ -302,7 +373,14 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		}
 		pt := SweepPoint{Summary: &out.Summary, Info: bench.SweepInfo{
 			Mode: w.Mode, By: by, Index: len(res.Points) + 1, Points: total, Value: v, Role: role,
+			IdleWait: waited.Seconds(), NotIdle: notIdle,
 		}}
+		if role == "ramp" {
+			pt.Info.Concurrency = int(v)
+		}
+		if role == "synchronous" {
+			idle.setBaseline(out.Summary.TTFT.Median)
+		}
 		if role != "" {
 			// An anchor's value is what it measured: the request rate
 			// the server sustained.
@@ -342,7 +420,7 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 			}
 		}
 	case bench.SweepAuto:
-		return res, p.autoSweep(w, run)
+		return res, p.autoSweep(w, res, run)
 	case bench.SweepSLO:
 		err := p.search(w, by, res, run)
 		if err != nil {
@@ -356,6 +434,10 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 	}
 	return res, nil
 }
+
+// minPointRequests is the fewest requests a point sized by samples must
+// be able to complete within its time for the search to try its rate.
+const minPointRequests = 10
 
 // anchorShare: each of a search's anchors runs for at most this fraction
 // of its budget.
@@ -393,36 +475,25 @@ func pointEnd(stopped string, vs []bench.Verdict) (string, int) {
 // the lowest that failed.
 func (r *SweepResult) stopped() {
 	r.Interrupted = true
-	r.Capacity, r.Bound, r.Broke = 0, 0, nil
-	for _, p := range r.Points {
-		if p.Info.Role != "" || len(p.Info.SLO) == 0 {
-			continue
-		}
-		if p.Info.Passed() {
-			r.Capacity = max(r.Capacity, p.Info.Value)
-		} else if r.Bound == 0 || p.Info.Value < r.Bound {
-			r.Bound = p.Info.Value
-		}
-	}
+	r.Broke = nil
+	r.Capacity, r.Bound = r.measured()
 }
 
-// autoSweep measures one request at a time and the saturated throughput,
-// then w.Points rates evenly spread between the two request rates (as
-// GuideLLM's sweep profile does).
-func (p *Prepared) autoSweep(w SweepSpec, run func(float64, string, int) (*SweepPoint, error)) error {
-	total := w.Points + 2
-	sync, err := run(0, "synchronous", total)
+// autoSweep measures one request at a time and ramps the concurrency to
+// the completion capacity (as an SLO search does: never all at once),
+// then runs w.Points rates evenly spread between the synchronous rate and
+// the capacity (as GuideLLM's sweep profile does between its anchors).
+// The records' Points is unknown until the ramp ends.
+func (p *Prepared) autoSweep(w SweepSpec, res *SweepResult, run func(float64, string, int) (*SweepPoint, error)) error {
+	sync, err := p.ramp(res, 0, run)
 	if err != nil {
-		return err
+		return fmt.Errorf("auto sweep: %w", err)
 	}
-	thr, err := run(0, "throughput", total)
-	if err != nil {
-		return err
-	}
-	lo, hi := sync.Info.Value, thr.Info.Value
+	lo, hi := sync.Info.Value, res.Saturation
 	if !(lo > 0) || !(hi > lo) {
-		return fmt.Errorf("auto sweep: the synchronous rate (%.3g req/s) and the saturated throughput (%.3g req/s) leave no range to sweep", lo, hi)
+		return fmt.Errorf("auto sweep: the synchronous rate (%.3g req/s) and the completion capacity (%.3g req/s) leave no range to sweep", lo, hi)
 	}
+	total := len(res.Points) + w.Points
 	for i := 1; i <= w.Points; i++ {
 		if _, err := run(lo+(hi-lo)*float64(i)/float64(w.Points+1), "", total); err != nil {
 			return err
@@ -432,18 +503,22 @@ func (p *Prepared) autoSweep(w SweepSpec, run func(float64, string, int) (*Sweep
 }
 
 // search brackets the SLO's limit and then bisects, until the bracket is
-// within Precision of its passing end or MaxPoints ran (anchors aside).
+// within Precision of its passing end or MaxPoints ran (anchors aside),
+// and then runs the answer a second time: an answer is a rate that held
+// twice. One that fails its second run is a bound; the search goes on
+// below it, and says it has no stable answer after maxDisagreements.
 //
 // From a given Start (and always by concurrency) it doubles up while the
 // SLO holds, halves down while it does not, and bisects in the middle.
-// Otherwise, by request rate, it first measures the two anchors of an auto
-// sweep: one request at a time and all at once. The SLO's limit lies at
-// or below the saturated throughput, where the queue starts to grow, and
-// far below the synchronous rate only if one request alone breaks it; so
-// the search starts at the throughput, halves down to no lower than the
-// synchronous rate while it fails, and bisects on a log scale (the
-// geometric mean), so that a bracket spanning a factor of ten costs no
-// more than one spanning a factor of two near the answer.
+// Otherwise, by request rate, it first measures one request at a time
+// and ramps the concurrency to the server's completion capacity (see
+// rampNext), which never floods the server. A rate at or above that
+// capacity queues without end, so the capacity is the bracket's failing
+// end until a point fails lower: the search starts one precision step
+// below it, halves down to no lower than the synchronous rate while it
+// fails, and bisects on a log scale (the geometric mean), so that a
+// bracket spanning a factor of ten costs no more than one spanning a
+// factor of two near the answer.
 func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(float64, string, int) (*SweepPoint, error)) error {
 	integer := by == bench.ByMaxConcurrency
 	round := func(v float64) float64 {
@@ -452,27 +527,22 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 		}
 		return v
 	}
+	var lo, hi float64 // highest pass, lowest fail (or the capacity); 0: not yet
 	start, down, geometric := w.Start, 0.0, false
 	if start == 0 && !integer {
-		sync, err := run(0, "synchronous", 0)
+		sync, err := p.ramp(res, 0, run)
 		if err != nil {
-			return err
+			return fmt.Errorf("SLO search: %w", err)
 		}
-		thr, err := run(0, "throughput", 0)
-		if err != nil {
-			return err
-		}
-		top := thr.Info.Value
-		if !(top > 0) {
-			return fmt.Errorf("SLO search: the saturated throughput anchor completed no request (%d failed)", thr.Summary.Failed)
-		}
+		top := res.Saturation
 		down = sync.Info.Value
 		if !(down > 0 && down < top) {
 			// No range between the anchors (a server that runs one
 			// request at a time): search below the throughput.
 			down = top / 8
 		}
-		start, geometric = min(top, w.Max), true
+		hi = top
+		start, geometric = min(top/(1+w.Precision), w.Max), true
 	}
 	if start == 0 {
 		start = 1
@@ -481,13 +551,60 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 	if geometric {
 		floor = down * minSearchRateFraction
 	}
-	var lo, hi float64 // highest pass, lowest fail; 0: not yet
 	done := func() error {
 		res.Capacity, res.Bound = lo, hi
-		res.GridPoints = gridPoints(searchPoints(res.Points), w.Precision)
+		// The grid covers the values tried and, after the anchors, the
+		// whole range they placed the search in.
+		pts := searchPoints(res.Points)
+		if geometric {
+			pts = append(pts, SweepPoint{Info: bench.SweepInfo{Value: down}}, SweepPoint{Info: bench.SweepInfo{Value: res.Saturation}})
+		}
+		res.GridPoints = gridPoints(pts, w.Precision)
 		return nil
 	}
-	v := round(start)
+	// A point sized by samples lasts at most PointTime: at a rate that
+	// completes fewer than minPointRequests in it, its verdict would rest
+	// on a handful of requests, so the search goes no lower.
+	minRate := 0.0
+	if w.PointSamples > 0 && !integer {
+		minRate = minPointRequests / w.PointTime.Seconds()
+	}
+	down2 := func(n float64) (float64, bool) {
+		if n < minRate {
+			res.TooFewBelow = minRate
+			return 0, true
+		}
+		return n, false
+	}
+	// next is the value after a point at v, or stop once the bracket is
+	// within the precision or an end of the range is reached.
+	next := func(v float64) (float64, bool) {
+		switch {
+		case lo == 0 && v <= floor:
+			// Nothing met the SLO down to the floor.
+			return 0, true
+		case lo == 0 && geometric && v > down:
+			return down2(max(v/2, down))
+		case lo == 0:
+			return down2(round(v / 2))
+		case hi == 0 && v >= w.Max:
+			// Met up to the cap: the limit is above what we may try.
+			return 0, true
+		case hi == 0:
+			return round(min(v*2, w.Max)), false
+		}
+		// 1e-9: the first point, one precision step below the capacity,
+		// brackets it within the precision up to rounding.
+		if (hi-lo)/lo <= w.Precision*(1+1e-9) || (integer && hi-lo <= 1) {
+			return 0, true
+		}
+		n := round((lo + hi) / 2)
+		if geometric {
+			n = math.Sqrt(lo * hi)
+		}
+		return n, n == lo || n == hi
+	}
+	v, confirming := round(start), false
 	for points := 0; ; points++ {
 		if points >= w.MaxPoints {
 			res.Exhausted = true
@@ -497,39 +614,107 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 		if err != nil {
 			return err
 		}
-		if pt.Info.Passed() {
+		switch {
+		case pt.Info.Passed() && confirming && pt.Info.Ended == bench.EndedBudget:
+			// Cut short by the budget: a few requests confirm nothing,
+			// and the budget is spent.
+			return errBudget
+		case pt.Info.Passed() && confirming:
+			res.Confirmed = true
+			return done()
+		case pt.Info.Passed():
 			lo = v
-		} else {
+		default:
 			hi = v
 			res.Broke = failed(pt.Info.SLO)
+			if confirming {
+				// The answer failed its second run: it is a bound now,
+				// and the highest value that never failed below it is
+				// the new passing end.
+				res.Disagreements++
+				if res.Disagreements >= maxDisagreements {
+					res.Unstable = true
+					lo = heldBelow(res.Points, hi)
+					return done()
+				}
+				lo = heldBelow(res.Points, hi)
+			}
 		}
-		switch {
-		case lo == 0 && v <= floor:
-			// Nothing met the SLO down to the floor.
-			return done()
-		case lo == 0 && geometric && v > down:
-			v = max(v/2, down)
-		case lo == 0:
-			v = round(v / 2)
-		case hi == 0 && v >= w.Max:
-			// Met up to the cap: the limit is above what we may try.
-			return done()
-		case hi == 0:
-			v = round(min(v*2, w.Max))
-		default:
-			if (hi-lo)/lo <= w.Precision || (integer && hi-lo <= 1) {
-				return done()
-			}
-			if geometric {
-				v = math.Sqrt(lo * hi)
-			} else {
-				v = round((lo + hi) / 2)
-			}
-			if v == lo || v == hi {
-				return done()
-			}
+		confirming = false
+		n, stop := next(v)
+		if !stop {
+			v = n
+			continue
+		}
+		if lo > 0 && hi > 0 {
+			v, confirming = lo, true
+			continue
+		}
+		return done()
+	}
+}
+
+// ramp measures one request at a time and then ramps the concurrency
+// (see rampNext) to the server's completion capacity, which it sets in
+// res with the peak concurrency and why the ramp stopped. total is the
+// points' total for their records (0: not known).
+func (p *Prepared) ramp(res *SweepResult, total int, run func(float64, string, int) (*SweepPoint, error)) (*SweepPoint, error) {
+	sync, err := run(0, "synchronous", total)
+	if err != nil {
+		return nil, err
+	}
+	steps := []rampStep{stepOf(1, sync)}
+	for {
+		c, why := rampNext(steps, rampLimit(p.Spec.MaxConcurrency))
+		if c == 0 {
+			res.RampStop = why
+			break
+		}
+		pt, err := run(float64(c), "ramp", total)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, stepOf(c, pt))
+	}
+	peak := rampPeak(steps)
+	if !(peak.Throughput > 0) {
+		return nil, fmt.Errorf("the concurrency ramp completed no request (%s)", res.RampStop)
+	}
+	res.Saturation, res.PeakConcurrency = peak.Throughput, peak.Concurrency
+	return sync, nil
+}
+
+// stepOf is what a ramp step (or the synchronous anchor, concurrency 1)
+// measured.
+func stepOf(conc int, pt *SweepPoint) rampStep {
+	s := pt.Summary
+	canceled := s.Outcomes[prober.OutcomeCanceled]
+	step := rampStep{Concurrency: conc, Throughput: s.RequestThroughput, TTFTMedianMs: s.TTFT.Median,
+		ErrorPercent: bench.ErrorPercent(s.Failed-canceled, s.Requests-canceled), Waiting: -1}
+	for _, r := range s.Server {
+		if g, ok := r.Gauge(servermetrics.Waiting); ok && g.Samples > 0 {
+			step.Waiting = max(step.Waiting, 0) + g.Peak
 		}
 	}
+	return step
+}
+
+// heldBelow is the highest value below v at which every search point
+// passed (0: none).
+func heldBelow(pts []SweepPoint, v float64) float64 {
+	fails := map[float64]bool{}
+	for _, p := range searchPoints(pts) {
+		if !p.Info.Passed() {
+			fails[p.Info.Value] = true
+		}
+	}
+	best := 0.0
+	for _, p := range searchPoints(pts) {
+		if x := p.Info.Value; x < v && p.Info.Passed() && !fails[x] {
+			best = max(best, x)
+		}
+	}
+	return best
 }
 
 // searchPoints are a search's points without its anchors.

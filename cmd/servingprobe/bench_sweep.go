@@ -49,6 +49,7 @@ func addSweepFlags(b *binder, f *sweepFlags) {
 		b.cmd.Flag(name, help).Default(v.String()).IsSetByUser(b.track(name, "sweep."+key)).DurationVar(v)
 	}
 	d("slo-point-time", "slo_point_time", "The longest a point of the SLO search runs when it is sized by samples (no --num-prompts).", &w.PointTime)
+	d("slo-idle-timeout", "slo_idle_timeout", "Before each point, the SLO search waits up to this long for the server to be back at its idle state (its queue gauges at zero, or a probe's TTFT near one request's at a time); a point that started on a busy server says so (0: no wait).", &w.IdleTimeout)
 	d("slo-budget", "slo_budget", "The longest the whole SLO search runs, anchors and pauses included; when it runs out the search prints what it measured (0: no limit).", &w.Budget)
 }
 
@@ -130,6 +131,8 @@ func pointLabel(w bench.SweepInfo) string {
 		return "one request at a time"
 	case w.Role == "throughput":
 		return "all requests at once (saturated throughput)"
+	case w.Role == "ramp":
+		return fmt.Sprintf("concurrency ramp, %d in flight", w.Concurrency)
 	case w.By == bench.ByMaxConcurrency:
 		return fmt.Sprintf("max concurrency %d", int(w.Value))
 	}

@@ -128,9 +128,11 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 	// bench_serving's does. The measured requests count their failures.
 	// The window is an SLO search, so that the capacity panel and the
 	// point annotations have data: an objective the simulator always
-	// meets, 10 req/s then 20 (slo_max), two points of 20 requests.
+	// meets, 10 req/s then 20 (slo_max), two points of 20 requests. Its
+	// errors objective allows every failure: the 5% of 500s would fail
+	// the default errors<=1%.
 	id := postBench(t, base, `{"target": "sim-vllm-chat", "num_prompts": 20, "max_concurrency": 4, "warmup_requests": 0,
-		"sweep": {"slo": "e2e:p50<=60s", "slo_start": 10, "slo_max": 20, "cooldown": "0s"}}`)
+		"sweep": {"slo": "e2e:p50<=60s,errors<=100%", "slo_start": 10, "slo_max": 20, "cooldown": "0s"}}`)
 	view := waitBench(ctx, t, base, id)
 	t.Logf("bench %s on sim-vllm-chat: %s, %s to %s", id, view.Status, view.Started.Format(time.TimeOnly), view.Ended.Format(time.TimeOnly))
 	llmdWindow(ctx, t, base, filepath.Join(dir, "results"), llmd)

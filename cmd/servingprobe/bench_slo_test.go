@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/servingprobe/servingprobe/simulator"
+)
+
+// loadCounter wraps a server and records the load that reaches its
+// generation endpoints: the most requests in flight at once and the most
+// started within one 100 ms window, and when each request started and
+// ended (by the server's clock, to order events, never to time them).
+type loadCounter struct {
+	next http.Handler
+
+	mu          sync.Mutex
+	inFlight    int
+	maxInFlight int
+	windows     map[int64]int
+	maxStarts   int
+	starts      []time.Time
+	// firstEnd is when the first generation request ended; metricsReads
+	// counts GET /metrics.
+	firstEnd     time.Time
+	metricsReads int
+}
+
+func (c *loadCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.Contains(r.URL.Path, "completions") && !strings.Contains(r.URL.Path, "generate") {
+		if r.URL.Path == "/metrics" {
+			c.mu.Lock()
+			c.metricsReads++
+			c.mu.Unlock()
+		}
+		c.next.ServeHTTP(w, r)
+		return
+	}
+	now := time.Now()
+	c.mu.Lock()
+	first := len(c.starts) == 0
+	c.inFlight++
+	c.maxInFlight = max(c.maxInFlight, c.inFlight)
+	win := now.UnixNano() / int64(100*time.Millisecond)
+	c.windows[win]++
+	c.maxStarts = max(c.maxStarts, c.windows[win])
+	c.starts = append(c.starts, now)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.inFlight--
+		if first {
+			c.firstEnd = time.Now()
+		}
+		c.mu.Unlock()
+	}()
+	c.next.ServeHTTP(w, r)
+}
+
+func (c *loadCounter) peaks() (inFlight, starts int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxInFlight, c.maxStarts
+}
+
+// startCountedSimulator serves the simulator behind a loadCounter.
+func startCountedSimulator(t *testing.T, cfg simulator.Config) (*loadCounter, string) {
+	t.Helper()
+	sim, err := simulator.New(cfg, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &loadCounter{next: sim.Handler(), windows: map[int64]int{}}
+	srv := &http.Server{Handler: c, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return c, "http://" + ln.Addr().String()
+}
+
+// answerNumbers reads the capacity line and the answer of a search.
+func answerNumbers(t *testing.T, stdout string) (saturation float64, peak int, answer float64) {
+	t.Helper()
+	m := regexp.MustCompile(`Completion capacity: ([\d.]+) req/s, measured by the concurrency ramp at (\d+) in flight`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no completion capacity line in:\n%s", stdout)
+	}
+	saturation, _ = strconv.ParseFloat(m[1], 64)
+	peak, _ = strconv.Atoi(m[2])
+	if a := regexp.MustCompile(`Highest request rate meeting the SLO: ([\d.]+) req/s`).FindStringSubmatch(stdout); a != nil {
+		answer, _ = strconv.ParseFloat(a[1], 64)
+	}
+	return saturation, peak, answer
+}
+
+// TestBenchSLOSearchNoFlood: the search finds the completion capacity by
+// ramping the concurrency, not by sending every prompt at once (which put
+// 1,250 requests in ollama's queue within 0.13 s). The documented bound
+// (benchrun.MaxRampConcurrency, searchConcurrency): the server never has
+// more than twice the ramp's peak concurrency in flight, so no 100 ms
+// window starts more than that plus the requests those slots complete in
+// the window: with 4 slots, TTFT 20 ms and 7 steps of 5 ms, a request
+// holds its slot at least 55 ms, so a slot completes at most 2 in 100 ms
+// and a window starts at most 3 times the in-flight bound. The old
+// all-at-once anchor started all 100 of a point's prompts in one window.
+// The answer is strictly below the capacity the ramp measured.
+func TestBenchSLOSearchNoFlood(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 20*time.Millisecond, 5*time.Millisecond
+	cfg.TTFTJitter, cfg.ITLJitter, cfg.PrefillPerToken = 0, 0, 0
+	cfg.MaxRunningRequests = 4
+	counter, url := startCountedSimulator(t, cfg)
+	out := filepath.Join(t.TempDir(), "slo.jsonl")
+	code, stdout, stderr := runCLI(t, sampleSearchArgs(url, out, 8, "--slo", "ttft:p99<=200ms", "--num-prompts", "100", "--sweep-cooldown", "0")...)
+	if code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	saturation, peak, answer := answerNumbers(t, stdout)
+	inFlight, starts := counter.peaks()
+	bound := 2 * peak
+	if peak < 1 || peak > 8 || inFlight > bound || starts > 3*bound {
+		t.Errorf("peak concurrency %d: the server saw %d in flight (bound %d) and %d started in 100 ms (bound %d)\n%s",
+			peak, inFlight, bound, starts, 3*bound, stdout)
+	}
+	if !(answer > 0 && answer < saturation) {
+		t.Errorf("answer %v req/s, completion capacity %v: want an answer strictly below it\n%s", answer, saturation, stdout)
+	}
+	t.Logf("peak %d in flight, %d started in a 100 ms window; capacity %.1f req/s, answer %.1f req/s", inFlight, starts, saturation, answer)
+}
+
+// TestBenchSLOSearchFailuresCount: a server that answers 10% of its
+// requests with a 503, fast, once passed a TTFT objective (53 of 557
+// failing). The default errors<=1% objective fails every point, and the
+// answer names it; an SLO that allows 30% finds a rate.
+func TestBenchSLOSearchFailuresCount(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 5*time.Millisecond, time.Millisecond
+	cfg.TTFTJitter, cfg.ITLJitter, cfg.PrefillPerToken = 0, 0, 0
+	cfg.MaxRunningRequests = 4
+	cfg.FaultRates = map[simulator.Fault]float64{simulator.Fault503: 0.1}
+	cfg.Seed = 7
+	url := startSimulator(t, cfg)
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, sampleSearchArgs(url, filepath.Join(dir, "a.jsonl"), 4, "--slo", "ttft:p99<=500ms",
+		"--num-prompts", "60", "--sweep-cooldown", "0", "--slo-max-points", "3")...)
+	if code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "No request rate tried meets the SLO") || !regexp.MustCompile(`Broke first: errors<=1% \([\d.]+% of \d+ requests failed\)`).MatchString(stdout) {
+		t.Errorf("a server failing 10%% of its requests met the SLO, or the answer does not name the errors objective:\n%s", stdout)
+	}
+	code, stdout, stderr = runCLI(t, sampleSearchArgs(url, filepath.Join(dir, "b.jsonl"), 4, "--slo", "ttft:p99<=500ms,errors<=30%",
+		"--num-prompts", "60", "--sweep-cooldown", "0", "--slo-max-points", "3")...)
+	if code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "SLO search: ttft:p99<=500ms,errors<=30%") || !strings.Contains(stdout, "Highest request rate meeting the SLO") {
+		t.Errorf("errors<=30%%: no answer:\n%s", stdout)
+	}
+}
+
+// hog holds one slot of the simulator with a request that runs until
+// cancelled (ten thousand tokens), as another client's long request or a
+// queue an earlier point left would.
+func hog(t *testing.T, url string) (cancel func()) {
+	t.Helper()
+	ctx, cancelCtx := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	body := `{"model":"servingprobe-sim","prompt":"hi","max_tokens":10000,"ignore_eos":true,"stream":true}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	go func() {
+		defer close(done)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+	}()
+	var once sync.Once
+	cancel = func() { once.Do(func() { cancelCtx(); <-done }) }
+	t.Cleanup(cancel)
+	return cancel
+}
+
+// TestBenchSLOSearchWaitsForIdle: before each point the search waits for
+// the server to be back at its idle state (here its running and waiting
+// gauges at zero), so that a point does not start on an earlier one's
+// queue; llama-server still deferred 870 requests after a cancelled point
+// while the search paused 2 s. A request of another client holds a slot
+// until the search has read the gauges three times; no request of the
+// search starts before it ends. Then, with the request held for good and
+// --slo-idle-timeout 1s, every point says it started on a busy server,
+// and so does the answer.
+func TestBenchSLOSearchWaitsForIdle(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 5*time.Millisecond, 2*time.Millisecond
+	cfg.TTFTJitter, cfg.ITLJitter, cfg.PrefillPerToken = 0, 0, 0
+	cfg.MaxRunningRequests = 4
+	counter, url := startCountedSimulator(t, cfg)
+	release := hog(t, url)
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		// Released once the search has looked at the busy server.
+		defer close(watched)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			counter.mu.Lock()
+			n := counter.metricsReads
+			counter.mu.Unlock()
+			if n >= 3 {
+				release()
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-watched })
+	dir := t.TempDir()
+	args := func(out string, extra ...string) []string {
+		return sampleSearchArgs(url, filepath.Join(dir, out), 4, append([]string{"--slo", "ttft:p99<=500ms", "--num-prompts", "20",
+			"--slo-start", "20", "--slo-max-points", "2", "--sweep-cooldown", "0"}, extra...)...)
+	}
+	code, stdout, stderr := runCLI(t, args("a.jsonl")...)
+	if code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	counter.mu.Lock()
+	hogEnd, starts := counter.firstEnd, slices.Clone(counter.starts)
+	counter.mu.Unlock()
+	if hogEnd.IsZero() || len(starts) < 2 {
+		t.Fatalf("the other client's request did not end (%v) or the search sent nothing (%d requests)", hogEnd, len(starts))
+	}
+	for i, s := range starts[1:] {
+		if s.Before(hogEnd) {
+			t.Errorf("the search's request %d started while the other client's request still ran", i+1)
+		}
+	}
+	if strings.Contains(stdout, "not back at its idle state") {
+		t.Errorf("the server came back, the answer says it did not:\n%s", stdout)
+	}
+
+	// Held for good: the wait ends at its bound and says so.
+	hold := hog(t, url)
+	defer hold()
+	code, stdout, stderr = runCLI(t, args("b.jsonl", "--slo-idle-timeout", "1s")...)
+	if code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	recs := readRecords(t, filepath.Join(dir, "b.jsonl"))
+	for i, r := range recs {
+		if sw, _ := r["sweep"].(map[string]any); sw["not_idle"] != true {
+			t.Errorf("record %d: sweep %v, want not_idle", i+1, sw)
+		}
+	}
+	if !strings.Contains(stdout, "The server was not back at its idle state within 1s before point 1, 2") || !strings.Contains(stdout, "server busy before") {
+		t.Errorf("the answer does not say the points started on a busy server:\n%s", stdout)
+	}
+}
