@@ -135,6 +135,25 @@ var constructors = map[string]constructor{
 	"embedding":               newEmbedding,
 }
 
+// aliases are older names of datasets, each for the dataset that makes the
+// same workload. sglang's random-image made what image makes with one
+// fixed image count, JPEG and random pixels (the image defaults); newer
+// sglang dropped the name, and its "random" prefix rule would then send
+// text prompts under it. Canonical maps such a name to the dataset it
+// names, so that a run never sends a different workload under that name.
+var aliases = map[string]string{
+	"random-image": "image",
+}
+
+// Canonical returns the dataset name that name stands for: the current
+// name of an alias, else name itself.
+func Canonical(name string) string {
+	if c, ok := aliases[name]; ok {
+		return c
+	}
+	return name
+}
+
 // Names lists the dataset names New accepts, sorted.
 func Names() []string {
 	names := make([]string, 0, len(constructors))
@@ -152,6 +171,7 @@ var ErrUnknownDataset = errors.New("unknown dataset")
 // name that starts with "random" means random-ids. Files are read here, so
 // a missing or malformed file fails before any request is sent.
 func New(name string, opts Options, tok Tokenizer) (Dataset, error) {
+	name = Canonical(name)
 	c, ok := constructors[name]
 	if !ok && strings.HasPrefix(name, "random") {
 		c, ok = newRandomIDs, true

@@ -321,7 +321,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("request-timeout-sec", "Each request's timeout, warmup included, body and all; a request past it is a timeout failure. 0: none.", secondsValue(&s.RequestTimeout))
 	p("ready-check-timeout-sec", "Wait this long for GET /v1/models to answer 200; 0 skips the check.", secondsValue(&s.ReadyCheckTimeout))
 
-	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image, mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, embedding (embedding backends only).", stringValue(&s.Dataset))
+	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image (or sglang's older random-image), mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, embedding (embedding backends only).", stringValue(&s.Dataset))
 	p("dataset-path", "Dataset file (sharegpt, longbench-v2: downloaded from the hub when empty; random: the embedded corpus when empty).", stringValue(&o.DatasetPath))
 	p("dataset-offset", "agentic-trace: start at this conversation (wrapping around).", intValue(&o.DatasetOffset))
 	p("agentic-max-turns", "agentic-trace: keep the first turns of each conversation (0: all).", intValue(&o.AgenticMaxTurns))
@@ -342,6 +342,8 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("image-count", "Images per request.", intValue(&o.ImageCount))
 	p("image-resolution", "4k, 1080p, 720p, 360p, HxW or random:<minH>x<minW>-<maxH>x<maxW>.", stringValue(&o.ImageResolution))
 	b.bool("random-image-count", "random_image_count", "Draw the image count uniformly from 1..--image-count.", &o.RandomImageCount)
+	b.flag("random-image-num-images", "image_count", "sglang's older name of --image-count (with --dataset-name random-image, the older name of image).", intValue(&o.ImageCount))
+	b.flag("random-image-resolution", "image_resolution", "sglang's older name of --image-resolution.", stringValue(&o.ImageResolution))
 	p("image-format", "jpeg or png.", enumValue(&o.ImageFormat, "jpeg", "png"))
 	p("image-content", "random or blank.", enumValue(&o.ImageContent, "random", "blank"))
 
@@ -542,6 +544,8 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 		}
 		s.Shard = sh
 	}
+	// sglang's random-image is the image dataset (with its flags below).
+	s.Dataset = datasets.Canonical(s.Dataset)
 	// The dataset is named before anything is sent: a typo must not wait
 	// for the server's ready check and model detection to be told.
 	if known := datasets.Names(); !slices.Contains(known, s.Dataset) && !strings.HasPrefix(s.Dataset, "random") {

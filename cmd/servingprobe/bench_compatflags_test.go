@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// captured is one request a capturing server received.
+type captured struct {
+	path   string
+	header http.Header
+	body   map[string]any
+}
+
+// captureServer answers chat and completions requests with one streamed
+// token and a usage block, and keeps every request it was sent.
+func captureServer(t *testing.T) (*httptest.Server, func() []captured) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []captured
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var chunk string
+		switch r.URL.Path {
+		case "/v1/chat/completions":
+			chunk = `{"choices":[{"index":0,"delta":{"content":"hi"}}]}`
+		case "/v1/completions":
+			chunk = `{"choices":[{"index":0,"text":"hi"}]}`
+		default:
+			http.NotFound(w, r) // /server_info, /metrics
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		if err := json.Unmarshal(b, &body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		got = append(got, captured{path: r.URL.Path, header: r.Header.Clone(), body: body})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: "+chunk+"\n\n")
+		io.WriteString(w, `data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`+"\n\n")
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []captured {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]captured(nil), got...)
+	}
+}
+
+// compatBench runs a small bench against srv with extra flags.
+func compatBench(t *testing.T, srv *httptest.Server, extra ...string) (int, string, string) {
+	t.Helper()
+	args := append([]string{"bench", "--base-url", srv.URL, "--model", "m", "--tokenizer", "../../tokenizer/testdata/qwen3",
+		"--ready-check-timeout-sec", "0", "--warmup-requests", "0", "--disable-tqdm", "--no-server-metrics",
+		"--output-file", t.TempDir() + "/out.jsonl"}, extra...)
+	return runCLI(t, args...)
+}
+
+// TestBenchRandomImageSendsImages holds that sglang's older dataset name
+// random-image, with its --random-image-num-images and
+// --random-image-resolution, sends the images sglang's RandomImageLoader
+// made (that many JPEG data URIs per request, at that resolution) rather
+// than text prompts under the same name, as the "random" prefix rule
+// alone would.
+func TestBenchRandomImageSendsImages(t *testing.T) {
+	srv, got := captureServer(t)
+	code, stdout, stderr := compatBench(t, srv, "--backend", "sglang-oai-chat", "--dataset-name", "random-image",
+		"--num-prompts", "2", "--random-image-num-images", "3", "--random-image-resolution", "16x24",
+		"--random-input-len", "8", "--random-output-len", "4")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	reqs := got()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	for i, r := range reqs {
+		msgs, _ := r.body["messages"].([]any)
+		if len(msgs) != 1 {
+			t.Fatalf("request %d: messages = %v", i, r.body["messages"])
+		}
+		content, _ := msgs[0].(map[string]any)["content"].([]any)
+		images, texts := 0, 0
+		for _, c := range content {
+			part, _ := c.(map[string]any)
+			switch part["type"] {
+			case "image_url":
+				url, _ := part["image_url"].(map[string]any)["url"].(string)
+				if !strings.HasPrefix(url, "data:image/jpeg;base64,") {
+					t.Errorf("request %d: image url %.40q, want a JPEG data URI", i, url)
+				}
+				images++
+			case "text":
+				texts++
+			}
+		}
+		if images != 3 || texts != 1 {
+			t.Errorf("request %d: %d image parts and %d text parts, want 3 and 1: %v", i, images, texts, content)
+		}
+	}
+}
