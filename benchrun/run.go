@@ -139,6 +139,9 @@ func Prepare(ctx context.Context, s Spec, env Env) (_ *Prepared, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.RequestIDPrefix != "" {
+		prompts = prompts.WithRequestIDs(s.RequestIDPrefix)
+	}
 	if s.Dataset == "fixed" && prompts.Len() > 0 {
 		// A fixed prompt has one length, known only once it is encoded:
 		// echo it where bench_serving's records put the input and output
@@ -442,6 +445,24 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 			extra["return_routed_experts"] = true
 		}
 	}
+	if openAISampling(info) {
+		// vLLM's bench serve: its sampling flags go into the extra body,
+		// which its --extra-body then overrides (as ours does below).
+		if s.Module == nil {
+			t := s.Temperature
+			o.Temperature = &t
+			if s.TopP < 1 {
+				p := s.TopP
+				o.TopP = &p
+			}
+		}
+		for _, f := range s.vllmSampling() {
+			extra[f.key] = f.value
+		}
+		if s.ChatTemplateKwargs != nil && info.Protocol == prober.ProtocolOpenAIChat {
+			extra["chat_template_kwargs"] = s.ChatTemplateKwargs
+		}
+	}
 	switch info.Protocol {
 	case prober.ProtocolOpenAICompletions:
 		if s.ReturnLogprob && s.TopLogprobsNum > 0 {
@@ -516,6 +537,11 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 	}
 	if n := s.WarmupRequests; n > 0 {
 		warm := prober.WarmupPrompts(p.Prompts.First(), n)
+		for i := range warm {
+			// vLLM's warm-up requests carry no request id; the first
+			// measured request keeps its own.
+			warm[i].RequestID = ""
+		}
 		if len(s.LoRANames) > 0 {
 			for i := range warm {
 				warm[i].LoRA = s.LoRANames[0]

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +107,78 @@ func TestBenchRandomImageSendsImages(t *testing.T) {
 		}
 		if images != 3 || texts != 1 {
 			t.Errorf("request %d: %d image parts and %d text parts, want 3 and 1: %v", i, images, texts, content)
+		}
+	}
+}
+
+// TestBenchVLLMSamplingFlags holds the request bodies vLLM's bench serve
+// sends for its sampling flags (vllm/benchmarks/serve.py collects
+// top_p, top_k, min_p, temperature and the three penalties given into
+// sampling_params, refuses them on a backend outside
+// OPENAI_COMPATIBLE_BACKENDS, and sends {**sampling_params,
+// **extra_body}, so that --extra-body wins), its --request-id-prefix
+// (datasets number requests prefix+index; endpoint_request_func.py's
+// _update_headers_common sets x-request-id), and chat_template_kwargs
+// as its --extra-body help shows it, on chat backends only.
+func TestBenchVLLMSamplingFlags(t *testing.T) {
+	sampling := []string{"--temperature", "0.7", "--top-p", "0.9", "--top-k", "20", "--min-p", "0.05",
+		"--frequency-penalty", "0.1", "--presence-penalty", "0.2", "--repetition-penalty", "1.1", "--request-id-prefix", "run-"}
+	want := map[string]any{"temperature": 0.7, "top_p": 0.9, "top_k": 20.0, "min_p": 0.05,
+		"frequency_penalty": 0.1, "presence_penalty": 0.2, "repetition_penalty": 1.1}
+	for _, tc := range []struct {
+		backend, path string
+		extra         []string
+		want          map[string]any
+	}{
+		{"vllm", "/v1/completions", nil, want},
+		{"vllm-chat", "/v1/chat/completions", []string{"--chat-template-kwargs", `{"enable_thinking": false}`},
+			map[string]any{"chat_template_kwargs": map[string]any{"enable_thinking": false}}},
+		// --extra-request-body (vLLM's --extra-body) is merged over them.
+		{"sglang-oai", "/v1/completions", []string{"--extra-request-body", `{"top_k": 5}`}, map[string]any{"top_k": 5.0, "min_p": 0.05}},
+	} {
+		t.Run(tc.backend, func(t *testing.T) {
+			srv, got := captureServer(t)
+			args := append([]string{"--backend", tc.backend, "--dataset-name", "random", "--num-prompts", "2",
+				"--random-input-len", "8", "--random-output-len", "4"}, sampling...)
+			code, stdout, stderr := compatBench(t, srv, append(args, tc.extra...)...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			reqs := got()
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests, want 2", len(reqs))
+			}
+			var ids []string
+			for _, r := range reqs {
+				if r.path != tc.path {
+					t.Errorf("path %s, want %s", r.path, tc.path)
+				}
+				for k, v := range tc.want {
+					if !reflect.DeepEqual(r.body[k], v) {
+						t.Errorf("body %s = %#v, want %#v", k, r.body[k], v)
+					}
+				}
+				ids = append(ids, r.header.Get("X-Request-Id"))
+			}
+			slices.Sort(ids)
+			if !slices.Equal(ids, []string{"run-0", "run-1"}) {
+				t.Errorf("x-request-id headers %q, want run-0 and run-1", ids)
+			}
+		})
+	}
+	// A backend that cannot carry a flag refuses it before sending.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--backend", "sglang", "--top-k", "5"}, "--top-k: is sent only by the OpenAI backends"},
+		{[]string{"--backend", "sglang", "--repetition-penalty", "1.1"}, "--repetition-penalty: is sent only by the OpenAI backends"},
+		{[]string{"--backend", "vllm", "--chat-template-kwargs", `{"a": 1}`}, "--chat-template-kwargs: needs a chat backend"},
+	} {
+		srv, got := captureServer(t)
+		code, stdout, stderr := compatBench(t, srv, append(tc.args, "--dataset-name", "random", "--num-prompts", "1")...)
+		if code == 0 || !strings.Contains(stderr, tc.want) || len(got()) != 0 {
+			t.Errorf("%v: exit %d, %d requests, want a refusal %q\n%s\n%s", tc.args, code, len(got()), tc.want, stdout, stderr)
 		}
 	}
 }

@@ -155,6 +155,40 @@ func enumValue(p *string, choices ...string) flagValue {
 
 // jsonObjectValue is --extra-request-body: a JSON object, big integers
 // kept exact.
+// optFloatValue binds a float that is sent only when given (nil: unset).
+func optFloatValue(p **float64) flagValue {
+	return &scalar[*float64]{p: p,
+		show: func(v *float64) string {
+			if v == nil {
+				return ""
+			}
+			return prober.PyFloat(*v)
+		},
+		parse: func(s string) (*float64, error) {
+			f, err := parseFloat(s)
+			return &f, err
+		}}
+}
+
+// optIntValue binds an int that is sent only when given (nil: unset).
+func optIntValue(p **int) flagValue {
+	return &scalar[*int]{p: p,
+		show: func(v *int) string {
+			if v == nil {
+				return ""
+			}
+			return strconv.Itoa(*v)
+		},
+		parse: func(s string) (*int, error) {
+			n, err := strconv.ParseInt(s, 0, strconv.IntSize)
+			if err != nil {
+				return nil, fmt.Errorf("invalid int value: '%s'", s)
+			}
+			v := int(n)
+			return &v, nil
+		}}
+}
+
 func jsonObjectValue(p *map[string]any) flagValue {
 	return &scalar[map[string]any]{p: p,
 		show: func(m map[string]any) string {
@@ -383,8 +417,15 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 
 	p("seed", "Seed of prompt sampling, LoRA picks and arrivals.", int64Value(&s.Seed))
 	b.bool("disable-ignore-eos", "disable_ignore_eos", "Do not send ignore_eos (it is sent as true by default).", &s.DisableIgnoreEOS)
-	p("temperature", "Sampling temperature (sglang /generate only).", floatValue(&s.Temperature))
-	p("top-p", "Top-p (sglang /generate only, sent when < 1).", floatValue(&s.TopP))
+	p("temperature", "Sampling temperature (sglang /generate and the OpenAI backends).", floatValue(&s.Temperature))
+	p("top-p", "Top-p (sglang /generate and the OpenAI backends, sent when < 1).", floatValue(&s.TopP))
+	p("top-k", "vLLM: top_k in every request body (OpenAI backends only).", optIntValue(&s.TopK))
+	p("min-p", "vLLM: min_p in every request body (OpenAI backends only).", optFloatValue(&s.MinP))
+	p("frequency-penalty", "vLLM: frequency_penalty in every request body (OpenAI backends only).", optFloatValue(&s.FrequencyPenalty))
+	p("presence-penalty", "vLLM: presence_penalty in every request body (OpenAI backends only).", optFloatValue(&s.PresencePenalty))
+	p("repetition-penalty", "vLLM: repetition_penalty in every request body (OpenAI backends only).", optFloatValue(&s.RepetitionPenalty))
+	p("chat-template-kwargs", "A JSON object sent as chat_template_kwargs in every request body (chat backends only), e.g. '{\"enable_thinking\": false}'.", jsonObjectValue(&s.ChatTemplateKwargs))
+	p("request-id-prefix", "vLLM: send each measured request's x-request-id header as this prefix and the request's index (0, 1, ...).", stringValue(&s.RequestIDPrefix))
 	p("extra-request-body", "A JSON object merged into every request body, last.", jsonObjectValue(&s.ExtraBody))
 	b.bool("apply-chat-template", "apply_chat_template", "Render prompts with the tokenizer's chat template.", &o.ApplyChatTemplate)
 
