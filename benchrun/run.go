@@ -207,6 +207,8 @@ func newClient(s Spec, info prober.BackendInfo, env Env) (*http.Client, error) {
 	t.Name, t.URL = "bench", s.BaseURL
 	if env.Target != nil {
 		t = *env.Target
+	} else if s.Insecure {
+		t.HTTPClientConfig.TLSConfig.InsecureSkipVerify = true
 	}
 	// Without --max-concurrency every prompt may be in flight at once.
 	conc := s.MaxConcurrency

@@ -86,6 +86,10 @@ type Spec struct {
 	// RequestIDPrefix numbers the measured requests' x-request-id header
 	// (prefix0, prefix1, ...), as vLLM does; empty: no header.
 	RequestIDPrefix string `json:"request_id_prefix"`
+	// Insecure skips verifying the server's TLS certificate (vLLM's
+	// --insecure). The CLI's only: a daemon's targets carry their own
+	// tls_config, and a bench window's caller must not loosen it.
+	Insecure bool `json:"-"`
 	// ExtraBody is merged into every request body, last.
 	ExtraBody map[string]any    `json:"extra_request_body"`
 	Headers   map[string]string `json:"header"`

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -23,9 +24,16 @@ type captured struct {
 // token and a usage block, and keeps every request it was sent.
 func captureServer(t *testing.T) (*httptest.Server, func() []captured) {
 	t.Helper()
+	return captureServerTLS(t, false)
+}
+
+// captureServerTLS is captureServer, over TLS with a self-signed
+// certificate when tls is set.
+func captureServerTLS(t *testing.T, tls bool) (*httptest.Server, func() []captured) {
+	t.Helper()
 	var mu sync.Mutex
 	var got []captured
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var chunk string
 		switch r.URL.Path {
 		case "/v1/chat/completions":
@@ -50,6 +58,11 @@ func captureServer(t *testing.T) (*httptest.Server, func() []captured) {
 		io.WriteString(w, `data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`+"\n\n")
 		io.WriteString(w, "data: [DONE]\n\n")
 	}))
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	return srv, func() []captured {
 		mu.Lock()
@@ -180,5 +193,20 @@ func TestBenchVLLMSamplingFlags(t *testing.T) {
 		if code == 0 || !strings.Contains(stderr, tc.want) || len(got()) != 0 {
 			t.Errorf("%v: exit %d, %d requests, want a refusal %q\n%s\n%s", tc.args, code, len(got()), tc.want, stdout, stderr)
 		}
+	}
+}
+
+// TestBenchInsecure: vLLM's --insecure lets a bench reach a server whose
+// certificate does not verify; without it not one request is answered.
+func TestBenchInsecure(t *testing.T) {
+	srv, got := captureServerTLS(t, true)
+	args := []string{"--backend", "vllm", "--dataset-name", "random", "--num-prompts", "2", "--random-input-len", "8", "--random-output-len", "4"}
+	code, stdout, stderr := compatBench(t, srv, args...)
+	if len(got()) != 0 || (code == 0 && !regexp.MustCompile(`(?m)^Successful requests:\s+0\s*$`).MatchString(stdout)) {
+		t.Errorf("without --insecure: exit %d, %d requests answered; want none\n%s\n%s", code, len(got()), stdout, stderr)
+	}
+	code, stdout, stderr = compatBench(t, srv, append(args, "--insecure")...)
+	if code != 0 || len(got()) != 2 {
+		t.Fatalf("with --insecure: exit %d, %d requests answered, want 2\n%s\n%s", code, len(got()), stdout, stderr)
 	}
 }

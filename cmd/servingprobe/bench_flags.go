@@ -425,6 +425,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("presence-penalty", "vLLM: presence_penalty in every request body (OpenAI backends only).", optFloatValue(&s.PresencePenalty))
 	p("repetition-penalty", "vLLM: repetition_penalty in every request body (OpenAI backends only).", optFloatValue(&s.RepetitionPenalty))
 	p("chat-template-kwargs", "A JSON object sent as chat_template_kwargs in every request body (chat backends only), e.g. '{\"enable_thinking\": false}'.", jsonObjectValue(&s.ChatTemplateKwargs))
+	b.bool("insecure", "insecure", "vLLM: do not verify the server's TLS certificate.", &s.Insecure)
 	p("request-id-prefix", "vLLM: send each measured request's x-request-id header as this prefix and the request's index (0, 1, ...).", stringValue(&s.RequestIDPrefix))
 	p("extra-request-body", "A JSON object merged into every request body, last.", jsonObjectValue(&s.ExtraBody))
 	b.bool("apply-chat-template", "apply_chat_template", "Render prompts with the tokenizer's chat template.", &o.ApplyChatTemplate)

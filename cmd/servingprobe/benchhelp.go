@@ -19,7 +19,7 @@ var benchHelpGroups = []struct {
 	title string
 	flags []string
 }{
-	{"Backend and server", []string{"backend", "base-url", "host", "port", "model", "served-model-name", "tokenizer", "header",
+	{"Backend and server", []string{"backend", "base-url", "host", "port", "model", "served-model-name", "tokenizer", "header", "insecure",
 		"ready-check-timeout-sec", "request-timeout-sec", "warmup-requests", "flush-cache", "flush-cache-timeout"}},
 	{"Dataset", []string{"dataset-name", "dataset-path", "num-prompts", "seed", "apply-chat-template", "prompt-suffix", "tokenize-prompt",
 		"sharegpt-output-len", "sharegpt-context-len", "dataset-offset", "agentic-max-turns", "speed-bench-category", "speed-bench-output-len"}},
