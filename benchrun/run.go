@@ -1,6 +1,7 @@
 package benchrun
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -377,6 +378,10 @@ func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) 
 	}
 	if len(prompts) == 0 {
 		return nil, errors.New("the dataset produced no prompt")
+	}
+	if s.UseTraceTimestamps {
+		// sglang's replay sorts the requests by their timestamps first.
+		slices.SortStableFunc(prompts, func(a, b datasets.Prompt) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
 	}
 	if err := checkConversations(s, prompts); err != nil {
 		return nil, err

@@ -367,6 +367,10 @@ func (s *Spec) Validate() error {
 	if err == nil && s.ChatTemplateKwargs != nil && info.Protocol != prober.ProtocolOpenAIChat {
 		p.add("chat_template_kwargs", "needs a chat backend: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Protocol == prober.ProtocolOpenAIChat }), ", "))
 	}
+	if s.Dataset == "token-trace" && err == nil && !info.InputIDs {
+		// The trace holds token ids, not text: only input_ids carries them.
+		p.add("dataset_name", "token-trace sends its token ids as input_ids: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.InputIDs }), ", "))
+	}
 	if s.Dataset == "embedding" && err == nil && !info.Embedding {
 		p.add("dataset_name", "embedding needs an embedding backend: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Embedding }), ", "))
 	}

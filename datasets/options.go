@@ -133,6 +133,7 @@ var constructors = map[string]constructor{
 	"autobench":               newAutobench,
 	"agentic-trace":           newAgenticTrace,
 	"embedding":               newEmbedding,
+	"token-trace":             newTokenTrace,
 }
 
 // aliases are older names of datasets, each for the dataset that makes the

@@ -210,3 +210,15 @@ func TestBenchInsecure(t *testing.T) {
 		t.Fatalf("with --insecure: exit %d, %d requests answered, want 2\n%s\n%s", code, len(got()), stdout, stderr)
 	}
 }
+
+// TestBenchTokenTraceBackends: the token-trace dataset holds token ids,
+// which only an input_ids backend sends; another refuses it before any
+// request, naming the backends that can.
+func TestBenchTokenTraceBackends(t *testing.T) {
+	srv, got := captureServer(t)
+	code, stdout, stderr := compatBench(t, srv, "--backend", "vllm", "--dataset-name", "token-trace",
+		"--dataset-path", "../../datasets/testdata/token_trace.jsonl", "--num-prompts", "2")
+	if code == 0 || !strings.Contains(stderr, "token-trace sends its token ids as input_ids: ") || len(got()) != 0 {
+		t.Errorf("--backend vllm with token-trace: exit %d, %d requests\n%s\n%s", code, len(got()), stdout, stderr)
+	}
+}
