@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/servingprobe/servingprobe/simulator"
 )
 
 // captured is one request a capturing server received.
@@ -220,5 +223,34 @@ func TestBenchTokenTraceBackends(t *testing.T) {
 		"--dataset-path", "../../datasets/testdata/token_trace.jsonl", "--num-prompts", "2")
 	if code == 0 || !strings.Contains(stderr, "token-trace sends its token ids as input_ids: ") || len(got()) != 0 {
 		t.Errorf("--backend vllm with token-trace: exit %d, %d requests\n%s\n%s", code, len(got()), stdout, stderr)
+	}
+}
+
+// TestBenchTokenTraceEndToEnd runs the shipped token-trace rows against
+// the simulator's sglang /generate, replaying their timestamps: every
+// usable row is one request carrying its ids, and the table says both
+// the rows' lengths and what the server counted of the ids.
+func TestBenchTokenTraceEndToEnd(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = time.Millisecond, time.Millisecond
+	base := startSimulator(t, cfg)
+	code, stdout, stderr := runCLI(t, "bench", "--backend", "sglang", "--base-url", base, "--dataset-name", "token-trace",
+		"--dataset-path", "../../datasets/testdata/token_trace.jsonl", "--num-prompts", "10", "--use-trace-timestamps",
+		"--tokenizer", "../../tokenizer/testdata/qwen3", "--ready-check-timeout-sec", "10", "--warmup-requests", "0",
+		"--disable-tqdm", "--no-server-metrics", "--output-file", t.TempDir()+"/out.jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got := tableInt(t, stdout, "Successful requests:"); got != 4 {
+		t.Errorf("successful requests %d, want 4\n%s", got, stdout)
+	}
+	// The dataset's lengths, as sglang counts them: 4+5+1+2 (the second
+	// row's num_input_tokens is 5 over its 2 ids).
+	if got := tableInt(t, stdout, "Total input text tokens:"); got != 12 {
+		t.Errorf("total input text tokens %d, want 12\n%s", got, stdout)
+	}
+	// What the server counted of the ids sent: 4+2+1+2.
+	if got := tableInt(t, stdout, "Total input tokens:"); got != 9 {
+		t.Errorf("total input tokens %d, want 9 (the ids sent)\n%s", got, stdout)
 	}
 }
