@@ -301,6 +301,7 @@ var hubDatasets = map[string]struct{ name, repo, file string }{
 
 func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) (*datasets.Source, error) {
 	opts := s.Options
+	opts.TraceOrder = s.UseTraceTimestamps
 	opts.Compat = s.Compat.RandomLengths
 	if ct, ok := tok.(datasets.ChatTemplater); ok {
 		opts.ChatTemplate = ct

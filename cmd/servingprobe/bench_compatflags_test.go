@@ -254,3 +254,26 @@ func TestBenchTokenTraceEndToEnd(t *testing.T) {
 		t.Errorf("total input tokens %d, want 9 (the ids sent)\n%s", got, stdout)
 	}
 }
+
+// TestBenchBurstGPTReplay replays the shipped BurstGPT rows by their
+// timestamps, sped up 1000 times (--mooncake-slowdown-factor 0.001):
+// the three GPT-4 rows with a response, each request asking for its
+// row's Response tokens.
+func TestBenchBurstGPTReplay(t *testing.T) {
+	srv, got := captureServer(t)
+	code, stdout, stderr := compatBench(t, srv, "--backend", "vllm", "--dataset-name", "burstgpt",
+		"--dataset-path", "../../datasets/testdata/burstgpt.csv", "--num-prompts", "10", "--use-trace-timestamps",
+		"--mooncake-slowdown-factor", "0.001")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var lens []float64
+	for _, r := range got() {
+		n, _ := r.body["max_tokens"].(float64)
+		lens = append(lens, n)
+	}
+	slices.Sort(lens)
+	if !slices.Equal(lens, []float64{4, 121, 230}) {
+		t.Errorf("max_tokens of the requests %v, want 4, 121 and 230", lens)
+	}
+}
