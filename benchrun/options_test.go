@@ -48,9 +48,20 @@ func TestRequestOptions(t *testing.T) {
 			spec(func(s *Spec) { s.Module, s.Temperature, s.TopP = &mod, 0.2, 0.5 }), gen,
 			prober.RequestOptions{BaseURL: "http://s", Model: "m", Stream: true, IgnoreEOS: true, Temperature: f(0.7), TopP: f(0.9),
 				ExtraBody: map[string]any{"seed": 3}}},
-		{"CLI on an OpenAI backend: bench_serving's body, usage asked for",
-			spec(func(s *Spec) { s.Temperature = 0.2 }), chat,
-			prober.RequestOptions{BaseURL: "http://s", Model: "m", Stream: true, IgnoreEOS: true, IncludeUsage: true}},
+		// bench_serving sends 0.0 there whatever --temperature says; vLLM's
+		// bench serve sends the flag's value, as a user who gave it means.
+		{"CLI on an OpenAI backend: --temperature and --top-p as vLLM sends them, usage asked for",
+			spec(func(s *Spec) { s.Temperature, s.TopP = 0.2, 0.5 }), chat,
+			prober.RequestOptions{BaseURL: "http://s", Model: "m", Stream: true, IgnoreEOS: true, Temperature: f(0.2), TopP: f(0.5), IncludeUsage: true}},
+		{"CLI on an OpenAI backend: vLLM's other sampling flags and chat_template_kwargs in the extra body, --extra-request-body over them",
+			spec(func(s *Spec) {
+				k := 20
+				s.TopK, s.MinP, s.RepetitionPenalty = &k, f(0.05), f(1.1)
+				s.ChatTemplateKwargs = map[string]any{"enable_thinking": false}
+				s.ExtraBody = map[string]any{"min_p": 0.1}
+			}), chat,
+			prober.RequestOptions{BaseURL: "http://s", Model: "m", Stream: true, IgnoreEOS: true, Temperature: f(0), IncludeUsage: true,
+				ExtraBody: map[string]any{"top_k": 20, "min_p": 0.1, "repetition_penalty": 1.1, "chat_template_kwargs": map[string]any{"enable_thinking": false}}}},
 		{"CLI on /generate: --temperature and --top-p",
 			spec(func(s *Spec) {
 				s.Temperature, s.TopP, s.Compat = 0.2, 0.5, bench.Compat{NoUsage: true, ChatLength: true}

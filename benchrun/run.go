@@ -1,6 +1,7 @@
 package benchrun
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,6 +140,9 @@ func Prepare(ctx context.Context, s Spec, env Env) (_ *Prepared, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.RequestIDPrefix != "" {
+		prompts = prompts.WithRequestIDs(s.RequestIDPrefix)
+	}
 	if s.Dataset == "fixed" && prompts.Len() > 0 {
 		// A fixed prompt has one length, known only once it is encoded:
 		// echo it where bench_serving's records put the input and output
@@ -204,6 +208,8 @@ func newClient(s Spec, info prober.BackendInfo, env Env) (*http.Client, error) {
 	t.Name, t.URL = "bench", s.BaseURL
 	if env.Target != nil {
 		t = *env.Target
+	} else if s.Insecure {
+		t.HTTPClientConfig.TLSConfig.InsecureSkipVerify = true
 	}
 	// Without --max-concurrency every prompt may be in flight at once.
 	conc := s.MaxConcurrency
@@ -295,6 +301,7 @@ var hubDatasets = map[string]struct{ name, repo, file string }{
 
 func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) (*datasets.Source, error) {
 	opts := s.Options
+	opts.TraceOrder = s.UseTraceTimestamps
 	opts.Compat = s.Compat.RandomLengths
 	if ct, ok := tok.(datasets.ChatTemplater); ok {
 		opts.ChatTemplate = ct
@@ -373,6 +380,10 @@ func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) 
 	if len(prompts) == 0 {
 		return nil, errors.New("the dataset produced no prompt")
 	}
+	if s.UseTraceTimestamps {
+		// sglang's replay sorts the requests by their timestamps first.
+		slices.SortStableFunc(prompts, func(a, b datasets.Prompt) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+	}
 	if err := checkConversations(s, prompts); err != nil {
 		return nil, err
 	}
@@ -440,6 +451,24 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 		}
 		if s.ReturnRoutedExperts {
 			extra["return_routed_experts"] = true
+		}
+	}
+	if openAISampling(info) {
+		// vLLM's bench serve: its sampling flags go into the extra body,
+		// which its --extra-body then overrides (as ours does below).
+		if s.Module == nil {
+			t := s.Temperature
+			o.Temperature = &t
+			if s.TopP < 1 {
+				p := s.TopP
+				o.TopP = &p
+			}
+		}
+		for _, f := range s.vllmSampling() {
+			extra[f.key] = f.value
+		}
+		if s.ChatTemplateKwargs != nil && info.Protocol == prober.ProtocolOpenAIChat {
+			extra["chat_template_kwargs"] = s.ChatTemplateKwargs
 		}
 	}
 	switch info.Protocol {
@@ -516,6 +545,11 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 	}
 	if n := s.WarmupRequests; n > 0 {
 		warm := prober.WarmupPrompts(p.Prompts.First(), n)
+		for i := range warm {
+			// vLLM's warm-up requests carry no request id; the first
+			// measured request keeps its own.
+			warm[i].RequestID = ""
+		}
 		if len(s.LoRANames) > 0 {
 			for i := range warm {
 				warm[i].LoRA = s.LoRANames[0]

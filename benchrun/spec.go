@@ -74,6 +74,22 @@ type Spec struct {
 	DisableIgnoreEOS bool    `json:"disable_ignore_eos"`
 	Temperature      float64 `json:"temperature"`
 	TopP             float64 `json:"top_p"`
+	// vLLM's other sampling flags, sent on the OpenAI backends only, as
+	// vLLM's bench serve sends its sampling parameters; nil: not sent.
+	TopK              *int     `json:"top_k"`
+	MinP              *float64 `json:"min_p"`
+	FrequencyPenalty  *float64 `json:"frequency_penalty"`
+	PresencePenalty   *float64 `json:"presence_penalty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	// ChatTemplateKwargs is sent as chat_template_kwargs on chat backends.
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
+	// RequestIDPrefix numbers the measured requests' x-request-id header
+	// (prefix0, prefix1, ...), as vLLM does; empty: no header.
+	RequestIDPrefix string `json:"request_id_prefix"`
+	// Insecure skips verifying the server's TLS certificate (vLLM's
+	// --insecure). The CLI's only: a daemon's targets carry their own
+	// tls_config, and a bench window's caller must not loosen it.
+	Insecure bool `json:"-"`
 	// ExtraBody is merged into every request body, last.
 	ExtraBody map[string]any    `json:"extra_request_body"`
 	Headers   map[string]string `json:"header"`
@@ -343,6 +359,18 @@ func (s *Spec) Validate() error {
 			p.add("dataset_name", "%s needs a backend that carries images: %s", s.Dataset, strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Images }), ", "))
 		}
 	}
+	if err == nil && !openAISampling(info) {
+		for _, f := range s.vllmSampling() {
+			p.add(f.key, "is sent only by the OpenAI backends, as vLLM sends it: %s", strings.Join(backendsWith(openAISampling), ", "))
+		}
+	}
+	if err == nil && s.ChatTemplateKwargs != nil && info.Protocol != prober.ProtocolOpenAIChat {
+		p.add("chat_template_kwargs", "needs a chat backend: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Protocol == prober.ProtocolOpenAIChat }), ", "))
+	}
+	if s.Dataset == "token-trace" && err == nil && !info.InputIDs {
+		// The trace holds token ids, not text: only input_ids carries them.
+		p.add("dataset_name", "token-trace sends its token ids as input_ids: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.InputIDs }), ", "))
+	}
 	if s.Dataset == "embedding" && err == nil && !info.Embedding {
 		p.add("dataset_name", "embedding needs an embedding backend: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Embedding }), ", "))
 	}
@@ -374,6 +402,41 @@ func (s *Spec) Validate() error {
 }
 
 // backendsWith lists the backends that have a trait, for messages.
+// openAISampling reports whether a backend takes vLLM's sampling flags:
+// vLLM sends them on its OpenAI-compatible backends only (chat and
+// completions) and refuses them on the others.
+func openAISampling(i prober.BackendInfo) bool {
+	return i.Protocol == prober.ProtocolOpenAIChat || i.Protocol == prober.ProtocolOpenAICompletions
+}
+
+// samplingField is one body key of vLLM's sampling flags.
+type samplingField struct {
+	key   string
+	value any
+}
+
+// vllmSampling lists the sampling flags given that only vLLM has, in the
+// order vLLM's bench serve puts them in its extra body.
+func (s *Spec) vllmSampling() []samplingField {
+	var out []samplingField
+	if s.TopK != nil {
+		out = append(out, samplingField{"top_k", *s.TopK})
+	}
+	if s.MinP != nil {
+		out = append(out, samplingField{"min_p", *s.MinP})
+	}
+	if s.FrequencyPenalty != nil {
+		out = append(out, samplingField{"frequency_penalty", *s.FrequencyPenalty})
+	}
+	if s.PresencePenalty != nil {
+		out = append(out, samplingField{"presence_penalty", *s.PresencePenalty})
+	}
+	if s.RepetitionPenalty != nil {
+		out = append(out, samplingField{"repetition_penalty", *s.RepetitionPenalty})
+	}
+	return out
+}
+
 func backendsWith(has func(prober.BackendInfo) bool) []string {
 	var out []string
 	for _, name := range prober.BackendNames() {

@@ -90,3 +90,20 @@ func TestValidateNamesFields(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecJSONRandomImage: a bench window's body naming sglang's older
+// random-image runs the image dataset, as the flag does, and the image
+// checks apply to it (a backend without images refuses it).
+func TestSpecJSONRandomImage(t *testing.T) {
+	s := DefaultSpec()
+	s.Backend, s.BaseURL, s.Model = "vllm", "http://s", "m"
+	if err := json.Unmarshal([]byte(`{"dataset_name":"random-image","image_count":3}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Dataset != "image" || s.ImageCount != 3 {
+		t.Errorf("dataset %q with %d images, want image with 3", s.Dataset, s.ImageCount)
+	}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "image needs a backend that carries images") {
+		t.Errorf("random-image on vllm (completions): %v, want the image backends' refusal", err)
+	}
+}

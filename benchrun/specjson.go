@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -161,6 +162,8 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	s.RequestTimeout = time.Duration(j.RequestTimeout)
 	s.Compat = bench.Compat(j.Compat)
 	s.Goodput = bench.Goodput(j.Goodput)
+	// An older dataset name runs (and is recorded) as the dataset it names.
+	s.Dataset = datasets.Canonical(s.Dataset)
 	return nil
 }
 

@@ -37,6 +37,9 @@ type Prompt struct {
 	LoRA       string
 	ExtraBody  map[string]any
 	RoutingKey string
+	// RequestID is sent as the x-request-id header (vLLM's
+	// --request-id-prefix numbers the requests); empty: not sent.
+	RequestID string
 
 	// MultiTurn marks a conversation: each user message of Messages is a
 	// round, sent as its own request once the previous round's reply is

@@ -82,6 +82,11 @@ type Options struct {
 	// SpeedBenchOutputLen is every speed-bench request's output length.
 	SpeedBenchOutputLen int `json:"speed_bench_output_len"`
 
+	// TraceOrder says the run replays trace timestamps: burstgpt then
+	// takes its rows in file order, each at its time, instead of drawing
+	// them. Set by the run from --use-trace-timestamps.
+	TraceOrder bool `json:"-"`
+
 	// FixedPrompt and FixedOutputLen configure the fixed dataset used by
 	// continuous probes.
 	FixedPrompt    string `json:"-"`
@@ -133,6 +138,27 @@ var constructors = map[string]constructor{
 	"autobench":               newAutobench,
 	"agentic-trace":           newAgenticTrace,
 	"embedding":               newEmbedding,
+	"token-trace":             newTokenTrace,
+	"burstgpt":                newBurstGPT,
+}
+
+// aliases are older names of datasets, each for the dataset that makes the
+// same workload. sglang's random-image made what image makes with one
+// fixed image count, JPEG and random pixels (the image defaults); newer
+// sglang dropped the name, and its "random" prefix rule would then send
+// text prompts under it. Canonical maps such a name to the dataset it
+// names, so that a run never sends a different workload under that name.
+var aliases = map[string]string{
+	"random-image": "image",
+}
+
+// Canonical returns the dataset name that name stands for: the current
+// name of an alias, else name itself.
+func Canonical(name string) string {
+	if c, ok := aliases[name]; ok {
+		return c
+	}
+	return name
 }
 
 // Names lists the dataset names New accepts, sorted.
@@ -152,6 +178,7 @@ var ErrUnknownDataset = errors.New("unknown dataset")
 // name that starts with "random" means random-ids. Files are read here, so
 // a missing or malformed file fails before any request is sent.
 func New(name string, opts Options, tok Tokenizer) (Dataset, error) {
+	name = Canonical(name)
 	c, ok := constructors[name]
 	if !ok && strings.HasPrefix(name, "random") {
 		c, ok = newRandomIDs, true

@@ -3,6 +3,7 @@ package datasets
 import (
 	"iter"
 	"math/rand/v2"
+	"strconv"
 )
 
 // Source is a run's prompts: held in memory, or made while the run sends
@@ -121,4 +122,36 @@ type Streamer interface {
 	// caller generates them). newRand is called once per pass and must
 	// return the same generator each time.
 	Stream(n int, newRand func() *rand.Rand) (*Source, bool, error)
+}
+
+// WithRequestIDs returns a Source of the same prompts, prompt i carrying
+// the request id prefix+i, as vLLM's datasets number their requests for
+// --request-id-prefix. Prompts made on demand are numbered as they are
+// made, so that no more of them is held than before.
+func (s *Source) WithRequestIDs(prefix string) *Source {
+	id := func(i int, p Prompt) Prompt {
+		p.RequestID = prefix + strconv.Itoa(i)
+		return p
+	}
+	out := *s
+	out.first = id(0, s.first)
+	if s.prompts != nil {
+		out.prompts = make([]Prompt, len(s.prompts))
+		for i, p := range s.prompts {
+			out.prompts[i] = id(i, p)
+		}
+	}
+	if s.pass != nil {
+		pass := s.pass
+		out.pass = func(yield func(Prompt, error) bool) {
+			i := 0
+			for p, err := range pass {
+				if !yield(id(i, p), err) {
+					return
+				}
+				i++
+			}
+		}
+	}
+	return &out
 }

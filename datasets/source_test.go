@@ -132,3 +132,40 @@ func TestFromPrompts(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+// TestWithRequestIDs: prompt i carries prefix+i, whether the prompts are
+// held or made on demand, on every pass, and the first prompt too; the
+// source it was made from is unchanged.
+func TestWithRequestIDs(t *testing.T) {
+	ps := []datasets.Prompt{{Text: "a"}, {Text: "b"}, {Text: "c"}}
+	pass := func(yield func(datasets.Prompt, error) bool) {
+		for _, p := range ps {
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}
+	for name, src := range map[string]*datasets.Source{
+		"held":      datasets.FromPrompts(ps),
+		"on demand": datasets.OnDemand(len(ps), 0, 0, ps[0], pass),
+	} {
+		ided := src.WithRequestIDs("run-")
+		for range 2 {
+			var ids []string
+			for _, p := range collect(t, ided) {
+				ids = append(ids, p.Text+"="+p.RequestID)
+			}
+			if diff := cmp.Diff([]string{"a=run-0", "b=run-1", "c=run-2"}, ids); diff != "" {
+				t.Errorf("%s: (-want +got):\n%s", name, diff)
+			}
+		}
+		if ided.First().RequestID != "run-0" || ided.Len() != 3 {
+			t.Errorf("%s: first %q, len %d", name, ided.First().RequestID, ided.Len())
+		}
+		for _, p := range collect(t, src) {
+			if p.RequestID != "" {
+				t.Errorf("%s: the original source's prompt %q has id %q", name, p.Text, p.RequestID)
+			}
+		}
+	}
+}

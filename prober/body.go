@@ -136,6 +136,10 @@ func newJSONRequest(o RequestOptions, path string, body object, p datasets.Promp
 	if p.RoutingKey != "" {
 		req.Header.Set("X-SMG-Routing-Key", p.RoutingKey)
 	}
+	if p.RequestID != "" {
+		// After the user's headers, as vLLM's _update_headers_common sets it.
+		req.Header.Set("X-Request-Id", p.RequestID)
+	}
 	return req, nil
 }
 

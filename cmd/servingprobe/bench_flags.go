@@ -155,6 +155,40 @@ func enumValue(p *string, choices ...string) flagValue {
 
 // jsonObjectValue is --extra-request-body: a JSON object, big integers
 // kept exact.
+// optFloatValue binds a float that is sent only when given (nil: unset).
+func optFloatValue(p **float64) flagValue {
+	return &scalar[*float64]{p: p,
+		show: func(v *float64) string {
+			if v == nil {
+				return ""
+			}
+			return prober.PyFloat(*v)
+		},
+		parse: func(s string) (*float64, error) {
+			f, err := parseFloat(s)
+			return &f, err
+		}}
+}
+
+// optIntValue binds an int that is sent only when given (nil: unset).
+func optIntValue(p **int) flagValue {
+	return &scalar[*int]{p: p,
+		show: func(v *int) string {
+			if v == nil {
+				return ""
+			}
+			return strconv.Itoa(*v)
+		},
+		parse: func(s string) (*int, error) {
+			n, err := strconv.ParseInt(s, 0, strconv.IntSize)
+			if err != nil {
+				return nil, fmt.Errorf("invalid int value: '%s'", s)
+			}
+			v := int(n)
+			return &v, nil
+		}}
+}
+
 func jsonObjectValue(p *map[string]any) flagValue {
 	return &scalar[map[string]any]{p: p,
 		show: func(m map[string]any) string {
@@ -321,7 +355,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("request-timeout-sec", "Each request's timeout, warmup included, body and all; a request past it is a timeout failure. 0: none.", secondsValue(&s.RequestTimeout))
 	p("ready-check-timeout-sec", "Wait this long for GET /v1/models to answer 200; 0 skips the check.", secondsValue(&s.ReadyCheckTimeout))
 
-	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image, mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, embedding (embedding backends only).", stringValue(&s.Dataset))
+	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image (or sglang's older random-image), mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, token-trace (token ids: sglang backends), burstgpt, embedding (embedding backends only).", stringValue(&s.Dataset))
 	p("dataset-path", "Dataset file (sharegpt, longbench-v2: downloaded from the hub when empty; random: the embedded corpus when empty).", stringValue(&o.DatasetPath))
 	p("dataset-offset", "agentic-trace: start at this conversation (wrapping around).", intValue(&o.DatasetOffset))
 	p("agentic-max-turns", "agentic-trace: keep the first turns of each conversation (0: all).", intValue(&o.AgenticMaxTurns))
@@ -342,6 +376,8 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("image-count", "Images per request.", intValue(&o.ImageCount))
 	p("image-resolution", "4k, 1080p, 720p, 360p, HxW or random:<minH>x<minW>-<maxH>x<maxW>.", stringValue(&o.ImageResolution))
 	b.bool("random-image-count", "random_image_count", "Draw the image count uniformly from 1..--image-count.", &o.RandomImageCount)
+	b.flag("random-image-num-images", "image_count", "sglang's older name of --image-count (with --dataset-name random-image, the older name of image).", intValue(&o.ImageCount))
+	b.flag("random-image-resolution", "image_resolution", "sglang's older name of --image-resolution.", stringValue(&o.ImageResolution))
 	p("image-format", "jpeg or png.", enumValue(&o.ImageFormat, "jpeg", "png"))
 	p("image-content", "random or blank.", enumValue(&o.ImageContent, "random", "blank"))
 
@@ -381,8 +417,16 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 
 	p("seed", "Seed of prompt sampling, LoRA picks and arrivals.", int64Value(&s.Seed))
 	b.bool("disable-ignore-eos", "disable_ignore_eos", "Do not send ignore_eos (it is sent as true by default).", &s.DisableIgnoreEOS)
-	p("temperature", "Sampling temperature (sglang /generate only).", floatValue(&s.Temperature))
-	p("top-p", "Top-p (sglang /generate only, sent when < 1).", floatValue(&s.TopP))
+	p("temperature", "Sampling temperature (sglang /generate and the OpenAI backends).", floatValue(&s.Temperature))
+	p("top-p", "Top-p (sglang /generate and the OpenAI backends, sent when < 1).", floatValue(&s.TopP))
+	p("top-k", "vLLM: top_k in every request body (OpenAI backends only).", optIntValue(&s.TopK))
+	p("min-p", "vLLM: min_p in every request body (OpenAI backends only).", optFloatValue(&s.MinP))
+	p("frequency-penalty", "vLLM: frequency_penalty in every request body (OpenAI backends only).", optFloatValue(&s.FrequencyPenalty))
+	p("presence-penalty", "vLLM: presence_penalty in every request body (OpenAI backends only).", optFloatValue(&s.PresencePenalty))
+	p("repetition-penalty", "vLLM: repetition_penalty in every request body (OpenAI backends only).", optFloatValue(&s.RepetitionPenalty))
+	p("chat-template-kwargs", "A JSON object sent as chat_template_kwargs in every request body (chat backends only), e.g. '{\"enable_thinking\": false}'.", jsonObjectValue(&s.ChatTemplateKwargs))
+	b.bool("insecure", "insecure", "vLLM: do not verify the server's TLS certificate.", &s.Insecure)
+	p("request-id-prefix", "vLLM: send each measured request's x-request-id header as this prefix and the request's index (0, 1, ...).", stringValue(&s.RequestIDPrefix))
 	p("extra-request-body", "A JSON object merged into every request body, last.", jsonObjectValue(&s.ExtraBody))
 	b.bool("apply-chat-template", "apply_chat_template", "Render prompts with the tokenizer's chat template.", &o.ApplyChatTemplate)
 
@@ -542,6 +586,8 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 		}
 		s.Shard = sh
 	}
+	// sglang's random-image is the image dataset (with its flags below).
+	s.Dataset = datasets.Canonical(s.Dataset)
 	// The dataset is named before anything is sent: a typo must not wait
 	// for the server's ready check and model detection to be told.
 	if known := datasets.Names(); !slices.Contains(known, s.Dataset) && !strings.HasPrefix(s.Dataset, "random") {
