@@ -54,10 +54,10 @@ type Options struct {
 	// ScenarioWarmup is the healthy history before a scenario's day of
 	// injection: one day gives the regression baseline one of its lags.
 	ScenarioWarmup time.Duration
-	Observe      time.Duration // how long after the injection to watch
-	Scrape, Eval time.Duration
-	Jobs         int
-	Scenarios    []Scenario
+	Observe        time.Duration // how long after the injection to watch
+	Scrape, Eval   time.Duration
+	Jobs           int
+	Scenarios      []Scenario
 }
 
 // DefaultOptions measure four healthy weeks (two seeds of two weeks) and
