@@ -52,6 +52,7 @@ type Server struct {
 	truth      *truthStore
 	replies    *replies // nil unless Config.CheckHistory
 	mux        *http.ServeMux
+	live       atomic.Pointer[Live] // nil until SetLive
 	created    int64 // Unix seconds at New, for /v1/models
 	// tok counts prompts (see countText). It is the shared embedded
 	// tokenizer, loaded once per process, safe for concurrent use.
@@ -118,6 +119,10 @@ func New(cfg Config, logger log.Logger) (*Server, error) {
 	m.HandleFunc("GET /metrics", s.metricsHandler)
 	m.HandleFunc("POST /reset_prefix_cache", s.flushCache)
 	m.HandleFunc("POST /flush_cache", s.flushCache)
+	if cfg.Admin {
+		m.HandleFunc("GET /admin/live", s.liveHandler)
+		m.HandleFunc("PUT /admin/live", s.liveHandler)
+	}
 	s.mux = m
 	return s, nil
 }
@@ -172,6 +177,9 @@ func (s *Server) pickFault(r *http.Request, rng *rand.Rand) (Fault, *apiError) {
 			return FaultNone, badRequest("%s: %v", FaultHeader, err)
 		}
 		return f, nil
+	}
+	if s.liveFault(rng) {
+		return Fault503, nil
 	}
 	if len(s.cfg.FaultRates) == 0 {
 		return FaultNone, nil
@@ -361,7 +369,7 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 			return false
 		}
 	}
-	first := admitted.Add(s.cfg.ttft(rng, req.promptTokens))
+	first := admitted.Add(s.ttftDelay(rng, req.promptTokens))
 	g.first = first
 	if !sleepUntil(first) {
 		return "client_gone"
@@ -450,7 +458,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, sw *streamWr
 			break
 		}
 		if !zero {
-			next = next.Add(s.cfg.step(g.rng, int(s.running.Load())))
+			next = next.Add(s.stepDelay(g.rng, int(s.running.Load())))
 			if !sleepUntil(next) {
 				return "client_gone"
 			}
@@ -494,7 +502,7 @@ func (s *Server) unary(w http.ResponseWriter, ep Endpoint, sw *streamWriter, em 
 		text, ids = drawTokens(g, k, text, ids)
 		g.emitted += k
 		if g.emitted < g.n && !s.cfg.zeroDecode() {
-			next = next.Add(s.cfg.step(g.rng, int(s.running.Load())))
+			next = next.Add(s.stepDelay(g.rng, int(s.running.Load())))
 			if !sleepUntil(next) {
 				return "client_gone"
 			}
