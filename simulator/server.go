@@ -53,7 +53,7 @@ type Server struct {
 	replies    *replies // nil unless Config.CheckHistory
 	mux        *http.ServeMux
 	live       atomic.Pointer[Live] // nil until SetLive
-	created    int64 // Unix seconds at New, for /v1/models
+	created    int64                // Unix seconds at New, for /v1/models
 	// tok counts prompts (see countText). It is the shared embedded
 	// tokenizer, loaded once per process, safe for concurrent use.
 	tok *tokenizer.Tokenizer
