@@ -70,6 +70,9 @@ type Config struct {
 	RegressionQuantiles []string `yaml:"regression_quantiles"`
 	// RegressionBaselineLags are the days whose same hour forms the baseline.
 	RegressionBaselineLags []string `yaml:"regression_baseline_lags"`
+	// RegressionBaselineWindow is the window of the quantile each lag reads,
+	// centred on the lag. Each lag must be at least this long.
+	RegressionBaselineWindow string `yaml:"regression_baseline_window"`
 	// BaselineWindow is the range over which the capacity alert takes the
 	// median of past SLO searches.
 	BaselineWindow string `yaml:"baseline_window"`
@@ -109,31 +112,32 @@ type Config struct {
 // Default returns the shipped knobs.
 func Default() Config {
 	return Config{
-		Selector:                `job="servingprobe"`,
-		TTFTThresholdSeconds:    "2",
-		TTFTBreachFor:           "15m",
-		TTFATBreachFor:          "15m",
-		LatencySLOTarget:        0.99,
-		AvailabilitySLOTarget:   0.995,
-		ProbeIntervalSeconds:    15,
-		RegressionFactor:        1.3,
-		RegressionFor:           "2m",
-		RegressionWindow:        "10m",
-		RegressionShortWindow:   "5m",
-		RegressionQuantiles:     []string{"0.5"},
-		RegressionBaselineLags:  []string{"1d", "2d", "3d"},
-		BaselineWindow:          "7d",
-		ProbeFailureRatio:       0.08,
-		ProbeFailureWindow:      "10m",
-		ProbeFailureFor:         "2m",
-		TargetDownAfterSeconds:  60,
-		TargetDownFor:           "1m",
-		ProbeStaleAfterSeconds:  300,
-		NoProbeResultsFor:       "5m",
-		ReloadFailedFor:         "5m",
-		CapacityRegressionRatio: 0.8,
-		CapacityRegressionFor:   "10m",
-		RunbookURL:              "https://github.com/servingprobe/servingprobe/blob/main/docs/runbook.md",
+		Selector:                 `job="servingprobe"`,
+		TTFTThresholdSeconds:     "2",
+		TTFTBreachFor:            "15m",
+		TTFATBreachFor:           "15m",
+		LatencySLOTarget:         0.99,
+		AvailabilitySLOTarget:    0.995,
+		ProbeIntervalSeconds:     15,
+		RegressionFactor:         1.3,
+		RegressionFor:            "2m",
+		RegressionWindow:         "10m",
+		RegressionShortWindow:    "5m",
+		RegressionQuantiles:      []string{"0.5"},
+		RegressionBaselineLags:   []string{"1d", "2d", "3d"},
+		RegressionBaselineWindow: "1h",
+		BaselineWindow:           "7d",
+		ProbeFailureRatio:        0.08,
+		ProbeFailureWindow:       "10m",
+		ProbeFailureFor:          "2m",
+		TargetDownAfterSeconds:   60,
+		TargetDownFor:            "1m",
+		ProbeStaleAfterSeconds:   300,
+		NoProbeResultsFor:        "5m",
+		ReloadFailedFor:          "5m",
+		CapacityRegressionRatio:  0.8,
+		CapacityRegressionFor:    "10m",
+		RunbookURL:               "https://github.com/servingprobe/servingprobe/blob/main/docs/runbook.md",
 	}
 }
 
@@ -194,8 +198,9 @@ func (c Config) Validate() error {
 		"ttft_breach_for": c.TTFTBreachFor, "ttfat_breach_for": c.TTFATBreachFor, "regression_for": c.RegressionFor, "baseline_window": c.BaselineWindow,
 		"probe_failure_for": c.ProbeFailureFor, "target_down_for": c.TargetDownFor,
 		"regression_window": c.RegressionWindow, "regression_short_window": c.RegressionShortWindow,
-		"probe_failure_window": c.ProbeFailureWindow,
-		"no_probe_results_for": c.NoProbeResultsFor, "reload_failed_for": c.ReloadFailedFor,
+		"regression_baseline_window": c.RegressionBaselineWindow,
+		"probe_failure_window":       c.ProbeFailureWindow,
+		"no_probe_results_for":       c.NoProbeResultsFor, "reload_failed_for": c.ReloadFailedFor,
 		"capacity_regression_for": c.CapacityRegressionFor,
 	} {
 		if !validDuration(d) {
@@ -232,9 +237,13 @@ func (c Config) Validate() error {
 	if len(c.RegressionBaselineLags) == 0 {
 		errs = append(errs, errors.New("regression_baseline_lags: need at least one"))
 	}
+	bw, okBW := seconds(c.RegressionBaselineWindow)
+	if !okBW {
+		errs = append(errs, fmt.Errorf("regression_baseline_window: %q is not a Prometheus duration", c.RegressionBaselineWindow))
+	}
 	for _, l := range c.RegressionBaselineLags {
-		if d, ok := seconds(l); !ok || d < 3600 {
-			errs = append(errs, fmt.Errorf("regression_baseline_lags: %q is not a Prometheus duration of at least 1h", l))
+		if d, ok := seconds(l); !ok || (okBW && d < bw) {
+			errs = append(errs, fmt.Errorf("regression_baseline_lags: %q is not a Prometheus duration of at least regression_baseline_window", l))
 		}
 	}
 	if len(c.RegressionQuantiles) == 0 {

@@ -202,9 +202,11 @@ func (c Config) Rules() ruleFile {
 	}
 	// The regression alerts' long window; the short one is a 5m record above
 	// when it is 5m.
-	windows := []string{c.RegressionWindow}
-	if c.RegressionShortWindow != "5m" && c.RegressionShortWindow != c.RegressionWindow {
-		windows = append(windows, c.RegressionShortWindow)
+	var windows []string
+	for _, w := range []string{c.RegressionWindow, c.RegressionShortWindow, c.RegressionBaselineWindow} {
+		if !slices.Contains(windows, w) {
+			windows = append(windows, w)
+		}
 	}
 	for _, w := range windows {
 		if w == "5m" || w == "1h" {
@@ -225,10 +227,11 @@ func (c Config) Rules() ruleFile {
 		var lags []string
 		for _, l := range c.RegressionBaselineLags {
 			sec, _ := seconds(l)
-			// The 1h window that ends half an hour after the same time of
+			bw, _ := seconds(c.RegressionBaselineWindow)
+			// The window that ends half its length after the same time of
 			// day: centred on it.
-			lags = append(lags, fmt.Sprintf(`label_replace(%s{mode="probe", quantile=~"%s"} offset %dm, "lag", "%s", "", "")`,
-				QuantileRecord(h, "1h"), strings.Join(c.RegressionQuantiles, "|"), int(sec/60)-30, l))
+			lags = append(lags, fmt.Sprintf(`label_replace(%s{mode="probe", quantile=~"%s"} offset %ds, "lag", "%s", "", "")`,
+				QuantileRecord(h, c.RegressionBaselineWindow), strings.Join(c.RegressionQuantiles, "|"), int(sec-bw/2), l))
 		}
 		baseline = append(baseline, rule{
 			Record: BaselineRecord(h),
