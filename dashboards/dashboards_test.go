@@ -554,3 +554,40 @@ func TestAlertMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeServingClaim holds README.md's sentence about who serves the
+// files to the code: it may say the exporter serves them only if production
+// code outside this directory imports the package.
+func TestReadmeServingClaim(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := !strings.Contains(string(readme), "the exporter does not serve them")
+	served := false
+	err = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "dashboards" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), `"github.com/servingprobe/servingprobe/dashboards"`) {
+			served = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claims != served {
+		t.Errorf("README.md says the exporter serves the files: %v; production code imports package dashboards: %v", claims, served)
+	}
+}
