@@ -591,3 +591,40 @@ func TestReadmeServingClaim(t *testing.T) {
 		t.Errorf("README.md says the exporter serves the files: %v; production code imports package dashboards: %v", claims, served)
 	}
 }
+
+// alertTable returns the measured table between the alertharness markers.
+func alertTable(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	const begin, end = "<!-- alertharness table: begin -->\n", "<!-- alertharness table: end -->"
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s: no alertharness table markers", path)
+	}
+	return s[i+len(begin) : j]
+}
+
+// TestAlertQualityTable requires the harness's table in the runbook and in
+// README.md, the same in both, with every alert of alerts.yaml in its false
+// alert rows, and no target it reports as missed.
+func TestAlertQualityTable(t *testing.T) {
+	runbook, readme := alertTable(t, "../docs/runbook.md"), alertTable(t, "README.md")
+	if runbook != readme {
+		t.Errorf("the measured tables of docs/runbook.md and dashboards/README.md differ")
+	}
+	if !strings.HasPrefix(runbook, "Time to fire in minutes after the injection") {
+		t.Fatalf("docs/runbook.md: the table is not the harness's output:\n%s", runbook)
+	}
+	for _, r := range loadRules(t, "alerts.yaml") {
+		if !strings.Contains(runbook, "\n| "+r.Alert+" | ") {
+			t.Errorf("no false-alert row for %s", r.Alert)
+		}
+	}
+	if strings.Contains(runbook, "**no**") {
+		t.Errorf("the measured table reports a missed target:\n%s", runbook)
+	}
+}
