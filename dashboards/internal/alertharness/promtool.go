@@ -24,16 +24,25 @@ type Firing struct {
 // promDuration spells d as a Prometheus duration in whole seconds.
 func promDuration(d time.Duration) string { return fmt.Sprintf("%ds", int64(d/time.Second)) }
 
-// query is the PromQL a run ends with. Rules write the ALERTS series of a
-// firing alert at every evaluation and a stale marker when it resolves, so
-// a rising edge is a firing sample with none one evaluation earlier.
-func (r Run) query(eval time.Duration, from time.Duration) string {
-	window := promDuration(r.Span - from)
+// queries are the PromQL a run ends with, each with its evaluation time.
+// Rules write the ALERTS series of a firing alert at every evaluation and a
+// stale marker when it resolves, so a rising edge is a firing sample with
+// none one evaluation earlier. A healthy run is counted a day at a time:
+// promtool caps a query at 10000 samples, and a subquery over weeks at one
+// step per evaluation passes that.
+func (r Run) queries(eval time.Duration, from time.Duration) (exprs []string, at []time.Duration) {
 	step := promDuration(eval)
 	if r.Scenario != nil {
-		return fmt.Sprintf(`min_over_time(timestamp(ALERTS{alertstate="firing"})[%s:%s])`, window, step)
+		return []string{fmt.Sprintf(`min_over_time(timestamp(ALERTS{alertstate="firing"})[%s:%s])`, promDuration(r.Span-from), step)},
+			[]time.Duration{r.Span}
 	}
-	return fmt.Sprintf(`count_over_time((ALERTS{alertstate="firing"} unless ALERTS{alertstate="firing"} offset %s)[%s:%s])`, step, window, step)
+	for t := from; t < r.Span; t += 24 * time.Hour {
+		end := min(t+24*time.Hour, r.Span)
+		exprs = append(exprs, fmt.Sprintf(`count_over_time((ALERTS{alertstate="firing"} unless ALERTS{alertstate="firing"} offset %s)[%s:%s])`,
+			step, promDuration(end-t), step))
+		at = append(at, end)
+	}
+	return exprs, at
 }
 
 // evaluate writes r as a promtool unit test against the rule files, runs
@@ -44,7 +53,9 @@ func evaluate(ctx context.Context, promtool, dir string, ruleFiles []string, m M
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(f.Name())
+	if os.Getenv("KEEP") == "" {
+		defer os.Remove(f.Name())
+	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	fmt.Fprintf(w, "rule_files:\n")
 	for _, rf := range ruleFiles {
@@ -52,7 +63,11 @@ func evaluate(ctx context.Context, promtool, dir string, ruleFiles []string, m M
 	}
 	fmt.Fprintf(w, "evaluation_interval: %s\ntests:\n- interval: %s\n  input_series:\n", promDuration(eval), promDuration(r.Scrape))
 	r.writeSeries(m, w)
-	fmt.Fprintf(w, "  promql_expr_test:\n  - expr: '%s'\n    eval_time: %s\n    exp_samples: []\n", r.query(eval, from), promDuration(r.Span))
+	fmt.Fprintf(w, "  promql_expr_test:\n")
+	exprs, at := r.queries(eval, from)
+	for i, e := range exprs {
+		fmt.Fprintf(w, "  - expr: '%s'\n    eval_time: %s\n    exp_samples: []\n", e, promDuration(at[i]))
+	}
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return nil, err
@@ -67,6 +82,9 @@ func evaluate(ctx context.Context, promtool, dir string, ruleFiles []string, m M
 	if err != nil && !errors.As(err, &exit) {
 		return nil, fmt.Errorf("promtool: %w", err)
 	}
+	if os.Getenv("KEEP") != "" {
+		os.WriteFile(f.Name()+".out", out, 0o644)
+	}
 	return parseGot(string(out), err == nil)
 }
 
@@ -75,34 +93,36 @@ var (
 	labelRE  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 )
 
-// parseGot reads the samples of the one failing expression test from
+// parseGot reads the samples of the failing expression tests from
 // promtool's report. passed means promtool found nothing, i.e. no alert.
 func parseGot(out string, passed bool) ([]Firing, error) {
 	if passed {
 		return nil, nil
 	}
-	i := strings.Index(out, "got: ")
-	if i < 0 || strings.Contains(out, "error in") || strings.Contains(out, "error loading") {
+	if strings.Contains(out, "err:") || strings.Contains(out, "error") || !strings.Contains(out, "got: ") {
 		return nil, fmt.Errorf("promtool failed:\n%s", truncate(out, 4000))
 	}
-	line := out[i+len("got: "):]
-	if j := strings.IndexByte(line, '\n'); j >= 0 {
-		line = line[:j]
-	}
 	var fs []Firing
-	for _, m := range sampleRE.FindAllStringSubmatch(line, -1) {
-		v, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
-			return nil, fmt.Errorf("promtool value %q: %w", m[2], err)
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "got: ") {
+			continue
 		}
-		l := map[string]string{}
-		for _, lm := range labelRE.FindAllStringSubmatch(m[1], -1) {
-			l[lm[1]] = lm[2]
+		ms := sampleRE.FindAllStringSubmatch(line, -1)
+		if len(ms) == 0 {
+			return nil, fmt.Errorf("promtool reported no samples:\n%s", truncate(out, 4000))
 		}
-		fs = append(fs, Firing{Labels: l, Value: v})
-	}
-	if len(fs) == 0 {
-		return nil, fmt.Errorf("promtool reported no samples:\n%s", truncate(out, 4000))
+		for _, m := range ms {
+			v, err := strconv.ParseFloat(m[2], 64)
+			if err != nil {
+				return nil, fmt.Errorf("promtool value %q: %w", m[2], err)
+			}
+			l := map[string]string{}
+			for _, lm := range labelRE.FindAllStringSubmatch(m[1], -1) {
+				l[lm[1]] = lm[2]
+			}
+			fs = append(fs, Firing{Labels: l, Value: v})
+		}
 	}
 	return fs, nil
 }

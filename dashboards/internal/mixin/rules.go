@@ -51,6 +51,10 @@ func sliEvents(sli, window string) string {
 	return "target:servingprobe_" + sli + "_slo_events:rate" + window
 }
 
+// sliHourly is the number of events in the last hour, which the guards of
+// the longer windows add up.
+func sliHourly(sli string) string { return "target:servingprobe_" + sli + "_slo_events:increase1h" }
+
 // sliBad is the rate of bad events over 5m, the one raw rate every long
 // window is summed from.
 func sliBad(sli string) string { return "target:servingprobe_" + sli + "_slo_errors:rate5m" }
@@ -244,6 +248,8 @@ func (c Config) Rules() ruleFile {
 		long[w.Long] = true
 	}
 	slo = append(slo,
+		rule{Record: sliHourly("availability"), Expr: strings.ReplaceAll(c.availabilityEvents("1h"), "rate(", "increase(")},
+		rule{Record: sliHourly("ttft"), Expr: strings.ReplaceAll(c.ttftEvents("1h"), "rate(", "increase(")},
 		rule{Record: sliBad("availability"), Expr: c.availabilityBad("5m")},
 		rule{Record: sliEvents("availability", "5m"), Expr: c.availabilityEvents("5m")},
 		rule{Record: sliBad("ttft"), Expr: c.ttftBad("5m")},
@@ -275,12 +281,19 @@ func (c Config) Rules() ruleFile {
 			slo = append(slo, rule{Record: sliErrors(sli, w),
 				Expr: fmt.Sprintf("sum_over_time(%s[%s])\n/\nsum_over_time(%s[%s])", sliBad(sli), w, sliEvents(sli, "5m"), w)})
 			if long[w] {
-				// The guard's event count reads the raw counters (one series
-				// per outcome, not per bucket): an average of 5m rates would
-				// count a window that is not yet full as if it were.
-				ev := c.availabilityEvents(w)
-				if sli == "ttft" {
-					ev = c.ttftEvents(w)
+				// The guard counts events: the hourly increases, summed at
+				// hour steps, so that a window not yet full of data counts
+				// only the probes it holds (an average of 5m rates would
+				// count it as full) and no query reads days of raw samples.
+				sec, _ := seconds(w)
+				ev := fmt.Sprintf("sum_over_time(%s[%s:1h])\n/ %s", sliHourly(sli), w, fmtFloat(sec))
+				if sec <= 3600 {
+					// An hour of raw counters is cheap and follows the
+					// window to the minute.
+					ev = c.availabilityEvents(w)
+					if sli == "ttft" {
+						ev = c.ttftEvents(w)
+					}
 				}
 				slo = append(slo, rule{Record: sliEvents(sli, w), Expr: ev})
 			}
