@@ -47,9 +47,9 @@ var Scenarios = []Scenario{
 
 // Options are the harness's knobs.
 type Options struct {
-	Seeds        int           // seeds per scenario and healthy runs
-	HealthyDays  int           // measured healthy days per seed
-	Warmup       time.Duration // healthy history before measuring false alerts
+	Seeds       int           // seeds per scenario and healthy runs
+	HealthyDays int           // measured healthy days per seed
+	Warmup      time.Duration // healthy history before measuring false alerts
 	// ScenarioWarmup is the healthy history before a scenario's injection:
 	// a day and an hour give the regression baseline one of its lags.
 	ScenarioWarmup time.Duration
