@@ -119,7 +119,7 @@ func Default() Config {
 		LatencySLOTarget:         0.99,
 		AvailabilitySLOTarget:    0.995,
 		ProbeIntervalSeconds:     15,
-		RegressionFactor:         1.3,
+		RegressionFactor:         1.35,
 		RegressionFor:            "2m",
 		RegressionWindow:         "10m",
 		RegressionShortWindow:    "5m",
