@@ -13,6 +13,7 @@ LDFLAGS   := -s -w \
 	-X github.com/prometheus/common/version.BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 
 .PHONY: all build run test deps lint fmt vet staticcheck docker check-deploy check-image
+.PHONY: alerts
 
 all: lint build test
 
@@ -88,3 +89,9 @@ staticcheck:
 bench:
 	go build -o .build/servingprobe-selftest ./cmd/servingprobe
 	./.build/servingprobe-selftest selftest $(SELFTEST_FLAGS)
+
+# Measure the alerting rules: time to fire per scenario and false alerts per week,
+# through promtool (docs/runbook.md#measured-alert-quality). Long: about half an
+# hour on two cores. Paste the table into docs/runbook.md and dashboards/README.md.
+alerts:
+	go run ./dashboards/internal/alertharness

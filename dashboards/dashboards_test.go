@@ -554,3 +554,77 @@ func TestAlertMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeServingClaim holds README.md's sentence about who serves the
+// files to the code: it may say the exporter serves them only if production
+// code outside this directory imports the package.
+func TestReadmeServingClaim(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := !strings.Contains(string(readme), "the exporter does not serve them")
+	served := false
+	err = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "dashboards" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), `"github.com/servingprobe/servingprobe/dashboards"`) {
+			served = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claims != served {
+		t.Errorf("README.md says the exporter serves the files: %v; production code imports package dashboards: %v", claims, served)
+	}
+}
+
+// alertTable returns the measured table between the alertharness markers.
+func alertTable(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	const begin, end = "<!-- alertharness table: begin -->\n", "<!-- alertharness table: end -->"
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s: no alertharness table markers", path)
+	}
+	return s[i+len(begin) : j]
+}
+
+// TestAlertQualityTable requires the harness's table in the runbook and in
+// README.md, the same in both, with every alert of alerts.yaml in its false
+// alert rows, and no target it reports as missed.
+func TestAlertQualityTable(t *testing.T) {
+	runbook, readme := alertTable(t, "../docs/runbook.md"), alertTable(t, "README.md")
+	if runbook != readme {
+		t.Errorf("the measured tables of docs/runbook.md and dashboards/README.md differ")
+	}
+	if !strings.HasPrefix(runbook, "Time to fire in minutes after the injection") {
+		t.Fatalf("docs/runbook.md: the table is not the harness's output:\n%s", runbook)
+	}
+	for _, r := range loadRules(t, "alerts.yaml") {
+		if !strings.Contains(runbook, "\n| "+r.Alert+" | ") {
+			t.Errorf("no false-alert row for %s", r.Alert)
+		}
+	}
+	if strings.Contains(runbook, "**no**") {
+		t.Errorf("the measured table reports a missed target:\n%s", runbook)
+	}
+}

@@ -1,6 +1,6 @@
 // Package dashboards ships servingprobe's Grafana dashboards and Prometheus
-// recording and alerting rules, so the exporter can serve them and users can
-// import them as they are.
+// recording and alerting rules, embedded so that Go programs (tests, the
+// generator's checks) read the files users import as they are.
 //
 // The files are generated from the knobs in internal/mixin; edit those, not
 // the files, and run go generate. They query only the metric contract of

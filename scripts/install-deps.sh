@@ -2,6 +2,7 @@
 # Installs what `make test` uses on a fresh Debian bookworm machine that has
 # only git, make, go and apt-get:
 #   prometheus, promtool  the integration tests run a real Prometheus
+#   prometheus-alertmanager  the alerting end-to-end test runs a real Alertmanager
 #   podman                scripts/check-image.sh builds and inspects the image
 #   npm                   scripts/check-image.sh lints the Dockerfile with dockerfilelint
 #   gcc, libc6-dev        cgo, which -race and the hftokenizers vet need
@@ -18,6 +19,7 @@ if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
 need=()
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)

@@ -147,6 +147,9 @@ type Config struct {
 	// FaultRates maps a fault to the probability that a request gets it.
 	// The probabilities must sum to at most 1.
 	FaultRates map[Fault]float64
+	// Admin serves /admin/live, where latency factors and a failure ratio
+	// can be changed while the simulator runs (see Live). Off by default.
+	Admin bool
 	// HeaderFaults honours the X-Servingprobe-Fault request header.
 	HeaderFaults bool
 	// FaultStall is how long stall faults hold before carrying on; zero

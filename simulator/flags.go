@@ -30,6 +30,7 @@ func AddFlags(cmd *kingpin.CmdClause) *Config {
 	cmd.Flag("sim.coalesce-bytes", "Coalescing buffer size in bytes.").Default(strconv.Itoa(d.CoalesceBytes)).IntVar(&c.CoalesceBytes)
 	cmd.Flag("sim.seed", "Seed for token text, jitter, EOS points, fault draws and generated ids.").Default(strconv.FormatUint(d.Seed, 10)).Uint64Var(&c.Seed)
 	cmd.Flag("sim.fault-rate", "Inject a fault at a rate, as name:probability; repeatable. Faults: "+faultNames()+".").PlaceHolder("500:0.01").SetValue(faultRates(c.FaultRates))
+	cmd.Flag("sim.admin", "Serve GET and PUT /admin/live, which change latency factors and a failure ratio while the simulator runs. Anyone who reaches it can degrade the server.").Default("false").BoolVar(&c.Admin)
 	cmd.Flag("sim.header-faults", "Honour the "+FaultHeader+" request header.").Default(strconv.FormatBool(d.HeaderFaults)).BoolVar(&c.HeaderFaults)
 	cmd.Flag("sim.fault-stall", "How long stall faults hold before carrying on (0: until the client leaves).").Default(d.FaultStall.String()).DurationVar(&c.FaultStall)
 	cmd.Flag("sim.retry-after", "Retry-After of the 429 fault.").Default(d.RetryAfter.String()).DurationVar(&c.RetryAfter)

@@ -52,10 +52,11 @@ type Server struct {
 	truth      *truthStore
 	replies    *replies // nil unless Config.CheckHistory
 	mux        *http.ServeMux
-	created    int64 // Unix seconds at New, for /v1/models
 	// profileStarts and profileStops count the /start_profile and
 	// /stop_profile calls answered.
 	profileStarts, profileStops atomic.Int64
+	live                        atomic.Pointer[Live] // nil until SetLive
+	created                     int64                // Unix seconds at New, for /v1/models
 	// tok counts prompts (see countText). It is the shared embedded
 	// tokenizer, loaded once per process, safe for concurrent use.
 	tok *tokenizer.Tokenizer
@@ -123,6 +124,10 @@ func New(cfg Config, logger log.Logger) (*Server, error) {
 	m.HandleFunc("POST /flush_cache", s.flushCache)
 	m.HandleFunc("POST /start_profile", s.startProfile)
 	m.HandleFunc("POST /stop_profile", s.stopProfile)
+	if cfg.Admin {
+		m.HandleFunc("GET /admin/live", s.liveHandler)
+		m.HandleFunc("PUT /admin/live", s.liveHandler)
+	}
 	s.mux = m
 	return s, nil
 }
@@ -177,6 +182,9 @@ func (s *Server) pickFault(r *http.Request, rng *rand.Rand) (Fault, *apiError) {
 			return FaultNone, badRequest("%s: %v", FaultHeader, err)
 		}
 		return f, nil
+	}
+	if s.liveFault(rng) {
+		return Fault503, nil
 	}
 	if len(s.cfg.FaultRates) == 0 {
 		return FaultNone, nil
@@ -366,7 +374,7 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 			return false
 		}
 	}
-	first := admitted.Add(s.cfg.ttft(rng, req.promptTokens))
+	first := admitted.Add(s.ttftDelay(rng, req.promptTokens))
 	g.first = first
 	if !sleepUntil(first) {
 		return "client_gone"
@@ -455,7 +463,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, sw *streamWr
 			break
 		}
 		if !zero {
-			next = next.Add(s.cfg.step(g.rng, int(s.running.Load())))
+			next = next.Add(s.stepDelay(g.rng, int(s.running.Load())))
 			if !sleepUntil(next) {
 				return "client_gone"
 			}
@@ -499,7 +507,7 @@ func (s *Server) unary(w http.ResponseWriter, ep Endpoint, sw *streamWriter, em 
 		text, ids = drawTokens(g, k, text, ids)
 		g.emitted += k
 		if g.emitted < g.n && !s.cfg.zeroDecode() {
-			next = next.Add(s.cfg.step(g.rng, int(s.running.Load())))
+			next = next.Add(s.stepDelay(g.rng, int(s.running.Load())))
 			if !sleepUntil(next) {
 				return "client_gone"
 			}

@@ -50,6 +50,8 @@ type Config struct {
 	ScrapeInterval, EvaluationInterval time.Duration
 	// StartTimeout bounds the wait for /-/ready; default 30s.
 	StartTimeout time.Duration
+	// Alertmanagers are host:port addresses Prometheus sends alerts to.
+	Alertmanagers []string
 }
 
 // Server is a running Prometheus.
@@ -171,6 +173,16 @@ func configYAML(cfg Config) (string, error) {
 		for _, f := range cfg.RuleFiles {
 			fmt.Fprintf(&b, "  - %s\n", strconv.Quote(f))
 		}
+	}
+	if len(cfg.Alertmanagers) > 0 {
+		b.WriteString("alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [")
+		for i, a := range cfg.Alertmanagers {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.Quote(a))
+		}
+		b.WriteString("]\n")
 	}
 	b.WriteString("scrape_configs:\n")
 	for _, tg := range cfg.Targets {

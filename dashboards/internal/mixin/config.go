@@ -48,20 +48,49 @@ type Config struct {
 	// enough probes for its minimum-event guard (see docs/runbook.md).
 	ProbeIntervalSeconds float64 `yaml:"probe_interval_seconds"`
 
-	// RegressionFactor: the 1h p50 or p99 of TTFT/ITL/TPOT regressed when it
-	// exceeds this multiple of the same value a week ago or of its baseline.
+	// RegressionFactor: a latency (TTFT, ITL, TPOT) regressed when its
+	// quantile over RegressionWindow and over RegressionShortWindow both
+	// exceed this multiple of its baseline. The baseline is robust: the
+	// median, over RegressionBaselineLags, of the 1h quantile centred on the
+	// same time of day that many days ago, so the daily load cycle cancels
+	// and one bad day cannot move it.
 	RegressionFactor float64 `yaml:"regression_factor"`
 	// RegressionFor is the `for` of the regression alerts.
 	RegressionFor string `yaml:"regression_for"`
-	// BaselineWindow is the range of the baseline: the median of the hourly
-	// quantile over this window.
+	// RegressionWindow and RegressionShortWindow are the two windows of the
+	// current quantile: the long one keeps spikes out, the short one makes
+	// the alert resolve soon after the regression ends.
+	RegressionWindow      string `yaml:"regression_window"`
+	RegressionShortWindow string `yaml:"regression_short_window"`
+	// RegressionQuantiles are the quantiles the regression alerts compare.
+	// Each needs enough probes in the short window to be stable (see
+	// MinQuantileProbes): the median needs 20, a p99 needs 1000, which a
+	// probe every 15s gives only over more than four hours. Add "0.99" only
+	// with a probe rate or windows that hold that many.
+	RegressionQuantiles []string `yaml:"regression_quantiles"`
+	// RegressionBaselineLags are the days whose same hour forms the baseline.
+	RegressionBaselineLags []string `yaml:"regression_baseline_lags"`
+	// RegressionBaselineWindow is the window of the quantile each lag reads,
+	// centred on the lag. Each lag must be at least this long.
+	RegressionBaselineWindow string `yaml:"regression_baseline_window"`
+	// BaselineWindow is the range over which the capacity alert takes the
+	// median of past SLO searches.
 	BaselineWindow string `yaml:"baseline_window"`
 
-	// ProbeFailureRatio is the 5m failed-probe ratio that raises a warning.
-	ProbeFailureRatio float64 `yaml:"probe_failure_ratio"`
-	ProbeFailureFor   string  `yaml:"probe_failure_for"`
-	// TargetDownFor: every probe of a target failed for this long.
-	TargetDownFor string `yaml:"target_down_for"`
+	// ProbeFailureRatio is the failed-probe ratio over ProbeFailureWindow
+	// that raises a warning. The window must hold enough probes that the
+	// ratio of a server failing a fifth of its probes stays above the
+	// threshold (a 10m window holds 40 probes at one per 15s).
+	ProbeFailureRatio  float64 `yaml:"probe_failure_ratio"`
+	ProbeFailureWindow string  `yaml:"probe_failure_window"`
+	ProbeFailureFor    string  `yaml:"probe_failure_for"`
+	// TargetDownAfterSeconds: no probe of a target succeeded for this long
+	// and the last one failed; held for TargetDownFor, it pages. Together
+	// they are how many failed probes in a row page (at one per 15s, 60s
+	// and 1m: about eight), and with the evaluation interval they bound the
+	// time to page (60s + 1m + one interval).
+	TargetDownAfterSeconds float64 `yaml:"target_down_after_seconds"`
+	TargetDownFor          string  `yaml:"target_down_for"`
 	// ProbeStaleAfterSeconds: no probe finished for this long means the
 	// scheduler stopped. Keep it several probe intervals long.
 	ProbeStaleAfterSeconds float64 `yaml:"probe_stale_after_seconds"`
@@ -83,25 +112,32 @@ type Config struct {
 // Default returns the shipped knobs.
 func Default() Config {
 	return Config{
-		Selector:                `job="servingprobe"`,
-		TTFTThresholdSeconds:    "2",
-		TTFTBreachFor:           "15m",
-		TTFATBreachFor:          "15m",
-		LatencySLOTarget:        0.99,
-		AvailabilitySLOTarget:   0.995,
-		ProbeIntervalSeconds:    15,
-		RegressionFactor:        1.5,
-		RegressionFor:           "30m",
-		BaselineWindow:          "7d",
-		ProbeFailureRatio:       0.1,
-		ProbeFailureFor:         "10m",
-		TargetDownFor:           "5m",
-		ProbeStaleAfterSeconds:  300,
-		NoProbeResultsFor:       "5m",
-		ReloadFailedFor:         "5m",
-		CapacityRegressionRatio: 0.8,
-		CapacityRegressionFor:   "10m",
-		RunbookURL:              "https://github.com/servingprobe/servingprobe/blob/main/docs/runbook.md",
+		Selector:                 `job="servingprobe"`,
+		TTFTThresholdSeconds:     "2",
+		TTFTBreachFor:            "15m",
+		TTFATBreachFor:           "15m",
+		LatencySLOTarget:         0.99,
+		AvailabilitySLOTarget:    0.995,
+		ProbeIntervalSeconds:     15,
+		RegressionFactor:         1.35,
+		RegressionFor:            "2m",
+		RegressionWindow:         "10m",
+		RegressionShortWindow:    "5m",
+		RegressionQuantiles:      []string{"0.5"},
+		RegressionBaselineLags:   []string{"1d", "2d", "3d"},
+		RegressionBaselineWindow: "1h",
+		BaselineWindow:           "7d",
+		ProbeFailureRatio:        0.08,
+		ProbeFailureWindow:       "10m",
+		ProbeFailureFor:          "2m",
+		TargetDownAfterSeconds:   60,
+		TargetDownFor:            "1m",
+		ProbeStaleAfterSeconds:   300,
+		NoProbeResultsFor:        "5m",
+		ReloadFailedFor:          "5m",
+		CapacityRegressionRatio:  0.8,
+		CapacityRegressionFor:    "10m",
+		RunbookURL:               "https://github.com/servingprobe/servingprobe/blob/main/docs/runbook.md",
 	}
 }
 
@@ -161,7 +197,10 @@ func (c Config) Validate() error {
 	for name, d := range map[string]string{
 		"ttft_breach_for": c.TTFTBreachFor, "ttfat_breach_for": c.TTFATBreachFor, "regression_for": c.RegressionFor, "baseline_window": c.BaselineWindow,
 		"probe_failure_for": c.ProbeFailureFor, "target_down_for": c.TargetDownFor,
-		"no_probe_results_for": c.NoProbeResultsFor, "reload_failed_for": c.ReloadFailedFor,
+		"regression_window": c.RegressionWindow, "regression_short_window": c.RegressionShortWindow,
+		"regression_baseline_window": c.RegressionBaselineWindow,
+		"probe_failure_window":       c.ProbeFailureWindow,
+		"no_probe_results_for":       c.NoProbeResultsFor, "reload_failed_for": c.ReloadFailedFor,
 		"capacity_regression_for": c.CapacityRegressionFor,
 	} {
 		if !validDuration(d) {
@@ -195,8 +234,49 @@ func (c Config) Validate() error {
 	if c.RegressionFactor <= 1 {
 		errs = append(errs, errors.New("regression_factor: must be > 1"))
 	}
+	if len(c.RegressionBaselineLags) == 0 {
+		errs = append(errs, errors.New("regression_baseline_lags: need at least one"))
+	}
+	bw, okBW := seconds(c.RegressionBaselineWindow)
+	if !okBW {
+		errs = append(errs, fmt.Errorf("regression_baseline_window: %q is not a Prometheus duration", c.RegressionBaselineWindow))
+	}
+	for _, l := range c.RegressionBaselineLags {
+		if d, ok := seconds(l); !ok || (okBW && d < bw) {
+			errs = append(errs, fmt.Errorf("regression_baseline_lags: %q is not a Prometheus duration of at least regression_baseline_window", l))
+		}
+	}
+	if len(c.RegressionQuantiles) == 0 {
+		errs = append(errs, errors.New("regression_quantiles: need at least one"))
+	}
+	short, okShort := seconds(c.RegressionShortWindow)
+	long, okLong := seconds(c.RegressionWindow)
+	if okShort && okLong && short > long {
+		errs = append(errs, errors.New("regression_short_window: must not be longer than regression_window"))
+	}
+	for _, q := range c.RegressionQuantiles {
+		f, err := strconv.ParseFloat(q, 64)
+		if err != nil || !(f > 0 && f < 1) {
+			errs = append(errs, fmt.Errorf("regression_quantiles: %q must be a number in (0, 1)", q))
+			continue
+		}
+		if okShort && c.ProbeIntervalSeconds > 0 {
+			have := short / c.ProbeIntervalSeconds
+			if need := MinQuantileProbes(f); have < float64(need) {
+				errs = append(errs, fmt.Errorf("regression_quantiles: the %s quantile needs %d probes in the %s short window, which holds %.0f at one per %vs; probe more often or lengthen regression_short_window and regression_window",
+					q, need, c.RegressionShortWindow, have, c.ProbeIntervalSeconds))
+			}
+		}
+	}
+	if w, ok := seconds(c.ProbeFailureWindow); ok && c.ProbeIntervalSeconds > 0 && w/c.ProbeIntervalSeconds < 20 {
+		errs = append(errs, fmt.Errorf("probe_failure_window: %s holds %.0f probes at one per %vs, fewer than 20; lengthen it or probe more often",
+			c.ProbeFailureWindow, w/c.ProbeIntervalSeconds, c.ProbeIntervalSeconds))
+	}
 	if !(c.ProbeFailureRatio > 0 && c.ProbeFailureRatio < 1) {
 		errs = append(errs, errors.New("probe_failure_ratio: must be in (0, 1)"))
+	}
+	if c.TargetDownAfterSeconds < 2*c.ProbeIntervalSeconds {
+		errs = append(errs, errors.New("target_down_after_seconds: must be at least 2 probe intervals"))
 	}
 	if c.ProbeStaleAfterSeconds < 3*c.ProbeIntervalSeconds {
 		errs = append(errs, errors.New("probe_stale_after_seconds: must be at least 3 probe intervals"))
@@ -205,6 +285,23 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("selector: must be set"))
 	}
 	return errors.Join(errs...)
+}
+
+// MinQuantileProbes is how many probes a window must hold for its q-quantile
+// to rest on at least 10 probes above it: fewer, and a few slow probes move
+// it as much as a regression does (20 for the median, 1000 for a p99).
+func MinQuantileProbes(q float64) int {
+	return int(math.Ceil(10/(1-q) - 1e-9))
+}
+
+// seconds reads a single-unit Prometheus duration ("90s", "10m", "1d").
+func seconds(s string) (float64, bool) {
+	if !validDuration(s) {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(s[:len(s)-1])
+	unit := map[byte]float64{'s': 1, 'm': 60, 'h': 3600, 'd': 86400, 'w': 7 * 86400}[s[len(s)-1]]
+	return float64(n) * unit, true
 }
 
 func validDuration(s string) bool {

@@ -44,3 +44,38 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestRegressionKnobs: a quantile the probe rate cannot support, a failure
+// window of too few probes and a baseline lag inside its own window are
+// refused with the knob to change; the same p99 at a probe rate that does
+// support it is accepted.
+func TestRegressionKnobs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		change  func(*Config)
+		wantErr string
+	}{
+		{"p99 at 15s probes", func(c *Config) { c.RegressionQuantiles = []string{"0.5", "0.99"} }, "needs 1000 probes in the 5m short window, which holds 20"},
+		{"p99 at 4 probes a second", func(c *Config) {
+			c.RegressionQuantiles = []string{"0.5", "0.99"}
+			c.ProbeIntervalSeconds = 0.25
+		}, ""},
+		{"quantile out of range", func(c *Config) { c.RegressionQuantiles = []string{"1"} }, "must be a number in (0, 1)"},
+		{"short failure window", func(c *Config) { c.ProbeFailureWindow = "2m" }, "probe_failure_window: 2m holds 8 probes"},
+		{"lag inside the baseline window", func(c *Config) { c.RegressionBaselineLags = []string{"30m"} }, "regression_baseline_lags"},
+		{"short window longer than the long one", func(c *Config) { c.RegressionShortWindow = "15m" }, "must not be longer than regression_window"},
+		{"target down faster than two probes", func(c *Config) { c.TargetDownAfterSeconds = 20 }, "target_down_after_seconds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			tc.change(&c)
+			err := c.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}

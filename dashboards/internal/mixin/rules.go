@@ -2,6 +2,7 @@ package mixin
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v2"
@@ -37,7 +38,9 @@ func QuantileRecord(h Histogram, window string) string {
 	return "target:" + h.Name + ":quantile_rate" + window
 }
 
-// BaselineRecord is the median over Config.BaselineWindow of the hourly quantile.
+// BaselineRecord is the regression baseline: the median, over
+// Config.RegressionBaselineLags, of the 1h quantile centred on the same time
+// of day that many days ago.
 func BaselineRecord(h Histogram) string { return "target:" + h.Name + ":quantile_rate1h_baseline" }
 
 // SLO record names.
@@ -47,6 +50,14 @@ func sliErrors(sli, window string) string {
 func sliEvents(sli, window string) string {
 	return "target:servingprobe_" + sli + "_slo_events:rate" + window
 }
+
+// sliHourly is the number of events in the last hour, which the guards of
+// the longer windows add up.
+func sliHourly(sli string) string { return "target:servingprobe_" + sli + "_slo_events:increase1h" }
+
+// sliBad is the rate of bad events over 5m, the one raw rate every long
+// window is summed from.
+func sliBad(sli string) string { return "target:servingprobe_" + sli + "_slo_errors:rate5m" }
 
 // HistogramQuantile returns a quantile query that works whether Prometheus
 // ingested the classic buckets or (2.42 with native-histograms enabled) only
@@ -113,6 +124,33 @@ sum by (%[1]s) (rate(servingprobe_requests_total{%[3]s}[%[4]s]))`, byTarget,
 		join(c.Selector, `mode="probe"`, `outcome!="canceled"`), w)
 }
 
+// availabilityBad is the rate of failed probes: finished minus succeeded, or
+// every finished probe while no probe of the series has ever succeeded (the
+// exporter creates the success series at the first success).
+func (c Config) availabilityBad(w string) string {
+	all := c.availabilityEvents(w)
+	good := fmt.Sprintf(`sum by (%s) (rate(servingprobe_requests_total{%s}[%s]))`, byTarget,
+		join(c.Selector, `mode="probe"`, `outcome="success"`), w)
+	return fmt.Sprintf("(\n  %[1]s\n  -\n  %[2]s\n)\nor\n%[1]s", all, good)
+}
+
+// ttftBad is the rate of successful probes slower than the threshold, in
+// the two forms of ttftErrors.
+func (c Config) ttftBad(w string) string {
+	re, _ := LeAtMost(c.TTFTThresholdSeconds)
+	sel := join(c.Selector, `mode="probe"`)
+	return fmt.Sprintf(`(
+  sum by (%[1]s) (rate(%[2]s_count{%[3]s}[%[5]s]))
+  -
+  max by (%[1]s) (rate(%[2]s_bucket{%[3]s, le=~"%[4]s"}[%[5]s]))
+)
+or
+(
+  histogram_count(sum by (%[1]s) (rate(%[2]s{%[3]s}[%[5]s])))
+  * (1 - histogram_fraction(0, %[6]s, sum by (%[1]s) (rate(%[2]s{%[3]s}[%[5]s]))))
+)`, byTarget, TTFT.Name, sel, strings.ReplaceAll(re, `\`, `\\`), w, c.TTFTThresholdSeconds)
+}
+
 func (c Config) availabilityEvents(w string) string {
 	return fmt.Sprintf(`sum by (%s) (rate(servingprobe_requests_total{%s}[%s]))`, byTarget,
 		join(c.Selector, `mode="probe"`, `outcome!="canceled"`), w)
@@ -166,13 +204,42 @@ func (c Config) Rules() ruleFile {
 			})
 		}
 	}
+	// The regression alerts' long window; the short one is a 5m record above
+	// when it is 5m.
+	var windows []string
+	for _, w := range []string{c.RegressionWindow, c.RegressionShortWindow, c.RegressionBaselineWindow} {
+		if !slices.Contains(windows, w) {
+			windows = append(windows, w)
+		}
+	}
+	for _, w := range windows {
+		if w == "5m" || w == "1h" {
+			continue
+		}
+		for _, h := range []Histogram{TTFT, ITL, TPOT} {
+			for _, q := range c.RegressionQuantiles {
+				quantiles = append(quantiles, rule{
+					Record: QuantileRecord(h, w),
+					Expr:   HistogramQuantile(q, h.Name, join(c.Selector, `mode="probe"`), byMode, w),
+					Labels: yaml.MapSlice{{Key: "quantile", Value: q}},
+				})
+			}
+		}
+	}
 	var baseline []rule
 	for _, h := range []Histogram{TTFT, ITL, TPOT} {
+		var lags []string
+		for _, l := range c.RegressionBaselineLags {
+			sec, _ := seconds(l)
+			bw, _ := seconds(c.RegressionBaselineWindow)
+			// The window that ends half its length after the same time of
+			// day: centred on it.
+			lags = append(lags, fmt.Sprintf(`label_replace(%s{mode="probe", quantile=~"%s"} offset %ds, "lag", "%s", "", "")`,
+				QuantileRecord(h, c.RegressionBaselineWindow), strings.Join(c.RegressionQuantiles, "|"), int(sec-bw/2), l))
+		}
 		baseline = append(baseline, rule{
 			Record: BaselineRecord(h),
-			// One sample per hour is enough for a median of hourly quantiles
-			// and reads 60x fewer points than the raw recorded series.
-			Expr: fmt.Sprintf("quantile_over_time(0.5, %s[%s:1h])", QuantileRecord(h, "1h"), c.BaselineWindow),
+			Expr:   fmt.Sprintf("quantile without (lag) (0.5,\n  %s\n)", strings.Join(lags, "\n  or\n  ")),
 		})
 	}
 	var slo []rule
@@ -180,21 +247,61 @@ func (c Config) Rules() ruleFile {
 	for _, w := range BurnWindows {
 		long[w.Long] = true
 	}
-	for _, w := range SLIWindows {
-		slo = append(slo,
-			rule{Record: sliErrors("availability", w), Expr: c.availabilityErrors(w)},
-			rule{Record: sliErrors("ttft", w), Expr: c.ttftErrors(w)})
-		if long[w] {
+	slo = append(slo,
+		rule{Record: sliHourly("availability"), Expr: strings.ReplaceAll(c.availabilityEvents("1h"), "rate(", "increase(")},
+		rule{Record: sliHourly("ttft"), Expr: strings.ReplaceAll(c.ttftEvents("1h"), "rate(", "increase(")},
+		rule{Record: sliBad("availability"), Expr: c.availabilityBad("5m")},
+		rule{Record: sliEvents("availability", "5m"), Expr: c.availabilityEvents("5m")},
+		rule{Record: sliBad("ttft"), Expr: c.ttftBad("5m")},
+		rule{Record: sliEvents("ttft", "5m"), Expr: c.ttftEvents("5m")},
+	)
+	direct := map[string]bool{"5m": true, c.ProbeFailureWindow: true}
+	windows = append([]string{}, SLIWindows...)
+	if !slices.Contains(windows, c.ProbeFailureWindow) {
+		windows = append(windows, c.ProbeFailureWindow)
+	}
+	for _, w := range windows {
+		if direct[w] {
+			// Read from the raw counters: exact, and cheap over short windows.
 			slo = append(slo,
-				rule{Record: sliEvents("availability", w), Expr: c.availabilityEvents(w)},
-				rule{Record: sliEvents("ttft", w), Expr: c.ttftEvents(w)})
+				rule{Record: sliErrors("availability", w), Expr: c.availabilityErrors(w)},
+				rule{Record: sliErrors("ttft", w), Expr: c.ttftErrors(w)})
+			if long[w] {
+				slo = append(slo,
+					rule{Record: sliEvents("availability", w), Expr: c.availabilityEvents(w)},
+					rule{Record: sliEvents("ttft", w), Expr: c.ttftEvents(w)})
+			}
+			continue
+		}
+		// Long windows add up the recorded 5m rates instead of reading days
+		// of every raw bucket at each evaluation: the ratio of the sums is
+		// the ratio of bad to all events over the window, up to the 5m at
+		// its start, and costs one series per target.
+		for _, sli := range []string{"availability", "ttft"} {
+			slo = append(slo, rule{Record: sliErrors(sli, w),
+				Expr: fmt.Sprintf("sum_over_time(%s[%s])\n/\nsum_over_time(%s[%s])", sliBad(sli), w, sliEvents(sli, "5m"), w)})
+			if long[w] {
+				// The guard counts events: the hourly increases, summed at
+				// hour steps, so that a window not yet full of data counts
+				// only the probes it holds (an average of 5m rates would
+				// count it as full) and no query reads days of raw samples.
+				sec, _ := seconds(w)
+				ev := fmt.Sprintf("sum_over_time(%s[%s:1h])\n/ %s", sliHourly(sli), w, fmtFloat(sec))
+				if sec <= 3600 {
+					// An hour of raw counters is cheap and follows the
+					// window to the minute.
+					ev = c.availabilityEvents(w)
+					if sli == "ttft" {
+						ev = c.ttftEvents(w)
+					}
+				}
+				slo = append(slo, rule{Record: sliEvents(sli, w), Expr: ev})
+			}
 		}
 	}
 	return ruleFile{Groups: []group{
 		{Name: "servingprobe.quantiles", Rules: quantiles},
-		// A median over days of samples is costly and moves slowly; the
-		// interval stays below the 5m lookback so the series never goes stale.
-		{Name: "servingprobe.baseline", Interval: "4m", Rules: baseline},
+		{Name: "servingprobe.baseline", Rules: baseline},
 		{Name: "servingprobe.slo", Rules: slo},
 	}}
 }
@@ -239,32 +346,42 @@ func (c Config) Alerts() ruleFile {
 	}
 
 	for _, h := range []Histogram{TTFT, ITL, TPOT} {
-		sel := `{mode="probe", quantile=~"0.5|0.99"}`
-		cur := QuantileRecord(h, "1h") + sel
+		sel := fmt.Sprintf(`{mode="probe", quantile=~"%s"}`, strings.Join(c.RegressionQuantiles, "|"))
 		f := fmtFloat(c.RegressionFactor)
 		add(rule{
 			Alert: "Servingprobe" + strings.ReplaceAll(h.Title, " ", "") + "Regression",
-			Expr: fmt.Sprintf("(\n  %[1]s\n  > %[2]s * (%[1]s offset 1w)\n)\nor\n(\n  %[1]s\n  > %[2]s * %[3]s%[4]s\n)",
-				cur, f, BaselineRecord(h), sel),
+			Expr: fmt.Sprintf("(\n  %[1]s%[3]s\n  > %[4]s * %[5]s\n)\nand\n(\n  %[2]s%[3]s\n  > %[4]s * %[5]s\n)",
+				QuantileRecord(h, c.RegressionWindow), QuantileRecord(h, c.RegressionShortWindow), sel, f, BaselineRecord(h)),
 			For: c.RegressionFor,
-		}, "warning", fmt.Sprintf("Probe %s regressed against last week or its baseline.", h.Title),
-			fmt.Sprintf("The 1h quantile {{ $labels.quantile }} of %s for probes to %s is {{ $value | humanizeDuration }}, more than %s times its value one week ago or its %s median baseline.",
-				h.Title, who, f, c.BaselineWindow))
+		}, "warning", fmt.Sprintf("Probe %s regressed against the same hour of the last days.", h.Title),
+			fmt.Sprintf("The %s quantile {{ $labels.quantile }} of %s for probes to %s is {{ $value | humanizeDuration }}, more than %s times its baseline (the median of the same hour %s ago), and over %s too.",
+				c.RegressionWindow, h.Title, who, f, strings.Join(c.RegressionBaselineLags, ", "), c.RegressionShortWindow))
 	}
 
 	add(rule{
 		Alert: "ServingprobeProbeFailures",
-		Expr:  fmt.Sprintf("%s > %s", sliErrors("availability", "5m"), fmtFloat(c.ProbeFailureRatio)),
+		Expr:  fmt.Sprintf("%s > %s", sliErrors("availability", c.ProbeFailureWindow), fmtFloat(c.ProbeFailureRatio)),
 		For:   c.ProbeFailureFor,
 	}, "warning", "Probes are failing.",
-		fmt.Sprintf("{{ $value | humanizePercentage }} of probes to %s failed over the last 5m (threshold %s).", who, fmtFloat(c.ProbeFailureRatio)))
+		fmt.Sprintf("{{ $value | humanizePercentage }} of probes to %s failed over the last %s (threshold %s).", who, c.ProbeFailureWindow, fmtFloat(c.ProbeFailureRatio)))
 
+	// Down means no success for TargetDownAfterSeconds while probes still
+	// finish and the last one failed; a target that never succeeded has no
+	// last-success series and counts from its first failed probe. Reading
+	// the success timestamp, not the last probe's result at two evaluations,
+	// keeps a target that fails a fifth of its probes from looking down.
 	add(rule{
 		Alert: "ServingprobeTargetDown",
-		Expr:  fmt.Sprintf("max by (%s) (servingprobe_probe_success{%s}) == 0", byTarget, c.Selector),
-		For:   c.TargetDownFor,
+		Expr: fmt.Sprintf(`(
+  time() - max by (%[1]s) (servingprobe_last_success_timestamp_seconds{%[2]s}) > %[3]s
+  or
+  (max by (%[1]s) (servingprobe_probe_success{%[2]s}) unless on (%[1]s) servingprobe_last_success_timestamp_seconds{%[2]s})
+)
+and on (%[1]s)
+max by (%[1]s) (servingprobe_probe_success{%[2]s}) == 0`, byTarget, c.Selector, fmtFloat(c.TargetDownAfterSeconds)),
+		For: c.TargetDownFor,
 	}, "critical", "An inference target fails every probe.",
-		fmt.Sprintf("Every probe to %s has failed for %s.", who, c.TargetDownFor))
+		fmt.Sprintf("No probe to %s has succeeded for more than %ss, held for %s.", who, fmtFloat(c.TargetDownAfterSeconds), c.TargetDownFor))
 
 	add(rule{
 		Alert: "ServingprobeNoProbeResults",

@@ -1,0 +1,349 @@
+// Command alertharness measures servingprobe's alerting rules: how fast each
+// alert fires on an injected regression and how often it fires on a healthy
+// server. It draws probe results from a latency and failure model of a
+// server (Model), writes them as the exporter's classic histogram buckets
+// and counters, and has Prometheus's own rule engine (`promtool test rules`)
+// evaluate the rule files over them. It prints a Markdown table.
+//
+//	go run ./dashboards/internal/alertharness            # the table in the docs
+//	go run ./dashboards/internal/alertharness -short     # a quick check
+//	go run ./dashboards/internal/alertharness -config my-knobs.yaml
+//
+// Every number the table shows comes from the model's draws; the model's
+// parameters are assumptions, listed in Model.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/servingprobe/servingprobe/dashboards/internal/mixin"
+)
+
+// Scenarios are the injected regressions. Within is the target time to
+// fire of Expect; zero means no target (the row reports what fired).
+var Scenarios = []Scenario{
+	{Name: "TTFT ×1.2", TTFTFactor: 1.2},
+	{Name: "TTFT ×1.5", TTFTFactor: 1.5, Expect: "ServingprobeTTFTRegression", Within: 15 * time.Minute},
+	{Name: "TTFT ×2", TTFTFactor: 2, Expect: "ServingprobeTTFTRegression", Within: 10 * time.Minute},
+	{Name: "TTFT ×3 (p99 under the SLO threshold)", TTFTFactor: 3, Expect: "ServingprobeTTFTRegression"},
+	{Name: "TTFT ×10 (above the SLO threshold)", TTFTFactor: 10, Expect: "ServingprobeTTFTErrorBudgetBurnFast"},
+	{Name: "ITL and TPOT ×1.5", ITLFactor: 1.5, Expect: "ServingprobeITLRegression"},
+	{Name: "ITL and TPOT ×2", ITLFactor: 2, Expect: "ServingprobeITLRegression"},
+	{Name: "5% of probes fail", FailRatio: 0.05},
+	{Name: "20% of probes fail", FailRatio: 0.2, Expect: "ServingprobeProbeFailures", Within: 10 * time.Minute},
+	{Name: "100% of probes fail", FailRatio: 1, Expect: "ServingprobeTargetDown", Within: 3 * time.Minute},
+	{Name: "one target of three down", FailRatio: 1, OtherTargets: 2, Expect: "ServingprobeTargetDown", Within: 3 * time.Minute},
+}
+
+// Options are the harness's knobs.
+type Options struct {
+	Seeds       int           // seeds per scenario and healthy runs
+	HealthyDays int           // measured healthy days per seed
+	Warmup      time.Duration // healthy history before measuring false alerts
+	// ScenarioWarmup is the healthy history before a scenario's injection:
+	// a day and an hour give the regression baseline one of its lags.
+	ScenarioWarmup time.Duration
+	Observe        time.Duration // how long after the injection to watch
+	Scrape, Eval   time.Duration
+	Jobs           int
+	Scenarios      []Scenario
+}
+
+// DefaultOptions measure four healthy weeks (two seeds of two weeks) and
+// every scenario in two seeds: `make alerts`, well over an hour on two
+// shared cores.
+func DefaultOptions() Options {
+	return Options{
+		Seeds: 2, HealthyDays: 14, Warmup: 3 * 24 * time.Hour, ScenarioWarmup: 25 * time.Hour, Observe: time.Hour,
+		Scrape: 30 * time.Second, Eval: time.Minute, Jobs: 2, Scenarios: Scenarios,
+	}
+}
+
+// ShortOptions is a run for CI: one seed, three scenarios, no healthy weeks.
+func ShortOptions() Options {
+	o := DefaultOptions()
+	o.Seeds, o.ScenarioWarmup, o.Observe = 1, 26*time.Hour, 40*time.Minute
+	o.HealthyDays = 0
+	o.Scenarios = []Scenario{Scenarios[2], Scenarios[8], Scenarios[9]}
+	return o
+}
+
+// Result is what the harness measured.
+type Result struct {
+	Options Options
+	// Fire[scenario][alert] lists the time to fire of each seed in which
+	// the alert fired; Seeds how many seeds ran.
+	Fire map[string]map[string][]time.Duration
+	// Wrong lists, per scenario, alerts that named a target the scenario
+	// left healthy.
+	Wrong map[string][]string
+	// False[alert] counts firings on the healthy series; Weeks is how many
+	// weeks were measured.
+	False map[string]int
+	Weeks float64
+}
+
+type job struct {
+	run  Run
+	from time.Duration
+}
+
+// Measure runs every job of o against the rule files.
+func Measure(ctx context.Context, promtool string, ruleFiles []string, m Model, o Options) (*Result, error) {
+	dir, err := os.MkdirTemp("", "alertharness-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var jobs []job
+	for seed := 1; seed <= o.Seeds; seed++ {
+		if o.HealthyDays > 0 {
+			span := o.Warmup + time.Duration(o.HealthyDays)*24*time.Hour
+			jobs = append(jobs, job{Run{Seed: uint64(seed), Span: span, Scrape: o.Scrape}, o.Warmup})
+		}
+		for i := range o.Scenarios {
+			// The model draws the phase of its daily cycle from the seed,
+			// so a fixed injection time falls at a random time of day.
+			at := o.ScenarioWarmup
+			jobs = append(jobs, job{Run{Seed: uint64(seed)*100 + uint64(i), Span: at + o.Observe, Scrape: o.Scrape,
+				Scenario: &o.Scenarios[i], ScenarioAt: at}, at})
+		}
+	}
+	res := &Result{Options: o, Fire: map[string]map[string][]time.Duration{}, Wrong: map[string][]string{}, False: map[string]int{}}
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, max(o.Jobs, 1))
+	)
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			fs, err := evaluate(ctx, promtool, dir, ruleFiles, m, j.run, o.Eval, j.from)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			res.add(j, fs)
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	res.Weeks = float64(o.Seeds*o.HealthyDays) / 7
+	return res, nil
+}
+
+func (res *Result) add(j job, fs []Firing) {
+	if j.run.Scenario == nil {
+		for _, f := range fs {
+			res.False[f.Labels["alertname"]] += int(f.Value)
+		}
+		return
+	}
+	name := j.run.Scenario.Name
+	if res.Fire[name] == nil {
+		res.Fire[name] = map[string][]time.Duration{}
+	}
+	first := map[string]time.Duration{}
+	for _, f := range fs {
+		a := f.Labels["alertname"]
+		if t := f.Labels["target"]; t != "" && t != "t0" {
+			res.Wrong[name] = append(res.Wrong[name], a+" on "+t)
+			continue
+		}
+		d := time.Duration(f.Value*float64(time.Second)) - j.run.ScenarioAt
+		if old, ok := first[a]; !ok || d < old {
+			first[a] = d
+		}
+	}
+	for a, d := range first {
+		res.Fire[name][a] = append(res.Fire[name][a], d)
+	}
+}
+
+func fmtMin(d time.Duration) string {
+	if d < 0 {
+		return "before"
+	}
+	return fmt.Sprintf("%.1f", d.Minutes())
+}
+
+// Table writes the result as Markdown.
+func (res *Result) Table(w io.Writer, severities map[string]string) {
+	o := res.Options
+	fmt.Fprintf(w, "Time to fire in minutes after the injection (median and worst of %d seeds; scrape every %s, rules evaluated every %s, "+
+		"probes every %s; alerts that never fired within %s are left out):\n\n",
+		o.Seeds, o.Scrape, o.Eval, DefaultModel().ProbeInterval, o.Observe)
+	fmt.Fprintln(w, "| scenario | alert | fired in | median | worst | target | met |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, sc := range o.Scenarios {
+		fired := res.Fire[sc.Name]
+		names := make([]string, 0, len(fired))
+		for a := range fired {
+			names = append(names, a)
+		}
+		sort.Slice(names, func(i, j int) bool {
+			if (names[i] == sc.Expect) != (names[j] == sc.Expect) {
+				return names[i] == sc.Expect
+			}
+			return slices.Min(fired[names[i]]) < slices.Min(fired[names[j]]) || (slices.Min(fired[names[i]]) == slices.Min(fired[names[j]]) && names[i] < names[j])
+		})
+		if sc.Expect != "" && len(fired[sc.Expect]) == 0 {
+			names = append([]string{sc.Expect}, names...)
+		}
+		if len(names) == 0 {
+			fmt.Fprintf(w, "| %s | none | | | | | |\n", sc.Name)
+		}
+		for _, a := range names {
+			ds := slices.Clone(fired[a])
+			slices.Sort(ds)
+			target, met, med, worst := "", "", "—", "—"
+			if len(ds) > 0 {
+				med, worst = fmtMin(ds[(len(ds)-1)/2]), fmtMin(ds[len(ds)-1])
+			}
+			if a == sc.Expect && sc.Within > 0 {
+				target = fmt.Sprintf("≤ %.0f", sc.Within.Minutes())
+				met = "yes"
+				if len(ds) < o.Seeds || ds[len(ds)-1] > sc.Within {
+					met = "**no**"
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s (%s) | %d/%d | %s | %s | %s | %s |\n", sc.Name, a, severities[a], len(ds), o.Seeds, med, worst, target, met)
+		}
+		for _, wr := range res.Wrong[sc.Name] {
+			fmt.Fprintf(w, "| %s | **%s (healthy target)** | | | | | **no** |\n", sc.Name, wr)
+		}
+	}
+	if res.Weeks == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nFalse alerts on the healthy series: firings per simulated week, over %.2g weeks (%d seeds of %d days), after %s of warm-up:\n\n",
+		res.Weeks, o.Seeds, o.HealthyDays, o.Warmup)
+	fmt.Fprintln(w, "| alert | severity | firings | per week | target | met |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	names := make([]string, 0, len(severities))
+	for a := range severities {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	for _, a := range names {
+		n := res.False[a]
+		target, met := "≤ 1", "yes"
+		if severities[a] == "critical" {
+			target = "0"
+		}
+		if (severities[a] == "critical" && n > 0) || float64(n)/res.Weeks > 1 {
+			met = "**no**"
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %.2f | %s | %s |\n", a, severities[a], n, float64(n)/res.Weeks, target, met)
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("alertharness", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	knobs := fs.String("config", "", "YAML file of mixin knobs to render the rules from (default: the shipped knobs)")
+	short := fs.Bool("short", false, "a quick run: one seed, three scenarios, no healthy weeks")
+	seeds := fs.Int("seeds", 0, "seeds per scenario and healthy series (0: the default)")
+	days := fs.Int("healthy-days", -1, "measured days of each healthy series (-1: the default, 14)")
+	warmup := fs.Duration("warmup", 0, "healthy history before the measured days (0: the default, 72h)")
+	observe := fs.Duration("observe", 0, "how long to watch after an injection (0: the default, 1h)")
+	jobs := fs.Int("j", 2, "promtool processes at once")
+	probe := fs.Duration("probe-interval", DefaultModel().ProbeInterval, "the model's probe interval")
+	promtool := fs.String("promtool", "promtool", "promtool binary")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg := mixin.Default()
+	if *knobs != "" {
+		var err error
+		if cfg, err = mixin.Load(*knobs); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	}
+	o := DefaultOptions()
+	if *short {
+		o = ShortOptions()
+	}
+	if *seeds > 0 {
+		o.Seeds = *seeds
+	}
+	if *days >= 0 {
+		o.HealthyDays = *days
+	}
+	if *warmup > 0 {
+		o.Warmup = *warmup
+	}
+	if *observe > 0 {
+		o.Observe = *observe
+	}
+	o.Jobs = *jobs
+	m := DefaultModel()
+	m.ProbeInterval = *probe
+	res, sev, err := measureConfig(context.Background(), *promtool, cfg, m, o)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	res.Table(stdout, sev)
+	return 0
+}
+
+// measureConfig renders cfg's rule files into a temporary directory and
+// measures them; it also returns each alert's severity.
+func measureConfig(ctx context.Context, promtool string, cfg mixin.Config, m Model, o Options) (*Result, map[string]string, error) {
+	if _, err := exec.LookPath(promtool); err != nil {
+		return nil, nil, fmt.Errorf("promtool not found (Debian's prometheus package; make deps installs it): %w", err)
+	}
+	files, err := mixin.Files(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "alertharness-rules-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	var ruleFiles []string
+	for _, n := range []string{"rules.yaml", "alerts.yaml"} {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, files[n], 0o644); err != nil {
+			return nil, nil, err
+		}
+		ruleFiles = append(ruleFiles, p)
+	}
+	sev := map[string]string{}
+	for _, g := range cfg.Alerts().Groups {
+		for _, r := range g.Rules {
+			for _, l := range r.Labels {
+				if l.Key == "severity" {
+					sev[r.Alert] = fmt.Sprint(l.Value)
+				}
+			}
+		}
+	}
+	res, err := Measure(ctx, promtool, ruleFiles, m, o)
+	return res, sev, err
+}

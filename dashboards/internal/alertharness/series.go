@@ -1,0 +1,226 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/servingprobe/servingprobe/exporter"
+)
+
+// encoder writes one series in promtool's expanding notation, folding each
+// run of equal steps into "start+stepxN", so that days of counters that grow
+// by the same amount every scrape stay short.
+type encoder struct {
+	b           strings.Builder
+	have        bool
+	start, last float64
+	step        float64
+	n           int // steps folded after start
+}
+
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+func (e *encoder) add(v float64) {
+	switch {
+	case !e.have:
+		e.have, e.start, e.last, e.n = true, v, v, 0
+	case e.n == 0:
+		e.step, e.n, e.last = v-e.last, 1, v
+	case v-e.last == e.step:
+		e.n++
+		e.last = v
+	default:
+		e.flush()
+		e.have, e.start, e.last, e.n = true, v, v, 0
+	}
+}
+
+func (e *encoder) flush() {
+	if !e.have {
+		return
+	}
+	if e.b.Len() > 0 {
+		e.b.WriteByte(' ')
+	}
+	e.b.WriteString(fmtNum(e.start))
+	if e.n > 0 {
+		if e.step >= 0 {
+			e.b.WriteByte('+')
+		}
+		fmt.Fprintf(&e.b, "%sx%d", fmtNum(e.step), e.n)
+	}
+	e.have = false
+}
+
+func (e *encoder) String() string { e.flush(); return e.b.String() }
+
+// histogram holds the cumulative classic buckets of one exporter histogram.
+type histogram struct {
+	name   string
+	bounds []float64
+	counts []float64 // cumulative per bound, then +Inf
+	bucket []*encoder
+	count  *encoder
+}
+
+func newHistogram(name string, bounds []float64) *histogram {
+	h := &histogram{name: name, bounds: bounds, counts: make([]float64, len(bounds)+1)}
+	for range h.counts {
+		h.bucket = append(h.bucket, &encoder{})
+	}
+	h.count = &encoder{}
+	return h
+}
+
+func (h *histogram) observe(v float64) {
+	for i, b := range h.bounds {
+		if v <= b {
+			h.counts[i]++
+		}
+	}
+	h.counts[len(h.bounds)]++
+}
+
+func (h *histogram) scrape() {
+	for i, c := range h.counts {
+		h.bucket[i].add(c)
+	}
+	h.count.add(h.counts[len(h.bounds)])
+}
+
+func (h *histogram) write(w io.Writer, labels string) {
+	for i, e := range h.bucket {
+		le := "+Inf"
+		if i < len(h.bounds) {
+			le = fmtNum(h.bounds[i])
+		}
+		fmt.Fprintf(w, "  - series: '%s_bucket{%s, le=\"%s\"}'\n    values: '%s'\n", h.name, labels, le, e)
+	}
+	fmt.Fprintf(w, "  - series: '%s_count{%s}'\n    values: '%s'\n", h.name, labels, h.count)
+}
+
+// outcomes are the exporter's outcome labels the model produces.
+var outcomes = []string{"success", "timeout", "http_5xx"}
+
+// target accumulates what the exporter would expose for one target.
+type target struct {
+	name             string
+	ttft, itl, tpot  *histogram
+	requests         map[string]float64
+	reqEnc           map[string]*encoder
+	success, lastTS  float64
+	lastOK           float64
+	successE, lastTE *encoder
+	lastOKE          *encoder
+}
+
+func newTarget(name string) *target {
+	req, tok, _ := exporter.ClassicBuckets()
+	t := &target{
+		name:     name,
+		ttft:     newHistogram("servingprobe_time_to_first_token_seconds", req),
+		itl:      newHistogram("servingprobe_inter_token_latency_seconds", tok),
+		tpot:     newHistogram("servingprobe_time_per_output_token_seconds", tok),
+		requests: map[string]float64{},
+		reqEnc:   map[string]*encoder{},
+		success:  1,
+		successE: &encoder{}, lastTE: &encoder{}, lastOKE: &encoder{},
+	}
+	for _, o := range outcomes {
+		t.reqEnc[o] = &encoder{}
+	}
+	return t
+}
+
+func (t *target) observe(p Probe) {
+	t.requests[p.Outcome]++
+	t.lastTS = p.At.Seconds()
+	if p.Outcome != "success" {
+		t.success = 0
+		return
+	}
+	t.success = 1
+	t.lastOK = p.At.Seconds()
+	t.ttft.observe(p.TTFT)
+	for _, g := range p.ITLs {
+		t.itl.observe(g)
+	}
+	t.tpot.observe(p.TPOT)
+}
+
+func (t *target) scrape() {
+	t.ttft.scrape()
+	t.itl.scrape()
+	t.tpot.scrape()
+	for _, o := range outcomes {
+		t.reqEnc[o].add(t.requests[o])
+	}
+	t.successE.add(t.success)
+	t.lastTE.add(t.lastTS)
+	t.lastOKE.add(t.lastOK)
+}
+
+func (t *target) write(w io.Writer) {
+	short := fmt.Sprintf(`job="servingprobe", instance="sp:9090", target="%s", module="chat", model="m"`, t.name)
+	labels := short + `, mode="probe"`
+	t.ttft.write(w, labels)
+	t.itl.write(w, labels)
+	t.tpot.write(w, labels)
+	for _, o := range outcomes {
+		fmt.Fprintf(w, "  - series: 'servingprobe_requests_total{%s, outcome=\"%s\"}'\n    values: '%s'\n", labels, o, t.reqEnc[o])
+	}
+	fmt.Fprintf(w, "  - series: 'servingprobe_probe_success{%s}'\n    values: '%s'\n", short, t.successE)
+	fmt.Fprintf(w, "  - series: 'servingprobe_last_probe_timestamp_seconds{%s}'\n    values: '%s'\n", short, t.lastTE)
+	fmt.Fprintf(w, "  - series: 'servingprobe_last_success_timestamp_seconds{%s}'\n    values: '%s'\n", short, t.lastOKE)
+}
+
+// Run is one simulated series: Span of probes of one affected target (and
+// Scenario.OtherTargets healthy ones), scraped every Scrape.
+type Run struct {
+	Seed       uint64
+	Span       time.Duration
+	Scrape     time.Duration
+	Scenario   *Scenario
+	ScenarioAt time.Duration
+}
+
+// writeSeries writes the input_series of r in promtool's test format.
+func (r Run) writeSeries(m Model, w io.Writer) {
+	n := 1
+	if r.Scenario != nil {
+		n += r.Scenario.OtherTargets
+	}
+	targets := make([]*target, n)
+	servers := make([]*Server, n)
+	for i := range targets {
+		targets[i] = newTarget(fmt.Sprintf("t%d", i))
+		servers[i] = NewServer(m, r.Seed*1000+uint64(i), r.Span)
+	}
+	// Probes end at a fixed offset inside the probe interval, so that a
+	// scrape never lands on a probe.
+	offset := m.ProbeInterval / 3
+	next := offset
+	reload := &encoder{}
+	for at := time.Duration(0); at <= r.Span; at += r.Scrape {
+		for ; next <= at; next += m.ProbeInterval {
+			for i, s := range servers {
+				sc := r.Scenario
+				if i > 0 {
+					sc = nil
+				}
+				targets[i].observe(s.Probe(next, sc, r.ScenarioAt))
+			}
+		}
+		for _, t := range targets {
+			t.scrape()
+		}
+		reload.add(1)
+	}
+	for _, t := range targets {
+		t.write(w)
+	}
+	fmt.Fprintf(w, "  - series: 'servingprobe_config_last_reload_successful{job=\"servingprobe\", instance=\"sp:9090\"}'\n    values: '%s'\n", reload)
+}
