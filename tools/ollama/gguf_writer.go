@@ -37,21 +37,38 @@ func (w w) str(s string) { w.u64(uint64(len(s))); w.WriteString(s) }
 func (w w) val(v any) {
 	switch x := v.(type) {
 	case uint32:
-		w.u32(tU32); w.u32(x)
+		w.u32(tU32)
+		w.u32(x)
 	case int32:
-		w.u32(tI32); binary.Write(w, binary.LittleEndian, x)
+		w.u32(tI32)
+		binary.Write(w, binary.LittleEndian, x)
 	case float32:
-		w.u32(tF32); binary.Write(w, binary.LittleEndian, x)
+		w.u32(tF32)
+		binary.Write(w, binary.LittleEndian, x)
 	case bool:
-		w.u32(tBool); if x { w.WriteByte(1) } else { w.WriteByte(0) }
+		w.u32(tBool)
+		if x {
+			w.WriteByte(1)
+		} else {
+			w.WriteByte(0)
+		}
 	case string:
-		w.u32(tStr); w.str(x)
+		w.u32(tStr)
+		w.str(x)
 	case []string:
-		w.u32(tArr); w.u32(tStr); w.u64(uint64(len(x)))
-		for _, s := range x { w.str(s) }
+		w.u32(tArr)
+		w.u32(tStr)
+		w.u64(uint64(len(x)))
+		for _, s := range x {
+			w.str(s)
+		}
 	case []int32:
-		w.u32(tArr); w.u32(tI32); w.u64(uint64(len(x)))
-		for _, s := range x { binary.Write(w, binary.LittleEndian, s) }
+		w.u32(tArr)
+		w.u32(tI32)
+		w.u64(uint64(len(x)))
+		for _, s := range x {
+			binary.Write(w, binary.LittleEndian, s)
+		}
 	default:
 		panic("type")
 	}
@@ -78,40 +95,64 @@ func main() {
 			Special bool   `json:"special"`
 		} `json:"added_tokens"`
 		Model struct {
-			Vocab  map[string]int32   `json:"vocab"`
+			Vocab  map[string]int32  `json:"vocab"`
 			Merges []json.RawMessage `json:"merges"`
 		} `json:"model"`
 	}
 	b, _ := os.ReadFile(*tj)
-	if err := json.Unmarshal(b, &t); err != nil { panic(err) }
+	if err := json.Unmarshal(b, &t); err != nil {
+		panic(err)
+	}
 	var cfg map[string]any
 	b, _ = os.ReadFile(*tc)
 	json.Unmarshal(b, &cfg)
 
 	n := len(t.Model.Vocab)
-	for _, a := range t.AddedTokens { if int(a.ID) >= n { n = int(a.ID) + 1 } }
+	for _, a := range t.AddedTokens {
+		if int(a.ID) >= n {
+			n = int(a.ID) + 1
+		}
+	}
 	tokens := make([]string, n)
 	types := make([]int32, n)
-	for s, id := range t.Model.Vocab { tokens[id] = s; types[id] = 1 }
+	for s, id := range t.Model.Vocab {
+		tokens[id] = s
+		types[id] = 1
+	}
 	ids := map[string]int32{}
 	for _, a := range t.AddedTokens {
 		tokens[a.ID] = a.Content
 		ids[a.Content] = a.ID
-		if a.Special { types[a.ID] = 3 } else { types[a.ID] = 4 }
+		if a.Special {
+			types[a.ID] = 3
+		} else {
+			types[a.ID] = 4
+		}
 	}
-	for i := range tokens { if tokens[i] == "" { tokens[i] = "[PAD" + string(rune('0'+i%10)) + "]"; types[i] = 5 } }
+	for i := range tokens {
+		if tokens[i] == "" {
+			tokens[i] = "[PAD" + string(rune('0'+i%10)) + "]"
+			types[i] = 5
+		}
+	}
 	merges := make([]string, 0, len(t.Model.Merges))
 	for _, m := range t.Model.Merges {
 		var s string
-		if json.Unmarshal(m, &s) == nil { merges = append(merges, s); continue }
+		if json.Unmarshal(m, &s) == nil {
+			merges = append(merges, s)
+			continue
+		}
 		var p []string
 		json.Unmarshal(m, &p)
 		merges = append(merges, strings.Join(p, " "))
 	}
 	tokStr := func(k string) string {
 		switch v := cfg[k].(type) {
-		case string: return v
-		case map[string]any: s, _ := v["content"].(string); return s
+		case string:
+			return v
+		case map[string]any:
+			s, _ := v["content"].(string)
+			return s
 		}
 		return ""
 	}
@@ -136,9 +177,15 @@ func main() {
 		{"tokenizer.ggml.token_type", types},
 		{"tokenizer.ggml.merges", merges},
 	}
-	if id, ok := ids[tokStr("bos_token")]; ok { kvs = append(kvs, kv{"tokenizer.ggml.bos_token_id", uint32(id)}, kv{"tokenizer.ggml.add_bos_token", true}) }
-	if id, ok := ids[tokStr("eos_token")]; ok { kvs = append(kvs, kv{"tokenizer.ggml.eos_token_id", uint32(id)}) }
-	if ct, ok := cfg["chat_template"].(string); ok { kvs = append(kvs, kv{"tokenizer.chat_template", ct}) }
+	if id, ok := ids[tokStr("bos_token")]; ok {
+		kvs = append(kvs, kv{"tokenizer.ggml.bos_token_id", uint32(id)}, kv{"tokenizer.ggml.add_bos_token", true})
+	}
+	if id, ok := ids[tokStr("eos_token")]; ok {
+		kvs = append(kvs, kv{"tokenizer.ggml.eos_token_id", uint32(id)})
+	}
+	if ct, ok := cfg["chat_template"].(string); ok {
+		kvs = append(kvs, kv{"tokenizer.chat_template", ct})
+	}
 	sort.Slice(kvs, func(i, j int) bool { return kvs[i].k < kvs[j].k })
 
 	ts := []tensor{{"token_embd.weight", []uint64{uint64(E), uint64(n)}}, {"output_norm.weight", []uint64{uint64(E)}}, {"output.weight", []uint64{uint64(E), uint64(n)}}}
@@ -159,16 +206,27 @@ func main() {
 	f, _ := os.Create(*out)
 	defer f.Close()
 	bw := w{bufio.NewWriterSize(f, 1<<20)}
-	bw.WriteString("GGUF"); bw.u32(3); bw.u64(uint64(len(ts))); bw.u64(uint64(len(kvs)))
-	for _, e := range kvs { bw.str(e.k); bw.val(e.v) }
+	bw.WriteString("GGUF")
+	bw.u32(3)
+	bw.u64(uint64(len(ts)))
+	bw.u64(uint64(len(kvs)))
+	for _, e := range kvs {
+		bw.str(e.k)
+		bw.val(e.v)
+	}
 	var off uint64
 	sizes := make([]uint64, len(ts))
 	for i, x := range ts {
 		cnt := uint64(1)
-		for _, d := range x.ne { cnt *= d }
+		for _, d := range x.ne {
+			cnt *= d
+		}
 		sizes[i] = cnt
-		bw.str(x.name); bw.u32(uint32(len(x.ne)))
-		for _, d := range x.ne { bw.u64(d) }
+		bw.str(x.name)
+		bw.u32(uint32(len(x.ne)))
+		for _, d := range x.ne {
+			bw.u64(d)
+		}
 		bw.u32(0) // F32
 		bw.u64(off)
 		off += cnt * 4
@@ -185,13 +243,16 @@ func main() {
 		buf := make([]byte, 4)
 		for j := uint64(0); j < sizes[i]; j++ {
 			v := float32(r.NormFloat64() * 0.05)
-			if norm { v = 1 }
+			if norm {
+				v = 1
+			}
 			binary.LittleEndian.PutUint32(buf, math.Float32bits(v))
 			bw.Write(buf)
 		}
 		written += sizes[i] * 4
 		p := (32 - written%32) % 32
-		bw.Write(make([]byte, p)); written += p
+		bw.Write(make([]byte, p))
+		written += p
 	}
 	bw.Flush()
 }
