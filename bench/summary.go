@@ -182,6 +182,11 @@ type Details struct {
 	// least one request of the run reasoned, so that the record of any
 	// other run keeps the keys it always had.
 	Reasoning []*DetailReasoning `json:"request_reasoning,omitempty"`
+	// TraceIDs are the W3C trace ids the requests carried in their
+	// traceparent header (prober.Result.TraceID), "" for a request that
+	// carried none: a request's trace in the server's tracing backend.
+	// The array is there only when at least one request carried one.
+	TraceIDs []string `json:"trace_ids,omitempty"`
 }
 
 // ServerTiming is the time a server stated it spent on one request, as

@@ -23,6 +23,9 @@ type HistoryEntry struct {
 	Error      string    `json:"error,omitempty"`
 	HTTPStatus int       `json:"http_status,omitempty"`
 	RequestID  string    `json:"request_id,omitempty"`
+	// TraceID is the W3C trace id the request carried (prober.Result's):
+	// the server's trace of it, where the server traces.
+	TraceID string `json:"trace_id,omitempty"`
 
 	// Streamed says whether the response was streamed. A response that
 	// was not arrives whole: only E2E is measured, and TTFT, TPOT and ITL
@@ -207,7 +210,7 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 		Time: end, Target: r.Target, Module: r.Module, Mode: mode,
 		Model:   red.Redact(prober.TruncateUTF8(model, prober.MaxModelIDBytes)),
 		Outcome: string(r.Outcome), Success: r.Outcome == prober.OutcomeSuccess,
-		Error: red.Redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID,
+		Error: red.Redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID, TraceID: r.TraceID,
 		TTFTSeconds: opt(sm.ttft), E2ESeconds: opt(sm.e2e), TPOTSeconds: opt(sm.tpot), QueueSeconds: opt(sm.queue),
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TokenSource: string(r.OutputTokensSource),
 		Clock:            string(r.Clock),
