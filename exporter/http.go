@@ -293,6 +293,9 @@ func resultText(r prober.Result) string {
 	if r.Server.Stated() {
 		fmt.Fprintf(&b, "server_timings: %s\n", ServerTimingsText(r.Server))
 	}
+	if r.TraceID != "" {
+		fmt.Fprintf(&b, "trace_id: %s\n", r.TraceID)
+	}
 	return b.String()
 }
 

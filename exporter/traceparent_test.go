@@ -18,8 +18,8 @@ import (
 
 // TestTraceIDOnEverySurface: the daemon's probes each carry a valid W3C
 // traceparent with a trace id of their own, and the trace id the server
-// saw is the one in the history (/api/v1/results) and in the histograms'
-// exemplars (/metrics in OpenMetrics), beside the request id.
+// saw is the one in the history (/api/v1/results), in the histograms'
+// exemplars (/metrics in OpenMetrics) and in /probe?debug=true.
 func TestTraceIDOnEverySurface(t *testing.T) {
 	sim := startSim(t)
 	var (
@@ -97,8 +97,12 @@ func TestTraceIDOnEverySurface(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	_, debug := f.get("/probe?target=sim&module=short&debug=true")
 	mu.Lock()
 	defer mu.Unlock()
+	if m := regexp.MustCompile(`(?m)^trace_id: ([0-9a-f]{32})$`).FindStringSubmatch(debug); m == nil || !seen[m[1]] {
+		t.Errorf("/probe?debug=true states no trace_id the server saw:\n%s", debug)
+	}
 	if len(bad) > 0 {
 		t.Errorf("requests without one valid traceparent of their own: %q", bad)
 	}

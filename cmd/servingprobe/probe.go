@@ -281,6 +281,9 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	row("Target", "%s (%s, model %s)", r.Target, r.Backend, orNone(r.Model))
 	row("Outcome", "%s (HTTP %d)", r.Outcome, r.HTTPStatus)
+	if r.TraceID != "" {
+		row("Trace id", "%s", r.TraceID)
+	}
 	if r.Err != "" {
 		row("Error", "%s", r.Err)
 	}
