@@ -41,6 +41,11 @@ type HistoryEntry struct {
 	// median of the same gaps (bench_serving's np.percentile), so with an
 	// even count the two can differ by half the middle gaps' difference.
 	ITLMedianSeconds *float64 `json:"itl_median_seconds,omitempty"`
+	// ServerTTFTSeconds is the server's own TTFT as it stated it, and
+	// OutsideServerTTFTSeconds TTFT minus it (prober.Samples' split, the
+	// histograms' values); both absent where the server stated none.
+	ServerTTFTSeconds        *float64 `json:"server_ttft_seconds,omitempty"`
+	OutsideServerTTFTSeconds *float64 `json:"outside_server_ttft_seconds,omitempty"`
 
 	// The answer phase, only for a request that reasoned before
 	// answering: the time to its first answer token, the answer's TPOT,
@@ -221,6 +226,7 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 		red:              red,
 		itl:              slices.Clip(sm.itl[:min(len(sm.itl), maxHistoryITL)]),
 	}
+	e.ServerTTFTSeconds, e.OutsideServerTTFTSeconds = opt(sm.serverTTFT), opt(sm.outsideTTFT)
 	if full := r.Samples(); full.Reasoning {
 		e.TTFATSeconds = opt(sm.ttfat)
 		e.AnswerTPOTSeconds = opt(full.AnswerTPOTSeconds)

@@ -84,6 +84,10 @@ func (o *observer) record(r prober.Result, model string) {
 		if sm.ttfat >= 0 {
 			observe(m.ttfat.WithLabelValues(lv...), sm.ttfat, ex)
 		}
+		if sm.serverTTFT >= 0 {
+			observe(m.serverTTFT.WithLabelValues(lv...), sm.serverTTFT, ex)
+			observe(m.outsideTTFT.WithLabelValues(lv...), sm.outsideTTFT, ex)
+		}
 		if sm.e2e >= 0 {
 			observe(m.e2e.WithLabelValues(lv...), sm.e2e, ex)
 		}
@@ -184,6 +188,9 @@ func exemplarOf(id, traceID string) prometheus.Labels {
 type samples struct {
 	queue, ttft, ttfat, e2e, tpot float64
 	itl                           []itlSample
+	// serverTTFT and outsideTTFT are prober.Samples' split of ttft, -1
+	// where the server stated no TTFT.
+	serverTTFT, outsideTTFT float64
 	// The answer phase: defined only where ttfat is (a successful
 	// streamed request whose answer began), so that the answer
 	// histograms count the requests the TTFAT histogram counts. Without
@@ -217,7 +224,7 @@ func samplesOf(r prober.Result) samples {
 		return d.Seconds()
 	}
 	s := samples{queue: sec(sm.Queue), ttft: sec(sm.TTFT), ttfat: sec(sm.TTFAT), e2e: sec(sm.E2E), tpot: sm.TPOTSeconds,
-		answerTPOT: -1, reasoningTokens: sm.ReasoningTokens}
+		answerTPOT: -1, reasoningTokens: sm.ReasoningTokens, serverTTFT: sec(sm.ServerTTFT), outsideTTFT: sec(sm.OutsideServerTTFT)}
 	if sm.E2E < 0 {
 		return s // never sent: no ITL either
 	}

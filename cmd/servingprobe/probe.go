@@ -302,6 +302,10 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 		row("ITL", "%s", notStreamed)
 	default:
 		row("TTFT", "%s", probeMS(sm.TTFT))
+		if prober.Defined(sm.ServerTTFT) {
+			row("  server's TTFT", "%s (as the server states it)", probeMS(sm.ServerTTFT))
+			row("  outside the server", "%s", probeMS(sm.OutsideServerTTFT))
+		}
 		tpot := "–"
 		if sm.TPOTSeconds >= 0 {
 			tpot = fmt.Sprintf("%.2f ms", sm.TPOTSeconds*1000)
