@@ -77,11 +77,12 @@ func (sp *detailSpool) add(i int, r detailRow, gaps itlRange) {
 	if st := r.server; st != nil {
 		sp.server = true
 		b = append(b, 1)
-		for _, v := range []float64{st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration} {
+		for _, v := range []float64{st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration, st.FirstTokenDuration, st.QueueDuration} {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 		}
 		b = binary.LittleEndian.AppendUint64(b, uint64(st.PromptEvalCount))
 		b = binary.LittleEndian.AppendUint64(b, uint64(st.EvalCount))
+		b = binary.LittleEndian.AppendUint64(b, uint64(st.PromptCachedCount))
 	} else {
 		b = append(b, 0)
 	}
@@ -141,8 +142,8 @@ func (sp *detailSpool) read(i int) (detailRow, error) {
 		b = b[1:]
 		f := func() float64 { return math.Float64frombits(u64()) }
 		st := &ServerTiming{}
-		st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration = f(), f(), f(), f()
-		st.PromptEvalCount, st.EvalCount = int(int64(u64())), int(int64(u64()))
+		st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration, st.FirstTokenDuration, st.QueueDuration = f(), f(), f(), f(), f(), f()
+		st.PromptEvalCount, st.EvalCount, st.PromptCachedCount = int(int64(u64())), int(int64(u64())), int(int64(u64()))
 		r.server = st
 	} else {
 		b = b[1:]
