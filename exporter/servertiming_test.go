@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/simulator"
 )
 
 // vllmStream is a vLLM chat stream whose last chunk carries the usage and
@@ -140,4 +142,58 @@ func histogramsOf(t *testing.T, reg *prometheus.Registry) map[string]histSummary
 		}
 	}
 	return out
+}
+
+// TestSimulatorStatesItsTiming: with StateMetrics the simulator states,
+// in vLLM's shape, the queue time it gave the request (exactly) and a
+// TTFT from the request's arrival to its first token's due time, no
+// later than that token's flush; the probe splits its TTFT with it.
+// Without the option it states nothing, as vLLM by default.
+func TestSimulatorStatesItsTiming(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := simulator.DefaultConfig()
+		cfg.TTFT, cfg.TTFTJitter, cfg.ITL, cfg.ITLJitter = 5*time.Millisecond, 0, time.Millisecond, 0
+		cfg.StateMetrics = on
+		sim, err := simulator.New(cfg, log.NewNopLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(sim.Handler())
+		tgt := config.Target{Name: "t", URL: srv.URL, Backend: "vllm-chat", Model: cfg.Model}
+		info, _ := prober.LookupBackend("vllm-chat")
+		p := prober.Prober{Client: srv.Client(), Backend: info.New(), Name: "vllm-chat", Options: prober.ModuleOptions(tgt, config.Module{}), Target: "t", Module: "mod"}
+		r := p.Run(t.Context(), datasets.Prompt{Text: "hello there", OutputLen: 4}, time.Time{})
+		srv.Close()
+		if r.Outcome != prober.OutcomeSuccess {
+			t.Fatalf("probe: %s (%s)", r.Outcome, r.Err)
+		}
+		truths := sim.Truths()
+		if len(truths) != 1 {
+			t.Fatalf("%d truths, want 1", len(truths))
+		}
+		tr := truths[0]
+		sm := r.Samples()
+		if !on {
+			if r.Server.Stated() || prober.Defined(sm.ServerTTFT) {
+				t.Errorf("StateMetrics off: server timings %+v stated", r.Server)
+			}
+			continue
+		}
+		var firstChunk time.Time
+		for _, c := range tr.Chunks {
+			if c.Kind == simulator.ChunkToken {
+				firstChunk = c.At
+				break
+			}
+		}
+		if r.Server.QueueDuration != tr.Admitted.Sub(tr.Arrived) && !(tr.Admitted.Equal(tr.Arrived) && r.Server.QueueDuration == 0) {
+			t.Errorf("stated queue %v, the simulator's %v", r.Server.QueueDuration, tr.Admitted.Sub(tr.Arrived))
+		}
+		if st := r.Server.FirstToken; st < cfg.TTFT || st > firstChunk.Sub(tr.Arrived) {
+			t.Errorf("stated TTFT %v, want between the configured %v and the first token's flush %v", st, cfg.TTFT, firstChunk.Sub(tr.Arrived))
+		}
+		if sm.ServerTTFT != r.Server.FirstToken || sm.OutsideServerTTFT != sm.TTFT-sm.ServerTTFT {
+			t.Errorf("split %v + %v of TTFT %v, want the stated %v and the rest", sm.ServerTTFT, sm.OutsideServerTTFT, sm.TTFT, r.Server.FirstToken)
+		}
+	}
 }

@@ -128,7 +128,7 @@ func TestSamples(t *testing.T) {
 			want: Samples{Queue: -1, TTFT: 900 * time.Millisecond, E2E: 920 * time.Millisecond, TPOTSeconds: ((920 * time.Millisecond).Seconds() - (900 * time.Millisecond).Seconds()) / 2,
 				OutputTokens: 3, OutputTokensSource: TokenSourceUsage, FirstTokens: 1, TTFAT: 900 * time.Millisecond, AnswerTokens: 3,
 				AnswerTPOTSeconds: ((920 * time.Millisecond).Seconds() - (900 * time.Millisecond).Seconds()) / 2,
-				ServerTTFT: 700 * time.Millisecond, OutsideServerTTFT: 200 * time.Millisecond},
+				ServerTTFT:        700 * time.Millisecond, OutsideServerTTFT: 200 * time.Millisecond},
 		},
 		{
 			name: "a stated TTFT beyond ours is not this request's: no split",
@@ -137,7 +137,7 @@ func TestSamples(t *testing.T) {
 			want: Samples{Queue: -1, TTFT: 900 * time.Millisecond, E2E: 920 * time.Millisecond, TPOTSeconds: ((920 * time.Millisecond).Seconds() - (900 * time.Millisecond).Seconds()) / 2,
 				OutputTokens: 3, OutputTokensSource: TokenSourceUsage, FirstTokens: 1, TTFAT: 900 * time.Millisecond, AnswerTokens: 3,
 				AnswerTPOTSeconds: ((920 * time.Millisecond).Seconds() - (900 * time.Millisecond).Seconds()) / 2,
-				ServerTTFT: -1, OutsideServerTTFT: -1},
+				ServerTTFT:        -1, OutsideServerTTFT: -1},
 		},
 	}
 	for _, tc := range tests {
