@@ -40,7 +40,8 @@ func newTraceparent() (header, traceID string) {
 	b[35] = '-'
 	hex.Encode(b[36:52], id[16:])
 	copy(b[52:], "-01")
-	return string(b[:]), string(b[3:35])
+	h := string(b[:])
+	return h, h[3:35] // the id shares the header's bytes: one allocation
 }
 
 func allZero(b []byte) bool {

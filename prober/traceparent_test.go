@@ -139,3 +139,45 @@ func TestTraceparentSent(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryKeepsTraceparent: a request sent again on a new connection
+// (a kept-alive connection closed under it) is the same request: it
+// carries the same traceparent, and the Result its trace id.
+func TestRetryKeepsTraceparent(t *testing.T) {
+	srv, _ := keepAliveCloser(t)
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	inner := srv.Config.Handler
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("traceparent"))
+		mu.Unlock()
+		inner.ServeHTTP(w, r)
+	})
+	p := &Prober{Client: &http.Client{Transport: &http.Transport{}}, Backend: openAIChat{}, Name: "openai-chat",
+		Options: RequestOptions{BaseURL: srv.URL, Model: "m", Stream: true}}
+	p.Run(t.Context(), datasets.Prompt{Text: "hi", OutputLen: 4}, time.Time{})
+	res := p.Run(t.Context(), datasets.Prompt{Text: "hi", OutputLen: 4}, time.Time{})
+	if res.ConnRetries != 1 || res.Outcome != OutcomeSuccess {
+		t.Fatalf("second request: %d retries, %s; want one retry and success", res.ConnRetries, res.Outcome)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	last := seen[len(seen)-1]
+	if TraceIDOf(last) != res.TraceID || res.TraceID == "" {
+		t.Errorf("retry sent traceparent %q, Result.TraceID %q: want the same trace", last, res.TraceID)
+	}
+	for _, h := range seen[1 : len(seen)-1] {
+		if h != last {
+			t.Errorf("the first attempt sent %q, the retry %q: want the same header", h, last)
+		}
+	}
+}
+
+func BenchmarkNewTraceparent(b *testing.B) {
+	for b.Loop() {
+		newTraceparent()
+	}
+}
