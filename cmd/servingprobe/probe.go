@@ -232,6 +232,10 @@ type probeJSON struct {
 	AnswerTPOTSeconds *float64   `json:"answer_tpot_seconds,omitempty"`
 	AnswerITLSeconds  *[]float64 `json:"answer_itl_seconds,omitempty"`
 	AnswerTokens      *int       `json:"answer_tokens,omitempty"`
+	// The server's own TTFT as it stated it and TTFT minus it
+	// (prober.Samples' split), only where the server stated one.
+	ServerTTFTSeconds        *float64 `json:"server_ttft_seconds,omitempty"`
+	OutsideServerTTFTSeconds *float64 `json:"outside_server_ttft_seconds,omitempty"`
 }
 
 func optSeconds(d time.Duration) *float64 {
@@ -247,6 +251,7 @@ func writeProbeJSON(w io.Writer, r prober.Result) error {
 	out := probeJSON{
 		Result: r, TTFTSeconds: optSeconds(sm.TTFT), E2ESeconds: optSeconds(sm.E2E),
 		ITLSeconds: r.AppendITLs([]float64{}, false), ChunkITLSeconds: r.AppendITLs([]float64{}, true),
+		ServerTTFTSeconds: optSeconds(sm.ServerTTFT), OutsideServerTTFTSeconds: optSeconds(sm.OutsideServerTTFT),
 	}
 	if sm.TPOTSeconds >= 0 {
 		out.TPOTSeconds = &sm.TPOTSeconds

@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,5 +118,43 @@ func TestBenchTraceIDs(t *testing.T) {
 				t.Errorf("%d trace ids on the end lines, want %d (warm-up included)", len(printed), prompts+warmup)
 			}
 		})
+	}
+}
+
+// TestProbeShowsServerTTFT: against a simulator that states its timing in
+// vLLM's shape, probe prints the server's TTFT and the rest under TTFT,
+// and --json carries the same split, adding up to ttft_seconds, with the
+// request's trace id.
+func TestProbeShowsServerTTFT(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.TTFTJitter, cfg.ITL, cfg.ITLJitter = 5*time.Millisecond, 0, time.Millisecond, 0
+	cfg.StateMetrics = true
+	base := startSimulator(t, cfg)
+	code, stdout, stderr := runCLI(t, "probe", "--url", base, "--backend", "vllm-chat", "--model", cfg.Model, "--max-tokens", "4")
+	if code != 0 {
+		t.Fatalf("probe exited %d: %s", code, stderr)
+	}
+	for _, want := range []string{"server's TTFT", "outside the server", "Trace id"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("probe output lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, stderr = runCLI(t, "probe", "--json", "--url", base, "--backend", "vllm-chat", "--model", cfg.Model, "--max-tokens", "4")
+	if code != 0 {
+		t.Fatalf("probe --json exited %d: %s", code, stderr)
+	}
+	var out struct {
+		TTFT    *float64 `json:"ttft_seconds"`
+		Server  *float64 `json:"server_ttft_seconds"`
+		Outside *float64 `json:"outside_server_ttft_seconds"`
+		TraceID string   `json:"trace_id"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.TTFT == nil || out.Server == nil || out.Outside == nil || *out.Server < cfg.TTFT.Seconds() ||
+		math.Abs(*out.Server+*out.Outside-*out.TTFT) > 1e-9 || len(out.TraceID) != 32 {
+		t.Errorf("probe --json: ttft %v, server %v, outside %v, trace %q; want the server's at least %v and the two adding up",
+			out.TTFT, out.Server, out.Outside, out.TraceID, cfg.TTFT)
 	}
 }
