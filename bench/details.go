@@ -15,6 +15,7 @@ type detailRow struct {
 	// a row being added gives them as an itlRange.
 	itls               []float64
 	text, err, outcome string
+	traceID            string           // "" when the request carried none
 	server             *ServerTiming    // nil when the server stated none
 	reasoning          *DetailReasoning // nil when the request did not reason
 }
@@ -108,6 +109,13 @@ func (m *memoryDetails) add(i int, row detailRow, gaps itlRange) {
 		}
 		d.ServerTimings[i] = row.server
 	}
+	if row.traceID != "" {
+		// Made by the first request that carried one, as the timings are.
+		for len(d.TraceIDs) <= i {
+			d.TraceIDs = append(d.TraceIDs, "")
+		}
+		d.TraceIDs[i] = row.traceID
+	}
 	if row.reasoning != nil {
 		// Made by the first request that reasoned, as the timings are.
 		for len(d.Reasoning) <= i {
@@ -126,6 +134,9 @@ func (m *memoryDetails) fill(s *Summary, start time.Time) {
 	}
 	for d.ServerTimings != nil && len(d.ServerTimings) < n {
 		d.ServerTimings = append(d.ServerTimings, nil)
+	}
+	for d.TraceIDs != nil && len(d.TraceIDs) < n {
+		d.TraceIDs = append(d.TraceIDs, "")
 	}
 	for d.Reasoning != nil && len(d.Reasoning) < n {
 		d.Reasoning = append(d.Reasoning, nil)

@@ -649,6 +649,9 @@ func (a *Accumulator) addDetail(i int, s *Summary, j int) error {
 	if j < len(d.ServerTimings) {
 		row.server = d.ServerTimings[j]
 	}
+	if j < len(d.TraceIDs) {
+		row.traceID = d.TraceIDs[j]
+	}
 	a.details.add(i, row, a.itl.of(rec))
 	a.stats.add(rec, &a.itl)
 	return nil

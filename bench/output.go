@@ -346,6 +346,9 @@ func (s *Summary) record(o JSONOptions) ([]byte, error) {
 			if d.Reasoning != nil {
 				r = append(r, field{"request_reasoning", d.Reasoning})
 			}
+			if d.TraceIDs != nil {
+				r = append(r, field{"trace_ids", d.TraceIDs})
+			}
 		}
 	}
 	e := &pyEncoder{strict: o.Strict}

@@ -227,6 +227,9 @@ func ParseRecord(line []byte) (*Summary, error) {
 		if d.Reasoning != nil && len(d.Reasoning) != len(d.TTFTs) {
 			return nil, fmt.Errorf("details: request_reasoning has %d entries for %d requests (ttfts)", len(d.Reasoning), len(d.TTFTs))
 		}
+		if d.TraceIDs != nil && len(d.TraceIDs) != len(d.TTFTs) {
+			return nil, fmt.Errorf("details: trace_ids has %d entries for %d requests (ttfts)", len(d.TraceIDs), len(d.TTFTs))
+		}
 		s.Details = &d
 	}
 	return s, nil

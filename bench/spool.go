@@ -34,6 +34,8 @@ type detailSpool struct {
 	// row reasoned: the record then has their array, as the in-memory
 	// details do.
 	server, reasoning bool
+	// trace is set once a row carries a trace id.
+	trace bool
 }
 
 func newDetailSpool() (*detailSpool, error) {
@@ -65,18 +67,22 @@ func (sp *detailSpool) add(i int, r detailRow, gaps itlRange) {
 	for v := range gaps.all {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 	}
-	for _, s := range []string{r.text, r.err, r.outcome} {
+	if r.traceID != "" {
+		sp.trace = true
+	}
+	for _, s := range []string{r.text, r.err, r.outcome, r.traceID} {
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
 		b = append(b, s...)
 	}
 	if st := r.server; st != nil {
 		sp.server = true
 		b = append(b, 1)
-		for _, v := range []float64{st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration} {
+		for _, v := range []float64{st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration, st.FirstTokenDuration, st.QueueDuration} {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 		}
 		b = binary.LittleEndian.AppendUint64(b, uint64(st.PromptEvalCount))
 		b = binary.LittleEndian.AppendUint64(b, uint64(st.EvalCount))
+		b = binary.LittleEndian.AppendUint64(b, uint64(st.PromptCachedCount))
 	} else {
 		b = append(b, 0)
 	}
@@ -131,13 +137,13 @@ func (sp *detailSpool) read(i int) (detailRow, error) {
 		r.itls[k] = math.Float64frombits(u64())
 	}
 	str := func() string { n := u32(); s := string(b[:n]); b = b[n:]; return s }
-	r.text, r.err, r.outcome = str(), str(), str()
+	r.text, r.err, r.outcome, r.traceID = str(), str(), str(), str()
 	if b[0] == 1 {
 		b = b[1:]
 		f := func() float64 { return math.Float64frombits(u64()) }
 		st := &ServerTiming{}
-		st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration = f(), f(), f(), f()
-		st.PromptEvalCount, st.EvalCount = int(int64(u64())), int(int64(u64()))
+		st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration, st.FirstTokenDuration, st.QueueDuration = f(), f(), f(), f(), f(), f()
+		st.PromptEvalCount, st.EvalCount, st.PromptCachedCount = int(int64(u64())), int(int64(u64())), int(int64(u64()))
 		r.server = st
 	} else {
 		b = b[1:]
@@ -176,9 +182,10 @@ func (d *SpooledDetails) Close() error {
 
 // detailKeys are the details' keys in the record's order; the first six
 // are bench_serving's, server_timings is written only when a request
-// stated server timings, request_reasoning only when a request reasoned.
+// stated server timings, request_reasoning only when a request reasoned,
+// trace_ids only when a request carried a trace id.
 var detailKeys = []string{"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors",
-	"scheduled_times", "sent_times", "first_token_times", "end_times", "request_outcomes", "server_timings", "request_reasoning"}
+	"scheduled_times", "sent_times", "first_token_times", "end_times", "request_outcomes", "server_timings", "request_reasoning", "trace_ids"}
 
 const standardDetailKeys = 6
 
@@ -198,7 +205,7 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 		keys = keys[:standardDetailKeys]
 	} else {
 		keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
-			return (k == "server_timings" && !sp.server) || (k == "request_reasoning" && !sp.reasoning)
+			return (k == "server_timings" && !sp.server) || (k == "request_reasoning" && !sp.reasoning) || (k == "trace_ids" && !sp.trace)
 		})
 	}
 	cols := make([]*detailSpool, len(keys))
@@ -254,6 +261,8 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 				_ = e.value(r.server)
 			case "request_reasoning":
 				_ = e.value(r.reasoning)
+			case "trace_ids":
+				e.string(r.traceID)
 			}
 			if _, err := c.w.Write(e.buf.Bytes()); err != nil {
 				return fmt.Errorf("details spool: %w", err)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,14 @@ func TestSpooledDetailsMatchMemory(t *testing.T) {
 			// null in the array as for any request that stated none.
 			timed[i].Server = prober.ServerTimings{TotalDuration: time.Duration(135904321 + i), LoadDuration: 11874202,
 				PromptEvalCount: 13 + i, PromptEvalDuration: 82113540, EvalCount: i % 7, EvalDuration: time.Duration(40398112 * (i % 7))}
+		}
+		if i%6 == 0 {
+			// vLLM's and llama.cpp's statements on some (see prober.ServerTimings).
+			timed[i].Server.FirstToken, timed[i].Server.QueueDuration, timed[i].Server.PromptCachedCount = time.Duration(48250000+i), 1250000, i%5
+		}
+		if i%4 != 1 {
+			// Trace ids on most requests: an "" where one carried none.
+			timed[i].TraceID = fmt.Sprintf("%032x", i+1)
 		}
 	}
 	for _, tc := range []struct{ noTexts, timings bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
@@ -92,6 +101,15 @@ func TestSpooledDetailsMatchMemory(t *testing.T) {
 		line, err := disk.Record(JSONOptions{Details: true})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if got := bytes.Contains(line, []byte(`"first_token_duration": 0.04825, "queue_duration": 0.00125}`)); got != timings {
+			t.Errorf("timings %v: the server's stated TTFT and queue in the record: %v", timings, got)
+		}
+		if got := bytes.Contains(line, []byte(`"trace_ids": [`)); got != timings {
+			t.Errorf("texts %v, trace ids %v: trace_ids in the record: %v", !noTexts, timings, got)
+		}
+		if timings && (len(mem.Details.TraceIDs) != len(results) || mem.Details.TraceIDs[0] != fmt.Sprintf("%032x", 1) || mem.Details.TraceIDs[1] != "") {
+			t.Errorf("trace ids %d, want one per row, each request's own", len(mem.Details.TraceIDs))
 		}
 		if got := bytes.Contains(line, []byte(`"server_timings": [`)); got != timings {
 			t.Errorf("texts %v, timings %v: server_timings in the record: %v", !noTexts, timings, got)

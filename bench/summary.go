@@ -182,6 +182,11 @@ type Details struct {
 	// least one request of the run reasoned, so that the record of any
 	// other run keeps the keys it always had.
 	Reasoning []*DetailReasoning `json:"request_reasoning,omitempty"`
+	// TraceIDs are the W3C trace ids the requests carried in their
+	// traceparent header (prober.Result.TraceID), "" for a request that
+	// carried none: a request's trace in the server's tracing backend.
+	// The array is there only when at least one request carried one.
+	TraceIDs []string `json:"trace_ids,omitempty"`
 }
 
 // ServerTiming is the time a server stated it spent on one request, as
@@ -196,6 +201,13 @@ type ServerTiming struct {
 	PromptEvalDuration float64 `json:"prompt_eval_duration"`
 	EvalCount          int     `json:"eval_count"`
 	EvalDuration       float64 `json:"eval_duration"`
+	// The server's own time to first token and queue time, and the
+	// prompt tokens it took from its cache (prober.ServerTimings: vLLM's
+	// metrics object, llama.cpp's timings), in seconds; written only
+	// when stated, so that ollama's objects keep their keys.
+	FirstTokenDuration float64 `json:"first_token_duration,omitempty"`
+	QueueDuration      float64 `json:"queue_duration,omitempty"`
+	PromptCachedCount  int     `json:"prompt_cached_count,omitempty"`
 }
 
 // serverTimingOf converts a result's server timings for the details; nil
@@ -208,6 +220,7 @@ func serverTimingOf(st prober.ServerTimings) *ServerTiming {
 		TotalDuration: st.TotalDuration.Seconds(), LoadDuration: st.LoadDuration.Seconds(),
 		PromptEvalCount: st.PromptEvalCount, PromptEvalDuration: st.PromptEvalDuration.Seconds(),
 		EvalCount: st.EvalCount, EvalDuration: st.EvalDuration.Seconds(),
+		FirstTokenDuration: st.FirstToken.Seconds(), QueueDuration: st.QueueDuration.Seconds(), PromptCachedCount: st.PromptCachedCount,
 	}
 }
 
@@ -228,7 +241,7 @@ func (t *ServerTiming) record() any {
 	if t == nil {
 		return nil
 	}
-	return record{
+	r := record{
 		{"total_duration", t.TotalDuration},
 		{"load_duration", t.LoadDuration},
 		{"prompt_eval_count", t.PromptEvalCount},
@@ -236,6 +249,16 @@ func (t *ServerTiming) record() any {
 		{"eval_count", t.EvalCount},
 		{"eval_duration", t.EvalDuration},
 	}
+	if t.FirstTokenDuration > 0 {
+		r = append(r, field{"first_token_duration", t.FirstTokenDuration})
+	}
+	if t.QueueDuration > 0 {
+		r = append(r, field{"queue_duration", t.QueueDuration})
+	}
+	if t.PromptCachedCount > 0 {
+		r = append(r, field{"prompt_cached_count", t.PromptCachedCount})
+	}
+	return r
 }
 
 // Summary is a benchmark's result: bench_serving's figures (names follow

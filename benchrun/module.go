@@ -38,6 +38,7 @@ func ModuleSpec(t config.Target, m config.Module) Spec {
 	// A window reads the server's metrics where the target says, as the
 	// CLI's --server-metrics and --no-server-metrics.
 	s.ServerMetrics, s.NoServerMetrics = t.ServerMetricsURLs(), t.NoServerMetrics
+	s.NoTraceparent = t.NoTraceparent
 
 	// What a request sends: the module's body settings, with streaming,
 	// ignore_eos and headers held here once.

@@ -277,7 +277,15 @@ func appendEndLine(b, rid []byte, at, delta float64, run *requestLogRun, p *data
 	b = appendPyFloat(b, delta)
 	b = append(b, ` message="request end" output="`...)
 	b = appendOutput(b, run, p, r)
-	return append(b, "\"\n"...)
+	b = append(b, '"')
+	if r.TraceID != "" {
+		// Ours, after bench_serving's fields, so that a script reading
+		// them finds them where they always were: the request's trace
+		// in the server's tracing backend.
+		b = append(b, " trace_id="...)
+		b = append(b, r.TraceID...)
+	}
+	return append(b, '\n')
 }
 
 // appendInput is str(input_partial): the RequestFuncInput with its prompt

@@ -426,6 +426,7 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 	o.Stream, o.IgnoreEOS = !s.DisableStream, !s.DisableIgnoreEOS
 	o.IncludeUsage = o.IncludeUsage && !s.Compat.NoUsage
 	o.CompatChatLength = s.Compat.ChatLength
+	o.NoTraceparent = o.NoTraceparent || s.NoTraceparent
 	extra := map[string]any{}
 	switch info.Protocol {
 	case prober.ProtocolSGLangGenerate:

@@ -123,6 +123,9 @@ type Spec struct {
 	// reads none.
 	ServerMetrics   []string `json:"server_metrics"`
 	NoServerMetrics bool     `json:"no_server_metrics"`
+	// NoTraceparent sends no W3C traceparent header of our own on the
+	// requests (one is sent by default, its trace id in the details).
+	NoTraceparent bool `json:"no_traceparent"`
 
 	FlushCache        bool          `json:"flush_cache"`
 	FlushCacheTimeout time.Duration `json:"flush_cache_timeout"`

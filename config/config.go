@@ -50,6 +50,10 @@ type Target struct {
 	ServerMetrics []SecretURL `yaml:"server_metrics,omitempty"`
 	// NoServerMetrics reads none (the CLI's --no-server-metrics).
 	NoServerMetrics bool `yaml:"no_server_metrics,omitempty"`
+	// NoTraceparent sends no W3C traceparent header of our own on this
+	// target's requests (one is sent by default, so that the server's
+	// trace of a probe can be found from its exemplar).
+	NoTraceparent bool `yaml:"no_traceparent,omitempty"`
 }
 
 // SecretURL is a URL whose password, if it has one, is a secret: it

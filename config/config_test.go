@@ -88,12 +88,12 @@ func TestLoadBad(t *testing.T) {
 		want []string // every line of the error, in order
 	}{
 		{"bad-unknown-field.yml", []string{
-			`config file "testdata/bad-unknown-field.yml": line 6: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, server_metrics, timeout, url)`,
+			`config file "testdata/bad-unknown-field.yml": line 6: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
 			`line 10: unknown key "max_tokens" in a module (allowed: apply_chat_template, dataset, dataset_path, extra_body, headers, ignore_eos, include_usage, input_len, lora, output_len, prompt, range_ratio, seed, stream, temperature, tokenizer, top_p)`,
 		}},
 		{"bad-typo-hides-url.yml", []string{
 			// The misspelt key does not hide the invalid URL below it.
-			`config file "testdata/bad-typo-hides-url.yml": line 5: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, server_metrics, timeout, url)`,
+			`config file "testdata/bad-typo-hides-url.yml": line 5: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
 			// prometheus/common's own decoder hides the type's name.
 			`line 11: unknown key "usr"`,
 			`targets[1].url: scheme must be http or https, got "ftp"`,

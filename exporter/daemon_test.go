@@ -154,7 +154,13 @@ func (f *fixture) write(extra string, adhoc bool) {
 
 func newFixture(t *testing.T, adhoc bool) *fixture {
 	t.Helper()
-	f := &fixture{t: t, path: filepath.Join(t.TempDir(), "c.yml"), simURL: startSim(t), downURL: closedPort(t)}
+	return newFixtureAt(t, adhoc, startSim(t))
+}
+
+// newFixtureAt is newFixture with the sim target at simURL.
+func newFixtureAt(t *testing.T, adhoc bool, simURL string) *fixture {
+	t.Helper()
+	f := &fixture{t: t, path: filepath.Join(t.TempDir(), "c.yml"), simURL: simURL, downURL: closedPort(t)}
 	f.write("", adhoc)
 	d, err := New(Options{ConfigFile: f.path, BuildProbe: testBuilder(), Seed: 1})
 	if err != nil {

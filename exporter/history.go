@@ -23,6 +23,9 @@ type HistoryEntry struct {
 	Error      string    `json:"error,omitempty"`
 	HTTPStatus int       `json:"http_status,omitempty"`
 	RequestID  string    `json:"request_id,omitempty"`
+	// TraceID is the W3C trace id the request carried (prober.Result's):
+	// the server's trace of it, where the server traces.
+	TraceID string `json:"trace_id,omitempty"`
 
 	// Streamed says whether the response was streamed. A response that
 	// was not arrives whole: only E2E is measured, and TTFT, TPOT and ITL
@@ -38,6 +41,11 @@ type HistoryEntry struct {
 	// median of the same gaps (bench_serving's np.percentile), so with an
 	// even count the two can differ by half the middle gaps' difference.
 	ITLMedianSeconds *float64 `json:"itl_median_seconds,omitempty"`
+	// ServerTTFTSeconds is the server's own TTFT as it stated it, and
+	// OutsideServerTTFTSeconds TTFT minus it (prober.Samples' split, the
+	// histograms' values); both absent where the server stated none.
+	ServerTTFTSeconds        *float64 `json:"server_ttft_seconds,omitempty"`
+	OutsideServerTTFTSeconds *float64 `json:"outside_server_ttft_seconds,omitempty"`
 
 	// The answer phase, only for a request that reasoned before
 	// answering: the time to its first answer token, the answer's TPOT,
@@ -207,7 +215,7 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 		Time: end, Target: r.Target, Module: r.Module, Mode: mode,
 		Model:   red.Redact(prober.TruncateUTF8(model, prober.MaxModelIDBytes)),
 		Outcome: string(r.Outcome), Success: r.Outcome == prober.OutcomeSuccess,
-		Error: red.Redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID,
+		Error: red.Redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID, TraceID: r.TraceID,
 		TTFTSeconds: opt(sm.ttft), E2ESeconds: opt(sm.e2e), TPOTSeconds: opt(sm.tpot), QueueSeconds: opt(sm.queue),
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TokenSource: string(r.OutputTokensSource),
 		Clock:            string(r.Clock),
@@ -218,6 +226,7 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 		red:              red,
 		itl:              slices.Clip(sm.itl[:min(len(sm.itl), maxHistoryITL)]),
 	}
+	e.ServerTTFTSeconds, e.OutsideServerTTFTSeconds = opt(sm.serverTTFT), opt(sm.outsideTTFT)
 	if full := r.Samples(); full.Reasoning {
 		e.TTFATSeconds = opt(sm.ttfat)
 		e.AnswerTPOTSeconds = opt(full.AnswerTPOTSeconds)

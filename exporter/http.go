@@ -293,6 +293,14 @@ func resultText(r prober.Result) string {
 	if r.Server.Stated() {
 		fmt.Fprintf(&b, "server_timings: %s\n", ServerTimingsText(r.Server))
 	}
+	if sm.serverTTFT >= 0 {
+		// Only where the server stated its TTFT, so other debug output is as it was.
+		timing("server_ttft", sm.serverTTFT, "")
+		timing("outside_server_ttft", sm.outsideTTFT, "")
+	}
+	if r.TraceID != "" {
+		fmt.Fprintf(&b, "trace_id: %s\n", r.TraceID)
+	}
 	return b.String()
 }
 

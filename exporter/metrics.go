@@ -95,10 +95,13 @@ func histogramOpts(name, help string, buckets []float64) prometheus.HistogramOpt
 // for concurrent use.
 type Metrics struct {
 	ttft, ttfat, itl, tpot, e2e, queue *prometheus.HistogramVec
-	answerITL, answerTPOT              *prometheus.HistogramVec
-	requests                           *prometheus.CounterVec
-	promptTokens, genTokens            *prometheus.CounterVec
-	reasoningTokens                    *prometheus.CounterVec
+	// serverTTFT and outsideTTFT split ttft where the server stated its
+	// own (prober.Samples.ServerTTFT): nothing is observed where it did not.
+	serverTTFT, outsideTTFT *prometheus.HistogramVec
+	answerITL, answerTPOT   *prometheus.HistogramVec
+	requests                *prometheus.CounterVec
+	promptTokens, genTokens *prometheus.CounterVec
+	reasoningTokens         *prometheus.CounterVec
 
 	probeSuccess, lastSuccess, lastProbe *prometheus.GaugeVec
 
@@ -127,6 +130,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		ttft: f.NewHistogramVec(histogramOpts("time_to_first_token_seconds",
 			"Time to first token of successful requests, in seconds: the arrival of the first stream event carrying output text or tokens, minus the moment the request was sent. Role-only and keep-alive events do not count.",
+			requestLatencyBuckets), requestLabels),
+		// TTFT's layout, so that the three compare bucket by bucket.
+		serverTTFT: f.NewHistogramVec(histogramOpts("server_time_to_first_token_seconds",
+			"The server's own time to first token of successful streamed requests that stated one, in seconds, as the server states it in its response: vLLM's metrics.time_to_first_token_ms (from the request's arrival at its API server: queue and prefill), llama.cpp's timings.prompt_ms (prompt processing; it states no queue). Requests whose server stated none, or one longer than the client's TTFT, are not observed.",
+			requestLatencyBuckets), requestLabels),
+		outsideTTFT: f.NewHistogramVec(histogramOpts("time_to_first_token_outside_server_seconds",
+			"Time to first token minus the server's own (servingprobe_server_time_to_first_token_seconds), in seconds, for the same requests: the network, HTTP and the server's work outside its engine's stated time.",
 			requestLatencyBuckets), requestLabels),
 		// The same layout as TTFT, so that the two can be compared bucket
 		// by bucket: reasoning adds seconds to minutes before the answer.
@@ -269,10 +279,17 @@ func (m *Metrics) requestHistograms() []*prometheus.HistogramVec {
 	return []*prometheus.HistogramVec{m.ttft, m.ttfat, m.itl, m.tpot, m.e2e, m.queue, m.answerITL, m.answerTPOT}
 }
 
+// statedHistograms are the histograms labelled with L that hold what a
+// server states: they are deleted with the others but never pre-created,
+// so that a target whose server states nothing exports none of them.
+func (m *Metrics) statedHistograms() []*prometheus.HistogramVec {
+	return []*prometheus.HistogramVec{m.serverTTFT, m.outsideTTFT}
+}
+
 // perRequestVecs are the vectors labelled with L.
 func (m *Metrics) perRequestVecs() []*prometheus.MetricVec {
 	var vs []*prometheus.MetricVec
-	for _, h := range m.requestHistograms() {
+	for _, h := range append(m.requestHistograms(), m.statedHistograms()...) {
 		vs = append(vs, h.MetricVec)
 	}
 	return append(vs, m.requests.MetricVec, m.promptTokens.MetricVec, m.genTokens.MetricVec, m.reasoningTokens.MetricVec)

@@ -66,7 +66,7 @@ func (o *observer) record(r prober.Result, model string) {
 	m := o.m
 	lv := []string{r.Target, r.Module, model, string(o.mode)}
 	sm := samplesOf(r)
-	ex := exemplarOf(r.RequestID)
+	ex := exemplarOf(r.RequestID, r.TraceID)
 
 	outcome := r.Outcome
 	if !slices.Contains(prober.Outcomes, outcome) {
@@ -83,6 +83,10 @@ func (o *observer) record(r prober.Result, model string) {
 		}
 		if sm.ttfat >= 0 {
 			observe(m.ttfat.WithLabelValues(lv...), sm.ttfat, ex)
+		}
+		if sm.serverTTFT >= 0 {
+			observe(m.serverTTFT.WithLabelValues(lv...), sm.serverTTFT, ex)
+			observe(m.outsideTTFT.WithLabelValues(lv...), sm.outsideTTFT, ex)
 		}
 		if sm.e2e >= 0 {
 			observe(m.e2e.WithLabelValues(lv...), sm.e2e, ex)
@@ -152,17 +156,31 @@ func observe(o prometheus.Observer, v float64, ex prometheus.Labels) {
 }
 
 // maxExemplarIDRunes keeps the exemplar within the 128-rune limit of an
-// exemplar label set (ObserveWithExemplar panics beyond it).
-const maxExemplarIDRunes = 100
+// exemplar label set, names and values counted (ObserveWithExemplar
+// panics beyond it): what the trace id's label leaves to the request id's.
+const maxExemplarIDRunes = 128 - len("request_id") - len("trace_id") - 32
 
-func exemplarOf(id string) prometheus.Labels {
-	if id == "" {
+// exemplarOf is a result's exemplar: its request id and, where it carried
+// one, its W3C trace id (prober.TraceIDOf's 32 hex digits), under the
+// label name Grafana's exemplar link to a trace reads by default.
+func exemplarOf(id, traceID string) prometheus.Labels {
+	if id == "" && traceID == "" {
 		return nil
 	}
-	if r := []rune(id); len(r) > maxExemplarIDRunes {
-		id = string(r[:maxExemplarIDRunes])
+	l := prometheus.Labels{}
+	if id != "" {
+		if r := []rune(id); len(r) > maxExemplarIDRunes {
+			id = string(r[:maxExemplarIDRunes])
+		}
+		l["request_id"] = id
 	}
-	return prometheus.Labels{"request_id": id}
+	if len(traceID) == 32 {
+		l["trace_id"] = traceID
+	}
+	if len(l) == 0 {
+		return nil
+	}
+	return l
 }
 
 // samples are the derived timings of one result in seconds; -1 means "not
@@ -170,6 +188,9 @@ func exemplarOf(id string) prometheus.Labels {
 type samples struct {
 	queue, ttft, ttfat, e2e, tpot float64
 	itl                           []itlSample
+	// serverTTFT and outsideTTFT are prober.Samples' split of ttft, -1
+	// where the server stated no TTFT.
+	serverTTFT, outsideTTFT float64
 	// The answer phase: defined only where ttfat is (a successful
 	// streamed request whose answer began), so that the answer
 	// histograms count the requests the TTFAT histogram counts. Without
@@ -203,7 +224,7 @@ func samplesOf(r prober.Result) samples {
 		return d.Seconds()
 	}
 	s := samples{queue: sec(sm.Queue), ttft: sec(sm.TTFT), ttfat: sec(sm.TTFAT), e2e: sec(sm.E2E), tpot: sm.TPOTSeconds,
-		answerTPOT: -1, reasoningTokens: sm.ReasoningTokens}
+		answerTPOT: -1, reasoningTokens: sm.ReasoningTokens, serverTTFT: sec(sm.ServerTTFT), outsideTTFT: sec(sm.OutsideServerTTFT)}
 	if sm.E2E < 0 {
 		return s // never sent: no ITL either
 	}

@@ -109,6 +109,9 @@ type RequestOptions struct {
 	// that exist (in place) and appending new ones in sorted order.
 	ExtraBody map[string]any
 	Headers   map[string]string
+	// NoTraceparent sends no traceparent header of our own (a header
+	// in Headers is still sent, and its trace id recorded).
+	NoTraceparent bool
 }
 
 // Backend is one wire protocol.

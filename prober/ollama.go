@@ -187,11 +187,21 @@ type ServerTimings struct {
 	PromptEvalDuration time.Duration `json:"prompt_eval_duration,omitzero"`
 	EvalCount          int           `json:"eval_count,omitzero"`
 	EvalDuration       time.Duration `json:"eval_duration,omitzero"`
+	// FirstToken is the server's own time to first token, as it states
+	// it: vLLM's metrics.time_to_first_token_ms (from the request's
+	// arrival at its API server, so its queue and prefill), llama.cpp's
+	// timings.prompt_ms (its prompt processing: it states no queue).
+	FirstToken time.Duration `json:"first_token_duration,omitzero"`
+	// QueueDuration is vLLM's metrics.queue_time_ms.
+	QueueDuration time.Duration `json:"queue_duration,omitzero"`
+	// PromptCachedCount is llama.cpp's timings.cache_n: prompt tokens
+	// taken from its cache, not processed (not in PromptEvalCount).
+	PromptCachedCount int `json:"prompt_cached_count,omitzero"`
 }
 
 // Stated reports whether the server stated any timing.
 func (t ServerTimings) Stated() bool {
-	return t.TotalDuration > 0 || t.PromptEvalDuration > 0 || t.EvalDuration > 0
+	return t.TotalDuration > 0 || t.PromptEvalDuration > 0 || t.EvalDuration > 0 || t.FirstToken > 0 || t.QueueDuration > 0
 }
 
 // PerOutputToken is the server's decode time per generated token

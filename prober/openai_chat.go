@@ -140,8 +140,10 @@ type chatChunk struct {
 		Message      *chatDelta `json:"message"` // non-streaming responses
 		FinishReason *string    `json:"finish_reason"`
 	} `json:"choices"`
-	Usage  *usageJSON  `json:"usage"`
-	SGLExt *sglextJSON `json:"sglext"`
+	Usage   *usageJSON        `json:"usage"`
+	SGLExt  *sglextJSON       `json:"sglext"`
+	Metrics *vllmMetricsJSON  `json:"metrics"`
+	Timings *llamaTimingsJSON `json:"timings"`
 }
 
 // Decode counts reasoning, tool-call arguments and content as output, as
@@ -175,7 +177,7 @@ func decodeChatJSON(data []byte) (Delta, error) {
 	if err := c.err(); err != nil {
 		return Delta{}, err
 	}
-	d := Delta{Usage: c.Usage.usage(), CacheDetails: c.SGLExt.details()}
+	d := Delta{Usage: c.Usage.usage(), CacheDetails: c.SGLExt.details(), Server: serverTimings(c.Metrics, c.Timings)}
 	if len(c.Choices) > 0 {
 		ch := c.Choices[0]
 		d.Text = []byte(ch.Delta.text() + ch.Message.text())
@@ -231,8 +233,8 @@ func scanChatText(data []byte) (Delta, textPart, bool) {
 			})
 		case "usage":
 			ok = m.Once(1) && usageField(&s, &d.Usage)
-		case "sglext":
-			ok = s.Null() // an sglext object: decodeChatJSON reads it
+		case "sglext", "metrics", "timings":
+			ok = s.Null() // an object: decodeChatJSON reads it
 		case "id", "created", "model", "system_fingerprint":
 			ok = s.Skip()
 		default:

@@ -53,8 +53,10 @@ type completionsChunk struct {
 		Text         string  `json:"text"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage  *usageJSON  `json:"usage"`
-	SGLExt *sglextJSON `json:"sglext"`
+	Usage   *usageJSON        `json:"usage"`
+	SGLExt  *sglextJSON       `json:"sglext"`
+	Metrics *vllmMetricsJSON  `json:"metrics"`
+	Timings *llamaTimingsJSON `json:"timings"`
 }
 
 func (openAICompletions) Decode(ev SSEEvent) (Delta, error) {
@@ -93,7 +95,7 @@ func decodeCompletionsJSON(data []byte) (Delta, error) {
 	}
 	// An empty choices list is a usage-only chunk, not an error
 	// (sgl-project/sglang#5451).
-	d := Delta{Usage: c.Usage.usage(), CacheDetails: c.SGLExt.details()}
+	d := Delta{Usage: c.Usage.usage(), CacheDetails: c.SGLExt.details(), Server: serverTimings(c.Metrics, c.Timings)}
 	if len(c.Choices) > 0 {
 		d.Text = []byte(c.Choices[0].Text)
 		if fr := c.Choices[0].FinishReason; fr != nil {
@@ -150,8 +152,8 @@ func scanCompletionsText(data []byte) (Delta, textPart, bool) {
 			})
 		case "usage":
 			ok = m.Once(1) && usageField(&s, &d.Usage)
-		case "sglext":
-			ok = s.Null() // an sglext object: decodeCompletionsJSON reads it
+		case "sglext", "metrics", "timings":
+			ok = s.Null() // an object: decodeCompletionsJSON reads it
 		case "id", "created", "model", "system_fingerprint":
 			ok = s.Skip()
 		default:

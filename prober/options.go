@@ -31,5 +31,22 @@ func ModuleOptions(t config.Target, m config.Module) RequestOptions {
 		IncludeUsage: boolOr(m.IncludeUsage, true),
 		ExtraBody:    maps.Clone(m.ExtraBody),
 		Headers:      maps.Clone(m.Headers),
+		// A traceparent set by http_client_config is added below us, by
+		// its round tripper: ours would make it a second, invalid one.
+		NoTraceparent: t.NoTraceparent || clientSetsHeader(t, TraceparentHeader),
 	}
+}
+
+// clientSetsHeader says t's http_client_config adds header name to every
+// request.
+func clientSetsHeader(t config.Target, name string) bool {
+	if t.HTTPClientConfig.HTTPHeaders == nil {
+		return false
+	}
+	for k := range t.HTTPClientConfig.HTTPHeaders.Headers {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }

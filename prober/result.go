@@ -123,11 +123,15 @@ func span(a, b time.Time) time.Duration {
 // metrics; only the bench turns many of them into a summary.
 type Result struct {
 	RequestID string `json:"request_id,omitzero"`
-	Target    string `json:"target,omitzero"`
-	Module    string `json:"module,omitzero"`
-	Model     string `json:"model,omitzero"`
-	Backend   string `json:"backend,omitzero"`
-	Stream    bool   `json:"stream,omitzero"`
+	// TraceID is the W3C trace id of the traceparent header the request
+	// carried (ours, or one a module's headers set), empty when it
+	// carried none or an invalid one.
+	TraceID string `json:"trace_id,omitzero"`
+	Target  string `json:"target,omitzero"`
+	Module  string `json:"module,omitzero"`
+	Model   string `json:"model,omitzero"`
+	Backend string `json:"backend,omitzero"`
+	Stream  bool   `json:"stream,omitzero"`
 
 	// Scheduled is when the pacer wanted the request sent; Sent is taken
 	// immediately before client.Do. Sent-Scheduled is client queue time.

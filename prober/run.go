@@ -190,6 +190,7 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	if err != nil {
 		return &BuildError{Err: err}
 	}
+	res.TraceID = traceContext(req, p.Options.NoTraceparent)
 	tr := &tracer{}
 	req = req.WithContext(httptrace.WithClientTrace(ctx, tr.clientTrace()))
 	defer func() { res.Trace = tr.snapshot() }()
@@ -206,6 +207,10 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		// second call's: the first attempt's time is client-side, seen
 		// between Scheduled and Sent.
 		if retry, berr := p.Backend.NewRequest(p.Options, prompt); berr == nil {
+			// The retry is the same request: it continues the same trace.
+			if tp := req.Header.Values(TraceparentHeader); len(tp) > 0 {
+				retry.Header[http.CanonicalHeaderKey(TraceparentHeader)] = tp
+			}
 			res.ConnRetries++
 			// Closing the idle pool makes the retry dial: a server that
 			// closed one idle connection has likely closed the others it

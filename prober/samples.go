@@ -59,6 +59,13 @@ type Samples struct {
 	// (AnswerTokens − 1), -1 below 2 answer tokens or without TTFAT.
 	// Without reasoning it is TPOTSeconds.
 	AnswerTPOTSeconds float64
+
+	// ServerTTFT is the server's own time to first token, as it stated
+	// it (ServerTimings.FirstToken); OutsideServerTTFT is TTFT minus it:
+	// the network, HTTP and the server's front end. Both -1 where the
+	// server stated none, TTFT is undefined, or the server's exceeds
+	// ours (the statement cannot be of this request's time).
+	ServerTTFT, OutsideServerTTFT time.Duration
 }
 
 // Defined reports whether d is a defined sample (not -1).
@@ -67,7 +74,7 @@ func Defined(d time.Duration) bool { return d >= 0 }
 // Samples derives the measurements of r.
 func (r *Result) Samples() Samples {
 	s := Samples{
-		Queue: -1, TTFT: -1, E2E: -1, TPOTSeconds: -1, TTFAT: -1, AnswerTPOTSeconds: -1,
+		Queue: -1, TTFT: -1, E2E: -1, TPOTSeconds: -1, TTFAT: -1, AnswerTPOTSeconds: -1, ServerTTFT: -1, OutsideServerTTFT: -1,
 		Reasoning: r.ReasoningTokensSource != "", ReasoningTokens: max(r.ReasoningTokens, 0), ReasoningTokensSource: r.ReasoningTokensSource,
 		InputTokens: max(r.InputTokens, 0), InputTokensSource: r.InputTokensSource,
 		OutputTokens: max(r.OutputTokens, 0), OutputTokensSource: r.OutputTokensSource,
@@ -89,6 +96,9 @@ func (r *Result) Samples() Samples {
 	streamedFirst := r.Stream && !r.FirstToken.IsZero()
 	if streamedFirst {
 		s.TTFT = max(r.FirstToken.Sub(r.Sent), 0)
+		if st := r.Server.FirstToken; st > 0 && st <= s.TTFT {
+			s.ServerTTFT, s.OutsideServerTTFT = st, s.TTFT-st
+		}
 	}
 	if !r.End.IsZero() {
 		s.E2E = max(r.End.Sub(r.Sent), 0)

@@ -121,10 +121,33 @@ func TestSamples(t *testing.T) {
 				OutputTokens: 43, OutputTokensSource: TokenSourceUsage, FirstTokens: 1, Reasoning: true, TTFAT: 900 * time.Millisecond,
 				ReasoningTokens: 40, ReasoningTokensSource: TokenSourceUsage, AnswerTokens: 3, AnswerTPOTSeconds: ((920 * time.Millisecond).Seconds() - (900 * time.Millisecond).Seconds()) / 2},
 		},
+		{
+			name: "the server's stated TTFT splits ours",
+			r: Result{Stream: true, Sent: ms(0), FirstToken: ms(900), End: ms(920), Events: events(900, 910, 920),
+				OutputTokens: 3, OutputTokensSource: TokenSourceUsage, Server: ServerTimings{FirstToken: 700 * time.Millisecond}},
+			want: Samples{Queue: -1, TTFT: 900 * time.Millisecond, E2E: 920 * time.Millisecond, TPOTSeconds: ((920 * time.Millisecond).Seconds() - (900 * time.Millisecond).Seconds()) / 2,
+				OutputTokens: 3, OutputTokensSource: TokenSourceUsage, FirstTokens: 1, TTFAT: 900 * time.Millisecond, AnswerTokens: 3,
+				AnswerTPOTSeconds: ((920 * time.Millisecond).Seconds() - (900 * time.Millisecond).Seconds()) / 2,
+				ServerTTFT:        700 * time.Millisecond, OutsideServerTTFT: 200 * time.Millisecond},
+		},
+		{
+			name: "a stated TTFT beyond ours is not this request's: no split",
+			r: Result{Stream: true, Sent: ms(0), FirstToken: ms(900), End: ms(920), Events: events(900, 910, 920),
+				OutputTokens: 3, OutputTokensSource: TokenSourceUsage, Server: ServerTimings{FirstToken: 901 * time.Millisecond}},
+			want: Samples{Queue: -1, TTFT: 900 * time.Millisecond, E2E: 920 * time.Millisecond, TPOTSeconds: ((920 * time.Millisecond).Seconds() - (900 * time.Millisecond).Seconds()) / 2,
+				OutputTokens: 3, OutputTokensSource: TokenSourceUsage, FirstTokens: 1, TTFAT: 900 * time.Millisecond, AnswerTokens: 3,
+				AnswerTPOTSeconds: ((920 * time.Millisecond).Seconds() - (900 * time.Millisecond).Seconds()) / 2,
+				ServerTTFT:        -1, OutsideServerTTFT: -1},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, tc.r.Samples()); diff != "" {
+			want := tc.want
+			if want.ServerTTFT == 0 && want.OutsideServerTTFT == 0 {
+				// The server stated no TTFT in most cases: undefined.
+				want.ServerTTFT, want.OutsideServerTTFT = -1, -1
+			}
+			if diff := cmp.Diff(want, tc.r.Samples()); diff != "" {
 				t.Errorf("Samples() mismatch (-want +got):\n%s", diff)
 			}
 		})

@@ -168,6 +168,12 @@ type Config struct {
 	// chat request with an assistant turn that is not one of them: a
 	// multi-turn client must carry the replies it really got.
 	CheckHistory bool
+	// StateMetrics adds vLLM's per-request metrics object to the usage
+	// chunk of the OpenAI routes (time_to_first_token_ms from the
+	// request's arrival to its first token's due time, queue_time_ms from
+	// arrival to a running slot): the simulator's own truth in the shape
+	// vLLM states it. Off by default: vLLM sends it only when asked.
+	StateMetrics bool
 
 	// MetricsNames is the engine whose metric names, labels and bucket
 	// layouts GET /metrics serves: vllm or sglang (see metrics.go).

@@ -21,6 +21,22 @@ type gen struct {
 	emitted      int
 	rng          *rand.Rand
 	text         []byte // the text generated so far, kept only to check histories
+	stateMetrics bool   // Config.StateMetrics
+}
+
+// appendMetrics appends vLLM's per-request metrics object, as a key of
+// the usage chunk, when the server states it: the TTFT and queue time
+// this request was given, in milliseconds.
+func (g *gen) appendMetrics(b []byte) []byte {
+	if !g.stateMetrics || g.first.IsZero() {
+		return b
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b = append(b, `,"metrics":{"time_to_first_token_ms":`...)
+	b = strconv.AppendFloat(b, ms(g.first.Sub(g.arrived)), 'f', -1, 64)
+	b = append(b, `,"queue_time_ms":`...)
+	b = strconv.AppendFloat(b, ms(g.admitted.Sub(g.arrived)), 'f', -1, 64)
+	return append(b, '}')
 }
 
 func (g *gen) finishReason() string {
@@ -143,6 +159,7 @@ func (e *completionsEmitter) usage(sw *streamWriter, g *gen) error {
 	b = append(b, e.head...)
 	b = append(b, `"choices":[],"usage":`...)
 	b = appendUsage(b, g.promptTokens, g.emitted)
+	b = g.appendMetrics(b)
 	sw.buf = append(b, "}\n\n"...)
 	return sw.commit(ChunkUsage, 0)
 }
@@ -216,6 +233,7 @@ func (e *chatEmitter) usage(sw *streamWriter, g *gen) error {
 	b = append(b, e.head...)
 	b = append(b, `"choices":[],"usage":`...)
 	b = appendUsage(b, g.promptTokens, g.emitted)
+	b = g.appendMetrics(b)
 	sw.buf = append(b, "}\n\n"...)
 	return sw.commit(ChunkUsage, 0)
 }

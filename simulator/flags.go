@@ -35,6 +35,7 @@ func AddFlags(cmd *kingpin.CmdClause) *Config {
 	cmd.Flag("sim.fault-stall", "How long stall faults hold before carrying on (0: until the client leaves).").Default(d.FaultStall.String()).DurationVar(&c.FaultStall)
 	cmd.Flag("sim.retry-after", "Retry-After of the 429 fault.").Default(d.RetryAfter.String()).DurationVar(&c.RetryAfter)
 	cmd.Flag("sim.truth-size", "Finished requests whose ground truth is kept (0: record none).").Default(strconv.Itoa(d.TruthSize)).IntVar(&c.TruthSize)
+	cmd.Flag("sim.state-metrics", "State each request's TTFT and queue time in vLLM's per-request metrics object on the OpenAI routes' usage chunk.").Default(strconv.FormatBool(d.StateMetrics)).BoolVar(&c.StateMetrics)
 	cmd.Flag("sim.check-history", "Refuse a chat request whose assistant turns are not replies this server generated.").Default(strconv.FormatBool(d.CheckHistory)).BoolVar(&c.CheckHistory)
 	cmd.Flag("sim.metrics-names", "Engine whose metric names GET /metrics serves: vllm or sglang.").Default(string(d.MetricsNames)).EnumVar((*string)(&c.MetricsNames), string(MetricsVLLM), string(MetricsSGLang))
 	cmd.Flag("sim.kv-cache-tokens", "KV cache size in tokens: the KV-cache usage gauge's denominator and the prefix cache's capacity.").Default(strconv.Itoa(d.KVCacheTokens)).IntVar(&c.KVCacheTokens)

@@ -329,7 +329,8 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 	kv := s.kvBlocks(req.promptTokens + n)
 	s.kvUsed.Add(kv)
 	defer s.kvUsed.Add(-kv)
-	g := &gen{id: id, model: req.model, created: arrived.Unix(), arrived: arrived, admitted: admitted, promptTokens: req.promptTokens, n: n, eos: eos, rng: rng}
+	g := &gen{id: id, model: req.model, created: arrived.Unix(), arrived: arrived, admitted: admitted, promptTokens: req.promptTokens, n: n, eos: eos, rng: rng,
+		stateMetrics: s.cfg.StateMetrics}
 	if s.replies != nil {
 		g.text = make([]byte, 0, 8*n)
 	}

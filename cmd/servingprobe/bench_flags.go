@@ -444,6 +444,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 
 	b.strings("server-metrics", "server_metrics", "The server's Prometheus endpoint, read at the start and end of the measured run and sampled each second through it for the Server metrics block (repeat for a second source). Default: the base URL's /metrics, when it answers.", &s.ServerMetrics)
 	b.bool("no-server-metrics", "no_server_metrics", "Do not read the server's metrics.", &s.NoServerMetrics)
+	b.bool("no-traceparent", "no_traceparent", "Send no W3C traceparent header of our own (one per request by default; its trace id goes in the details' trace_ids).", &s.NoTraceparent)
 	b.strings("lora-name", "lora_name", "LoRA adapter names (several after one flag, or the flag repeated).", &s.LoRANames)
 	p("lora-request-distribution", "uniform, distinct or skewed.", enumValue(&s.LoRADistribution, "uniform", "distinct", "skewed"))
 	p("lora-zipf-alpha", "Skew of the skewed distribution (> 1).", floatValue(&s.LoRAZipfAlpha))

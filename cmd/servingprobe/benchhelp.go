@@ -40,7 +40,7 @@ var benchHelpGroups = []struct {
 	{"LoRA", []string{"lora-name", "lora-request-distribution", "lora-zipf-alpha"}},
 	{"Output", []string{"output-file", "output-details", "tag", "print-requests", "disable-tqdm", "plot-throughput", "report", "strict-json"}},
 	{"Figures (vLLM's additions and servingprobe's)", []string{"percentile-metrics", "metric-percentiles", "goodput", "cost-per-hour",
-		"stats", "compat", "server-metrics", "no-server-metrics"}},
+		"stats", "compat", "server-metrics", "no-server-metrics", "no-traceparent"}},
 	{"Sharded runs", []string{"shard", "shard-count", "run-id", "start-at"}},
 	{"Sweeps and SLO searches", []string{"sweep", "sweep-request-rates", "sweep-max-concurrency", "sweep-points", "sweep-cooldown",
 		"slo", "slo-search", "slo-precision", "slo-start", "slo-max", "slo-max-points", "slo-point-samples", "slo-point-time", "slo-budget"}},

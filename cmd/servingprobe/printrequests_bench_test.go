@@ -100,7 +100,7 @@ func BenchmarkPrintRequestsP99TTFT(b *testing.B) {
 // output as reprs, one line each (repr escapes every newline).
 var (
 	requestLineStart = regexp.MustCompile(`^rid=([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}) time=\d+\.\d+(?:e[-+]\d\d)? message="request start" request_func_input="RequestFuncInput\(prompt=.*, api_url='([^']*)', prompt_len=\d+, output_len=\d+, model='[^']*', .*\)"$`)
-	requestLineEnd   = regexp.MustCompile(`^rid=([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}) time=\d+\.\d+(?:e[-+]\d\d)? time_delta=-?\d+\.\d+(?:e[-+]\d\d)? message="request end" output="RequestFuncOutput\(generated_text=.*, success=(True|False), latency=.*\)"$`)
+	requestLineEnd   = regexp.MustCompile(`^rid=([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}) time=\d+\.\d+(?:e[-+]\d\d)? time_delta=-?\d+\.\d+(?:e[-+]\d\d)? message="request end" output="RequestFuncOutput\(generated_text=.*, success=(True|False), latency=.*\)"(?: trace_id=[0-9a-f]{32})?$`)
 )
 
 // checkRequestLines holds the request lines of a bench's stdout (those

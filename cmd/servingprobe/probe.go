@@ -232,6 +232,10 @@ type probeJSON struct {
 	AnswerTPOTSeconds *float64   `json:"answer_tpot_seconds,omitempty"`
 	AnswerITLSeconds  *[]float64 `json:"answer_itl_seconds,omitempty"`
 	AnswerTokens      *int       `json:"answer_tokens,omitempty"`
+	// The server's own TTFT as it stated it and TTFT minus it
+	// (prober.Samples' split), only where the server stated one.
+	ServerTTFTSeconds        *float64 `json:"server_ttft_seconds,omitempty"`
+	OutsideServerTTFTSeconds *float64 `json:"outside_server_ttft_seconds,omitempty"`
 }
 
 func optSeconds(d time.Duration) *float64 {
@@ -247,6 +251,7 @@ func writeProbeJSON(w io.Writer, r prober.Result) error {
 	out := probeJSON{
 		Result: r, TTFTSeconds: optSeconds(sm.TTFT), E2ESeconds: optSeconds(sm.E2E),
 		ITLSeconds: r.AppendITLs([]float64{}, false), ChunkITLSeconds: r.AppendITLs([]float64{}, true),
+		ServerTTFTSeconds: optSeconds(sm.ServerTTFT), OutsideServerTTFTSeconds: optSeconds(sm.OutsideServerTTFT),
 	}
 	if sm.TPOTSeconds >= 0 {
 		out.TPOTSeconds = &sm.TPOTSeconds
@@ -281,6 +286,9 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	row("Target", "%s (%s, model %s)", r.Target, r.Backend, orNone(r.Model))
 	row("Outcome", "%s (HTTP %d)", r.Outcome, r.HTTPStatus)
+	if r.TraceID != "" {
+		row("Trace id", "%s", r.TraceID)
+	}
 	if r.Err != "" {
 		row("Error", "%s", r.Err)
 	}
@@ -299,6 +307,10 @@ func writeProbeSummary(w io.Writer, r prober.Result) {
 		row("ITL", "%s", notStreamed)
 	default:
 		row("TTFT", "%s", probeMS(sm.TTFT))
+		if prober.Defined(sm.ServerTTFT) {
+			row("  server's TTFT", "%s (as the server states it)", probeMS(sm.ServerTTFT))
+			row("  outside the server", "%s", probeMS(sm.OutsideServerTTFT))
+		}
 		tpot := "–"
 		if sm.TPOTSeconds >= 0 {
 			tpot = fmt.Sprintf("%.2f ms", sm.TPOTSeconds*1000)
