@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/servingprobe/servingprobe/benchrun"
-	"github.com/servingprobe/servingprobe/datasets"
 )
 
 // maxWindowBytes bounds the memory a window's prompts may take: the
@@ -16,11 +15,10 @@ import (
 const maxWindowBytes = 1 << 30
 
 // checkMemory refuses, naming the bound, a window whose prompts would
-// need more than maxWindowBytes (datasets.EstimateBytes of the prompt
-// set, plus datasets.ImageBytes for each of max_concurrency requests).
+// need more than maxWindowBytes (benchrun.Spec.MemoryBytes: the prompt
+// set and the images of max_concurrency requests in flight).
 func checkMemory(s *benchrun.Spec) *apiError {
-	held := datasets.EstimateBytes(s.Dataset, s.NumPrompts, s.Options)
-	flight := uint64(max(s.MaxConcurrency, 1)) * datasets.ImageBytes(s.Dataset, s.Options)
+	held, flight := s.MemoryBytes()
 	if need := held + flight; need > maxWindowBytes {
 		return overLimit("num_prompts: %d prompts of %s would need about %s (%s held for the run, %s of images in flight), more than a window may hold (%s); lower num_prompts, random_input_len or max_concurrency",
 			s.NumPrompts, s.Dataset, mib(need), mib(held), mib(flight), mib(maxWindowBytes))
