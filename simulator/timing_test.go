@@ -3,7 +3,6 @@ package simulator
 import (
 	"bufio"
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 )
 
 // timedConfig has exact latencies: no jitter.
@@ -202,49 +202,16 @@ func TestCancellationStopsHandler(t *testing.T) {
 	}
 }
 
-// pipeListener serves HTTP over net.Pipe, which synctest allows.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
-
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // TestClientSeesConfiguredTiming runs a real HTTP client over an in-memory
 // connection: on virtual time, the client's TTFT and ITL equal the model's
 // and the server's ground truth exactly.
 func TestClientSeesConfiguredTiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newServer(t, timedConfig())
-		l := newPipeListener()
+		l := llmtest.NewPipeListener()
 		srv := &http.Server{Handler: s.Handler()}
 		go srv.Serve(l)
-		tr := &http.Transport{DialContext: l.dial}
+		tr := &http.Transport{DialContext: l.Dial}
 		client := &http.Client{Transport: tr}
 		defer func() {
 			tr.CloseIdleConnections()

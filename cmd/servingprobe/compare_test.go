@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,42 +14,9 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 	"github.com/servingprobe/servingprobe/simulator"
 )
-
-// pipeListener serves HTTP over net.Pipe, which a synctest bubble allows
-// (real sockets it does not).
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
-
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
 
 // simBench runs the bench engine against a fresh simulator whose base
 // time to first token is ttft (normal jitter on it and on each decode
@@ -73,7 +37,7 @@ func simBench(t *testing.T, ttft time.Duration, seed uint64, path string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := newPipeListener()
+		l := llmtest.NewPipeListener()
 		srv := &http.Server{Handler: sim.Handler()}
 		go func() { _ = srv.Serve(l) }()
 
@@ -89,7 +53,7 @@ func simBench(t *testing.T, ttft time.Duration, seed uint64, path string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := &http.Transport{DialContext: l.dial}
+		tr := &http.Transport{DialContext: l.Dial}
 		p.Client.Transport = tr
 		p.Prober.Client = p.Client
 		zero := time.Duration(0)
