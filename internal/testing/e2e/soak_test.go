@@ -15,12 +15,16 @@ import (
 const (
 	soakDuration = 2 * time.Minute
 	// The daemon, 20 targets, the simulator and the hostile server in one
-	// process, under the race detector. The simulator counts prompt tokens
-	// with the embedded Qwen3 tokenizer, whose tables (about 10 MiB of live
-	// heap, loaded once) the run now holds: peaks of 160-166 MiB against
-	// 130 MiB without it, with the heap flat over the two minutes. The
-	// bound catches runaway growth; the heap slack below catches a leak.
-	soakRSSBound  = 200 << 20
+	// process, under the race detector, and that process is the test
+	// binary: the package's other tests (a real ollama, kill -9 of the
+	// binary, full disks) have run in it before, so its RSS before the
+	// soak is theirs (201 MiB in one make test run, whose soak then
+	// peaked at 208 MiB against the absolute bound of 200 MiB this
+	// replaces). The bound is on the soak's own growth over that start,
+	// which holds the simulator's embedded Qwen3 tokenizer (about 10 MiB
+	// of live heap, loaded once) and 20 targets' probing. It catches
+	// runaway growth; the heap slack below catches a leak.
+	soakRSSGrowth = 96 << 20
 	soakGoSlack   = 24       // goroutines over the first half's peak
 	soakFDSlack   = 12       // fds over the first half's peak
 	soakHeapSlack = 48 << 20 // live heap over the first half's peak
@@ -66,8 +70,8 @@ func TestSoak(t *testing.T) {
 			t.Errorf("%s grew: first half peak %d, second half peak %d (slack %d)", c.name, a, b, c.slack)
 		}
 	}
-	if r := peak(rep.Samples, func(s hostile.Sample) int64 { return s.RSSBytes }); r > soakRSSBound {
-		t.Errorf("RSS peaked at %d MiB, bound %d MiB", r>>20, soakRSSBound>>20)
+	if r := peak(rep.Samples, func(s hostile.Sample) int64 { return s.RSSBytes }); rep.Before.RSSBytes < 0 || r-rep.Before.RSSBytes > soakRSSGrowth {
+		t.Errorf("RSS peaked at %d MiB from %d MiB before the soak, a growth bound of %d MiB", r>>20, rep.Before.RSSBytes>>20, soakRSSGrowth>>20)
 	}
 	if rep.After.Goroutines > rep.Before.Goroutines+1 {
 		t.Errorf("goroutines after shutdown %d, before %d", rep.After.Goroutines, rep.Before.Goroutines)
