@@ -72,6 +72,9 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 
 	simCfg := simulator.DefaultConfig()
 	simCfg.FaultRates = map[simulator.Fault]float64{simulator.Fault500: 0.05}
+	// The simulator states its own per-request timing in vLLM's shape,
+	// so that the panels of the server's TTFT and the rest have data.
+	simCfg.StateMetrics = true
 	sim, err := simulator.New(simCfg, log.NewNopLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +108,7 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 			RuleFiles:        rules,
 		})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	// Probe results of every target and both server jobs in both
 	// Prometheus, and recording rules evaluated over them.
