@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
@@ -354,12 +355,12 @@ func FuzzParseCacheCost(f *testing.F) {
 		s := cacheCostSummary()
 		edit(s)
 		for _, strict := range []bool{false, true} {
-			e := &pyEncoder{strict: strict}
-			if err := e.object(record{{"duration", s.Duration}, {"total_input_tokens", s.TotalInputTokens}, {"total_output_tokens", s.TotalOutputTokens},
+			e := &pyfmt.Encoder{Strict: strict}
+			if err := e.Object(record{{"duration", s.Duration}, {"total_input_tokens", s.TotalInputTokens}, {"total_output_tokens", s.TotalOutputTokens},
 				s.appendCacheReport(nil)[0], {"servingprobe", append(s.serverFields(), s.costEnergyFields()...)}}); err != nil {
 				f.Fatal(err)
 			}
-			f.Add(e.buf.Bytes())
+			f.Add(e.Bytes())
 		}
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {

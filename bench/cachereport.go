@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
@@ -239,7 +240,7 @@ func (s *Summary) writeCacheAgreement(t *tableWriter) {
 		}
 		rel := "the server counted none"
 		if a.server != 0 {
-			rel = pyFixed2(a.diff()/a.server*100) + "% of the server's"
+			rel = pyfmt.Fixed2(a.diff()/a.server*100) + "% of the server's"
 		}
 		t.row("Cached tokens ours - server:", fmtCount(a.diff())+" ("+rel+"; other traffic, warm-up or a response that stated no count)")
 	}

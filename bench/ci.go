@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 )
 
 // Confidence is the level of every confidence interval servingprobe
@@ -615,7 +617,7 @@ func FormatInterval(v float64, iv Interval) string {
 		if math.IsInf(f, 0) {
 			return "…"
 		}
-		return pyFixed2(f)
+		return pyfmt.Fixed2(f)
 	}
 	out := "[" + end(iv.Lo) + ", " + end(iv.Hi) + "]"
 	if FewSamples(v, iv) {

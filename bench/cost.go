@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
@@ -87,7 +88,7 @@ func (s *Summary) writeCostEnergy(t *tableWriter) {
 		if e.Method == servermetrics.EnergyPowerEstimate {
 			how = fmt.Sprintf("estimate: %s integrated over the samples, %d GPUs", servermetrics.DCGMPower, e.GPUs)
 		}
-		t.row("Energy (J):", pyFixed2(e.Joules)+" ("+how+")")
+		t.row("Energy (J):", pyfmt.Fixed2(e.Joules)+" ("+how+")")
 		if v := e.PerOutputToken(s.TotalOutputTokens); !math.IsNaN(v) {
 			t.row("Energy per output token (J):", strconv.FormatFloat(v, 'f', 4, 64))
 		} else {

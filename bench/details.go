@@ -40,9 +40,9 @@ type DetailReasoning struct {
 	AnswerITLs int `json:"answer_itls"`
 }
 
-// record is d as the record's pyEncoder writes it: null for a request
+// PyValue is d as the record writes it (pyfmt.Valuer): null for a request
 // that did not reason.
-func (d *DetailReasoning) record() any {
+func (d *DetailReasoning) PyValue() any {
 	if d == nil {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 )
 
 // EmbeddingBatch is how many inputs the embedding requests carried: the
@@ -72,7 +73,7 @@ func (t *batchTally) summary() *EmbeddingBatch {
 // servingprobe's block.
 func (s *Summary) writeEmbeddingBatch(t *tableWriter) {
 	if b := s.EmbeddingBatch; b != nil {
-		t.row("Inputs per request (mean/max):", fmt.Sprintf("%s/%d", pyFixed2(b.Mean()), b.Max))
+		t.row("Inputs per request (mean/max):", fmt.Sprintf("%s/%d", pyfmt.Fixed2(b.Mean()), b.Max))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -80,7 +81,7 @@ func TestEmbeddingBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := rec.SP.Batch
-	if b.Requests != 3 || b.Inputs != 8 || b.Max != 4 || pyFixed2(b.Mean) != "2.67" || b.Mean != 8.0/3 {
+	if b.Requests != 3 || b.Inputs != 8 || b.Max != 4 || pyfmt.Fixed2(b.Mean) != "2.67" || b.Mean != 8.0/3 {
 		t.Errorf("servingprobe.embedding_batch = %+v, want 3 requests, 8 inputs, max 4, mean 8/3 (the table's 2.67)", b)
 	}
 	back, err := ParseRecord(line)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -178,7 +179,7 @@ func (s *Summary) writeShardRows(t *tableWriter) {
 		t.row("Merged reasoning:", "counts exact; TTFAT, answer TPOT and answer ITL not merged (shown as 0): "+m.ReasoningNotMerged)
 	}
 	for _, l := range m.Shards {
-		line := fmt.Sprintf("%d ok of %d, %s s, %s req/s, P99 TTFT %s ms", l.Completed, l.Requests, pyFixed2(l.Duration), pyFixed2(l.RequestThroughput), pyFixed2(l.TTFT.P99))
+		line := fmt.Sprintf("%d ok of %d, %s s, %s req/s, P99 TTFT %s ms", l.Completed, l.Requests, pyfmt.Fixed2(l.Duration), pyfmt.Fixed2(l.RequestThroughput), pyfmt.Fixed2(l.TTFT.P99))
 		if l.HasOffset {
 			line += ", start " + startOffsetText(l.Offset, l.Late)
 		}

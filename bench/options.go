@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 )
 
 // Metric names of vLLM's --percentile-metrics and --goodput.
@@ -79,7 +79,7 @@ func percentileWord(p float64) string {
 	if p == math.Trunc(p) {
 		return strconv.Itoa(int(p))
 	}
-	return prober.PyFloat(p)
+	return pyfmt.Float(p)
 }
 
 // Goodput maps a metric (ttft, tpot or e2el) to its SLO in milliseconds, as

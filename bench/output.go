@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -53,7 +54,7 @@ func (t *tableWriter) row(label, value string) {
 	}
 }
 
-func (t *tableWriter) f2(label string, v float64) { t.row(label, pyFixed2(v)) }
+func (t *tableWriter) f2(label string, v float64) { t.row(label, pyfmt.Fixed2(v)) }
 
 func (t *tableWriter) int(label string, v int) { t.row(label, strconv.Itoa(v)) }
 
@@ -69,7 +70,7 @@ func (s *Summary) writeTable(t *tableWriter) error {
 	t.line("")
 	t.line(center(" Serving Benchmark Result ", '=', 50))
 	t.row("Backend:", s.Backend)
-	rate := prober.PyFloat(float64(s.RequestRate))
+	rate := pyfmt.Float(float64(s.RequestRate))
 	if s.UseTraceTimestamps {
 		rate = "trace"
 	}
@@ -351,12 +352,12 @@ func (s *Summary) record(o JSONOptions) ([]byte, error) {
 			}
 		}
 	}
-	e := &pyEncoder{strict: o.Strict}
-	if err := e.object(r); err != nil {
+	e := &pyfmt.Encoder{Strict: o.Strict}
+	if err := e.Object(r); err != nil {
 		return nil, err
 	}
-	e.buf.WriteByte('\n')
-	return e.buf.Bytes(), nil
+	e.WriteByte('\n')
+	return e.Bytes(), nil
 }
 
 // WriteRecord writes Record's line to w. Details kept on disk
@@ -649,3 +650,19 @@ func itlPercentiles(metrics []string, percentiles []float64) []float64 {
 	}
 	return percentiles
 }
+
+// field is one key of the record's ordered objects.
+type field struct {
+	key   string
+	value any
+}
+
+// record is an ordered object of the record, as a Python dict keeps
+// insertion order; pyfmt.Encoder writes it (pyfmt.Fields).
+type record []field
+
+// Len implements pyfmt.Fields.
+func (r record) Len() int { return len(r) }
+
+// Field implements pyfmt.Fields.
+func (r record) Field(i int) (string, any) { return r[i].key, r[i].value }

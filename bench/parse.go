@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
@@ -566,12 +567,12 @@ func rawKey(fields []rawField, key string) json.RawMessage {
 // keys beyond want's (a newer servingprobe's) are not compared. The error
 // begins with the path of the first difference (".per_hour: ...").
 func checkDerived(want any, got json.RawMessage, keys ...string) error {
-	e := &pyEncoder{strict: true}
-	if err := e.value(want); err != nil {
+	e := &pyfmt.Encoder{Strict: true}
+	if err := e.Value(want); err != nil {
 		return err
 	}
 	var w, g any
-	if err := json.Unmarshal(e.buf.Bytes(), &w); err != nil {
+	if err := json.Unmarshal(e.Bytes(), &w); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(got, &g); err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
@@ -88,7 +89,7 @@ func fmtCount(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-func ms(v float64) string { return pyFixed2(v * 1000) }
+func ms(v float64) string { return pyfmt.Fixed2(v * 1000) }
 
 func bucketText(e servermetrics.Estimate) string {
 	if math.IsInf(e.Upper, 1) {
@@ -128,10 +129,10 @@ func (s *Summary) writeServer(t *tableWriter) {
 			t.row("Percentiles:", "bucket estimates, linear within the bucket, as histogram_quantile")
 		}
 		if gap, ok := s.ServerTTFTGap(r); ok {
-			t.row("TTFT ours - server P50/P90/P99 (ms):", pyFixed2(gap[0])+" / "+pyFixed2(gap[1])+" / "+pyFixed2(gap[2]))
+			t.row("TTFT ours - server P50/P90/P99 (ms):", pyfmt.Fixed2(gap[0])+" / "+pyfmt.Fixed2(gap[1])+" / "+pyfmt.Fixed2(gap[2]))
 			for i, p := range []string{"P50", "P90", "P99"} {
 				if gap[i] < 0 {
-					t.row("TTFT disagreement:", fmt.Sprintf("the server's %s exceeds ours by %s ms (a bucket estimate, another clock start, or other traffic)", p, pyFixed2(-gap[i])))
+					t.row("TTFT disagreement:", fmt.Sprintf("the server's %s exceeds ours by %s ms (a bucket estimate, another clock start, or other traffic)", p, pyfmt.Fixed2(-gap[i])))
 				}
 			}
 		}
@@ -145,10 +146,10 @@ func (s *Summary) writeServer(t *tableWriter) {
 			t.row("Token counts:", l)
 		}
 		if !math.IsNaN(r.PrefixHitRate) {
-			t.row("Prefix cache hit rate:", pyFixed2(r.PrefixHitRate*100)+"%")
+			t.row("Prefix cache hit rate:", pyfmt.Fixed2(r.PrefixHitRate*100)+"%")
 		}
 		if g, ok := r.Gauge(servermetrics.KVUsage); ok {
-			t.row("KV cache usage peak/mean:", pyFixed2(g.Peak*100)+"% / "+pyFixed2(g.Mean*100)+"%")
+			t.row("KV cache usage peak/mean:", pyfmt.Fixed2(g.Peak*100)+"% / "+pyfmt.Fixed2(g.Mean*100)+"%")
 		}
 		if g, ok := r.Gauge(servermetrics.Running); ok {
 			t.row("Running requests peak:", fmtCount(g.Peak))

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
@@ -208,11 +209,11 @@ func FuzzParseServer(f *testing.F) {
 	missing := servermetrics.Report{Source: "http://other/metrics", Missing: "no answer within 2s", PrefixHitRate: math.NaN()}
 	s.Server = []servermetrics.Report{serverReport(3), missing}
 	for _, strict := range []bool{false, true} {
-		e := &pyEncoder{strict: strict}
-		if err := e.object(record{{"servingprobe", s.serverFields()}}); err != nil {
+		e := &pyfmt.Encoder{Strict: strict}
+		if err := e.Object(record{{"servingprobe", s.serverFields()}}); err != nil {
 			f.Fatal(err)
 		}
-		f.Add(e.buf.Bytes())
+		f.Add(e.Bytes())
 	}
 	f.Add([]byte(`{"servingprobe": {"server": {"source": "u", "series": {"offsets_s": [0, 1.5], "waiting": [null, 2]}, "samples": 9}}}`))
 	f.Add([]byte(`{"servingprobe": {"server": {"source": "u", "ttft_ms": {"count": 1, "p50": 1, "p50_bucket": {"lower": 0, "upper": null}}}}}`))

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 )
 
 // Alpha is the significance level of a comparison as a whole: a row is
@@ -509,7 +511,7 @@ func WriteComparison(w io.Writer, baseName, candName string, rows []Comparison) 
 		if p := c.Pct(); !math.IsNaN(p) {
 			pct = fmt.Sprintf("%+.1f%%", p)
 		}
-		fmt.Fprintf(&b, "%-34s %12s %12s %8s  %-22s %s\n", c.Label, pyFixed2(c.Base), pyFixed2(c.New), pct, c.DiffText(), c.Verdict())
+		fmt.Fprintf(&b, "%-34s %12s %12s %8s  %-22s %s\n", c.Label, pyfmt.Fixed2(c.Base), pyfmt.Fixed2(c.New), pct, c.DiffText(), c.Verdict())
 		if c.Test != TestNone {
 			tested++
 		}

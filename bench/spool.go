@@ -10,6 +10,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 )
 
 // detailSpool keeps --output-details on disk: each request's row is
@@ -223,58 +225,58 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 		}
 		cols[k] = c
 	}
-	e := pyEncoder{strict: o.Strict}
+	e := pyfmt.Encoder{Strict: o.Strict}
 	for i := range d.n {
 		r, err := sp.read(i)
 		if err != nil {
 			return err
 		}
 		for k, c := range cols {
-			e.buf.Reset()
+			e.Reset()
 			if i > 0 {
-				e.buf.WriteString(", ")
+				e.WriteString(", ")
 			}
 			switch keys[k] {
 			case "input_lens":
-				e.int(r.inputLen)
+				e.Int(r.inputLen)
 			case "output_lens":
-				e.int(r.outputLen)
+				e.Int(r.outputLen)
 			case "ttfts":
-				e.float(r.ttft)
+				e.Float(r.ttft)
 			case "itls":
-				_ = e.value(r.itls)
+				_ = e.Value(r.itls)
 			case "generated_texts":
-				e.string(r.text)
+				e.Str(r.text)
 			case "errors":
-				e.string(r.err)
+				e.Str(r.err)
 			case "scheduled_times":
-				e.float(relTime(r.times[0], d.start))
+				e.Float(relTime(r.times[0], d.start))
 			case "sent_times":
-				e.float(relTime(r.times[1], d.start))
+				e.Float(relTime(r.times[1], d.start))
 			case "first_token_times":
-				e.float(relTime(r.times[2], d.start))
+				e.Float(relTime(r.times[2], d.start))
 			case "end_times":
-				e.float(relTime(r.times[3], d.start))
+				e.Float(relTime(r.times[3], d.start))
 			case "request_outcomes":
-				e.string(r.outcome)
+				e.Str(r.outcome)
 			case "server_timings":
-				_ = e.value(r.server)
+				_ = e.Value(r.server)
 			case "request_reasoning":
-				_ = e.value(r.reasoning)
+				_ = e.Value(r.reasoning)
 			case "trace_ids":
-				e.string(r.traceID)
+				e.Str(r.traceID)
 			}
-			if _, err := c.w.Write(e.buf.Bytes()); err != nil {
+			if _, err := c.w.Write(e.Bytes()); err != nil {
 				return fmt.Errorf("details spool: %w", err)
 			}
 		}
 	}
 	for k, c := range cols {
-		e.buf.Reset()
-		e.buf.WriteString(", ")
-		e.string(keys[k])
-		e.buf.WriteString(": [")
-		if _, err := w.Write(e.buf.Bytes()); err != nil {
+		e.Reset()
+		e.WriteString(", ")
+		e.Str(keys[k])
+		e.WriteString(": [")
+		if _, err := w.Write(e.Bytes()); err != nil {
 			return err
 		}
 		if err := c.w.Flush(); err != nil {

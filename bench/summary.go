@@ -236,8 +236,8 @@ func (t *ServerTiming) PerOutputToken() float64 {
 	return d.Seconds()
 }
 
-// record is t as the record's pyEncoder writes it, in ollama's key order.
-func (t *ServerTiming) record() any {
+// PyValue is t as the record writes it (pyfmt.Valuer), in ollama's key order.
+func (t *ServerTiming) PyValue() any {
 	if t == nil {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -300,7 +301,7 @@ func checkLimits(s *benchrun.Spec, keys map[string]json.RawMessage, lim config.B
 	if v := s.RequestRate; math.IsNaN(v) || v <= 0 {
 		return badRequest("request_rate: must be > 0 or \"inf\", got %v", v)
 	} else if v > lim.MaxRequestRate {
-		return overLimit("request_rate: %s exceeds bench.max_request_rate (%v)", prober.PyFloat(v), lim.MaxRequestRate)
+		return overLimit("request_rate: %s exceeds bench.max_request_rate (%v)", pyfmt.Float(v), lim.MaxRequestRate)
 	}
 	if v := s.Burstiness; !(v > 0) || math.IsInf(v, 0) || v > 1e6 {
 		return badRequest("burstiness: must be > 0 and at most 1e6, got %v", v)

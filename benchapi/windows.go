@@ -22,6 +22,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -263,7 +264,7 @@ func (b *Windows) handleCreate(w http.ResponseWriter, r *http.Request) {
 	b.d.Metrics().PrepareBench(req.Target.Name, req.ModuleName)
 	go b.execute(ctx, run, req)
 	level.Info(b.logger).Log("msg", "Bench run accepted", "id", id, "target", req.Target.Name, "module", req.ModuleName,
-		"num_prompts", req.Spec.NumPrompts, "request_rate", prober.PyFloat(req.Spec.RequestRate), "max_concurrency", req.Spec.MaxConcurrency)
+		"num_prompts", req.Spec.NumPrompts, "request_rate", pyfmt.Float(req.Spec.RequestRate), "max_concurrency", req.Spec.MaxConcurrency)
 	w.Header().Set("Location", "/api/v1/benches/"+id)
 	writeJSON(w, http.StatusAccepted, run.snapshot())
 }

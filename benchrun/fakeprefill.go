@@ -1,10 +1,6 @@
 package benchrun
 
-// pyField is one key of a Python dict, kept in insertion order.
-type pyField struct {
-	key   string
-	value any
-}
+import "github.com/servingprobe/servingprobe/internal/pyfmt"
 
 // fakePrefillFields are the fields --fake-prefill puts in every request
 // body, in the order bench_serving inserts them into its
@@ -22,9 +18,9 @@ type pyField struct {
 // extra_request_body into its payload. No bootstrap_port is sent. The
 // decode server, launched with --disaggregation-transfer-backend fake,
 // skips the KV transfer for this host.
-func fakePrefillFields(s Spec) []pyField {
+func fakePrefillFields(s Spec) []pyfmt.Field {
 	if !s.FakePrefill {
 		return nil
 	}
-	return []pyField{{"bootstrap_host", FakeBootstrapHost}, {"bootstrap_room", 0}}
+	return []pyfmt.Field{{Key: "bootstrap_host", Value: FakeBootstrapHost}, {Key: "bootstrap_room", Value: 0}}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -49,7 +50,7 @@ type requestLogRun struct {
 	apiURL, model string
 	// extra is bench_serving's extra_request_body before a row's own
 	// extras are merged in (see runExtraFields).
-	extra []pyField
+	extra []pyfmt.Field
 	// stream: bench_serving's multi-turn rounds ask for usage in
 	// stream_options when streaming.
 	stream bool
@@ -96,8 +97,8 @@ func newRequestLogRun(p *Prepared) requestLogRun {
 // sglang-oai-chat, then the --fake-prefill fields. A key already present
 // keeps its place, as a Python dict does. The user's keys come sorted: a
 // Go map does not keep the order of the JSON they came in.
-func runExtraFields(s Spec, info prober.BackendInfo) []pyField {
-	fields := sortedFields(s.ExtraBody)
+func runExtraFields(s Spec, info prober.BackendInfo) []pyfmt.Field {
+	fields := pyfmt.SortedFields(s.ExtraBody)
 	if s.CacheReport && info.SGLang && info.Protocol != prober.ProtocolSGLangGenerate {
 		// bench_serving's --cache-report asks sglang's OpenAI routes for
 		// the cache tiers' split (sglext.cached_tokens_details). It sets
@@ -106,20 +107,20 @@ func runExtraFields(s Spec, info prober.BackendInfo) []pyField {
 		fields = setPyField(fields, "return_cached_tokens_details", true)
 	}
 	for _, f := range fakePrefillFields(s) {
-		fields = setPyField(fields, f.key, f.value)
+		fields = setPyField(fields, f.Key, f.Value)
 	}
 	return fields
 }
 
 // setPyField is d[key] = value on a Python dict.
-func setPyField(fields []pyField, key string, value any) []pyField {
+func setPyField(fields []pyfmt.Field, key string, value any) []pyfmt.Field {
 	for i := range fields {
-		if fields[i].key == key {
-			fields[i].value = value
+		if fields[i].Key == key {
+			fields[i].Value = value
 			return fields
 		}
 	}
-	return append(fields, pyField{key, value})
+	return append(fields, pyfmt.Field{Key: key, Value: value})
 }
 
 // requestEvent is one line of --print-requests, kept as values: the
@@ -261,7 +262,7 @@ func appendStartLine(b, rid []byte, at float64, run *requestLogRun, p *datasets.
 	b = append(b, "rid="...)
 	b = append(b, rid...)
 	b = append(b, " time="...)
-	b = appendPyFloat(b, at)
+	b = pyfmt.AppendFloat(b, at)
 	b = append(b, ` message="request start" request_func_input="`...)
 	b = appendInput(b, run, p)
 	return append(b, "\"\n"...)
@@ -272,9 +273,9 @@ func appendEndLine(b, rid []byte, at, delta float64, run *requestLogRun, p *data
 	b = append(b, "rid="...)
 	b = append(b, rid...)
 	b = append(b, " time="...)
-	b = appendPyFloat(b, at)
+	b = pyfmt.AppendFloat(b, at)
 	b = append(b, " time_delta="...)
-	b = appendPyFloat(b, delta)
+	b = pyfmt.AppendFloat(b, delta)
 	b = append(b, ` message="request end" output="`...)
 	b = appendOutput(b, run, p, r)
 	b = append(b, '"')
@@ -312,15 +313,15 @@ func appendEndLine(b, rid []byte, at, delta float64, run *requestLogRun, p *data
 // offset in milliseconds where it has one.
 func appendInput(b []byte, run *requestLogRun, p *datasets.Prompt) []byte {
 	b = append(b, "RequestFuncInput(prompt='...', api_url="...)
-	b = appendPyStr(b, run.apiURL)
+	b = pyfmt.AppendStr(b, run.apiURL)
 	b = append(b, ", prompt_len="...)
 	b = strconv.AppendInt(b, int64(p.PromptLen), 10)
 	b = append(b, ", output_len="...)
 	b = strconv.AppendInt(b, int64(p.OutputLen), 10)
 	b = append(b, ", model="...)
-	b = appendPyStr(b, run.model)
+	b = pyfmt.AppendStr(b, run.model)
 	b = append(b, ", lora_name="...)
-	b = appendPyOptStr(b, p.LoRA)
+	b = pyfmt.AppendOptStr(b, p.LoRA)
 	b = append(b, ", image_data="...)
 	if p.LazyImages != nil {
 		// The images the request sends: made again from the prompt's
@@ -332,41 +333,41 @@ func appendInput(b []byte, run *requestLogRun, p *datasets.Prompt) []byte {
 	if p.Images == nil {
 		b = append(b, "None"...)
 	} else {
-		b = appendPyValue(b, p.Images)
+		b = pyfmt.AppendRepr(b, p.Images)
 	}
 	b = append(b, ", extra_request_body="...)
-	b = appendPyDict(b, requestExtraFields(run, p))
+	b = pyfmt.AppendDict(b, requestExtraFields(run, p))
 	b = append(b, ", timestamp="...)
-	b = appendPyOptFloat(b, float64(p.Timestamp)/float64(time.Millisecond), p.Timestamp != 0)
+	b = pyfmt.AppendOptFloat(b, float64(p.Timestamp)/float64(time.Millisecond), p.Timestamp != 0)
 	b = append(b, ", routing_key="...)
-	b = appendPyOptStr(b, p.RoutingKey)
+	b = pyfmt.AppendOptStr(b, p.RoutingKey)
 	return append(b, ')')
 }
 
 // requestExtraFields is a request's extra_request_body.
-func requestExtraFields(run *requestLogRun, p *datasets.Prompt) []pyField {
+func requestExtraFields(run *requestLogRun, p *datasets.Prompt) []pyfmt.Field {
 	if len(p.ExtraBody) == 0 && !(p.MultiTurn && run.stream) {
 		return run.extra
 	}
 	fields := slices.Clone(run.extra)
-	for _, f := range sortedFields(p.ExtraBody) {
-		fields = setPyField(fields, f.key, f.value)
+	for _, f := range pyfmt.SortedFields(p.ExtraBody) {
+		fields = setPyField(fields, f.Key, f.Value)
 	}
 	if p.MultiTurn && run.stream {
 		// options = body.get("stream_options") or {};
 		// options.setdefault("include_usage", True)
-		var opts []pyField
+		var opts []pyfmt.Field
 		for _, f := range fields {
-			if m, ok := f.value.(map[string]any); ok && f.key == "stream_options" && len(m) > 0 {
-				opts = sortedFields(m)
+			if m, ok := f.Value.(map[string]any); ok && f.Key == "stream_options" && len(m) > 0 {
+				opts = pyfmt.SortedFields(m)
 			}
 		}
 		found := false
 		for _, o := range opts {
-			found = found || o.key == "include_usage"
+			found = found || o.Key == "include_usage"
 		}
 		if !found {
-			opts = append(opts, pyField{"include_usage", true})
+			opts = append(opts, pyfmt.Field{Key: "include_usage", Value: true})
 		}
 		fields = setPyField(fields, "stream_options", opts)
 	}
@@ -414,7 +415,7 @@ func appendOutput(b []byte, run *requestLogRun, p *datasets.Prompt, r *prober.Re
 	b = append(b, "RequestFuncOutput(generated_text='...', success="...)
 	if ok {
 		b = append(b, "True, latency="...)
-		b = appendPyFloat(b, max(sm.E2E, 0).Seconds())
+		b = pyfmt.AppendFloat(b, max(sm.E2E, 0).Seconds())
 	} else {
 		b = append(b, "False, latency=0.0"...)
 	}
@@ -423,9 +424,9 @@ func appendOutput(b []byte, run *requestLogRun, p *datasets.Prompt, r *prober.Re
 	if prober.Defined(sm.TTFT) {
 		ttft = sm.TTFT.Seconds()
 	}
-	b = appendPyFloat(b, ttft)
+	b = pyfmt.AppendFloat(b, ttft)
 	b = append(b, ", tpot=None, itl="...)
-	b = appendPyValue(b, r.AppendITLs([]float64{}, run.perChunk))
+	b = pyfmt.AppendRepr(b, r.AppendITLs([]float64{}, run.perChunk))
 	b = append(b, ", text_chunks=["...)
 	if run.textChunks {
 		for i := 1; i < len(r.Events); i++ {
@@ -436,13 +437,13 @@ func appendOutput(b []byte, run *requestLogRun, p *datasets.Prompt, r *prober.Re
 			if lo < 0 || hi < lo || hi > len(r.GeneratedText) {
 				lo, hi = 0, 0
 			}
-			b = appendPyStr(b, r.GeneratedText[lo:hi])
+			b = pyfmt.AppendStr(b, r.GeneratedText[lo:hi])
 		}
 	}
 	b = append(b, "], prompt_len="...)
 	b = strconv.AppendInt(b, int64(bench.RequestInputTokens(&sm, *p)), 10)
 	b = append(b, ", error="...)
-	b = appendPyStr(b, r.Err)
+	b = pyfmt.AppendStr(b, r.Err)
 	b = append(b, ", output_len="...)
 	outLen := 0
 	if ok {
@@ -454,19 +455,19 @@ func appendOutput(b []byte, run *requestLogRun, p *datasets.Prompt, r *prober.Re
 	if !r.Sent.IsZero() {
 		start = r.Sent.Sub(run.origin).Seconds()
 	}
-	b = appendPyFloat(b, start)
+	b = pyfmt.AppendFloat(b, start)
 	b = append(b, ", cached_tokens="...)
 	cached := 0
-	var details []pyField
+	var details []pyfmt.Field
 	if run.cacheReport {
 		cached = r.CachedTokens
 		if d := r.CacheDetails; d != nil {
-			details = []pyField{{"device", d.Device}, {"host", d.Host}}
+			details = []pyfmt.Field{{Key: "device", Value: d.Device}, {Key: "host", Value: d.Host}}
 			if d.Storage != 0 || d.StorageBackend != "" {
-				details = append(details, pyField{"storage", d.Storage})
+				details = append(details, pyfmt.Field{Key: "storage", Value: d.Storage})
 			}
 			if d.StorageBackend != "" {
-				details = append(details, pyField{"storage_backend", d.StorageBackend})
+				details = append(details, pyfmt.Field{Key: "storage_backend", Value: d.StorageBackend})
 			}
 		}
 	}
@@ -475,14 +476,14 @@ func appendOutput(b []byte, run *requestLogRun, p *datasets.Prompt, r *prober.Re
 	if details == nil {
 		b = append(b, "None"...)
 	} else {
-		b = appendPyDict(b, details)
+		b = pyfmt.AppendDict(b, details)
 	}
 	b = append(b, ", spec_accept_length="...)
 	spec := 0.0
 	if run.specAccept {
 		spec = r.SpecAcceptLength
 	}
-	b = appendPyFloat(b, spec)
+	b = pyfmt.AppendFloat(b, spec)
 	return append(b, ", spec_cap_length=0.0, spec_block_accept_length=0.0, spec_cap_lens_histogram=[])"...)
 }
 

@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"regexp"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -111,7 +113,7 @@ func TestRunExtraFieldsOrder(t *testing.T) {
 		}
 		s := DefaultSpec()
 		s.Backend, s.ExtraBody, s.CacheReport, s.FakePrefill = tc.backend, tc.user, tc.cache, tc.fake
-		if got := string(appendPyDict(nil, runExtraFields(s, info))); got != tc.want {
+		if got := string(pyfmt.AppendDict(nil, runExtraFields(s, info))); got != tc.want {
 			t.Errorf("%s %v cache=%t fake=%t: %s, want %s", tc.backend, tc.user, tc.cache, tc.fake, got, tc.want)
 		}
 	}
@@ -137,7 +139,7 @@ func TestMultiTurnStreamOptions(t *testing.T) {
 		s.ExtraBody = tc.extra
 		run.extra = runExtraFields(s, prober.BackendInfo{})
 		p := datasets.Prompt{MultiTurn: true}
-		if got := string(appendPyDict(nil, requestExtraFields(&run, &p))); got != tc.want {
+		if got := string(pyfmt.AppendDict(nil, requestExtraFields(&run, &p))); got != tc.want {
 			t.Errorf("extra %v stream %t: %s, want %s", tc.extra, tc.stream, got, tc.want)
 		}
 	}
@@ -235,4 +237,12 @@ func TestPrintRequestsSpecAccept(t *testing.T) {
 			t.Errorf("%s stream=%t: %s, want %s", tc.backend, tc.stream, got, tc.want)
 		}
 	}
+}
+
+func decodeExtraForTest(s string) (map[string]any, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var m map[string]any
+	err := dec.Decode(&m)
+	return m, err
 }

@@ -483,7 +483,7 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 	// then --cache-report's and --fake-prefill's keys over it), the one
 	// --print-requests shows.
 	for _, f := range runExtraFields(s, info) {
-		extra[f.key] = f.value
+		extra[f.Key] = f.Value
 	}
 	if len(extra) > 0 {
 		o.ExtraBody = extra

@@ -10,6 +10,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -491,5 +492,5 @@ func (s *Spec) RateLabel() string {
 	if s.UseTraceTimestamps {
 		return "trace"
 	}
-	return prober.PyFloat(s.RequestRate)
+	return pyfmt.Float(s.RequestRate)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 )
 
 // Endpoint paths, as bench_serving's backends request them.
@@ -83,7 +84,7 @@ func (o object) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// pyFloat marshals like Python's json.dumps (PyFloat): an integral value
+// pyFloat marshals like Python's json.dumps (pyfmt.Float): an integral value
 // keeps ".0" (0.0, 1.0), as in bench_serving's bodies.
 type pyFloat float64
 
@@ -92,7 +93,7 @@ func (f pyFloat) MarshalJSON() ([]byte, error) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil, fmt.Errorf("unsupported float %v", v)
 	}
-	return []byte(PyFloat(v)), nil
+	return []byte(pyfmt.Float(v)), nil
 }
 
 func floatOr(p *float64, def float64) pyFloat {

@@ -17,6 +17,7 @@ import (
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/internal/envflag"
 	"github.com/servingprobe/servingprobe/internal/nearest"
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -117,7 +118,7 @@ func parseFloat(s string) (float64, error) {
 }
 
 func floatValue(p *float64) flagValue {
-	return &scalar[float64]{p: p, parse: parseFloat, show: prober.PyFloat}
+	return &scalar[float64]{p: p, parse: parseFloat, show: pyfmt.Float}
 }
 
 // secondsValue is a float number of seconds held as a duration.
@@ -162,7 +163,7 @@ func optFloatValue(p **float64) flagValue {
 			if v == nil {
 				return ""
 			}
-			return prober.PyFloat(*v)
+			return pyfmt.Float(*v)
 		},
 		parse: func(s string) (*float64, error) {
 			f, err := parseFloat(s)

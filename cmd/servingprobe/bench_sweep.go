@@ -15,7 +15,7 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchapi"
 	"github.com/servingprobe/servingprobe/benchrun"
-	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/report"
 )
 
@@ -136,7 +136,7 @@ func pointLabel(w bench.SweepInfo) string {
 	case w.By == bench.ByMaxConcurrency:
 		return fmt.Sprintf("max concurrency %d", int(w.Value))
 	}
-	return "request rate " + prober.PyFloat(w.Value)
+	return "request rate " + pyfmt.Float(w.Value)
 }
 
 // writeRemoteSweep prints a daemon sweep's points and answer, and appends
@@ -159,7 +159,7 @@ func writeRemoteSweep(w io.Writer, sw *benchapi.SweepOutput, f *benchFlags) erro
 		if rec.Sweep.Pass != nil {
 			verdict = map[bool]string{true: "  pass", false: "  FAIL"}[*rec.Sweep.Pass]
 		}
-		fmt.Fprintf(w, "%5d %12s %12.1f tok/s%s\n", rec.Sweep.Index, prober.PyFloat(rec.Sweep.Value), rec.OutputThroughput, verdict)
+		fmt.Fprintf(w, "%5d %12s %12.1f tok/s%s\n", rec.Sweep.Index, pyfmt.Float(rec.Sweep.Value), rec.OutputThroughput, verdict)
 	}
 	if sw.Answer != "" {
 		fmt.Fprintln(w, sw.Answer)

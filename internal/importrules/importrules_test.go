@@ -22,8 +22,8 @@ const module = "github.com/servingprobe/servingprobe/"
 var allowed = map[string][]string{
 	"config":                 {},
 	"datasets":               {"config"},
-	"prober":                 {"config", "datasets", "internal/rxstamp", "internal/txstamp", "prober/internal/jsonscan"},
-	"bench":                  {"prober", "datasets", "servermetrics"},
+	"prober":                 {"config", "datasets", "internal/pyfmt", "internal/rxstamp", "internal/txstamp", "prober/internal/jsonscan"},
+	"bench":                  {"prober", "datasets", "servermetrics", "internal/pyfmt"},
 	"exporter":               {"prober", "config", "dashboards", "report"},
 	"dashboards":             {},
 	"dashboards/promtest":    {},
@@ -33,14 +33,21 @@ var allowed = map[string][]string{
 	"simulator":              {"internal/rxstamp", "tokenizer", "datasets"},
 	// The run engine knows no HTTP API and no page: benchapi serves its
 	// windows, report draws its runs.
-	"benchrun": {"bench", "config", "datasets", "prober", "servermetrics", "tokenizer", "tokenizer/hub", "internal/envflag"},
-	"benchapi": {"bench", "benchrun", "config", "exporter", "prober", "report", "servermetrics"},
+	"benchrun": {"bench", "config", "internal/pyfmt", "datasets", "prober", "servermetrics", "tokenizer", "tokenizer/hub", "internal/envflag"},
+	"benchapi": {"bench", "benchrun", "config", "internal/pyfmt", "exporter", "prober", "report", "servermetrics"},
 	"deploy":   {},
 	"report":   {"bench", "servermetrics"}, // the server block a run read
 	// The server's own metrics, read and reduced over a run: a client
 	// of a Prometheus text endpoint, imports nothing of ours.
 	"servermetrics": {"config"}, // config.RedactURL: the endpoints' passwords never shown
+	// Ground-floor primitives: internal packages held to a rule, which
+	// import nothing of ours and only the standard library (groundFloor).
+	"internal/pyfmt": {}, // Python-compatible formatting: every Python byte we write
 }
+
+// groundFloor are the primitives everything may stand on: they import
+// only the standard library, so that no arrow runs from them back up.
+var groundFloor = []string{"internal/pyfmt"}
 
 // forbiddenExternal are the non-standard imports a package must not use.
 var forbiddenExternal = map[string][]string{
@@ -69,6 +76,7 @@ type pkg struct {
 type rules struct {
 	allowed   map[string][]string
 	forbidden map[string][]string
+	ground    []string
 }
 
 // testOnly is the tree of fakes, fixtures and end-to-end tests.
@@ -105,7 +113,9 @@ func check(pkgs []pkg, r rules) (violations []string, checked int) {
 				}
 			}
 		}
-		if exempt(name) {
+		// An exempt package is held to the table only when it is listed
+		// there (a ground-floor primitive under internal/).
+		if _, listed := r.allowed[name]; exempt(name) && !listed {
 			continue
 		}
 		checked++
@@ -124,6 +134,9 @@ func check(pkgs []pkg, r rules) (violations []string, checked int) {
 				}
 				continue
 			}
+			if slices.Contains(r.ground, name) && !standard(imp) {
+				violations = append(violations, name+" imports "+imp+": a ground-floor primitive imports only the standard library")
+			}
 			for _, bad := range r.forbidden[name] {
 				if imp == bad || strings.HasPrefix(imp, bad+"/") {
 					violations = append(violations, name+" imports "+imp+", which it must not")
@@ -134,17 +147,26 @@ func check(pkgs []pkg, r rules) (violations []string, checked int) {
 	return violations, checked
 }
 
+// standard says whether an import path is the standard library's: its
+// first element has no dot, as the go command decides.
+func standard(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
 func TestCheck(t *testing.T) {
 	r := rules{
 		allowed: map[string][]string{
-			"prober":   {"config"},
-			"bench":    {"prober"},
-			"exporter": {"prober"},
-			"config":   {},
+			"prober":        {"config"},
+			"bench":         {"prober"},
+			"exporter":      {"prober"},
+			"config":        {},
+			"internal/prim": {},
 		},
 		forbidden: map[string][]string{
 			"prober": {"github.com/prometheus/client_golang"},
 		},
+		ground: []string{"internal/prim"},
 	}
 	// m names a package of the module; p builds one with its imports.
 	m := func(name string) string { return module + name }
@@ -212,6 +234,15 @@ func TestCheck(t *testing.T) {
 			checked: 1,
 		},
 		{
+			name: "a ground-floor primitive imports only the standard library",
+			pkgs: []pkg{p("internal/prim", "strconv", "unicode/utf8", "golang.org/x/text/unicode/norm", m("prober")), p("internal/other", m("prober"))},
+			want: []string{
+				"internal/prim imports golang.org/x/text/unicode/norm: a ground-floor primitive imports only the standard library",
+				"internal/prim imports prober; it may import only []",
+			},
+			checked: 1,
+		},
+		{
 			name:    "packages outside the module are not ours to judge",
 			pkgs:    []pkg{{ImportPath: "example.com/other", Imports: []string{m("bench")}}},
 			checked: 0,
@@ -259,7 +290,7 @@ func TestImportRules(t *testing.T) {
 			}
 			pkgs = append(pkgs, p)
 		}
-		violations, checked := check(pkgs, rules{allowed: allowed, forbidden: forbiddenExternal})
+		violations, checked := check(pkgs, rules{allowed: allowed, forbidden: forbiddenExternal, ground: groundFloor})
 		for _, v := range violations {
 			t.Errorf("tags %q: %s", tags, v)
 		}

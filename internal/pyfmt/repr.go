@@ -1,4 +1,4 @@
-package benchrun
+package pyfmt
 
 import (
 	"encoding/json"
@@ -8,22 +8,19 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/servingprobe/servingprobe/prober"
 )
 
-// This file writes values as Python's repr() does, for the dataclass
-// reprs that --print-requests prints (see requestlog.go). Only the kinds
-// those reprs hold are covered: None, bool, int, float, str, list and
-// dict, with JSON-decoded values (json.Number) as json.loads would give
-// them to Python.
+// The Append* functions below write values as Python's repr() does. Only
+// the kinds that a dataclass repr of bench_serving's holds are covered:
+// None, bool, int, float, str, list and dict, with JSON-decoded values
+// (json.Number) as json.loads would give them to Python.
 
-// appendPyStr appends repr(s): single quotes unless s has a single quote
+// AppendStr appends repr(s): single quotes unless s has a single quote
 // and no double quote; backslash, the quote, \t \n \r escaped; other
 // characters Python does not print (str.isprintable, approximated by
 // unicode.IsPrint) as \xhh, \uhhhh or \Uhhhhhhhh. Invalid UTF-8 becomes
 // U+FFFD, as a Go string cannot carry Python's lone surrogates.
-func appendPyStr(b []byte, s string) []byte {
+func AppendStr(b []byte, s string) []byte {
 	q := byte('\'')
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
 		q = '"'
@@ -57,63 +54,59 @@ func appendPyStr(b []byte, s string) []byte {
 	return append(b, q)
 }
 
-func hexDigit(r rune) byte { return "0123456789abcdef"[r&0xf] }
+func hexDigit(r rune) byte { return hexDigits[r&0xf] }
 
-// appendPyFloat appends repr(f) (prober.PyFloat: shortest round trip,
-// exponent form below 1e-4 and from 1e16, inf and nan).
-func appendPyFloat(b []byte, f float64) []byte { return append(b, prober.PyFloat(f)...) }
-
-// appendPyOptFloat appends repr(f), or None when ok is false.
-func appendPyOptFloat(b []byte, f float64, ok bool) []byte {
+// AppendOptFloat appends repr(f), or None when ok is false.
+func AppendOptFloat(b []byte, f float64, ok bool) []byte {
 	if !ok {
 		return append(b, "None"...)
 	}
-	return appendPyFloat(b, f)
+	return AppendFloat(b, f)
 }
 
-// appendPyOptStr appends repr(s), or None for "" (an Optional[str] left
-// at its default).
-func appendPyOptStr(b []byte, s string) []byte {
+// AppendOptStr appends repr(s), or None for "" (an Optional[str] left at
+// its default).
+func AppendOptStr(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, "None"...)
 	}
-	return appendPyStr(b, s)
+	return AppendStr(b, s)
 }
 
-// appendPyDict appends a dict of fields in their order.
-func appendPyDict(b []byte, fields []pyField) []byte {
+// AppendDict appends repr(dict) of fields in their order.
+func AppendDict(b []byte, fields []Field) []byte {
 	b = append(b, '{')
 	for i, f := range fields {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendPyStr(b, f.key)
+		b = AppendStr(b, f.Key)
 		b = append(b, ": "...)
-		b = appendPyValue(b, f.value)
+		b = AppendRepr(b, f.Value)
 	}
 	return append(b, '}')
 }
 
-// sortedFields are m's fields in key order: a Go map does not keep the
+// SortedFields are m's fields in key order: a Go map does not keep the
 // order its JSON gave, so the one order that is stable is the sorted one.
-func sortedFields(m map[string]any) []pyField {
+func SortedFields(m map[string]any) []Field {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make([]pyField, len(keys))
+	out := make([]Field, len(keys))
 	for i, k := range keys {
-		out[i] = pyField{k, m[k]}
+		out[i] = Field{k, m[k]}
 	}
 	return out
 }
 
-// appendPyValue appends repr(v) for a value decoded from JSON (or built
-// of the same kinds). A json.Number is an int unless it has a fraction or
-// an exponent, as json.loads decides; other Go types go through their
-// JSON form.
-func appendPyValue(b []byte, v any) []byte {
+// AppendRepr appends repr(v) for a value decoded from JSON (or built of
+// the same kinds). A json.Number is an int unless it has a fraction or an
+// exponent, as json.loads decides; other Go types go through their JSON
+// form.
+func AppendRepr(b []byte, v any) []byte {
 	switch v := v.(type) {
 	case nil:
 		return append(b, "None"...)
@@ -123,13 +116,13 @@ func appendPyValue(b []byte, v any) []byte {
 		}
 		return append(b, "False"...)
 	case string:
-		return appendPyStr(b, v)
+		return AppendStr(b, v)
 	case int:
 		return strconv.AppendInt(b, int64(v), 10)
 	case int64:
 		return strconv.AppendInt(b, v, 10)
 	case float64:
-		return appendPyFloat(b, v)
+		return AppendFloat(b, v)
 	case json.Number:
 		s := string(v)
 		if !strings.ContainsAny(s, ".eE") {
@@ -141,33 +134,35 @@ func appendPyValue(b []byte, v any) []byte {
 		if err != nil && f == 0 {
 			return append(b, s...)
 		}
-		return appendPyFloat(b, f) // out of range is inf, as float() gives
+		return AppendFloat(b, f) // out of range is inf, as float() gives
 	case []any:
-		return appendPyList(b, v, appendPyValue)
+		return AppendList(b, v, AppendRepr)
 	case []string:
-		return appendPyList(b, v, appendPyStr)
+		return AppendList(b, v, AppendStr)
 	case []float64:
-		return appendPyList(b, v, appendPyFloat)
+		return AppendList(b, v, AppendFloat)
 	case map[string]any:
-		return appendPyDict(b, sortedFields(v))
-	case []pyField:
-		return appendPyDict(b, v)
+		return AppendDict(b, SortedFields(v))
+	case []Field:
+		return AppendDict(b, v)
+	case Object:
+		return AppendDict(b, v)
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return appendPyStr(b, err.Error())
+		return AppendStr(b, err.Error())
 	}
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.UseNumber()
 	var x any
 	if err := dec.Decode(&x); err != nil {
-		return appendPyStr(b, string(raw))
+		return AppendStr(b, string(raw))
 	}
-	return appendPyValue(b, x)
+	return AppendRepr(b, x)
 }
 
-// appendPyList appends repr(list) of v, each element as elem writes it.
-func appendPyList[T any](b []byte, v []T, elem func([]byte, T) []byte) []byte {
+// AppendList appends repr(list) of v, each element as elem writes it.
+func AppendList[T any](b []byte, v []T, elem func([]byte, T) []byte) []byte {
 	b = append(b, '[')
 	for i, x := range v {
 		if i > 0 {

@@ -1,16 +1,16 @@
-package bench
+package pyfmt
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
-
-	"github.com/servingprobe/servingprobe/prober"
 )
 
 // Expected strings are Python 3's repr(float), format(f, ".2f") and
 // json.dumps output.
-func TestPyFloat(t *testing.T) {
+func TestFloat(t *testing.T) {
 	t.Parallel()
 	tenth, fifth := 0.1, 0.2 // variables: constant arithmetic would be exact
 	for _, tc := range []struct {
@@ -40,29 +40,29 @@ func TestPyFloat(t *testing.T) {
 		{math.Inf(-1), "-inf", "-inf"},
 		{math.NaN(), "nan", "nan"},
 	} {
-		if got := prober.PyFloat(tc.in); got != tc.repr {
-			t.Errorf("PyFloat(%v) = %q, want %q", tc.in, got, tc.repr)
+		if got := Float(tc.in); got != tc.repr {
+			t.Errorf("Float(%v) = %q, want %q", tc.in, got, tc.repr)
 		}
 		if tc.f2 == "" {
 			continue
 		}
-		if got := pyFixed2(tc.in); got != tc.f2 {
-			t.Errorf("pyFixed2(%v) = %q, want %q", tc.in, got, tc.f2)
+		if got := Fixed2(tc.in); got != tc.f2 {
+			t.Errorf("Fixed2(%v) = %q, want %q", tc.in, got, tc.f2)
 		}
 	}
 }
 
-func TestPyEncoder(t *testing.T) {
+func TestEncoder(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string
-		in     record
+		in     Object
 		strict bool
 		want   string
 	}{
 		{
 			name: "python defaults",
-			in: record{
+			in: Object{
 				{"a", math.Inf(1)},
 				{"b", []float64{1, 1e-5, 1e16, 123456789}},
 				{"c", "é\u2028\x01\"/<\x7f\\\t"},
@@ -76,7 +76,7 @@ func TestPyEncoder(t *testing.T) {
 		},
 		{
 			name:   "strict",
-			in:     record{{"a", math.Inf(1)}, {"b", math.NaN()}, {"c", math.Inf(-1)}},
+			in:     Object{{"a", math.Inf(1)}, {"b", math.NaN()}, {"c", math.Inf(-1)}},
 			strict: true,
 			want:   `{"a": "inf", "b": null, "c": "-inf"}`,
 		},
@@ -84,27 +84,79 @@ func TestPyEncoder(t *testing.T) {
 			// As json.dumps(json.loads(s)): order kept, 1.50 -> 1.5,
 			// 1e3 -> 1000.0, big integers exact.
 			name: "raw server info",
-			in: record{{"server_info", json.RawMessage(
+			in: Object{{"server_info", json.RawMessage(
 				`{"version":"0.5.1","internal_states":[{"avg_spec_accept_length":1.50,"x":[]}],"n":1e3,"big":123456789012345678901,"ok":true,"none":null,"s":"\u00e9","o":{}}`)}},
 			want: `{"server_info": {"version": "0.5.1", "internal_states": [{"avg_spec_accept_length": 1.5, "x": []}], "n": 1000.0, "big": 123456789012345678901, "ok": true, "none": null, "s": "\u00e9", "o": {}}}`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &pyEncoder{strict: tc.strict}
-			if err := e.object(tc.in); err != nil {
+			e := &Encoder{Strict: tc.strict}
+			if err := e.Object(tc.in); err != nil {
 				t.Fatal(err)
 			}
-			if got := e.buf.String(); got != tc.want {
+			if got := e.String(); got != tc.want {
 				t.Errorf("encode =\n%s\nwant\n%s", got, tc.want)
 			}
 		})
 	}
 }
 
-func TestPyEncoderRejectsBadServerInfo(t *testing.T) {
+func TestEncoderRejectsBadServerInfo(t *testing.T) {
 	t.Parallel()
-	e := &pyEncoder{}
-	if err := e.object(record{{"server_info", json.RawMessage(`{"a":`)}}); err == nil {
+	e := &Encoder{}
+	if err := e.Object(Object{{"server_info", json.RawMessage(`{"a":`)}}); err == nil {
 		t.Errorf("encoding truncated server info: error = nil, want an error")
 	}
+}
+
+// FuzzServerInfo checks the re-encoding of the server's JSON: valid input
+// never fails, and the output decodes to the same value.
+func FuzzServerInfo(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `null`, `[1, 2.5, "x"]`, `{"a":{"b":[{"c":null}]},"d":1e3,"e":-0.0}`,
+		`{"version":"0.5.1","internal_states":[{"avg_spec_accept_length":1.50}]}`,
+		`"\u00e9\ud83d\ude00"`, `123456789012345678901234567890`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want any
+		if json.Unmarshal(data, &want) != nil {
+			return
+		}
+		e := &Encoder{}
+		if err := e.raw(json.RawMessage(data)); err != nil {
+			t.Fatalf("raw(%q) error = %v", data, err)
+		}
+		out := e.Bytes()
+		if bytes.Contains(out, []byte("Infinity")) || bytes.Contains(out, []byte("NaN")) {
+			return // a number beyond float64, as Python writes it
+		}
+		var got any
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("raw(%q) = %s, which does not parse: %v", data, out, err)
+		}
+		if !reflect.DeepEqual(normalize(want), normalize(got)) {
+			t.Fatalf("raw(%q) = %s: value changed", data, out)
+		}
+	})
+}
+
+// normalize maps -0 to 0: Python and Go agree on the value, not the sign bit.
+func normalize(v any) any {
+	switch v := v.(type) {
+	case float64:
+		if v == 0 {
+			return 0.0
+		}
+	case []any:
+		for i := range v {
+			v[i] = normalize(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = normalize(v[k])
+		}
+	}
+	return v
 }

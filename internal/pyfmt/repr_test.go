@@ -1,23 +1,14 @@
-package benchrun
+package pyfmt
 
 import (
 	"encoding/json"
 	"math"
-	"strings"
 	"testing"
 )
 
-func decodeExtraForTest(s string) (map[string]any, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var m map[string]any
-	err := dec.Decode(&m)
-	return m, err
-}
-
-// TestPyRepr: values as CPython 3's repr() writes them (each want is
+// TestRepr: values as CPython 3's repr() writes them (each want is
 // what `python3 -c 'print(repr(x))'` prints for the Python value named).
-func TestPyRepr(t *testing.T) {
+func TestRepr(t *testing.T) {
 	for _, tc := range []struct {
 		in   any
 		want string
@@ -62,7 +53,7 @@ func TestPyRepr(t *testing.T) {
 			A int `json:"a"`
 		}{3}, "{'a': 3}"},
 	} {
-		if got := string(appendPyValue(nil, tc.in)); got != tc.want {
+		if got := string(AppendRepr(nil, tc.in)); got != tc.want {
 			t.Errorf("repr(%#v) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
