@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -258,70 +257,12 @@ func (s *Summary) Record(o JSONOptions) ([]byte, error) {
 	return s.record(o)
 }
 
-// record is Record with the details in memory, if any.
+// record is Record with the details in memory, if any: the rows of
+// recordfields.go, then the details.
 func (s *Summary) record(o JSONOptions) ([]byte, error) {
-	nullable := func(ok bool, v any) any {
-		if ok {
-			return v
-		}
-		return nil
-	}
-	var rate any = float64(s.RequestRate)
-	if s.UseTraceTimestamps {
-		rate = "trace"
-	}
-	var accept any
-	if s.AcceptLength != nil {
-		accept = *s.AcceptLength
-	}
-	r := record{
-		{"tag", nullable(s.Tag != "", s.Tag)},
-		{"backend", s.Backend},
-		{"dataset_name", s.DatasetName},
-		{"request_rate", rate},
-		{"max_concurrency", nullable(s.MaxConcurrency > 0, s.MaxConcurrency)},
-		{"sharegpt_output_len", nullable(s.SharegptOutputLen > 0, s.SharegptOutputLen)},
-		{"random_input_len", s.RandomInputLen},
-		{"random_output_len", s.RandomOutputLen},
-		{"random_range_ratio", s.RandomRangeRatio},
-		{"server_info", s.ServerInfo},
-		{"duration", s.Duration},
-		{"completed", s.Completed},
-		{"total_input_tokens", s.TotalInputTokens},
-		{"total_input_text_tokens", s.TotalInputTextTokens},
-		{"total_input_vision_tokens", s.TotalInputVisionTokens},
-		{"total_output_tokens", s.TotalOutputTokens},
-		{"total_output_tokens_retokenized", s.TotalOutputTokensRetokenized},
-		{"request_throughput", s.RequestThroughput},
-		{"input_throughput", s.InputThroughput},
-		{"output_throughput", s.OutputThroughput},
-		{"total_throughput", s.TotalThroughput},
-	}
-	for _, m := range []struct {
-		name string
-		st   Stats
-	}{{"e2e_latency", s.E2ELatency}, {"ttft", s.TTFT}, {"tpot", s.TPOT}, {"itl", s.ITL}} {
-		r = append(r,
-			field{"mean_" + m.name + "_ms", m.st.Mean},
-			field{"median_" + m.name + "_ms", m.st.Median},
-			field{"std_" + m.name + "_ms", m.st.Std},
-			field{"p90_" + m.name + "_ms", m.st.P90},
-			field{"p95_" + m.name + "_ms", m.st.P95},
-			field{"p99_" + m.name + "_ms", m.st.P99},
-		)
-	}
-	r = append(r,
-		field{"concurrency", s.Concurrency},
-		field{"accept_length", accept},
-		field{"max_output_tokens_per_s", s.MaxOutputTokensPerS},
-		field{"max_concurrent_requests", s.MaxConcurrentRequests},
-	)
-	r = s.appendCacheReport(r)
+	r := writeFields(s, recordStandard, nil)
 	if !o.StandardOnly {
-		r = s.appendExtras(r)
-		if s.Sweep != nil {
-			r = append(r, field{"sweep", s.Sweep.record()})
-		}
+		r = writeFields(s, recordExtras, r)
 	}
 	if o.Details && s.Details != nil {
 		d := s.Details
@@ -387,140 +328,6 @@ func (s *Summary) WriteRecord(w io.Writer, o JSONOptions) error {
 	}
 	_, err = io.WriteString(w, "}\n")
 	return err
-}
-
-func (s *Summary) appendExtras(r record) record {
-	has := make(map[string]bool, len(r))
-	for _, f := range r {
-		has[f.key] = true
-	}
-	if len(s.Goodput) > 0 {
-		r = append(r, field{"request_goodput", s.RequestGoodput})
-	}
-	for _, m := range s.Percentiles {
-		for _, f := range []field{
-			{"mean_" + m.Metric + "_ms", m.Mean},
-			{"median_" + m.Metric + "_ms", m.Median},
-			{"std_" + m.Metric + "_ms", m.Std},
-		} {
-			if !has[f.key] {
-				r, has[f.key] = append(r, f), true
-			}
-		}
-		for _, p := range m.Percentiles {
-			if k := "p" + percentileWord(p.P) + "_" + m.Metric + "_ms"; !has[k] {
-				r, has[k] = append(r, field{k, p.Value}), true
-			}
-		}
-	}
-	outcomes := record{}
-	for _, oc := range prober.Outcomes {
-		if n := s.Outcomes[oc]; n > 0 {
-			outcomes = append(outcomes, field{string(oc), n})
-		}
-	}
-	clocks := record{}
-	for _, c := range prober.Clocks {
-		if n := s.Clocks[c]; n > 0 {
-			clocks = append(clocks, field{string(c), n})
-		}
-	}
-	compat := s.Compat.Names()
-	if compat == nil {
-		compat = []string{}
-	}
-	sp := record{
-		{"requests", s.Requests},
-		{"not_sent", s.NotSent},
-		{"stopped", s.Stopped},
-		{"failed", s.Failed},
-		{"outcomes", outcomes},
-	}
-	sp = append(sp, s.engineFields()...)
-	if len(clocks) > 0 {
-		sp = append(sp, field{"clocks", clocks})
-	}
-	sp = append(sp, record{
-		{"scheduled_request_rate", float64(s.ScheduledRequestRate)},
-		{"actual_request_rate", float64(s.ActualRequestRate)},
-	}...)
-	sp = append(sp, s.embeddingBatchFields()...)
-	for _, m := range []struct {
-		name string
-		st   Stats
-	}{{"client_queue", s.ClientQueue}, {"e2e_latency_including_client_queue", s.E2EIncludingQueue}} {
-		sp = append(sp,
-			field{"mean_" + m.name + "_ms", m.st.Mean},
-			field{"median_" + m.name + "_ms", m.st.Median},
-			field{"p99_" + m.name + "_ms", m.st.P99},
-		)
-	}
-	if r := s.Reasoning; r != nil {
-		sp = append(sp,
-			field{"reasoning_requests", r.Requests},
-			field{"reasoning_counted_requests", r.CountedRequests},
-			field{"total_reasoning_tokens", r.ReasoningTokens},
-			field{"total_answer_tokens", r.AnswerTokens},
-		)
-		for _, m := range []struct {
-			name string
-			st   Stats
-		}{{"ttfat", r.TTFAT}, {"answer_tpot", r.AnswerTPOT}} {
-			sp = append(sp,
-				field{"mean_" + m.name + "_ms", m.st.Mean},
-				field{"median_" + m.name + "_ms", m.st.Median},
-				field{"p99_" + m.name + "_ms", m.st.P99},
-			)
-		}
-		sp = append(sp, field{"mean_answer_itl_ms", r.AnswerITL.Mean}, field{"median_answer_itl_ms", r.AnswerITL.Median})
-		for _, p := range r.answerITLPercentiles() {
-			sp = append(sp, field{"p" + percentileWord(p.P) + "_answer_itl_ms", p.Value})
-		}
-	}
-	if len(s.Goodput) > 0 {
-		sp = append(sp, field{"good_requests", s.GoodRequests})
-		// The SLOs themselves, so that the record can be read back into
-		// the same table (ParseRecord).
-		g := record{}
-		for _, k := range slices.Sorted(maps.Keys(s.Goodput)) {
-			g = append(g, field{k, s.Goodput[k]})
-		}
-		sp = append(sp, field{"goodput", g})
-	}
-	if len(s.Percentiles) > 0 {
-		var metrics []string
-		for _, m := range s.Percentiles {
-			metrics = append(metrics, m.Metric)
-		}
-		var ps []float64
-		for _, p := range s.Percentiles[0].Percentiles {
-			ps = append(ps, p.P)
-		}
-		sp = append(sp, field{"percentile_metrics", metrics}, field{"metric_percentiles", ps})
-	}
-	if s.Stats == StatsSketch {
-		sp = append(sp, field{"stats", s.Stats}, field{"stats_relative_error", SketchRelativeError})
-	}
-	sp = append(sp,
-		field{"max_itl_ms", s.ITL.Max},
-		field{"output_throughput_retokenized", s.OutputThroughputRetokenized},
-		field{"total_throughput_retokenized", s.TotalThroughputRetokenized},
-		field{"compat", compat},
-	)
-	sp = append(sp, s.serverFields()...)
-	sp = append(sp, s.costEnergyFields()...)
-	// Only a shard and a merge have these keys: a run in one process
-	// keeps its record as it always was.
-	if s.Shard != nil {
-		sp = append(sp, field{"shard", s.Shard.record()})
-	}
-	if s.Merged != nil {
-		sp = append(sp, field{"merged", s.Merged.record()})
-	}
-	if s.CI != nil {
-		sp = append(sp, field{"ci", s.CI.record()})
-	}
-	return append(r, field{"servingprobe", sp})
 }
 
 // AppendJSONL appends the record to path, creating the file if needed,

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/internal/pyfmt"
-	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
@@ -23,205 +22,27 @@ import (
 // Embedding is such a field: a reader that knows the run's backend sets it
 // from the backend's traits.
 func ParseRecord(line []byte) (*Summary, error) {
-	var r struct {
-		Tag                          *string         `json:"tag"`
-		Backend                      string          `json:"backend"`
-		DatasetName                  string          `json:"dataset_name"`
-		RequestRate                  json.RawMessage `json:"request_rate"`
-		MaxConcurrency               *int            `json:"max_concurrency"`
-		SharegptOutputLen            *int            `json:"sharegpt_output_len"`
-		RandomInputLen               int             `json:"random_input_len"`
-		RandomOutputLen              int             `json:"random_output_len"`
-		RandomRangeRatio             float64         `json:"random_range_ratio"`
-		ServerInfo                   json.RawMessage `json:"server_info"`
-		Duration                     float64         `json:"duration"`
-		Completed                    int             `json:"completed"`
-		TotalInputTokens             int             `json:"total_input_tokens"`
-		TotalInputTextTokens         int             `json:"total_input_text_tokens"`
-		TotalInputVisionTokens       int             `json:"total_input_vision_tokens"`
-		TotalOutputTokens            int             `json:"total_output_tokens"`
-		TotalOutputTokensRetokenized int             `json:"total_output_tokens_retokenized"`
-		RequestThroughput            float64         `json:"request_throughput"`
-		InputThroughput              float64         `json:"input_throughput"`
-		OutputThroughput             float64         `json:"output_throughput"`
-		TotalThroughput              float64         `json:"total_throughput"`
-		Concurrency                  float64         `json:"concurrency"`
-		AcceptLength                 *float64        `json:"accept_length"`
-		MaxOutputTokensPerS          float64         `json:"max_output_tokens_per_s"`
-		MaxConcurrentRequests        int             `json:"max_concurrent_requests"`
-		RequestGoodput               *float64        `json:"request_goodput"`
-		Servingprobe                 *struct {
-			Requests                    int                `json:"requests"`
-			NotSent                     int                `json:"not_sent"`
-			Stopped                     string             `json:"stopped"`
-			Failed                      int                `json:"failed"`
-			Outcomes                    map[string]int     `json:"outcomes"`
-			Clocks                      map[string]int     `json:"clocks"`
-			GoodRequests                int                `json:"good_requests"`
-			Goodput                     map[string]float64 `json:"goodput"`
-			PercentileMetrics           []string           `json:"percentile_metrics"`
-			MetricPercentiles           []float64          `json:"metric_percentiles"`
-			MaxITLms                    float64            `json:"max_itl_ms"`
-			OutputThroughputRetokenized float64            `json:"output_throughput_retokenized"`
-			TotalThroughputRetokenized  float64            `json:"total_throughput_retokenized"`
-			Compat                      []string           `json:"compat"`
-			Stats                       string             `json:"stats"`
-		} `json:"servingprobe"`
-		Sweep *struct {
-			SweepInfo
-			Pass *bool `json:"pass"`
-		} `json:"sweep"`
-		Details
-	}
 	clean := pythonToJSON(line)
-	if err := json.Unmarshal(clean, &r); err != nil {
+	var v recordView
+	if err := json.Unmarshal(clean, &v.top); err != nil {
 		return nil, fmt.Errorf("decode record: %w", err)
 	}
-	var flat map[string]json.RawMessage
-	if err := json.Unmarshal(clean, &flat); err != nil {
+	if raw, ok := present(v.top["servingprobe"]); ok {
+		if err := json.Unmarshal(raw, &v.sp); err != nil {
+			return nil, fmt.Errorf("decode record: servingprobe: %w", err)
+		}
+	}
+	s := &Summary{}
+	for _, rows := range [][]recordField{recordStandard, recordExtras} {
+		if err := readFields(s, rows, v.top, &v); err != nil {
+			return nil, fmt.Errorf("decode record: %w", err)
+		}
+	}
+	var d Details
+	if err := json.Unmarshal(clean, &d); err != nil {
 		return nil, fmt.Errorf("decode record: %w", err)
 	}
-	s := &Summary{
-		Backend: r.Backend, DatasetName: r.DatasetName, RandomInputLen: r.RandomInputLen, RandomOutputLen: r.RandomOutputLen,
-		RandomRangeRatio: r.RandomRangeRatio, ServerInfo: r.ServerInfo, Duration: r.Duration, Completed: r.Completed,
-		TotalInputTokens: r.TotalInputTokens, TotalInputTextTokens: r.TotalInputTextTokens, TotalInputVisionTokens: r.TotalInputVisionTokens,
-		TotalOutputTokens: r.TotalOutputTokens, TotalOutputTokensRetokenized: r.TotalOutputTokensRetokenized,
-		RequestThroughput: r.RequestThroughput, InputThroughput: r.InputThroughput, OutputThroughput: r.OutputThroughput,
-		TotalThroughput: r.TotalThroughput, Concurrency: r.Concurrency, AcceptLength: r.AcceptLength,
-		MaxOutputTokensPerS: r.MaxOutputTokensPerS, MaxConcurrentRequests: r.MaxConcurrentRequests,
-	}
-	if r.Tag != nil {
-		s.Tag = *r.Tag
-	}
-	if r.MaxConcurrency != nil {
-		s.MaxConcurrency = *r.MaxConcurrency
-	}
-	if r.SharegptOutputLen != nil {
-		s.SharegptOutputLen = *r.SharegptOutputLen
-	}
-	if bytes.Equal(bytes.TrimSpace(r.RequestRate), []byte(`"trace"`)) {
-		s.UseTraceTimestamps = true
-	} else {
-		s.RequestRate = Rate(jsonNumber(r.RequestRate))
-	}
-	stat := func(name string) Stats {
-		get := func(k string) float64 { return jsonNumber(flat[k+"_"+name+"_ms"]) }
-		return Stats{Mean: get("mean"), Median: get("median"), Std: get("std"), P90: get("p90"), P95: get("p95"), P99: get("p99")}
-	}
-	s.E2ELatency, s.TTFT, s.TPOT, s.ITL = stat("e2e_latency"), stat("ttft"), stat("tpot"), stat("itl")
-	if r.RequestGoodput != nil {
-		s.RequestGoodput = *r.RequestGoodput
-	}
-	if raw, ok := present(flat["cache_report"]); ok {
-		c, err := parseCacheReport(raw)
-		if err != nil {
-			return nil, fmt.Errorf("cache_report: %w", err)
-		}
-		s.CacheReport = c
-		if err := checkDerived(s.appendCacheReport(nil)[0].value, raw, "cache_hit_rate_pct"); err != nil {
-			return nil, fmt.Errorf("cache_report%w", err)
-		}
-	}
-	if sp := r.Servingprobe; sp != nil {
-		s.Requests, s.NotSent, s.Stopped, s.Failed = sp.Requests, sp.NotSent, sp.Stopped, sp.Failed
-		s.GoodRequests, s.ITL.Max, s.Stats = sp.GoodRequests, sp.MaxITLms, sp.Stats
-		s.OutputThroughputRetokenized, s.TotalThroughputRetokenized = sp.OutputThroughputRetokenized, sp.TotalThroughputRetokenized
-		var spFlat map[string]json.RawMessage
-		_ = json.Unmarshal(flat["servingprobe"], &spFlat)
-		s.ScheduledRequestRate = Rate(jsonNumber(spFlat["scheduled_request_rate"]))
-		s.ActualRequestRate = Rate(jsonNumber(spFlat["actual_request_rate"]))
-		for _, m := range []struct {
-			name string
-			st   *Stats
-		}{{"client_queue", &s.ClientQueue}, {"e2e_latency_including_client_queue", &s.E2EIncludingQueue}} {
-			m.st.Mean = jsonNumber(spFlat["mean_"+m.name+"_ms"])
-			m.st.Median = jsonNumber(spFlat["median_"+m.name+"_ms"])
-			m.st.P99 = jsonNumber(spFlat["p99_"+m.name+"_ms"])
-		}
-		if n := jsonNumber(spFlat["reasoning_requests"]); n > 0 {
-			r := &ReasoningSummary{Requests: int(n), CountedRequests: int(jsonNumber(spFlat["reasoning_counted_requests"])),
-				ReasoningTokens: int(jsonNumber(spFlat["total_reasoning_tokens"])), AnswerTokens: int(jsonNumber(spFlat["total_answer_tokens"]))}
-			for _, m := range []struct {
-				name string
-				st   *Stats
-			}{{"ttfat", &r.TTFAT}, {"answer_tpot", &r.AnswerTPOT}, {"answer_itl", &r.AnswerITL}} {
-				m.st.Mean = jsonNumber(spFlat["mean_"+m.name+"_ms"])
-				m.st.Median = jsonNumber(spFlat["median_"+m.name+"_ms"])
-				m.st.P99 = jsonNumber(spFlat["p99_"+m.name+"_ms"])
-			}
-			for _, p := range itlPercentiles(sp.PercentileMetrics, sp.MetricPercentiles) {
-				r.AnswerITLPercentiles = append(r.AnswerITLPercentiles, PercentileValue{P: p, Value: jsonNumber(spFlat["p"+percentileWord(p)+"_answer_itl_ms"])})
-			}
-			s.Reasoning = r
-		}
-		if len(sp.Goodput) > 0 {
-			s.Goodput = sp.Goodput
-		}
-		for _, m := range sp.PercentileMetrics {
-			ms := MetricStats{Metric: m, Mean: jsonNumber(flat["mean_"+m+"_ms"]), Median: jsonNumber(flat["median_"+m+"_ms"]), Std: jsonNumber(flat["std_"+m+"_ms"])}
-			for _, p := range sp.MetricPercentiles {
-				ms.Percentiles = append(ms.Percentiles, PercentileValue{P: p, Value: jsonNumber(flat["p"+percentileWord(p)+"_"+m+"_ms"])})
-			}
-			s.Percentiles = append(s.Percentiles, ms)
-		}
-		if len(sp.Outcomes) > 0 {
-			s.Outcomes = make(map[prober.Outcome]int, len(sp.Outcomes))
-			for k, v := range sp.Outcomes {
-				s.Outcomes[prober.Outcome(k)] = v
-			}
-		}
-		if len(sp.Clocks) > 0 {
-			s.Clocks = make(map[prober.Clock]int, len(sp.Clocks))
-			for k, v := range sp.Clocks {
-				s.Clocks[prober.Clock(k)] = v
-			}
-		}
-		if c, err := ParseCompat(joinComma(sp.Compat)); err == nil {
-			s.Compat = c
-		}
-		if raw, ok := spFlat["shard"]; ok && string(raw) != "null" {
-			sh, err := parseShard(raw)
-			if err != nil {
-				return nil, err
-			}
-			s.Shard = sh
-		}
-		if raw, ok := present(spFlat["ci"]); ok {
-			c, err := parseCI(raw)
-			if err != nil {
-				return nil, err
-			}
-			s.CI = c
-		}
-		if err := s.parseServers(spFlat["server"], spFlat["server_more"]); err != nil {
-			return nil, err
-		}
-		if err := s.parseCostEnergy(spFlat); err != nil {
-			return nil, err
-		}
-		if err := s.parseEmbeddingBatch(spFlat); err != nil {
-			return nil, err
-		}
-		if err := s.parseEngineNotes(spFlat); err != nil {
-			return nil, err
-		}
-		if raw, ok := spFlat["merged"]; ok && string(raw) != "null" {
-			m, err := parseMerged(raw)
-			if err != nil {
-				return nil, err
-			}
-			s.Merged = m
-		}
-	} else {
-		// A bench_serving record: every request it counts completed.
-		s.Requests = s.Completed
-	}
-	if w := r.Sweep; w != nil {
-		info := w.SweepInfo
-		s.Sweep = &info
-	}
-	if r.Details.InputLens != nil || r.Details.TTFTs != nil {
-		d := r.Details
+	if d.InputLens != nil || d.TTFTs != nil {
 		// request_reasoning is read with the other arrays (Details'
 		// tags); a merge reads its rows by index, so it must have one
 		// per request.
