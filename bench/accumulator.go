@@ -390,19 +390,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		return x / dur
 	}
 	s := Summary{
-		Tag:                p.Tag,
-		Backend:            p.Backend,
-		Embedding:          p.Embedding,
-		DatasetName:        p.DatasetName,
-		RequestRate:        Rate(p.RequestRate),
-		UseTraceTimestamps: p.UseTraceTimestamps,
-		MaxConcurrency:     p.MaxConcurrency,
-		SharegptOutputLen:  p.SharegptOutputLen,
-		RandomInputLen:     p.RandomInputLen,
-		RandomOutputLen:    p.RandomOutputLen,
-		RandomRangeRatio:   p.RandomRangeRatio,
-		ServerInfo:         p.ServerInfo,
-		AcceptLength:       p.AcceptLength,
+		Embedding: p.Embedding,
 
 		Duration:                     dur,
 		Completed:                    a.completed,
@@ -439,6 +427,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		E2EIncludingQueue:    l.e2eQ.Stats(),
 		Compat:               p.Compat,
 	}
+	s.echoParams(&p)
 	if a.reasoned > 0 {
 		// Only a run that reasoned: the summary of any other run, and its
 		// table and record, stay as they were.

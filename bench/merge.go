@@ -59,35 +59,51 @@ type ShardLine struct {
 	ScheduledRequestRate, ActualRequestRate Rate
 }
 
-func (l *ShardLine) record() record {
-	r := record{
-		{"index", l.Index},
-		{"start_time", wallTime(l.Start)},
-		{"start_offset", nil},
-		{"late", l.Late},
-		{"duration", l.Duration},
-		{"max_concurrency", l.MaxConcurrency},
-		{"requests", l.Requests},
-		{"completed", l.Completed},
-		{"failed", l.Failed},
-		{"total_input_tokens", l.TotalInputTokens},
-		{"total_output_tokens", l.TotalOutputTokens},
-		{"request_throughput", l.RequestThroughput},
-		{"output_throughput", l.OutputThroughput},
-		{"scheduled_request_rate", float64(l.ScheduledRequestRate)},
-		{"actual_request_rate", float64(l.ActualRequestRate)},
-	}
-	if l.HasOffset {
-		r[2].value = l.Offset.Seconds()
-	}
-	for _, m := range []struct {
-		name string
-		st   Stats
-	}{{"ttft", l.TTFT}, {"itl", l.ITL}, {"e2e_latency", l.E2E}} {
-		r = append(r, field{"median_" + m.name + "_ms", m.st.Median}, field{"p99_" + m.name + "_ms", m.st.P99})
-	}
-	return r
-}
+// shardLineRows are a shard's line in a merged record, in order.
+var shardLineRows = slices.Concat(
+	[]row[ShardLine]{
+		key("index", func(l *ShardLine) *int { return &l.Index }),
+		block(func(l *ShardLine, r record) record { return append(r, field{"start_time", wallTime(l.Start)}) },
+			func(l *ShardLine, m map[string]json.RawMessage, v *recordView) error {
+				var t *time.Time
+				if err := decodeInto("start_time", func(*ShardLine) **time.Time { return &t })(l, m, v); err != nil || t == nil {
+					return err
+				}
+				l.Start = *t
+				return nil
+			}),
+		block(func(l *ShardLine, r record) record {
+			if l.HasOffset {
+				return append(r, field{"start_offset", l.Offset.Seconds()})
+			}
+			return append(r, field{"start_offset", nil})
+		}, func(l *ShardLine, m map[string]json.RawMessage, v *recordView) error {
+			var off *float64
+			if err := decodeInto("start_offset", func(*ShardLine) **float64 { return &off })(l, m, v); err != nil || off == nil {
+				return err
+			}
+			l.HasOffset, l.Offset = true, time.Duration(math.Round(*off*1e9))
+			return nil
+		}),
+		key("late", func(l *ShardLine) *bool { return &l.Late }),
+		key("duration", func(l *ShardLine) *float64 { return &l.Duration }),
+		key("max_concurrency", func(l *ShardLine) *int { return &l.MaxConcurrency }),
+		key("requests", func(l *ShardLine) *int { return &l.Requests }),
+		key("completed", func(l *ShardLine) *int { return &l.Completed }),
+		key("failed", func(l *ShardLine) *int { return &l.Failed }),
+		key("total_input_tokens", func(l *ShardLine) *int { return &l.TotalInputTokens }),
+		key("total_output_tokens", func(l *ShardLine) *int { return &l.TotalOutputTokens }),
+		key("request_throughput", func(l *ShardLine) *float64 { return &l.RequestThroughput }),
+		key("output_throughput", func(l *ShardLine) *float64 { return &l.OutputThroughput }),
+		rate("scheduled_request_rate", func(l *ShardLine) *Rate { return &l.ScheduledRequestRate }),
+		rate("actual_request_rate", func(l *ShardLine) *Rate { return &l.ActualRequestRate }),
+	},
+	stats("ttft", func(l *ShardLine) *Stats { return &l.TTFT }, key, "median", "p99"),
+	stats("itl", func(l *ShardLine) *Stats { return &l.ITL }, key, "median", "p99"),
+	stats("e2e_latency", func(l *ShardLine) *Stats { return &l.E2E }, key, "median", "p99"),
+)
+
+func (l *ShardLine) record() record { return writeFields(l, shardLineRows, nil) }
 
 func (m *MergeInfo) record() record {
 	lines := make([]record, len(m.Shards))
@@ -104,53 +120,26 @@ func (m *MergeInfo) record() record {
 // parseMerged reads the servingprobe block's "merged" object.
 func parseMerged(raw json.RawMessage) (*MergeInfo, error) {
 	var j struct {
-		RunID              string `json:"run_id"`
-		Count              int    `json:"count"`
-		From               string `json:"from"`
-		ReasoningNotMerged string `json:"reasoning_not_merged"`
-		Shards             []struct {
-			Index                int        `json:"index"`
-			Start                *time.Time `json:"start_time"`
-			Offset               *float64   `json:"start_offset"`
-			Late                 bool       `json:"late"`
-			Duration             float64    `json:"duration"`
-			MaxConcurrency       int        `json:"max_concurrency"`
-			Requests             int        `json:"requests"`
-			Completed            int        `json:"completed"`
-			Failed               int        `json:"failed"`
-			TotalInputTokens     int        `json:"total_input_tokens"`
-			TotalOutputTokens    int        `json:"total_output_tokens"`
-			RequestThroughput    float64    `json:"request_throughput"`
-			OutputThroughput     float64    `json:"output_throughput"`
-			ScheduledRequestRate Rate       `json:"scheduled_request_rate"`
-			ActualRequestRate    Rate       `json:"actual_request_rate"`
-			MedianTTFT           float64    `json:"median_ttft_ms"`
-			P99TTFT              float64    `json:"p99_ttft_ms"`
-			MedianITL            float64    `json:"median_itl_ms"`
-			P99ITL               float64    `json:"p99_itl_ms"`
-			MedianE2E            float64    `json:"median_e2e_latency_ms"`
-			P99E2E               float64    `json:"p99_e2e_latency_ms"`
-		} `json:"shards"`
+		RunID              string            `json:"run_id"`
+		Count              int               `json:"count"`
+		From               string            `json:"from"`
+		ReasoningNotMerged string            `json:"reasoning_not_merged"`
+		Shards             []json.RawMessage `json:"shards"`
 	}
 	if err := json.Unmarshal(raw, &j); err != nil {
 		return nil, fmt.Errorf("decode merged: %w", err)
 	}
 	m := &MergeInfo{RunID: j.RunID, Count: j.Count, From: j.From, ReasoningNotMerged: j.ReasoningNotMerged}
-	for _, l := range j.Shards {
-		sl := ShardLine{Index: l.Index, Late: l.Late, Duration: l.Duration, MaxConcurrency: l.MaxConcurrency,
-			Requests: l.Requests, Completed: l.Completed, Failed: l.Failed,
-			TotalInputTokens: l.TotalInputTokens, TotalOutputTokens: l.TotalOutputTokens,
-			RequestThroughput: l.RequestThroughput, OutputThroughput: l.OutputThroughput,
-			ScheduledRequestRate: l.ScheduledRequestRate, ActualRequestRate: l.ActualRequestRate,
-			TTFT: Stats{Median: l.MedianTTFT, P99: l.P99TTFT}, ITL: Stats{Median: l.MedianITL, P99: l.P99ITL},
-			E2E: Stats{Median: l.MedianE2E, P99: l.P99E2E}}
-		if l.Start != nil {
-			sl.Start = *l.Start
+	for i, line := range j.Shards {
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(line, &keys); err != nil {
+			return nil, fmt.Errorf("decode merged: shards[%d]: %w", i, err)
 		}
-		if l.Offset != nil {
-			sl.HasOffset, sl.Offset = true, time.Duration(math.Round(*l.Offset*1e9))
+		var l ShardLine
+		if err := readFields(&l, shardLineRows, keys, nil); err != nil {
+			return nil, fmt.Errorf("decode merged: shards[%d].%w", i, err)
 		}
-		m.Shards = append(m.Shards, sl)
+		m.Shards = append(m.Shards, l)
 	}
 	return m, nil
 }
@@ -250,14 +239,12 @@ func Merge(shards []*Summary) (*Summary, error) {
 	}
 
 	info, _ := prober.LookupBackend(first.Backend)
-	p := Params{
-		Backend: first.Backend, DatasetName: first.DatasetName, RequestRate: float64(first.RequestRate),
-		UseTraceTimestamps: first.UseTraceTimestamps, SharegptOutputLen: first.SharegptOutputLen,
-		RandomInputLen: first.RandomInputLen, RandomOutputLen: first.RandomOutputLen, RandomRangeRatio: first.RandomRangeRatio,
-		Tag: first.Tag, ServerInfo: first.ServerInfo, AcceptLength: first.AcceptLength,
-		SplitChunkGaps: info.SplitChunkGaps, Embedding: info.Embedding || first.Embedding,
-		Compat: first.Compat, Goodput: first.Goodput, Details: from == MergedFromDetails, DetailsNoTexts: false,
-	}
+	// The run's parameters are the first shard's, as its record echoes
+	// them, but for the max concurrency: the shards' sum, below.
+	p := first.params()
+	p.MaxConcurrency = 0
+	p.SplitChunkGaps, p.Embedding = info.SplitChunkGaps, info.Embedding || first.Embedding
+	p.Compat, p.Goodput, p.Details, p.DetailsNoTexts = first.Compat, first.Goodput, from == MergedFromDetails, false
 	if from == MergedFromSketches {
 		p.Stats = StatsSketch
 	}

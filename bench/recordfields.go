@@ -21,13 +21,22 @@ import (
 // byte; a key that is written only sometimes (a goodput, a shard) is a row
 // whose writer appends nothing then.
 
-// recordField is one row: how a key (or a block of keys) is appended to
-// the record being written, and how it is read back from its section of a
-// record (m: the top-level keys, or the servingprobe object's).
-type recordField struct {
-	write func(s *Summary, r record) record
-	read  func(s *Summary, m map[string]json.RawMessage, v *recordView) error
+// row is one row of a table of keys of an object held in an H (a
+// Summary, a merge's ShardLine): how its key, or block of keys, is
+// appended to the object being written, and how it is read back from the
+// object's keys (m; v is the whole record, for a row that needs a key of
+// another section).
+type row[H any] struct {
+	write func(h *H, r record) record
+	read  func(h *H, m map[string]json.RawMessage, v *recordView) error
+	// echo, on a Summary's row of a run parameter that the summary
+	// echoes, copies it from Params (Accumulator.Summary) or back into
+	// Params (toParams: a merge runs its shards' parameters again).
+	echo func(s *Summary, p *Params, toParams bool)
 }
+
+// recordField is a row of the record's own keys.
+type recordField = row[Summary]
 
 // recordView is a record being read: its top-level keys and its
 // servingprobe object's (nil for a bench_serving record).
@@ -53,20 +62,20 @@ func (v *recordView) percentiles() (metrics []string, ps []float64, err error) {
 
 // key is a row of one key whose value is *p(s), written as it is and read
 // back with encoding/json (an absent or null key leaves the zero value).
-func key[T any](k string, p func(*Summary) *T) recordField {
-	return recordField{
-		write: func(s *Summary, r record) record { return append(r, field{k, any(*p(s))}) },
+func key[H, T any](k string, p func(*H) *T) row[H] {
+	return row[H]{
+		write: func(h *H, r record) record { return append(r, field{k, any(*p(h))}) },
 		read:  decodeInto(k, p),
 	}
 }
 
 // nullable is key, written as null while the value is its zero value
 // (bench_serving's None for a flag not set).
-func nullable[T comparable](k string, p func(*Summary) *T) recordField {
-	return recordField{
-		write: func(s *Summary, r record) record {
+func nullable[H any, T comparable](k string, p func(*H) *T) row[H] {
+	return row[H]{
+		write: func(h *H, r record) record {
 			var zero T
-			if v := *p(s); v != zero {
+			if v := *p(h); v != zero {
 				return append(r, field{k, any(v)})
 			}
 			return append(r, field{k, nil})
@@ -77,13 +86,13 @@ func nullable[T comparable](k string, p func(*Summary) *T) recordField {
 
 // decodeInto reads key k into *p(s) with encoding/json, naming the key in
 // an error.
-func decodeInto[T any](k string, p func(*Summary) *T) func(*Summary, map[string]json.RawMessage, *recordView) error {
-	return func(s *Summary, m map[string]json.RawMessage, _ *recordView) error {
+func decodeInto[H, T any](k string, p func(*H) *T) func(*H, map[string]json.RawMessage, *recordView) error {
+	return func(h *H, m map[string]json.RawMessage, _ *recordView) error {
 		raw, ok := m[k]
 		if !ok {
 			return nil
 		}
-		if err := json.Unmarshal(raw, p(s)); err != nil {
+		if err := json.Unmarshal(raw, p(h)); err != nil {
 			return fmt.Errorf("%s: %w", k, err)
 		}
 		return nil
@@ -92,27 +101,79 @@ func decodeInto[T any](k string, p func(*Summary) *T) func(*Summary, map[string]
 
 // number is a row of one float64 key read leniently (jsonNumber: the
 // strict record's "inf" too, anything else 0).
-func number(k string, p func(*Summary) *float64) recordField {
-	return recordField{
-		write: func(s *Summary, r record) record { return append(r, field{k, *p(s)}) },
-		read: func(s *Summary, m map[string]json.RawMessage, _ *recordView) error {
-			*p(s) = jsonNumber(m[k])
+func number[H any](k string, p func(*H) *float64) row[H] {
+	return row[H]{
+		write: func(h *H, r record) record { return append(r, field{k, *p(h)}) },
+		read: func(h *H, m map[string]json.RawMessage, _ *recordView) error {
+			*p(h) = jsonNumber(m[k])
 			return nil
 		},
 	}
 }
 
 // rate is number for a Rate.
-func rate(k string, p func(*Summary) *Rate) recordField {
-	return number(k, func(s *Summary) *float64 { return (*float64)(p(s)) })
+func rate[H any](k string, p func(*H) *Rate) row[H] {
+	return number(k, func(h *H) *float64 { return (*float64)(p(h)) })
+}
+
+// echoKey is key for a run parameter that the summary echoes from
+// Params (pp).
+func echoKey[T any](k string, ps func(*Summary) *T, pp func(*Params) *T) recordField {
+	f := key(k, ps)
+	f.echo = echoCopy(ps, pp)
+	return f
+}
+
+// echoNullable is nullable for a run parameter the summary echoes.
+func echoNullable[T comparable](k string, ps func(*Summary) *T, pp func(*Params) *T) recordField {
+	f := nullable(k, ps)
+	f.echo = echoCopy(ps, pp)
+	return f
+}
+
+func echoCopy[T any](ps func(*Summary) *T, pp func(*Params) *T) func(*Summary, *Params, bool) {
+	return func(s *Summary, p *Params, toParams bool) {
+		if toParams {
+			*pp(p) = *ps(s)
+		} else {
+			*ps(s) = *pp(p)
+		}
+	}
+}
+
+// echoes is f with its echo of a run parameter.
+func (f row[H]) echoes(echo func(s *Summary, p *Params, toParams bool)) row[H] {
+	f.echo = echo
+	return f
+}
+
+// echoParams copies the run parameters the record echoes from p into s.
+func (s *Summary) echoParams(p *Params) {
+	for _, f := range recordStandard {
+		if f.echo != nil {
+			f.echo(s, p, false)
+		}
+	}
+}
+
+// params are the run parameters s echoes, as Params.
+func (s *Summary) params() Params {
+	var p Params
+	for _, f := range recordStandard {
+		if f.echo != nil {
+			f.echo(s, &p, true)
+		}
+	}
+	return p
 }
 
 // stats are the rows "<stat>_<name>_ms" of a Stats, one per stat named
-// (mean, median, std, p90, p95, p99), read leniently.
-func stats(name string, p func(*Summary) *Stats, which ...string) []recordField {
-	out := make([]recordField, len(which))
+// (mean, median, std, p90, p95, p99), each made by cell: number (read
+// leniently, as bench_serving's own records need) or key.
+func stats[H any](name string, p func(*H) *Stats, cell func(string, func(*H) *float64) row[H], which ...string) []row[H] {
+	out := make([]row[H], len(which))
 	for i, w := range which {
-		out[i] = number(w+"_"+name+"_ms", func(s *Summary) *float64 { return p(s).field(w) })
+		out[i] = cell(w+"_"+name+"_ms", func(h *H) *float64 { return p(h).field(w) })
 	}
 	return out
 }
@@ -138,8 +199,8 @@ func (st *Stats) field(name string) *float64 {
 
 // block is a row of several keys (or none), written and read by the
 // functions named.
-func block(write func(s *Summary, r record) record, read func(s *Summary, m map[string]json.RawMessage, v *recordView) error) recordField {
-	return recordField{write: write, read: read}
+func block[H any](write func(h *H, r record) record, read func(h *H, m map[string]json.RawMessage, v *recordView) error) row[H] {
+	return row[H]{write: write, read: read}
 }
 
 var allStats = []string{"mean", "median", "std", "p90", "p95", "p99"}
@@ -147,9 +208,9 @@ var allStats = []string{"mean", "median", "std", "p90", "p95", "p99"}
 // recordStandard are bench_serving's keys, in its order.
 var recordStandard = slices.Concat(
 	[]recordField{
-		nullable("tag", func(s *Summary) *string { return &s.Tag }),
-		key("backend", func(s *Summary) *string { return &s.Backend }),
-		key("dataset_name", func(s *Summary) *string { return &s.DatasetName }),
+		echoNullable("tag", func(s *Summary) *string { return &s.Tag }, func(p *Params) *string { return &p.Tag }),
+		echoKey("backend", func(s *Summary) *string { return &s.Backend }, func(p *Params) *string { return &p.Backend }),
+		echoKey("dataset_name", func(s *Summary) *string { return &s.DatasetName }, func(p *Params) *string { return &p.DatasetName }),
 		block(func(s *Summary, r record) record {
 			var v any = float64(s.RequestRate)
 			if s.UseTraceTimestamps {
@@ -163,13 +224,19 @@ var recordStandard = slices.Concat(
 				s.RequestRate = Rate(jsonNumber(m["request_rate"]))
 			}
 			return nil
+		}).echoes(func(s *Summary, p *Params, toParams bool) {
+			if toParams {
+				p.RequestRate, p.UseTraceTimestamps = float64(s.RequestRate), s.UseTraceTimestamps
+			} else {
+				s.RequestRate, s.UseTraceTimestamps = Rate(p.RequestRate), p.UseTraceTimestamps
+			}
 		}),
-		nullable("max_concurrency", func(s *Summary) *int { return &s.MaxConcurrency }),
-		nullable("sharegpt_output_len", func(s *Summary) *int { return &s.SharegptOutputLen }),
-		key("random_input_len", func(s *Summary) *int { return &s.RandomInputLen }),
-		key("random_output_len", func(s *Summary) *int { return &s.RandomOutputLen }),
-		key("random_range_ratio", func(s *Summary) *float64 { return &s.RandomRangeRatio }),
-		key("server_info", func(s *Summary) *json.RawMessage { return &s.ServerInfo }),
+		echoNullable("max_concurrency", func(s *Summary) *int { return &s.MaxConcurrency }, func(p *Params) *int { return &p.MaxConcurrency }),
+		echoNullable("sharegpt_output_len", func(s *Summary) *int { return &s.SharegptOutputLen }, func(p *Params) *int { return &p.SharegptOutputLen }),
+		echoKey("random_input_len", func(s *Summary) *int { return &s.RandomInputLen }, func(p *Params) *int { return &p.RandomInputLen }),
+		echoKey("random_output_len", func(s *Summary) *int { return &s.RandomOutputLen }, func(p *Params) *int { return &p.RandomOutputLen }),
+		echoKey("random_range_ratio", func(s *Summary) *float64 { return &s.RandomRangeRatio }, func(p *Params) *float64 { return &p.RandomRangeRatio }),
+		echoKey("server_info", func(s *Summary) *json.RawMessage { return &s.ServerInfo }, func(p *Params) *json.RawMessage { return &p.ServerInfo }),
 		key("duration", func(s *Summary) *float64 { return &s.Duration }),
 		key("completed", func(s *Summary) *int { return &s.Completed }),
 		key("total_input_tokens", func(s *Summary) *int { return &s.TotalInputTokens }),
@@ -182,10 +249,10 @@ var recordStandard = slices.Concat(
 		key("output_throughput", func(s *Summary) *float64 { return &s.OutputThroughput }),
 		key("total_throughput", func(s *Summary) *float64 { return &s.TotalThroughput }),
 	},
-	stats("e2e_latency", func(s *Summary) *Stats { return &s.E2ELatency }, allStats...),
-	stats("ttft", func(s *Summary) *Stats { return &s.TTFT }, allStats...),
-	stats("tpot", func(s *Summary) *Stats { return &s.TPOT }, allStats...),
-	stats("itl", func(s *Summary) *Stats { return &s.ITL }, allStats...),
+	stats("e2e_latency", func(s *Summary) *Stats { return &s.E2ELatency }, number, allStats...),
+	stats("ttft", func(s *Summary) *Stats { return &s.TTFT }, number, allStats...),
+	stats("tpot", func(s *Summary) *Stats { return &s.TPOT }, number, allStats...),
+	stats("itl", func(s *Summary) *Stats { return &s.ITL }, number, allStats...),
 	[]recordField{
 		key("concurrency", func(s *Summary) *float64 { return &s.Concurrency }),
 		block(func(s *Summary, r record) record {
@@ -194,7 +261,8 @@ var recordStandard = slices.Concat(
 				v = *s.AcceptLength
 			}
 			return append(r, field{"accept_length", v})
-		}, decodeInto("accept_length", func(s *Summary) **float64 { return &s.AcceptLength })),
+		}, decodeInto("accept_length", func(s *Summary) **float64 { return &s.AcceptLength })).
+			echoes(echoCopy(func(s *Summary) **float64 { return &s.AcceptLength }, func(p *Params) **float64 { return &p.AcceptLength })),
 		key("max_output_tokens_per_s", func(s *Summary) *float64 { return &s.MaxOutputTokensPerS }),
 		key("max_concurrent_requests", func(s *Summary) *int { return &s.MaxConcurrentRequests }),
 		block((*Summary).appendCacheReport, func(s *Summary, m map[string]json.RawMessage, _ *recordView) error {
@@ -289,8 +357,8 @@ var recordServingprobe = slices.Concat(
 		block(func(s *Summary, r record) record { return append(r, s.embeddingBatchFields()...) },
 			func(s *Summary, m map[string]json.RawMessage, _ *recordView) error { return s.parseEmbeddingBatch(m) }),
 	},
-	stats("client_queue", func(s *Summary) *Stats { return &s.ClientQueue }, "mean", "median", "p99"),
-	stats("e2e_latency_including_client_queue", func(s *Summary) *Stats { return &s.E2EIncludingQueue }, "mean", "median", "p99"),
+	stats("client_queue", func(s *Summary) *Stats { return &s.ClientQueue }, number, "mean", "median", "p99"),
+	stats("e2e_latency_including_client_queue", func(s *Summary) *Stats { return &s.E2EIncludingQueue }, number, "mean", "median", "p99"),
 	[]recordField{
 		block(appendReasoning, readReasoning),
 		block(func(s *Summary, r record) record {
@@ -403,20 +471,20 @@ var recordServingprobe = slices.Concat(
 )
 
 // writeFields appends the rows' keys to r.
-func writeFields(s *Summary, rows []recordField, r record) record {
+func writeFields[H any](h *H, rows []row[H], r record) record {
 	for _, f := range rows {
-		r = f.write(s, r)
+		r = f.write(h, r)
 	}
 	return r
 }
 
 // readFields reads the rows' keys from m, in order.
-func readFields(s *Summary, rows []recordField, m map[string]json.RawMessage, v *recordView) error {
+func readFields[H any](h *H, rows []row[H], m map[string]json.RawMessage, v *recordView) error {
 	for _, f := range rows {
 		if f.read == nil {
 			continue
 		}
-		if err := f.read(s, m, v); err != nil {
+		if err := f.read(h, m, v); err != nil {
 			return err
 		}
 	}
