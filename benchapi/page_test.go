@@ -14,6 +14,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
@@ -158,5 +159,47 @@ func TestLandingBenchRowShowsFailures(t *testing.T) {
 	want := fmt.Sprintf(`<td class="warn">completed, %d/%d failed</td>`, int(failed), int(failed+completed))
 	if failed != 104 || completed != 46 || !strings.Contains(string(page), want) {
 		t.Errorf("API summary failed %v completed %v; landing page row lacks %s:\n%s", failed, completed, want, page)
+	}
+}
+
+// TestLandingBenchRowIsTheGauges: the landing page's row of a finished
+// run shows the headline the bench gauges export, the one typed value the
+// run made, not a second decoding of the summary's JSON. The run's output
+// here states a summary whose JSON disagrees with its headline, so that a
+// page that decoded the JSON again shows it.
+func TestLandingBenchRowIsTheGauges(t *testing.T) {
+	run := func(ctx context.Context, job Job) (Output, error) {
+		job.Started(1, 1)
+		return Output{
+			Summary:  []byte(`{"backend":"vllm","completed":2,"failed":0,"request_throughput":9.0,"output_throughput":90.0}`),
+			Headline: exporter.BenchHeadline{RequestThroughput: 2.5, Completed: 2},
+		}, nil
+	}
+	e := startBenchDaemonWith(t, strings.ReplaceAll(benchConfigTmpl, "RESULTS", t.TempDir()), "", run)
+	code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a"}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST = %d %v", code, m)
+	}
+	e.waitStatus(t, m["id"].(string), "completed")
+	get := func(path string) string {
+		resp, err := e.client.Get(e.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	gauge := regexp.MustCompile(`(?m)^servingprobe_bench_last_request_throughput_requests_per_second\{target="a"\} (\S+)$`).FindStringSubmatch(get("/metrics"))
+	cell := regexp.MustCompile(`<td class="reqrate">([^<]*)</td>`).FindStringSubmatch(get("/"))
+	if gauge == nil || cell == nil {
+		t.Fatalf("gauge %v, landing cell %v: want both", gauge, cell)
+	}
+	v, err := strconv.ParseFloat(gauge[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strconv.FormatFloat(v, 'f', 2, 64) + " req/s"; cell[1] != want || v != 2.5 {
+		t.Errorf("landing page shows %q, the gauge exports %v (want 2.5 on both)", cell[1], gauge[1])
 	}
 }

@@ -102,6 +102,6 @@ func benchOutput(sum *bench.Summary) (Output, error) {
 	return Output{
 		Summary:  js,
 		Record:   json.RawMessage(strings.TrimSpace(string(rec))),
-		Headline: headlineOf(sum, json.RawMessage(strings.TrimSpace(string(rec)))),
+		Headline: headlineOf(sum),
 	}, nil
 }

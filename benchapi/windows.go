@@ -103,6 +103,11 @@ type benchRun struct {
 
 	mu   sync.Mutex
 	view View
+	// headline is what the landing page shows of a finished run with a
+	// summary, nil otherwise: the run's own typed headline (the one its
+	// gauges export), or, for a run read back from its results file, the
+	// one made once from that file (storedHeadline).
+	headline *exporter.BenchHeadline
 }
 
 // View is a run as the API shows it and the results file stores it.
@@ -427,8 +432,16 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 		// so it is not among those removed.
 		b.prune()
 	}
+	var headline *exporter.BenchHeadline
+	if hasSummary(view) {
+		h := out.Headline
+		// The server's reason can quote what it answered, as the
+		// record it came from is redacted.
+		h.ServerMissing = red.Redact(h.ServerMissing)
+		headline = &h
+	}
 	run.mu.Lock()
-	run.view = view
+	run.view, run.headline = view, headline
 	run.mu.Unlock()
 	b.mu.Lock()
 	delete(b.active, target)
@@ -683,7 +696,7 @@ func (b *Windows) load(dir string) error {
 		if v.Ended == nil {
 			b.interrupted(&v, path)
 		}
-		b.runs[id] = &benchRun{view: v}
+		b.runs[id] = &benchRun{view: v, headline: storedHeadline(v)}
 	}
 	b.forgetOldLocked()
 	return nil
