@@ -38,4 +38,14 @@
 // only a Sketch per latency list. Prompt and completion text are kept only
 // when Params.Details asks for the per-request arrays, in memory or spooled
 // to a temporary file (Params.SpoolDetails).
+//
+// # The record
+//
+// The JSONL record's keys are described once, as ordered rows in
+// recordfields.go: each row appends its key (Summary.Record, in
+// bench_serving's order) and reads it back (ParseRecord), and a row of a
+// run parameter the record echoes also copies it between Params and the
+// Summary (Accumulator.Summary, Merge). Python's formatting (repr floats,
+// json.dumps' separators and escapes) is internal/pyfmt's. A figure of the
+// record is a field of Summary, what computes it, and one row.
 package bench

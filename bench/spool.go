@@ -192,7 +192,7 @@ var detailKeys = []string{"input_lens", "output_lens", "ttfts", "itls", "generat
 const standardDetailKeys = 6
 
 // write writes the details' arrays, each as `, "key": [...]`, exactly as
-// pyEncoder writes the in-memory Details: one pass over the rows in index
+// pyfmt.Encoder writes the in-memory Details: one pass over the rows in index
 // order fills a temporary file per array, then the arrays are copied out.
 func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 	sp := d.sp
