@@ -173,13 +173,13 @@ func (s *Summary) params() Params {
 func stats[H any](name string, p func(*H) *Stats, cell func(string, func(*H) *float64) row[H], which ...string) []row[H] {
 	out := make([]row[H], len(which))
 	for i, w := range which {
-		out[i] = cell(w+"_"+name+"_ms", func(h *H) *float64 { return p(h).field(w) })
+		out[i] = cell(w+"_"+name+"_ms", func(h *H) *float64 { return p(h).byKey(w) })
 	}
 	return out
 }
 
-// field is the Stats figure a record key names ("mean", "p99", ...).
-func (st *Stats) field(name string) *float64 {
+// byKey is the Stats figure a record key names ("mean", "p99", ...).
+func (st *Stats) byKey(name string) *float64 {
 	switch name {
 	case "mean":
 		return &st.Mean
