@@ -22,11 +22,9 @@ import (
 	"github.com/servingprobe/servingprobe/prober"
 )
 
-// ProbeBuilder builds the probe of one (target, module). The daemon calls
-// it when a config is loaded, so that a target that cannot be built (an
-// unknown backend, a missing dataset file) fails the load, not every probe.
-// benchrun.NewProbeBuilder is the one servingprobe uses.
-type ProbeBuilder func(t config.Target, moduleName string, m config.Module) (prober.ProbeFunc, error)
+// ProbeBuilder builds the probe of one (target, module); see
+// prober.ProbeBuilder. prober.NewProbeBuilder is the one servingprobe uses.
+type ProbeBuilder = prober.ProbeBuilder
 
 // Options configure a Daemon.
 type Options struct {
