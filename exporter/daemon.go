@@ -263,6 +263,9 @@ func CheckConfig(path string, build ProbeBuilder) (*config.Config, error) {
 // prepare builds the jobs of cfg, reusing the jobs of old whose target and
 // module did not change (same loop, same HTTP client, same version).
 func (d *Daemon) prepare(cfg *config.Config, old *state) (*state, error) {
+	if err := prober.CheckBackends(cfg); err != nil {
+		return nil, err
+	}
 	st := &state{cfg: cfg, red: config.NewRedactor(cfg), jobs: map[prober.JobKey]job{}}
 	version := strconv.FormatInt(time.Now().UnixNano(), 36)
 	var errs []error

@@ -15,6 +15,8 @@ type openAIChat struct{}
 
 var _ Backend = openAIChat{}
 
+func (openAIChat) framing() Framing { return Framing{} } // server-sent events
+
 type chatImageURL struct {
 	URL string `json:"url"`
 }

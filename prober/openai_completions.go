@@ -17,6 +17,8 @@ type openAICompletions struct {
 
 var _ Backend = openAICompletions{}
 
+func (openAICompletions) framing() Framing { return Framing{} } // server-sent events
+
 // completionsBody is shared with truss, which sends the same body.
 func completionsBody(o RequestOptions, p datasets.Prompt) object {
 	body := object{

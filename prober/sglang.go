@@ -17,6 +17,10 @@ type sglangGenerate struct{}
 
 var _ Backend = sglangGenerate{}
 
+func (sglangGenerate) framing() Framing { return Framing{} } // server-sent events
+
+func (b sglangGenerate) decodeMemo(ev SSEEvent, _ *scanMemo, d *Delta) error { return d.set(b.Decode(ev)) }
+
 func (sglangGenerate) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, error) {
 	var body object
 	if len(p.IDs) > 0 {
