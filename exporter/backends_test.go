@@ -30,7 +30,10 @@ modules:
 	built := 0
 	_, err := CheckConfig(path, func() ProbeBuilder {
 		b := testBuilder()
-		return func(tg config.Target, name string, m config.Module) (prober.ProbeFunc, error) { built++; return b(tg, name, m) }
+		return func(tg config.Target, name string, m config.Module) (prober.ProbeFunc, error) {
+			built++
+			return b(tg, name, m)
+		}
 	}())
 	for _, want := range []string{
 		`targets[1].backend: unknown backend "tgi" (one of anthropic, `,

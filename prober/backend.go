@@ -11,7 +11,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
+	"github.com/servingprobe/servingprobe/internal/jsonscan"
 )
 
 // SSEEvent is one event from the stream reader. Data is only valid until the
@@ -385,7 +385,7 @@ func openAIServer(port int, flush string) func(*BackendInfo) {
 // OpenAI's and Anthropic's own APIs. It is the one list of backend names:
 // config and the commands ask it.
 var backends = map[string]BackendInfo{
-	"sglang": with(generateTraits, func(b *BackendInfo) { sglangName(b); b.SplitChunkGaps, b.InputIDs = true, true }),
+	"sglang":        with(generateTraits, func(b *BackendInfo) { sglangName(b); b.SplitChunkGaps, b.InputIDs = true, true }),
 	"sglang-native": with(generateTraits, func(b *BackendInfo) { sglangName(b); b.SplitChunkGaps = true }),
 	// sglang's completions route takes image_data too.
 	"sglang-oai":      with(completionsTraits, func(b *BackendInfo) { sglangName(b); b.Images, b.CacheReportDetails = true, true }),

@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
+	"github.com/servingprobe/servingprobe/internal/jsonscan"
 )
 
 // openAICompletions is /v1/completions (bench_serving's OpenAI completions backends): sglang-oai,

@@ -79,4 +79,3 @@ func TestProbeEverySimulatedBackend(t *testing.T) {
 		})
 	}
 }
-
