@@ -22,10 +22,10 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/tokenizer"
 )
 
@@ -112,7 +112,7 @@ func startBenchDaemonWith(t *testing.T, cfg, webConfig string, run RunFunc) *ben
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d, err := exporter.New(exporter.Options{ConfigFile: cfgPath, BuildProbe: benchrun.NewProbeBuilder(benchrun.ProberOptions{Tokenizer: func(string) (datasets.Tokenizer, error) { return tokenizer.Default() }}), Seed: 1})
+	d, err := exporter.New(exporter.Options{ConfigFile: cfgPath, BuildProbe: prober.NewProbeBuilder(prober.ProbeBuilderOptions{Tokenizer: func(string) (datasets.Tokenizer, error) { return tokenizer.Default() }}), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,10 @@
 // CLI's flags (which bind into it) or a bench window's JSON body (which
 // decodes onto it) to the requests: ModuleSpec maps a configured target
 // and module onto a Spec, Validate checks it for every caller, and
-// requestOptions maps it onto the requests. The daemon's probes
-// (NewProbeBuilder) take their dataset from the same ModuleSpec.
+// requestOptions maps it onto the requests. ModuleSpec takes a module's
+// dataset and request options from prober.ModuleDataset and
+// prober.ModuleOptions, from which the daemon's probes are built too
+// (prober.NewProbeBuilder).
 //
 // A Spec becomes a run here: it resolves the server (ready check, model,
 // tokenizer), builds the dataset's prompts, the pacer and the prober,

@@ -11,9 +11,10 @@ import (
 
 // ModuleSpec is the one mapping from a configured target and module to a
 // bench: what the module's probes send, and the dataset they draw from.
-// The daemon's probes take their dataset from it and a bench window
-// starts from it (its body is a patch over it), so that a window
-// measures what the module probes.
+// A bench window starts from it (its body is a patch over it). Its
+// dataset and request options are prober.ModuleDataset's and
+// prober.ModuleOptions', the mappings the daemon's probes are built from,
+// so that a window measures what the module probes.
 //
 // A module states no tokenizer for the embedded default, as its probes
 // do; "server" (the server counts) stays "server", which a bench refuses
@@ -27,13 +28,7 @@ func ModuleSpec(t config.Target, m config.Module) Spec {
 	if s.Tokenizer == "" {
 		s.Tokenizer = tokenizer.DefaultName
 	}
-	s.Dataset = m.Dataset
-	o := &s.Options
-	o.DatasetPath = m.DatasetPath
-	o.ApplyChatTemplate = m.ApplyChatTemplate
-	o.FixedPrompt, o.FixedOutputLen = m.Prompt, m.OutputLen
-	o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = m.InputLen, m.OutputLen, m.RangeRatio
-	o.SharegptOutputLen = m.OutputLen
+	s.Dataset, s.Options = prober.ModuleDataset(m)
 	s.Seed = m.Seed
 	// A window reads the server's metrics where the target says, as the
 	// CLI's --server-metrics and --no-server-metrics.

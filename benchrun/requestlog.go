@@ -83,10 +83,10 @@ func newRequestLogRun(p *Prepared) requestLogRun {
 		extra:        runExtraFields(s, p.Info),
 		stream:       !s.DisableStream,
 		perChunk:     !params.PerTokenITL(),
-		textChunks:   p.Info.Protocol == prober.ProtocolOpenAIChat || p.Info.Protocol == prober.ProtocolOpenAICompletions,
+		textChunks:   p.Info.TextChunks,
 		emptySuccess: params.Compat.EmptySuccess,
 		cacheReport:  s.CacheReport,
-		specAccept:   p.Info.Protocol == prober.ProtocolSGLangGenerate || p.Info.Protocol == prober.ProtocolOpenAIChat && s.DisableStream,
+		specAccept:   p.Info.ReadsSpecAccept(!s.DisableStream),
 		origin:       processStart,
 	}
 }
@@ -99,7 +99,7 @@ func newRequestLogRun(p *Prepared) requestLogRun {
 // Go map does not keep the order of the JSON they came in.
 func runExtraFields(s Spec, info prober.BackendInfo) []pyfmt.Field {
 	fields := pyfmt.SortedFields(s.ExtraBody)
-	if s.CacheReport && info.SGLang && info.Protocol != prober.ProtocolSGLangGenerate {
+	if s.CacheReport && info.CacheReportDetails {
 		// bench_serving's --cache-report asks sglang's OpenAI routes for
 		// the cache tiers' split (sglext.cached_tokens_details). It sets
 		// the key in the parsed --extra-request-body, so it wins over the

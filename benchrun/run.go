@@ -428,16 +428,17 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 	o.CompatChatLength = s.Compat.ChatLength
 	o.NoTraceparent = o.NoTraceparent || s.NoTraceparent
 	extra := map[string]any{}
-	switch info.Protocol {
-	case prober.ProtocolSGLangGenerate:
-		if s.Module == nil { // bench_serving's --temperature and --top-p
-			t := s.Temperature
-			o.Temperature = &t
-			if s.TopP < 1 {
-				p := s.TopP
-				o.TopP = &p
-			}
+	if info.SamplingFlags && s.Module == nil {
+		// bench_serving's --temperature and --top-p on sglang's /generate,
+		// as vLLM's bench serve sends them on the OpenAI routes.
+		t := s.Temperature
+		o.Temperature = &t
+		if s.TopP < 1 {
+			p := s.TopP
+			o.TopP = &p
 		}
+	}
+	if info.LogprobFields {
 		if s.ReturnLogprob {
 			extra["return_logprob"] = true
 		}
@@ -454,29 +455,18 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 			extra["return_routed_experts"] = true
 		}
 	}
-	if openAISampling(info) {
+	if info.VLLMSampling {
 		// vLLM's bench serve: its sampling flags go into the extra body,
 		// which its --extra-body then overrides (as ours does below).
-		if s.Module == nil {
-			t := s.Temperature
-			o.Temperature = &t
-			if s.TopP < 1 {
-				p := s.TopP
-				o.TopP = &p
-			}
-		}
 		for _, f := range s.vllmSampling() {
 			extra[f.key] = f.value
 		}
-		if s.ChatTemplateKwargs != nil && info.Protocol == prober.ProtocolOpenAIChat {
-			extra["chat_template_kwargs"] = s.ChatTemplateKwargs
-		}
 	}
-	switch info.Protocol {
-	case prober.ProtocolOpenAICompletions:
-		if s.ReturnLogprob && s.TopLogprobsNum > 0 {
-			extra["logprobs"] = s.TopLogprobsNum
-		}
+	if info.ChatTemplateKwargs && s.ChatTemplateKwargs != nil {
+		extra["chat_template_kwargs"] = s.ChatTemplateKwargs
+	}
+	if info.LogprobsCount && s.ReturnLogprob && s.TopLogprobsNum > 0 {
+		extra["logprobs"] = s.TopLogprobsNum
 	}
 	maps.Copy(extra, o.ExtraBody)
 	// The run's extra body as bench_serving builds it (--extra-request-body,
@@ -563,7 +553,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 			return out, fmt.Errorf("warmup: %w", err)
 		}
 	}
-	if s.FlushCache || (p.Info.SGLang && envflag.Truthy(getenv("SGLANG_IS_IN_CI")) && (s.Shard == nil || s.Shard.Index == 0)) {
+	if s.FlushCache || (p.Info.FlushCacheInCI && envflag.Truthy(getenv("SGLANG_IS_IN_CI")) && (s.Shard == nil || s.Shard.Index == 0)) {
 		if err := flushCache(ctx, p.Client, s.BaseURL, s.Backend, s.FlushCacheTimeout, nil); err != nil {
 			return out, err
 		}
@@ -689,10 +679,10 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 	start := time.Now()
 	out.ServerInfo, out.AcceptLength = serverInfo(ctx, p.Client, s.BaseURL, nil)
 	out.ServerInfo = p.Prober.Redactor.RedactJSON(out.ServerInfo) // a server may echo the headers it got
-	if p.Info.SGLang && s.Compat.ServerInfoDuration {
+	if p.Info.ServerInfoTimed && s.Compat.ServerInfoDuration {
 		out.Duration += time.Since(start)
 	}
-	if !p.Info.SGLang {
+	if !p.Info.AcceptLength {
 		out.AcceptLength = 0 // bench_serving reads it only for sglang backends
 	}
 	return out, summarize(acc, out)

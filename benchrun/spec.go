@@ -363,13 +363,13 @@ func (s *Spec) Validate() error {
 			p.add("dataset_name", "%s needs a backend that carries images: %s", s.Dataset, strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Images }), ", "))
 		}
 	}
-	if err == nil && !openAISampling(info) {
+	if err == nil && !info.VLLMSampling {
 		for _, f := range s.vllmSampling() {
-			p.add(f.key, "is sent only by the OpenAI backends, as vLLM sends it: %s", strings.Join(backendsWith(openAISampling), ", "))
+			p.add(f.key, "is sent only by the OpenAI backends, as vLLM sends it: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.VLLMSampling }), ", "))
 		}
 	}
-	if err == nil && s.ChatTemplateKwargs != nil && info.Protocol != prober.ProtocolOpenAIChat {
-		p.add("chat_template_kwargs", "needs a chat backend: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Protocol == prober.ProtocolOpenAIChat }), ", "))
+	if err == nil && s.ChatTemplateKwargs != nil && !info.ChatTemplateKwargs {
+		p.add("chat_template_kwargs", "needs a chat backend: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.ChatTemplateKwargs }), ", "))
 	}
 	if s.Dataset == "token-trace" && err == nil && !info.InputIDs {
 		// The trace holds token ids, not text: only input_ids carries them.
@@ -406,13 +406,6 @@ func (s *Spec) Validate() error {
 }
 
 // backendsWith lists the backends that have a trait, for messages.
-// openAISampling reports whether a backend takes vLLM's sampling flags:
-// vLLM sends them on its OpenAI-compatible backends only (chat and
-// completions) and refuses them on the others.
-func openAISampling(i prober.BackendInfo) bool {
-	return i.Protocol == prober.ProtocolOpenAIChat || i.Protocol == prober.ProtocolOpenAICompletions
-}
-
 // samplingField is one body key of vLLM's sampling flags.
 type samplingField struct {
 	key   string
@@ -441,6 +434,7 @@ func (s *Spec) vllmSampling() []samplingField {
 	return out
 }
 
+// backendsWith lists the backends that have a trait, for messages.
 func backendsWith(has func(prober.BackendInfo) bool) []string {
 	var out []string
 	for _, name := range prober.BackendNames() {

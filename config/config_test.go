@@ -115,7 +115,6 @@ func TestLoadBad(t *testing.T) {
 		{"bad-many.yml", []string{
 			`config file "testdata/bad-many.yml": targets[1].name: duplicate target name "a" (also targets[0])`,
 			`targets[1].url: scheme must be http or https, got "ftp"`,
-			`targets[1].backend: unknown backend "tgi" (one of ` + strings.Join(KnownBackends, ", ") + `)`,
 			`targets[1].modules[1]: unknown module "x"`,
 			`targets[1].max_in_flight: must be at least 1`,
 			`modules["m"].dataset_path: must be set for dataset sharegpt`,

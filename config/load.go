@@ -59,15 +59,6 @@ var moduleDatasets = map[string]bool{
 	"generated-shared-prefix": true, "image": true, "mooncake": true,
 }
 
-// KnownBackends lists every backend name, as bench_serving's --backend
-// values plus the plain openai names. The prober's registry is tested against it.
-var KnownBackends = []string{
-	"sglang", "sglang-native", "sglang-oai", "sglang-oai-chat",
-	"vllm", "vllm-chat", "lmdeploy", "lmdeploy-chat",
-	"trt", "truss", "openai", "openai-chat", "ollama", "ollama-chat",
-	"openai-responses", "anthropic", "sglang-embedding", "vllm-embedding", "openai-embeddings",
-}
-
 // UnmarshalYAML applies DefaultTarget before decoding.
 func (t *Target) UnmarshalYAML(unmarshal func(any) error) error {
 	*t = DefaultTarget

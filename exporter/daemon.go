@@ -22,11 +22,9 @@ import (
 	"github.com/servingprobe/servingprobe/prober"
 )
 
-// ProbeBuilder builds the probe of one (target, module). The daemon calls
-// it when a config is loaded, so that a target that cannot be built (an
-// unknown backend, a missing dataset file) fails the load, not every probe.
-// benchrun.NewProbeBuilder is the one servingprobe uses.
-type ProbeBuilder func(t config.Target, moduleName string, m config.Module) (prober.ProbeFunc, error)
+// ProbeBuilder builds the probe of one (target, module); see
+// prober.ProbeBuilder. prober.NewProbeBuilder is the one servingprobe uses.
+type ProbeBuilder = prober.ProbeBuilder
 
 // Options configure a Daemon.
 type Options struct {
@@ -265,6 +263,9 @@ func CheckConfig(path string, build ProbeBuilder) (*config.Config, error) {
 // prepare builds the jobs of cfg, reusing the jobs of old whose target and
 // module did not change (same loop, same HTTP client, same version).
 func (d *Daemon) prepare(cfg *config.Config, old *state) (*state, error) {
+	if err := prober.CheckBackends(cfg); err != nil {
+		return nil, err
+	}
 	st := &state{cfg: cfg, red: config.NewRedactor(cfg), jobs: map[prober.JobKey]job{}}
 	version := strconv.FormatInt(time.Now().UnixNano(), 36)
 	var errs []error

@@ -41,11 +41,10 @@ func (wordTokenizer) Decode([]int, bool) (string, error) { return "", errors.New
 func (wordTokenizer) NumSpecialTokensToAdd() int         { return 0 }
 func (wordTokenizer) VocabSize() int                     { return 0 }
 
-// testBuilder builds probes as servingprobe's builder does in what these
+// testBuilder builds probes as prober.NewProbeBuilder does in what these
 // tests look at (the module's request options, the model detected when
-// none is configured, errors redacted), without importing it:
-// benchrun.NewProbeBuilder lives next to the bench windows, which import
-// this package.
+// none is configured, errors redacted), with one fixed prompt and a word
+// tokenizer, so that these tests load no dataset or tokenizer.
 func testBuilder() ProbeBuilder {
 	return func(t config.Target, name string, m config.Module) (prober.ProbeFunc, error) {
 		info, err := prober.LookupBackend(t.Backend)

@@ -3,7 +3,7 @@
 // the Observer that maps a Result to metrics, the result history, the
 // /probe handler, the landing page, the state-change log and config
 // reloads. It knows nothing about wire protocols or datasets: probes come
-// built from a ProbeBuilder (benchrun.NewProbeBuilder).
+// built from a ProbeBuilder (prober.NewProbeBuilder).
 //
 // Of benchmarks it knows what it shows, not how they run (benchwindow.go):
 // a bench window's status (BenchStatus), its headline figures

@@ -31,6 +31,10 @@ type anthropic struct{}
 
 var _ Backend = anthropic{}
 
+func (anthropic) framing() Framing { return Framing{} } // server-sent events
+
+func (b anthropic) decodeMemo(ev SSEEvent, _ *scanMemo, d *Delta) error { return d.set(b.Decode(ev)) }
+
 // The Messages endpoint, the API version it is spoken at (the one both
 // servers' converters implement), and Anthropic's API key header.
 const (

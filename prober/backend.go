@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -8,8 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
+	"github.com/servingprobe/servingprobe/internal/jsonscan"
 )
 
 // SSEEvent is one event from the stream reader. Data is only valid until the
@@ -114,7 +116,10 @@ type RequestOptions struct {
 	NoTraceparent bool
 }
 
-// Backend is one wire protocol.
+// Backend is one wire protocol. Every Backend is one of this package's
+// protocols (one file each): beside NewRequest and Decode, each states how
+// its stream is framed and how it decodes against a stream's memo, so
+// that the reader never has to guess a protocol's traits from its type.
 type Backend interface {
 	// NewRequest builds the HTTP request for one prompt. The caller adds
 	// the context.
@@ -122,27 +127,19 @@ type Backend interface {
 	// Decode interprets one event. It is pure: no clock, no I/O, and it
 	// keeps nothing from ev.Data.
 	Decode(ev SSEEvent) (Delta, error)
-}
-
-// memoDecoder is implemented by backends whose decoding can use a
-// stream's scanMemo: decodeMemo answers exactly as Decode does, faster on
-// a steady stream. m is per stream (and so per Backend).
-type memoDecoder interface {
+	// framing is how the protocol's stream is framed and ended.
+	framing() Framing
+	// decodeMemo answers exactly as Decode does, into d; protocols whose
+	// decoding can use a stream's scanMemo answer faster with it on a
+	// steady stream, the others call Decode. m is per stream (and so per
+	// Backend).
 	decodeMemo(ev SSEEvent, m *scanMemo, d *Delta) error
 }
 
-// Asserted, because a mismatch would only drop the memo silently.
-var (
-	_ memoDecoder = openAICompletions{}
-	_ memoDecoder = openAIChat{}
-	_ memoDecoder = trtGenerateStream{}
-	_ memoDecoder = truss{}
-)
-
 // Framing is how a protocol's stream is framed and ended, as far as the
 // reader must know beyond Decode. Each protocol states it beside its
-// decoder (its framing method); a Backend without one has the zero
-// Framing: server-sent events, ended by [DONE] or a finish reason.
+// decoder (its framing method); the zero Framing is server-sent events,
+// ended by [DONE] or a finish reason.
 type Framing struct {
 	// EOFEnds: the stream has no terminal marker (TensorRT-LLM's
 	// generate_stream), so a clean EOF ends it successfully instead of
@@ -163,24 +160,21 @@ type Framing struct {
 	NoOutput bool
 }
 
-// framer is implemented by the protocols whose Framing is not the zero
-// one.
-type framer interface{ framing() Framing }
-
-// framingOf returns b's Framing.
-func framingOf(b Backend) Framing {
-	if f, ok := b.(framer); ok {
-		return f.framing()
-	}
-	return Framing{}
+// set stores what Decode answered: decodeMemo of the protocols that have
+// no memo path is d.set(b.Decode(ev)).
+func (d *Delta) set(v Delta, err error) error {
+	*d = v
+	return err
 }
 
 // BackendInfo describes one bench_serving --backend name. Every trait a
 // caller needs to tell backends apart is a field here: no caller decides
-// by a backend's name.
+// by a backend's name or its protocol (a test outside this package holds
+// callers to it).
 type BackendInfo struct {
 	Name string
-	// Protocol is the wire protocol (one Backend implementation each).
+	// Protocol is the wire protocol (one Backend implementation each),
+	// for messages and tests; callers decide by the traits below.
 	Protocol string
 	// Path is the endpoint, appended to the base URL.
 	Path string
@@ -192,9 +186,9 @@ type BackendInfo struct {
 	NoAuth bool
 	// ModelRequired: bench_serving requires --model (trt, truss).
 	ModelRequired bool
-	// SGLang marks backends whose name contains "sglang", which bench_serving
-	// treats specially (server_info, cache flush).
-	SGLang bool
+	// NoModelList: the server lists no models (Triton's generate_stream
+	// server has no /v1/models), so a missing model is not detected.
+	NoModelList bool
 	// Chat marks backends that send a chat history (messages), so that
 	// they can replay multi-turn conversations.
 	Chat bool
@@ -227,6 +221,46 @@ type BackendInfo struct {
 	// FlushCacheTimeout: the flush endpoint takes ?timeout=<seconds>
 	// (sglang's /flush_cache waits up to that long for running requests).
 	FlushCacheTimeout bool
+	// FlushCacheInCI: bench_serving flushes the cache before the measured
+	// run, unasked, when SGLANG_IS_IN_CI is set (its backends whose name
+	// contains "sglang").
+	FlushCacheInCI bool
+	// AcceptLength: bench_serving reports the server's speculative accept
+	// length, read from its server info after the run (the sglang names).
+	AcceptLength bool
+	// ServerInfoTimed: bench_serving reads the server info before it stops
+	// the clock, so that, under its compat option, the read counts in the
+	// run's duration (the sglang names).
+	ServerInfoTimed bool
+	// CacheReportDetails: --cache-report asks the server for its cache
+	// tiers' split (return_cached_tokens_details in the body: sglang's
+	// OpenAI-style routes, whose answers carry sglext).
+	CacheReportDetails bool
+	// SamplingFlags: the CLI's --temperature and --top-p are sent
+	// (sglang's /generate as bench_serving sends them, the OpenAI routes
+	// as vLLM's bench serve does).
+	SamplingFlags bool
+	// VLLMSampling: vLLM's other sampling flags (top_k, min_p, the
+	// penalties) go in the extra body, as vLLM sends them on its
+	// OpenAI-compatible backends only (chat and completions).
+	VLLMSampling bool
+	// ChatTemplateKwargs: the body may carry chat_template_kwargs (OpenAI
+	// chat).
+	ChatTemplateKwargs bool
+	// LogprobFields: sglang's logprob and routed-expert flags go in the
+	// body (sglang's /generate).
+	LogprobFields bool
+	// LogprobsCount: --return-logprob with --top-logprobs-num sends
+	// logprobs=<n> (OpenAI completions).
+	LogprobsCount bool
+	// TextChunks: bench_serving's request function for this backend
+	// fills text_chunks (its completions and chat functions).
+	TextChunks bool
+	// SpecAccept: bench_serving's request function reads a request's
+	// spec_accept_length from every answer (its /generate function), and
+	// SpecAcceptUnstreamed from a non-streamed one only (its chat
+	// function, from choices[0].meta_info). See ReadsSpecAccept.
+	SpecAccept, SpecAcceptUnstreamed bool
 	// APIRoot is the path under which the server's own documentation gives
 	// its base URL (ollama: http://host:11434/api). Every path here is
 	// written from the server's root, so a base URL ending in it is taken
@@ -242,7 +276,17 @@ type BackendInfo struct {
 	// x-api-key, while vLLM's --api-key check reads Authorization.
 	APIKeyHeader string
 
-	newBackend func() Backend
+	// unsupported, when set, is why a name bench_serving lists is
+	// refused: LookupBackend answers with it, and the name is in no list
+	// of accepted ones.
+	unsupported string
+	newBackend  func() Backend
+}
+
+// ReadsSpecAccept reports whether bench_serving's request function reads
+// spec_accept_length for a request streamed or not.
+func (b BackendInfo) ReadsSpecAccept(stream bool) bool {
+	return b.SpecAccept || b.SpecAcceptUnstreamed && !stream
 }
 
 // BaseURL is NormalizeBaseURL for this backend: it also takes a base URL
@@ -303,30 +347,56 @@ func newResponses() Backend   { return openAIResponses{} }
 func newAnthropic() Backend   { return anthropic{} }
 func newEmbeddings() Backend  { return openAIEmbeddings{} }
 
-// backends maps every accepted --backend name to its protocol, as
-// blackbox_exporter's Probers map does.
+// The traits every name of a protocol shares; the table below adds each
+// name's own.
+var (
+	generateTraits = BackendInfo{Protocol: ProtocolSGLangGenerate, Path: pathGenerate, Images: true,
+		SamplingFlags: true, LogprobFields: true, SpecAccept: true, newBackend: newSGLang}
+	completionsTraits = BackendInfo{Protocol: ProtocolOpenAICompletions, Path: pathCompletions,
+		SamplingFlags: true, VLLMSampling: true, LogprobsCount: true, TextChunks: true, newBackend: newCompletions}
+	chatTraits = BackendInfo{Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true,
+		SamplingFlags: true, VLLMSampling: true, ChatTemplateKwargs: true, TextChunks: true, SpecAcceptUnstreamed: true, newBackend: newChat}
+	embeddingsTraits = BackendInfo{Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, Embedding: true, newBackend: newEmbeddings}
+)
+
+// with returns base with edit applied: a protocol's traits with a name's.
+func with(base BackendInfo, edit func(*BackendInfo)) BackendInfo {
+	edit(&base)
+	return base
+}
+
+// sglangName adds what bench_serving does for every backend whose name
+// contains "sglang": port 30000, the timed /flush_cache, the flush under
+// SGLANG_IS_IN_CI and the server info's accept length and timing.
+func sglangName(b *BackendInfo) {
+	b.DefaultPort = 30000
+	b.ReadyPath, b.FlushCachePath, b.FlushCacheTimeout = pathModels, pathFlushCache, true
+	b.FlushCacheInCI, b.AcceptLength, b.ServerInfoTimed = true, true, true
+}
+
+// openAIServer is an OpenAI-style server's readiness and cache flush,
+// with the flush endpoint given.
+func openAIServer(port int, flush string) func(*BackendInfo) {
+	return func(b *BackendInfo) { b.DefaultPort, b.ReadyPath, b.FlushCachePath = port, pathModels, flush }
+}
+
+// backends maps every --backend name bench_serving lists to its protocol
+// and traits, as blackbox_exporter's Probers map does, plus ollama's,
+// OpenAI's and Anthropic's own APIs. It is the one list of backend names:
+// config and the commands ask it.
 var backends = map[string]BackendInfo{
-	"sglang": {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, SplitChunkGaps: true, Images: true, InputIDs: true,
-		ReadyPath: pathModels, FlushCachePath: pathFlushCache, FlushCacheTimeout: true, newBackend: newSGLang},
-	"sglang-native": {Protocol: ProtocolSGLangGenerate, Path: pathGenerate, DefaultPort: 30000, SGLang: true, SplitChunkGaps: true, Images: true,
-		ReadyPath: pathModels, FlushCachePath: pathFlushCache, FlushCacheTimeout: true, newBackend: newSGLang},
-	"sglang-oai": {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 30000, SGLang: true, Images: true,
-		ReadyPath: pathModels, FlushCachePath: pathFlushCache, FlushCacheTimeout: true, newBackend: newCompletions},
-	"vllm": {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000,
-		ReadyPath: pathModels, FlushCachePath: pathResetPrefixCache, newBackend: newCompletions},
-	"lmdeploy": {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 23333,
-		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newCompletions},
-	"openai": {Protocol: ProtocolOpenAICompletions, Path: pathCompletions, DefaultPort: 8000,
-		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newCompletions},
-	"sglang-oai-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, SGLang: true, Images: true,
-		ReadyPath: pathModels, FlushCachePath: pathFlushCache, FlushCacheTimeout: true, newBackend: newChat},
-	"vllm-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, Images: true,
-		ReadyPath: pathModels, FlushCachePath: pathResetPrefixCache, newBackend: newChat},
-	"lmdeploy-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 30000, Images: true,
-		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newChat},
-	"openai-chat": {Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, DefaultPort: 8000, Images: true,
-		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newChat},
-	"trt": {Protocol: ProtocolTRT, Path: pathTRT, DefaultPort: 8000, NoAuth: true, ModelRequired: true,
+	"sglang":        with(generateTraits, func(b *BackendInfo) { sglangName(b); b.SplitChunkGaps, b.InputIDs = true, true }),
+	"sglang-native": with(generateTraits, func(b *BackendInfo) { sglangName(b); b.SplitChunkGaps = true }),
+	// sglang's completions route takes image_data too.
+	"sglang-oai":      with(completionsTraits, func(b *BackendInfo) { sglangName(b); b.Images, b.CacheReportDetails = true, true }),
+	"vllm":            with(completionsTraits, openAIServer(8000, pathResetPrefixCache)),
+	"lmdeploy":        with(completionsTraits, openAIServer(23333, pathFlushCache)),
+	"openai":          with(completionsTraits, openAIServer(8000, pathFlushCache)),
+	"sglang-oai-chat": with(chatTraits, func(b *BackendInfo) { sglangName(b); b.CacheReportDetails = true }),
+	"vllm-chat":       with(chatTraits, openAIServer(30000, pathResetPrefixCache)),
+	"lmdeploy-chat":   with(chatTraits, openAIServer(30000, pathFlushCache)),
+	"openai-chat":     with(chatTraits, openAIServer(8000, pathFlushCache)),
+	"trt": {Protocol: ProtocolTRT, Path: pathTRT, DefaultPort: 8000, NoAuth: true, ModelRequired: true, NoModelList: true,
 		ReadyPath: "", FlushCachePath: pathFlushCache, newBackend: newTRT},
 	"truss": {Protocol: ProtocolTruss, Path: pathTruss, DefaultPort: 8080, ModelRequired: true,
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newTruss},
@@ -345,23 +415,59 @@ var backends = map[string]BackendInfo{
 	"anthropic": {Protocol: ProtocolAnthropic, Path: pathMessages, Chat: true, DefaultPort: 8000, APIKeyHeader: anthropicAPIKeyHeader,
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newAnthropic},
 	// Embeddings: bench_serving's two names and the plain OpenAI one, all
-	// /v1/embeddings.
-	"sglang-embedding": {Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, DefaultPort: 30000, SGLang: true, Embedding: true,
-		ReadyPath: pathModels, FlushCachePath: pathFlushCache, FlushCacheTimeout: true, newBackend: newEmbeddings},
-	"vllm-embedding": {Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, DefaultPort: 8000, Embedding: true,
-		ReadyPath: pathModels, FlushCachePath: pathResetPrefixCache, newBackend: newEmbeddings},
-	"openai-embeddings": {Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, DefaultPort: 8000, Embedding: true,
-		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newEmbeddings},
+	// /v1/embeddings. sglang's embedding answers carry sglext as its
+	// other OpenAI-style routes do.
+	"sglang-embedding":  with(embeddingsTraits, func(b *BackendInfo) { sglangName(b); b.CacheReportDetails = true }),
+	"vllm-embedding":    with(embeddingsTraits, openAIServer(8000, pathResetPrefixCache)),
+	"openai-embeddings": with(embeddingsTraits, openAIServer(8000, pathFlushCache)),
+	// bench_serving lists gserver among its backends, but its request
+	// function is `raise NotImplementedError()` (sglang
+	// python/sglang/benchmark/serving.py at 00f9ec47,
+	// async_request_gserver): its run fails at the first (warm-up)
+	// request with a bare NotImplementedError. It is refused before
+	// anything is sent, naming the same exception.
+	"gserver": {unsupported: "NotImplementedError (bench_serving's gserver request function raises it; there is no gserver client)"},
+}
+
+// UnsupportedBackendError is a backend name bench_serving lists that
+// servingprobe refuses, with why.
+type UnsupportedBackendError struct{ Name, Why string }
+
+func (e *UnsupportedBackendError) Error() string {
+	return "backend " + e.Name + " is not supported: " + e.Why
 }
 
 // LookupBackend returns the BackendInfo for a --backend name.
 func LookupBackend(name string) (BackendInfo, error) {
 	b, ok := backends[name]
+	if ok && b.unsupported != "" {
+		return BackendInfo{}, &UnsupportedBackendError{Name: name, Why: b.unsupported}
+	}
 	if !ok {
 		return BackendInfo{}, fmt.Errorf("unknown backend %q (known: %v)", name, BackendNames())
 	}
 	b.Name = name
 	return b, nil
+}
+
+// CheckBackends reports every target of c whose backend is not one of
+// these, each at its place in the file, as config.Validate reports its
+// own problems. Config may not import this package, so the names are
+// checked here, once, wherever a config is loaded for probes.
+func CheckBackends(c *config.Config) error {
+	var errs []error
+	for i, t := range c.Targets {
+		if t.Backend == "" {
+			continue // config.Validate says it must be set
+		}
+		if _, err := LookupBackend(t.Backend); err != nil {
+			if _, ok := errors.AsType[*UnsupportedBackendError](err); !ok {
+				err = fmt.Errorf("unknown backend %q (one of %s)", t.Backend, strings.Join(BackendNames(), ", "))
+			}
+			errs = append(errs, fmt.Errorf("targets[%d].backend: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // NewBackend returns the Backend for a --backend name.
@@ -375,15 +481,17 @@ func NewBackend(name string) (Backend, error) {
 
 // DefaultPort returns bench_serving's default port for a backend name.
 func DefaultPort(name string) (int, bool) {
-	b, ok := backends[name]
-	return b.DefaultPort, ok
+	b, err := LookupBackend(name)
+	return b.DefaultPort, err == nil
 }
 
 // BackendNames lists the accepted --backend names, sorted.
 func BackendNames() []string {
 	names := make([]string, 0, len(backends))
-	for n := range backends {
-		names = append(names, n)
+	for n, b := range backends {
+		if b.unsupported == "" {
+			names = append(names, n)
+		}
 	}
 	slices.Sort(names)
 	return names

@@ -1,9 +1,13 @@
 package prober
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servingprobe/servingprobe/config"
 )
 
 // TestBackendTraits pins each trait field to the rule its callers applied
@@ -46,13 +50,82 @@ func TestBackendTraits(t *testing.T) {
 		if got := b.FlushCacheURL("http://h:1", 2500*time.Millisecond); got != wantFlush {
 			t.Errorf("%s: FlushCacheURL = %q, want %q", name, got, wantFlush)
 		}
-		if b.SGLang != strings.Contains(name, "sglang") {
-			t.Errorf("%s: SGLang = %v", name, b.SGLang)
+		sglang := strings.Contains(name, "sglang")
+		chat, completions, generate := b.Protocol == ProtocolOpenAIChat, b.Protocol == ProtocolOpenAICompletions, b.Protocol == ProtocolSGLangGenerate
+		for _, tr := range []struct {
+			trait     string
+			got, want bool
+		}{
+			{"FlushCacheInCI", b.FlushCacheInCI, sglang},
+			{"AcceptLength", b.AcceptLength, sglang},
+			{"ServerInfoTimed", b.ServerInfoTimed, sglang},
+			{"CacheReportDetails", b.CacheReportDetails, sglang && !generate},
+			{"SamplingFlags", b.SamplingFlags, generate || chat || completions},
+			{"VLLMSampling", b.VLLMSampling, chat || completions},
+			{"ChatTemplateKwargs", b.ChatTemplateKwargs, chat},
+			{"LogprobFields", b.LogprobFields, generate},
+			{"LogprobsCount", b.LogprobsCount, completions},
+			{"TextChunks", b.TextChunks, chat || completions},
+			{"ReadsSpecAccept(stream)", b.ReadsSpecAccept(true), generate},
+			{"ReadsSpecAccept(no stream)", b.ReadsSpecAccept(false), generate || chat},
+			{"NoModelList", b.NoModelList, b.Protocol == ProtocolTRT},
+		} {
+			if tr.got != tr.want {
+				t.Errorf("%s: %s = %v, want %v", name, tr.trait, tr.got, tr.want)
+			}
 		}
 		wantFraming := Framing{EOFEnds: b.Protocol == ProtocolTRT, NDJSON: b.Protocol == ProtocolOllama, Raw: b.Protocol == ProtocolTruss,
 			NoOutput: b.Embedding}
-		if got := framingOf(b.New()); got != wantFraming {
+		if got := b.New().framing(); got != wantFraming {
 			t.Errorf("%s: framing = %+v, want %+v", name, got, wantFraming)
 		}
+	}
+}
+
+// TestUnsupportedBackend: a name bench_serving lists that we refuse is
+// refused with why, and is in no list of accepted names.
+func TestUnsupportedBackend(t *testing.T) {
+	_, err := LookupBackend("gserver")
+	if ue, ok := errors.AsType[*UnsupportedBackendError](err); !ok || !strings.Contains(ue.Why, "NotImplementedError") {
+		t.Errorf("LookupBackend(gserver) = %v, want an UnsupportedBackendError naming NotImplementedError", err)
+	}
+	if slices.Contains(BackendNames(), "gserver") {
+		t.Errorf("BackendNames() = %v, want no gserver", BackendNames())
+	}
+	if _, ok := DefaultPort("gserver"); ok {
+		t.Error("DefaultPort(gserver) found, want not")
+	}
+	if _, err := NewBackend("gserver"); err == nil {
+		t.Error("NewBackend(gserver) succeeded, want an error")
+	}
+}
+
+func TestCheckBackends(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		backends []string
+		want     []string // each line of the error, in order; none: accepted
+	}{
+		{"every known name", BackendNames(), nil},
+		{"empty is config.Validate's to report", []string{""}, nil},
+		{"unknown and unsupported, each at its place", []string{"vllm", "tgi", "gserver"}, []string{
+			`targets[1].backend: unknown backend "tgi" (one of ` + strings.Join(BackendNames(), ", ") + `)`,
+			`targets[2].backend: backend gserver is not supported: NotImplementedError (bench_serving's gserver request function raises it; there is no gserver client)`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &config.Config{}
+			for _, b := range tc.backends {
+				c.Targets = append(c.Targets, config.Target{Backend: b})
+			}
+			err := CheckBackends(c)
+			var got []string
+			if err != nil {
+				got = strings.Split(err.Error(), "\n")
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("CheckBackends(%q) = %q, want %q", tc.backends, got, tc.want)
+			}
+		})
 	}
 }

@@ -26,6 +26,8 @@ type ollama struct {
 
 var _ Backend = ollama{}
 
+func (b ollama) decodeMemo(ev SSEEvent, _ *scanMemo, d *Delta) error { return d.set(b.Decode(ev)) }
+
 // Endpoint paths of ollama's native API, and the root its documentation
 // gives base URLs under.
 const (

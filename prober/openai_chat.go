@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
+	"github.com/servingprobe/servingprobe/internal/jsonscan"
 )
 
 // openAIChat is /v1/chat/completions (bench_serving's openai-chat backends): sglang-oai-chat,
@@ -14,6 +14,8 @@ import (
 type openAIChat struct{}
 
 var _ Backend = openAIChat{}
+
+func (openAIChat) framing() Framing { return Framing{} } // server-sent events
 
 type chatImageURL struct {
 	URL string `json:"url"`

@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
+	"github.com/servingprobe/servingprobe/internal/jsonscan"
 )
 
 // openAICompletions is /v1/completions (bench_serving's OpenAI completions backends): sglang-oai,
@@ -16,6 +16,8 @@ type openAICompletions struct {
 }
 
 var _ Backend = openAICompletions{}
+
+func (openAICompletions) framing() Framing { return Framing{} } // server-sent events
 
 // completionsBody is shared with truss, which sends the same body.
 func completionsBody(o RequestOptions, p datasets.Prompt) object {

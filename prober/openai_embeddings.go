@@ -21,6 +21,10 @@ type openAIEmbeddings struct{}
 
 var _ Backend = openAIEmbeddings{}
 
+func (b openAIEmbeddings) decodeMemo(ev SSEEvent, _ *scanMemo, d *Delta) error {
+	return d.set(b.Decode(ev))
+}
+
 // pathEmbeddings is the embeddings endpoint.
 const pathEmbeddings = "/v1/embeddings"
 

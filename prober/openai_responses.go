@@ -21,6 +21,12 @@ type openAIResponses struct{}
 
 var _ Backend = openAIResponses{}
 
+func (openAIResponses) framing() Framing { return Framing{} } // server-sent events
+
+func (b openAIResponses) decodeMemo(ev SSEEvent, _ *scanMemo, d *Delta) error {
+	return d.set(b.Decode(ev))
+}
+
 // pathResponses is the Responses API's endpoint.
 const pathResponses = "/v1/responses"
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/datasets"
 )
 
 // ModuleOptions is the one mapping from a configured target and module to
@@ -49,4 +50,19 @@ func clientSetsHeader(t config.Target, name string) bool {
 		}
 	}
 	return false
+}
+
+// ModuleDataset is the one mapping from a module to the dataset its
+// requests draw from: the dataset's name and its options (bench_serving's
+// defaults under the module's settings). The daemon's probes
+// (NewProbeBuilder) and a bench window of the module (benchrun.ModuleSpec)
+// both start from it; the module's seed seeds both draws.
+func ModuleDataset(m config.Module) (string, datasets.Options) {
+	o := datasets.DefaultOptions()
+	o.DatasetPath = m.DatasetPath
+	o.ApplyChatTemplate = m.ApplyChatTemplate
+	o.FixedPrompt, o.FixedOutputLen = m.Prompt, m.OutputLen
+	o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = m.InputLen, m.OutputLen, m.RangeRatio
+	o.SharegptOutputLen = m.OutputLen
+	return m.Dataset, o
 }

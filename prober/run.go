@@ -247,7 +247,7 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		return err
 	}
 	ct := resp.Header.Get("Content-Type")
-	fr := framingOf(p.Backend)
+	fr := p.Backend.framing()
 	// An answer without output is one JSON object, whatever was asked
 	// (the embeddings route has no stream): read it whole.
 	format := FormatFor(ct, p.Options.Stream && !fr.NoOutput)
@@ -355,9 +355,8 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 		stallFrom   int64 // BytesRead after the last event that counted one
 	)
 	maxStallEvents, maxStallBytes := StallLimits(res.RequestedOutputTokens)
-	fr := framingOf(p.Backend)
+	fr := p.Backend.framing()
 	eofEnds := fr.EOFEnds
-	memo, _ := p.Backend.(memoDecoder)
 	presized := res.Events == nil && res.Stream && res.RequestedOutputTokens > 0
 	if presized {
 		// One event per token is the usual stream: size for it once rather
@@ -388,11 +387,9 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 			d := &st.delta
 			if sr.format == FormatRaw {
 				*d, err = Delta{Text: ev.Data}, nil // the bytes are the text
-			} else if memo != nil {
-				*d = Delta{}
-				err = memo.decodeMemo(ev, &st.memo, d)
 			} else {
-				*d, err = p.Backend.Decode(ev)
+				*d = Delta{}
+				err = p.Backend.decodeMemo(ev, &st.memo, d)
 			}
 			if err != nil {
 				res.End = at

@@ -3,7 +3,7 @@ package prober
 import (
 	"bytes"
 
-	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
+	"github.com/servingprobe/servingprobe/internal/jsonscan"
 )
 
 // The fast path of the JSON decoders: each protocol's scanner (scanChat in

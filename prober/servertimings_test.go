@@ -37,8 +37,8 @@ func TestDecodeServerTimings(t *testing.T) {
 			for _, memo := range []bool{false, true} {
 				var d Delta
 				var err error
-				if md, ok := tc.b.(memoDecoder); ok && memo {
-					err = md.decodeMemo(SSEEvent{Data: []byte(tc.data)}, &scanMemo{}, &d)
+				if memo {
+					err = tc.b.decodeMemo(SSEEvent{Data: []byte(tc.data)}, &scanMemo{}, &d)
 				} else {
 					d, err = tc.b.Decode(SSEEvent{Data: []byte(tc.data)})
 				}

@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
+	"github.com/servingprobe/servingprobe/internal/jsonscan"
 )
 
 // sglangGenerate is sglang's native /generate (bench_serving's sglang backend). Its
@@ -16,6 +16,12 @@ import (
 type sglangGenerate struct{}
 
 var _ Backend = sglangGenerate{}
+
+func (sglangGenerate) framing() Framing { return Framing{} } // server-sent events
+
+func (b sglangGenerate) decodeMemo(ev SSEEvent, _ *scanMemo, d *Delta) error {
+	return d.set(b.Decode(ev))
+}
 
 func (sglangGenerate) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, error) {
 	var body object

@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
+	"github.com/servingprobe/servingprobe/internal/jsonscan"
 )
 
 // trtGenerateStream is Triton's generate_stream for the TensorRT-LLM

@@ -550,17 +550,6 @@ func (b *binder) track(name, key string) *bool {
 // given reports whether the user gave the flag.
 func (f *benchFlags) given(name string) bool { p := f.set[name]; return p != nil && *p }
 
-// unsupportedBackends are bench_serving backends we do not speak.
-var unsupportedBackends = map[string]string{
-	// bench_serving lists gserver among its backends, but its request
-	// function is `raise NotImplementedError()` (sglang
-	// python/sglang/benchmark/serving.py at 00f9ec47,
-	// async_request_gserver): its run fails at the first (warm-up)
-	// request with a bare NotImplementedError. We refuse it before
-	// sending anything, naming the same exception.
-	"gserver": "NotImplementedError (bench_serving's gserver request function raises it; there is no gserver client)",
-}
-
 // benchSpec completes the Spec the flags bound into with what needs the
 // environment or several flags (the base URL, headers and API key, the
 // details the outputs need), and validates it once, every problem at
@@ -570,8 +559,8 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	s := f.spec
 	_, backendErr := prober.LookupBackend(s.Backend)
-	if why, ok := unsupportedBackends[s.Backend]; ok {
-		bad("--backend %s is not supported: %s", s.Backend, why)
+	if _, ok := errors.AsType[*prober.UnsupportedBackendError](backendErr); ok {
+		bad("--%w", backendErr)
 	} else if backendErr != nil {
 		bad("--backend %q: unknown backend%s (one of %s)", s.Backend, didYouMean(s.Backend, prober.BackendNames()), strings.Join(prober.BackendNames(), ", "))
 	} else {

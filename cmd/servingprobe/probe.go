@@ -101,7 +101,7 @@ func runProbe(ctx context.Context, a *probeArgs) (prober.Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.EffectiveTimeout())
 	defer cancel()
-	if t.Model == "" && info.Protocol != prober.ProtocolTRT {
+	if t.Model == "" && !info.NoModelList {
 		// Detect on a client of its own, so that the probe's request
 		// opens its own connection and its connect time is measured.
 		c, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: 1, UserAgent: "servingprobe"})

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"net/http/httptest"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/go-kit/log"
 
-	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/simulator"
 )
@@ -79,17 +77,5 @@ func TestProbeEverySimulatedBackend(t *testing.T) {
 				t.Errorf("%s states server timings %+v", backend, r.Server)
 			}
 		})
-	}
-}
-
-// The config validates backend names from its own list, because config may
-// not import prober; this keeps the two lists equal.
-func TestConfigKnowsEveryBackend(t *testing.T) {
-	got := append([]string(nil), config.KnownBackends...)
-	want := prober.BackendNames()
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("config.KnownBackends = %v, prober.BackendNames() = %v", got, want)
 	}
 }

@@ -26,9 +26,9 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/servingprobe/servingprobe/benchapi"
-	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/simulator"
 	"github.com/servingprobe/servingprobe/tokenizer"
 )
@@ -223,7 +223,7 @@ func startDemo(logger log.Logger) (configPath string, stop func(), err error) {
 // daemonProbeBuilder is how serve builds its probes, and so how
 // check-config checks that it can.
 func daemonProbeBuilder() exporter.ProbeBuilder {
-	return benchrun.NewProbeBuilder(benchrun.ProberOptions{
+	return prober.NewProbeBuilder(prober.ProbeBuilderOptions{
 		Tokenizer: resolveTokenizer,
 		UserAgent: "servingprobe/" + version.Version,
 	})

@@ -22,12 +22,12 @@ const module = "github.com/servingprobe/servingprobe/"
 var allowed = map[string][]string{
 	"config":                 {},
 	"datasets":               {"config"},
-	"prober":                 {"config", "datasets", "internal/pyfmt", "internal/rxstamp", "internal/txstamp", "prober/internal/jsonscan"},
+	"prober":                 {"config", "datasets", "internal/pyfmt", "internal/rxstamp", "internal/txstamp", "internal/jsonscan"},
 	"bench":                  {"prober", "datasets", "servermetrics", "internal/pyfmt"},
 	"exporter":               {"prober", "config", "dashboards", "report"},
 	"dashboards":             {},
 	"dashboards/promtest":    {},
-	"tokenizer":              {"datasets", "tokenizer/hub", "tokenizer/hftokenizers", "internal/envflag"},
+	"tokenizer":              {"datasets", "tokenizer/hub", "tokenizer/hftokenizers", "internal/envflag", "internal/jsonscan"},
 	"tokenizer/hub":          {"internal/envflag"},
 	"tokenizer/hftokenizers": {"datasets"},
 	"simulator":              {"internal/rxstamp", "tokenizer", "datasets"},
@@ -42,12 +42,13 @@ var allowed = map[string][]string{
 	"servermetrics": {"config"}, // config.RedactURL: the endpoints' passwords never shown
 	// Ground-floor primitives: internal packages held to a rule, which
 	// import nothing of ours and only the standard library (groundFloor).
-	"internal/pyfmt": {}, // Python-compatible formatting: every Python byte we write
+	"internal/pyfmt":    {}, // Python-compatible formatting: every Python byte we write
+	"internal/jsonscan": {}, // the JSON scanner the prober's streams and the tokenizer's file share
 }
 
 // groundFloor are the primitives everything may stand on: they import
 // only the standard library, so that no arrow runs from them back up.
-var groundFloor = []string{"internal/pyfmt"}
+var groundFloor = []string{"internal/pyfmt", "internal/jsonscan"}
 
 // forbiddenExternal are the non-standard imports a package must not use.
 var forbiddenExternal = map[string][]string{

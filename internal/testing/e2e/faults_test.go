@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/internal/testing/hostile"
 	"github.com/servingprobe/servingprobe/prober"
@@ -226,7 +225,7 @@ func TestFaultMatrix(t *testing.T) {
 	}
 	d, err := exporter.New(exporter.Options{
 		ConfigFile: path, Seed: 7,
-		BuildProbe: benchrun.NewProbeBuilder(benchrun.ProberOptions{Tokenizer: hostile.WordTokenizerResolver}),
+		BuildProbe: prober.NewProbeBuilder(prober.ProbeBuilderOptions{Tokenizer: hostile.WordTokenizerResolver}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,9 +16,9 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/simulator"
 )
 
@@ -153,7 +153,7 @@ func Soak(ctx context.Context, o SoakOptions) (SoakReport, error) {
 		}
 		d, err := exporter.New(exporter.Options{
 			ConfigFile: path, Logger: o.Logger, Seed: 1,
-			BuildProbe: benchrun.NewProbeBuilder(benchrun.ProberOptions{Tokenizer: o.Tokenizer}),
+			BuildProbe: prober.NewProbeBuilder(prober.ProbeBuilderOptions{Tokenizer: o.Tokenizer}),
 		})
 		if err != nil {
 			return err

@@ -58,6 +58,7 @@ var validCases = []string{
 	`[]`, `{}`, `null`, `true`, `false`, `0`, `-0`, `01`, `1.`, `.5`, `1e`, `-`, `1E+2`,
 	`{`, `[`, `{"a":1,}`, `[1,]`, `{"a" 1}`, `{"a":1 "b":2}`, `{1:2}`, `tru`, `nul`, `"\x"`, `"\u12"`,
 	`{"a":1} x`, `"ctl` + "\x01" + `"`,
+	`{"\u0120the":1,"Ġa":2,"a\"b":[{"é":null}]}`, "{\"bad \xff key\":1}",
 	strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
 }
 
@@ -83,8 +84,8 @@ func depth(data []byte) int {
 }
 
 // checkSkip fails when Skip and End accept what encoding/json refuses, or
-// refuse valid JSON within MaxDepth (keys with escapes or non-ASCII bytes
-// are refused by design: Key leaves them to encoding/json).
+// refuse valid JSON within MaxDepth, whatever its keys hold (Skip reads
+// them with Member).
 func checkSkip(t *testing.T, data []byte) {
 	t.Helper()
 	s := New(data)
@@ -93,25 +94,11 @@ func checkSkip(t *testing.T, data []byte) {
 	if got && !valid {
 		t.Fatalf("Skip(%q) accepted invalid JSON", data)
 	}
-	if !got && valid && depth(data) <= MaxDepth && !hasOddKey(data) {
-		t.Fatalf("Skip(%q) refused valid JSON", data)
+	if sp := New(data); got && !(sp.Span() && sp.End()) {
+		t.Fatalf("Span(%q) did not end where Skip did", data)
 	}
-}
-
-// hasOddKey reports whether a valid document has an object key with an
-// escape or a non-ASCII byte, which Key refuses.
-func hasOddKey(data []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		if k, ok := tok.(string); ok {
-			if strings.ContainsFunc(k, func(r rune) bool { return r >= 0x80 || r < 0x20 || r == '"' || r == '\\' }) {
-				return true
-			}
-		}
+	if !got && valid && depth(data) <= MaxDepth {
+		t.Fatalf("Skip(%q) refused valid JSON", data)
 	}
 }
 
@@ -126,8 +113,7 @@ func TestSkipMatchesValid(t *testing.T) {
 }
 
 // FuzzSkipMatchesValid: on any input, Skip accepts only what encoding/json
-// calls valid, and accepts all of it within MaxDepth but for the keys Key
-// refuses.
+// calls valid, and accepts all of it within MaxDepth.
 func FuzzSkipMatchesValid(f *testing.F) {
 	for _, c := range validCases {
 		f.Add([]byte(c))
@@ -187,6 +173,57 @@ func TestInt(t *testing.T) {
 		ok := s.Int(&n)
 		if ok != tc.ok || ok && n != tc.want {
 			t.Errorf("Int(%q) = %d, %v; want %d, %v", tc.in, n, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestSpan: on valid JSON, Span ends where Skip does (escaped quotes and
+// backslash runs included); it fails on a value cut short.
+func TestSpan(t *testing.T) {
+	cases := append([]string{`"a\\"`, `"a\\\"b"`, `"\\\\"`, `{"k":"v\"}"}`, `[1, "]", {"a":[]}] `, ` -1.5e3 `}, validCases...)
+	for _, c := range cases {
+		data := []byte(c + `,"next"`)
+		if !json.Valid([]byte(c)) || depth([]byte(c)) > MaxDepth {
+			continue
+		}
+		sk, sp := New(data), New(data)
+		if !sk.Skip() {
+			t.Fatalf("Skip(%q) refused valid JSON", c)
+		}
+		if !sp.Span() || sp.Pos() != sk.Pos() {
+			t.Errorf("Span(%q) stopped at %d, Skip at %d", data, sp.Pos(), sk.Pos())
+		}
+	}
+	for _, c := range []string{`"open`, `"esc\"`, `{"a":[1,2`, ``} {
+		if s := New([]byte(c)); s.Span() {
+			t.Errorf("Span(%q) succeeded at %d, want a failure", c, s.Pos())
+		}
+	}
+}
+
+// TestMember: Member takes every valid key, with its kind, where Key
+// takes plain ASCII only.
+func TestMember(t *testing.T) {
+	for _, tc := range []struct {
+		doc   string
+		kind  Kind
+		keyOK bool
+	}{
+		{`{"ab":1}`, ASCII, true},
+		{`{"Ġa":1}`, UTF8, false},
+		{`{"a\u0120":1}`, Raw, false},
+		{`{"a\x":1}`, Bad, false},
+	} {
+		s := New([]byte(tc.doc))
+		s.Enter()
+		_, kind, end, ok := s.Member(true)
+		if kind != tc.kind || end || ok != (tc.kind != Bad) {
+			t.Errorf("Member(%q) = kind %d, end %v, ok %v; want kind %d", tc.doc, kind, end, ok, tc.kind)
+		}
+		s = New([]byte(tc.doc))
+		s.Enter()
+		if _, _, ok := s.Key(true); ok != tc.keyOK {
+			t.Errorf("Key(%q) ok = %v, want %v", tc.doc, ok, tc.keyOK)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package benchrun
+package prober
 
 import (
 	"context"
@@ -18,11 +18,10 @@ import (
 
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/prober"
 )
 
-// ProberOptions configure NewProbeBuilder.
-type ProberOptions struct {
+// ProbeBuilderOptions configure NewProbeBuilder.
+type ProbeBuilderOptions struct {
 	// Tokenizer resolves a module's tokenizer setting; "" is the default.
 	Tokenizer func(name string) (datasets.Tokenizer, error)
 	// UserAgent is sent with every probe.
@@ -32,33 +31,39 @@ type ProberOptions struct {
 	PromptPool int
 }
 
+// ProbeBuilder builds the probe of one (target, module). The daemon calls
+// it when a config is loaded, so that a target that cannot be built (an
+// unknown backend, a missing dataset file) fails the load, not every probe.
+type ProbeBuilder func(t config.Target, moduleName string, m config.Module) (ProbeFunc, error)
+
 // requestIDHeader carries our request id, so that a slow exemplar can be
 // found in the server's logs (vLLM and sglang honour it).
 const requestIDHeader = "X-Request-Id"
 
 // NewProbeBuilder returns the ProbeBuilder of the daemon: each probe sends
-// one prompt of the module's dataset with prober.Prober.Run.
+// one prompt of the module's dataset with Prober.Run.
 //
-// Probes and bench runs are built here, from the same configuration, with
-// the same client, request options (prober.ModuleOptions) and datasets.
-// The daemon (exporter.Options.BuildProbe) calls the builder when a config
-// is loaded, so that a target that cannot be built fails the load, not
-// every probe.
-func NewProbeBuilder(o ProberOptions) func(t config.Target, moduleName string, m config.Module) (prober.ProbeFunc, error) {
+// What a probe sends comes from ModuleOptions and what it draws from
+// ModuleDataset, the two mappings a bench window of the module
+// (benchrun.ModuleSpec) starts from too, so that a window measures what
+// the module probes. The builder lives here, beside them, so that the
+// daemon's path from a config to a probe is config, prober, exporter: no
+// bench engine in between.
+func NewProbeBuilder(o ProbeBuilderOptions) ProbeBuilder {
 	if o.PromptPool <= 0 {
 		o.PromptPool = 16
 	}
-	return func(t config.Target, moduleName string, m config.Module) (prober.ProbeFunc, error) {
+	return func(t config.Target, moduleName string, m config.Module) (ProbeFunc, error) {
 		return buildProbe(o, t, moduleName, m)
 	}
 }
 
-func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Module) (prober.ProbeFunc, error) {
-	info, err := prober.LookupBackend(t.Backend)
+func buildProbe(o ProbeBuilderOptions, t config.Target, moduleName string, m config.Module) (ProbeFunc, error) {
+	info, err := LookupBackend(t.Backend)
 	if err != nil {
 		return nil, err
 	}
-	client, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: max(t.MaxInFlight, 1), UserAgent: o.UserAgent})
+	client, err := NewClient(&t, ClientOptions{Concurrency: max(t.MaxInFlight, 1), UserAgent: o.UserAgent})
 	if err != nil {
 		return nil, err
 	}
@@ -70,8 +75,8 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	// The module's dataset, as a bench window of the module draws it.
-	spec := ModuleSpec(t, m)
-	ds, err := datasets.New(spec.Dataset, spec.Options, tok)
+	name, opts := ModuleDataset(m)
+	ds, err := datasets.New(name, opts, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +84,7 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 	if m.Dataset == "fixed" {
 		n = 1
 	}
-	prompts, err := ds.Generate(n, mrand.New(mrand.NewPCG(uint64(spec.Seed), 0)))
+	prompts, err := ds.Generate(n, mrand.New(mrand.NewPCG(uint64(m.Seed), 0)))
 	if err != nil {
 		return nil, fmt.Errorf("generate prompts: %w", err)
 	}
@@ -91,13 +96,13 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 			prompts[i].LoRA = m.LoRA
 		}
 	}
-	base := prober.Prober{
+	base := Prober{
 		Client:  client,
 		Backend: info.New(),
 		Name:    t.Backend,
-		Options: prober.ModuleOptions(t, m),
-		Limits:  prober.Limits{MaxEventBytes: t.MaxEventBytes, MaxResponseBytes: t.MaxResponseBytes},
-		Counter: prober.TokenizerCounter{Tokenizer: tok},
+		Options: ModuleOptions(t, m),
+		Limits:  Limits{MaxEventBytes: t.MaxEventBytes, MaxResponseBytes: t.MaxResponseBytes},
+		Counter: TokenizerCounter{Tokenizer: tok},
 		Target:  t.Name,
 		Module:  moduleName,
 	}
@@ -111,7 +116,7 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 		detectMu sync.Mutex
 		detected string
 	)
-	return func(ctx context.Context, logger log.Logger) prober.Result {
+	return func(ctx context.Context, logger log.Logger) Result {
 		p := base
 		id := newRequestID()
 		p.Options.Headers = maps.Clone(base.Options.Headers)
@@ -122,8 +127,8 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 		if t.Model == "" {
 			detectMu.Lock()
 			if detected == "" {
-				m, err := prober.DetectModelWithHeaders(ctx, client, t.URL, nil, red)
-				var several *prober.SeveralModelsError
+				m, err := DetectModelWithHeaders(ctx, client, t.URL, nil, red)
+				var several *SeveralModelsError
 				if errors.As(err, &several) {
 					// Once per detection, at info: the target's series
 					// carry this model until the server changes.
@@ -146,7 +151,7 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 		r := p.Run(ctx, prompt, time.Time{})
 		r.RequestID = id
 		logProbeResult(logger, r)
-		if t.Model == "" && r.Outcome != prober.OutcomeSuccess {
+		if t.Model == "" && r.Outcome != OutcomeSuccess {
 			// The server may have restarted with another model.
 			detectMu.Lock()
 			detected = ""
@@ -157,11 +162,11 @@ func buildProbe(o ProberOptions, t config.Target, moduleName string, m config.Mo
 }
 
 // logProbeResult writes the probe's one debug line: what was asked, what
-// came back, and the samples (prober.Result.Samples, as every surface).
-func logProbeResult(logger log.Logger, r prober.Result) {
+// came back, and the samples (Result.Samples, as every surface).
+func logProbeResult(logger log.Logger, r Result) {
 	sm := r.Samples()
 	sec := func(d time.Duration) float64 {
-		if !prober.Defined(d) {
+		if !Defined(d) {
 			return -1
 		}
 		return d.Seconds()
