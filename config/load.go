@@ -132,14 +132,31 @@ func (re Regexp) MarshalYAML() (any, error) { return re.original, nil }
 // String returns the pattern as written.
 func (re Regexp) String() string { return re.original }
 
+// Checks are the validations config cannot make itself. Which backend
+// names exist is the prober's one list, and config may not import the
+// prober, so whoever loads a config for probes passes the prober's check
+// in (prober.CheckBackend). The zero value makes config's own checks only.
+type Checks struct {
+	// Backend returns why a target's backend name is refused, or nil.
+	Backend func(name string) error
+}
+
+// Load reads, decodes strictly, defaults and validates a config file,
+// with config's own checks only (Checks.Load adds the caller's).
+func Load(path string) (*Config, error) { return Checks{}.Load(path) }
+
+// Parse decodes and validates a config held in memory, with config's own
+// checks only (Checks.Parse adds the caller's).
+func Parse(b []byte) (*Config, error) { return Checks{}.Parse(b) }
+
 // Load reads, decodes strictly, defaults and validates a config file. Errors
 // name the file; decode errors carry the line, validation errors the field path.
-func Load(path string) (*Config, error) {
+func (k Checks) Load(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	c, err := Parse(b)
+	c, err := k.Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("config file %q: %w", path, err)
 	}
@@ -149,7 +166,7 @@ func Load(path string) (*Config, error) {
 
 // Parse decodes and validates a config held in memory. Relative file paths
 // in it are left as they are.
-func Parse(b []byte) (*Config, error) {
+func (k Checks) Parse(b []byte) (*Config, error) {
 	c := &Config{Bench: DefaultBench}
 	if err := yaml.UnmarshalStrict(b, c); err != nil {
 		var te *yaml.TypeError
@@ -162,13 +179,13 @@ func Parse(b []byte) (*Config, error) {
 		// decode, so its own fields may draw further messages.
 		lenient := &Config{Bench: DefaultBench}
 		if yaml.Unmarshal(b, lenient) == nil {
-			return nil, errors.Join(decodeError(err, b), lenient.Validate())
+			return nil, errors.Join(decodeError(err, b), lenient.validate(k))
 		}
 		return nil, decodeError(err, b)
 	}
 	sum := sha256.Sum256(b)
 	c.Checksum = hex.EncodeToString(sum[:])
-	if err := c.Validate(); err != nil {
+	if err := c.validate(k); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -11,8 +11,11 @@ import (
 )
 
 // Validate checks the whole config and returns every problem at once, each
-// prefixed with the path of the field it is about.
-func (c *Config) Validate() error {
+// prefixed with the path of the field it is about. It makes config's own
+// checks only; Checks.Parse adds the ones config cannot make itself.
+func (c *Config) Validate() error { return c.validate(Checks{}) }
+
+func (c *Config) validate(k Checks) error {
 	var v validator
 	if len(c.Targets) == 0 {
 		v.add("targets", "at least one target is required")
@@ -27,7 +30,7 @@ func (c *Config) Validate() error {
 		} else {
 			seen[t.Name] = i
 		}
-		t.validate(&v, p, c.Modules)
+		t.validate(&v, p, c.Modules, k)
 	}
 	names := make([]string, 0, len(c.Modules))
 	for name := range c.Modules {
@@ -48,7 +51,7 @@ func (c *Config) Validate() error {
 	return v.err()
 }
 
-func (t Target) validate(v *validator, p string, modules map[string]Module) {
+func (t Target) validate(v *validator, p string, modules map[string]Module, k Checks) {
 	switch u, err := url.Parse(t.URL); {
 	case t.URL == "":
 		v.add(p+".url", "must be set")
@@ -70,11 +73,15 @@ func (t Target) validate(v *validator, p string, modules map[string]Module) {
 		v.add(p+".url", "must not contain a query or fragment; put an API key in http_client_config (authorization or http_headers)")
 	}
 	// Which names are backends is the prober's to say (its one list,
-	// beside each backend's traits; config may not import it):
-	// prober.CheckBackends names an unknown one, with its place, wherever
-	// a config is loaded for probes.
+	// beside each backend's traits; config may not import it): the caller
+	// passes it in Checks, so an unknown name is reported in its place
+	// among the file's other problems.
 	if t.Backend == "" {
 		v.add(p+".backend", "must be set")
+	} else if k.Backend != nil {
+		if err := k.Backend(t.Backend); err != nil {
+			v.add(p+".backend", "%s", err)
+		}
 	}
 	if len(t.Modules) == 0 {
 		v.add(p+".modules", "at least one module is required")

@@ -136,7 +136,7 @@ func New(o Options) (*Daemon, error) {
 		ProbeLogger: o.ProbeLogger,
 		Seed:        o.Seed,
 	})
-	cfg, err := config.Load(o.ConfigFile)
+	cfg, err := prober.ConfigChecks.Load(o.ConfigFile)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func (d *Daemon) Reload(ctx context.Context) (err error) {
 		}
 	}()
 	old := d.state.Load()
-	cfg, err := config.Load(d.o.ConfigFile)
+	cfg, err := prober.ConfigChecks.Load(d.o.ConfigFile)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (d *Daemon) Reload(ctx context.Context) (err error) {
 // serve accept and refuse the same files (a module's tokenizer or dataset
 // file that cannot be loaded fails both).
 func CheckConfig(path string, build ProbeBuilder) (*config.Config, error) {
-	cfg, err := config.Load(path)
+	cfg, err := prober.ConfigChecks.Load(path)
 	if err != nil {
 		return nil, err
 	}
@@ -263,9 +263,6 @@ func CheckConfig(path string, build ProbeBuilder) (*config.Config, error) {
 // prepare builds the jobs of cfg, reusing the jobs of old whose target and
 // module did not change (same loop, same HTTP client, same version).
 func (d *Daemon) prepare(cfg *config.Config, old *state) (*state, error) {
-	if err := prober.CheckBackends(cfg); err != nil {
-		return nil, err
-	}
 	st := &state{cfg: cfg, red: config.NewRedactor(cfg), jobs: map[prober.JobKey]job{}}
 	version := strconv.FormatInt(time.Now().UnixNano(), 36)
 	var errs []error

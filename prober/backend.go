@@ -450,24 +450,24 @@ func LookupBackend(name string) (BackendInfo, error) {
 	return b, nil
 }
 
-// CheckBackends reports every target of c whose backend is not one of
-// these, each at its place in the file, as config.Validate reports its
-// own problems. Config may not import this package, so the names are
-// checked here, once, wherever a config is loaded for probes.
-func CheckBackends(c *config.Config) error {
-	var errs []error
-	for i, t := range c.Targets {
-		if t.Backend == "" {
-			continue // config.Validate says it must be set
-		}
-		if _, err := LookupBackend(t.Backend); err != nil {
-			if _, ok := errors.AsType[*UnsupportedBackendError](err); !ok {
-				err = fmt.Errorf("unknown backend %q (one of %s)", t.Backend, strings.Join(BackendNames(), ", "))
-			}
-			errs = append(errs, fmt.Errorf("targets[%d].backend: %w", i, err))
-		}
+// ConfigChecks are the checks a config loaded for probes needs beyond
+// config's own: its targets' backend names are this package's one list
+// (config may not import it). Every load of the daemon's and probe's
+// config goes through ConfigChecks.Load, so serve, reload, check-config
+// and probe refuse the same files, each problem at its place in the file.
+var ConfigChecks = config.Checks{Backend: CheckBackend}
+
+// CheckBackend returns why name is not a backend servingprobe speaks: an
+// unknown name with the list, or an *UnsupportedBackendError.
+func CheckBackend(name string) error {
+	_, err := LookupBackend(name)
+	if err == nil {
+		return nil
 	}
-	return errors.Join(errs...)
+	if _, ok := errors.AsType[*UnsupportedBackendError](err); ok {
+		return err
+	}
+	return fmt.Errorf("unknown backend %q (one of %s)", name, strings.Join(BackendNames(), ", "))
 }
 
 // NewBackend returns the Backend for a --backend name.

@@ -100,32 +100,49 @@ func TestUnsupportedBackend(t *testing.T) {
 	}
 }
 
-func TestCheckBackends(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		backends []string
-		want     []string // each line of the error, in order; none: accepted
-	}{
-		{"every known name", BackendNames(), nil},
-		{"empty is config.Validate's to report", []string{""}, nil},
-		{"unknown and unsupported, each at its place", []string{"vllm", "tgi", "gserver"}, []string{
-			`targets[1].backend: unknown backend "tgi" (one of ` + strings.Join(BackendNames(), ", ") + `)`,
-			`targets[2].backend: backend gserver is not supported: NotImplementedError (bench_serving's gserver request function raises it; there is no gserver client)`,
-		}},
+func TestCheckBackend(t *testing.T) {
+	for _, name := range BackendNames() {
+		if err := CheckBackend(name); err != nil {
+			t.Errorf("CheckBackend(%q) = %v, want nil", name, err)
+		}
+	}
+	for name, want := range map[string]string{
+		"tgi":     `unknown backend "tgi" (one of ` + strings.Join(BackendNames(), ", ") + `)`,
+		"gserver": `backend gserver is not supported: NotImplementedError (bench_serving's gserver request function raises it; there is no gserver client)`,
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := &config.Config{}
-			for _, b := range tc.backends {
-				c.Targets = append(c.Targets, config.Target{Backend: b})
-			}
-			err := CheckBackends(c)
-			var got []string
-			if err != nil {
-				got = strings.Split(err.Error(), "\n")
-			}
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("CheckBackends(%q) = %q, want %q", tc.backends, got, tc.want)
-			}
-		})
+		if err := CheckBackend(name); err == nil || err.Error() != want {
+			t.Errorf("CheckBackend(%q) = %v, want %q", name, err, want)
+		}
+	}
+}
+
+// TestConfigChecks: a config loaded for probes names an unknown or
+// unsupported backend at its place among the file's other problems, all
+// reported at once.
+func TestConfigChecks(t *testing.T) {
+	_, err := ConfigChecks.Parse([]byte(`
+targets:
+  - {name: a, url: "http://127.0.0.1:1", backend: vllm, modules: [m]}
+  - {name: b, url: "ftp://127.0.0.1:1", backend: tgi, modules: [m]}
+  - {name: c, url: "http://127.0.0.1:1", backend: gserver, modules: [m, x]}
+modules:
+  m: {dataset: fixed, prompt: hello}
+`))
+	want := []string{
+		`targets[1].url: scheme must be http or https, got "ftp"`,
+		`targets[1].backend: unknown backend "tgi" (one of ` + strings.Join(BackendNames(), ", ") + `)`,
+		`targets[2].backend: backend gserver is not supported: NotImplementedError (bench_serving's gserver request function raises it; there is no gserver client)`,
+		`targets[2].modules[1]: unknown module "x"`,
+	}
+	var got []string
+	if err != nil {
+		got = strings.Split(err.Error(), "\n")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ConfigChecks.Parse:\n got %q\nwant %q", got, want)
+	}
+	// config's own Parse makes no backend check: the list is the prober's.
+	if _, err := config.Parse([]byte("targets: [{name: a, url: \"http://h:1\", backend: tgi, modules: [m]}]\nmodules: {m: {dataset: fixed, prompt: hi}}\n")); err != nil {
+		t.Errorf("config.Parse with an unknown backend: %v, want nil (not config's to check)", err)
 	}
 }

@@ -155,7 +155,7 @@ func resolveProbe(a *probeArgs) (config.Target, string, config.Module, error) {
 		m.Dataset, m.Prompt, m.OutputLen = "fixed", a.Prompt, a.MaxTokens
 		m.Stream, m.IgnoreEOS, m.IncludeUsage = &a.Stream, &a.IgnoreEOS, &a.IncludeUsage
 	} else {
-		cfg, err := config.Load(a.ConfigFile)
+		cfg, err := prober.ConfigChecks.Load(a.ConfigFile)
 		if err != nil {
 			return t, "", m, err
 		}
