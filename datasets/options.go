@@ -82,9 +82,9 @@ type Options struct {
 	// SpeedBenchOutputLen is every speed-bench request's output length.
 	SpeedBenchOutputLen int `json:"speed_bench_output_len"`
 
-	// TraceOrder says the run replays trace timestamps: burstgpt then
-	// takes its rows in file order, each at its time, instead of drawing
-	// them. Set by the run from --use-trace-timestamps.
+	// TraceOrder says the run replays trace timestamps: burstgpt and
+	// azure-trace then take their rows in file order, each at its time,
+	// instead of drawing them. Set by the run from --use-trace-timestamps.
 	TraceOrder bool `json:"-"`
 
 	// FixedPrompt and FixedOutputLen configure the fixed dataset used by
@@ -140,6 +140,7 @@ var constructors = map[string]constructor{
 	"embedding":               newEmbedding,
 	"token-trace":             newTokenTrace,
 	"burstgpt":                newBurstGPT,
+	"azure-trace":             newAzureTrace,
 }
 
 // aliases are older names of datasets, each for the dataset that makes the

@@ -355,7 +355,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("request-timeout-sec", "Each request's timeout, warmup included, body and all; a request past it is a timeout failure. 0: none.", secondsValue(&s.RequestTimeout))
 	p("ready-check-timeout-sec", "Wait this long for GET /v1/models to answer 200; 0 skips the check.", secondsValue(&s.ReadyCheckTimeout))
 
-	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image (or sglang's older random-image), mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, token-trace (token ids: sglang backends), burstgpt, embedding (embedding backends only).", stringValue(&s.Dataset))
+	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image (or sglang's older random-image), mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, token-trace (token ids: sglang backends), burstgpt, azure-trace (Azure's LLM inference traces), embedding (embedding backends only).", stringValue(&s.Dataset))
 	p("dataset-path", "Dataset file (sharegpt, longbench-v2: downloaded from the hub when empty; random: the embedded corpus when empty).", stringValue(&o.DatasetPath))
 	p("dataset-offset", "agentic-trace: start at this conversation (wrapping around).", intValue(&o.DatasetOffset))
 	p("agentic-max-turns", "agentic-trace: keep the first turns of each conversation (0: all).", intValue(&o.AgenticMaxTurns))
@@ -471,7 +471,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("gsp-group-distribution", "generated-shared-prefix: uniform or zipf.", enumValue(&o.GSPGroupDistribution, "uniform", "zipf"))
 	p("gsp-zipf-alpha", "generated-shared-prefix: zipf alpha (required for zipf).", floatValue(&o.GSPZipfAlpha))
 
-	p("mooncake-slowdown-factor", "mooncake: stretch the trace timestamps.", floatValue(&o.MooncakeSlowdownFactor))
+	p("mooncake-slowdown-factor", "mooncake, token-trace, burstgpt, azure-trace: stretch the trace timestamps.", floatValue(&o.MooncakeSlowdownFactor))
 	p("mooncake-num-rounds", "mooncake: rounds per session.", intValue(&o.MooncakeNumRounds))
 	local("mooncake-workload", "mooncake: mooncake, conversation, synthetic or toolagent (only names the trace; pass --dataset-path).", enumValue(&f.mooncakeWorkload, "mooncake", "conversation", "synthetic", "toolagent"))
 
