@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/servingprobe/servingprobe/simulator"
 )
 
@@ -275,5 +277,75 @@ func TestBenchBurstGPTReplay(t *testing.T) {
 	slices.Sort(lens)
 	if !slices.Equal(lens, []float64{4, 121, 230}) {
 		t.Errorf("max_tokens of the requests %v, want 4, 121 and 230", lens)
+	}
+}
+
+// TestBenchLoRAAssignment holds vLLM's --lora-modules and
+// --lora-assignment to vLLM's bench serve (vllm/benchmarks/serve.py):
+// round-robin gives request i adapter i mod their count, sent as the
+// body's model (req_model_id = req_lora_module); here lora_path carries it
+// too, as sglang's bench_serving sends it. The whole first body is
+// compared, so that the assignment adds nothing else. Given with
+// --lora-request-distribution, which sets the same thing, it is refused.
+func TestBenchLoRAAssignment(t *testing.T) {
+	srv, got := captureServer(t)
+	code, stdout, stderr := compatBench(t, srv, "--backend", "vllm", "--dataset-name", "random", "--num-prompts", "5",
+		"--random-input-len", "4", "--random-output-len", "2", "--random-range-ratio", "1", "--max-concurrency", "1",
+		"--lora-modules", "a", "b", "c", "--lora-assignment", "round-robin")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	reqs := got()
+	var models []string
+	for _, r := range reqs {
+		m, _ := r.body["model"].(string)
+		models = append(models, m)
+		if r.body["lora_path"] != m {
+			t.Errorf("lora_path %v, want the request's adapter %q", r.body["lora_path"], m)
+		}
+	}
+	if want := []string{"a", "b", "c", "a", "b"}; !slices.Equal(models, want) {
+		t.Errorf("models %v, want vLLM's round-robin %v", models, want)
+	}
+	if len(reqs) > 0 {
+		b := reqs[0].body
+		prompt, _ := b["prompt"].(string)
+		want := map[string]any{"model": "a", "lora_path": "a", "prompt": prompt, "max_tokens": 2.0, "stream": true,
+			"temperature": 0.0, "best_of": 1.0, "ignore_eos": true, "stream_options": map[string]any{"include_usage": true}}
+		if diff := cmp.Diff(want, b); diff != "" {
+			t.Errorf("first body (-want +got):\n%s", diff)
+		}
+	}
+
+	code, _, stderr = compatBench(t, srv, "--backend", "vllm", "--lora-modules", "a", "b", "--lora-assignment", "random",
+		"--lora-request-distribution", "distinct")
+	if code == 0 || !strings.Contains(stderr, "give one") {
+		t.Errorf("--lora-assignment with --lora-request-distribution: exit %d, stderr %s; want a refusal", code, stderr)
+	}
+}
+
+// TestBenchAzureTraceReplay replays the shipped rows of Azure's 2023 code
+// trace through the CLI: every row is one request asking for its
+// GeneratedTokens, and the table's input total is the rows'
+// ContextTokens.
+func TestBenchAzureTraceReplay(t *testing.T) {
+	srv, got := captureServer(t)
+	code, stdout, stderr := compatBench(t, srv, "--backend", "vllm", "--dataset-name", "azure-trace",
+		"--dataset-path", "../../datasets/testdata/azure_code_2023.csv", "--num-prompts", "4", "--use-trace-timestamps",
+		"--mooncake-slowdown-factor", "0.01", "--compat", "dataset-input-tokens")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var lens []float64
+	for _, r := range got() {
+		n, _ := r.body["max_tokens"].(float64)
+		lens = append(lens, n)
+	}
+	slices.Sort(lens)
+	if !slices.Equal(lens, []float64{8, 10, 14, 27}) {
+		t.Errorf("max_tokens of the requests %v, want 8, 10, 14 and 27", lens)
+	}
+	if n := tableInt(t, stdout, "Total input tokens:"); n != 4808+3180+110+7433 {
+		t.Errorf("total input tokens %d, want the rows' ContextTokens, %d\n%s", n, 4808+3180+110+7433, stdout)
 	}
 }

@@ -153,6 +153,22 @@ func enumValue(p *string, choices ...string) flagValue {
 	}}
 }
 
+// loraAssignmentValue is vLLM's --lora-assignment, written onto the same
+// field as --lora-request-distribution: random is uniform (vLLM draws
+// random.choice for each request), round-robin is its own distribution.
+// It shows no default, which would otherwise be applied as a choice.
+func loraAssignmentValue(p *string) flagValue {
+	return &scalar[string]{p: p, show: func(string) string { return "" }, parse: func(s string) (string, error) {
+		switch s {
+		case "random":
+			return datasets.LoRAUniform, nil
+		case "round-robin":
+			return datasets.LoRARoundRobin, nil
+		}
+		return "", fmt.Errorf("invalid choice: '%s' (choose from 'random', 'round-robin')", s)
+	}}
+}
+
 // jsonObjectValue is --extra-request-body: a JSON object, big integers
 // kept exact.
 // optFloatValue binds a float that is sent only when given (nil: unset).
@@ -448,6 +464,8 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	b.strings("lora-name", "lora_name", "LoRA adapter names (several after one flag, or the flag repeated).", &s.LoRANames)
 	p("lora-request-distribution", "uniform, distinct or skewed.", enumValue(&s.LoRADistribution, "uniform", "distinct", "skewed"))
 	p("lora-zipf-alpha", "Skew of the skewed distribution (> 1).", floatValue(&s.LoRAZipfAlpha))
+	b.strings("lora-modules", "lora_name", "vLLM's name of --lora-name.", &s.LoRANames)
+	b.flag("lora-assignment", "lora_request_distribution", "vLLM: random or round-robin, how --lora-modules (--lora-name) adapters are assigned to requests: random is --lora-request-distribution uniform; round-robin gives request i adapter i mod the names' count (distinct, one name allowed). Default: uniform.", loraAssignmentValue(&s.LoRADistribution))
 	p("prompt-suffix", "Suffix added to ShareGPT prompts.", stringValue(&o.PromptSuffix))
 
 	b.bool("pd-separated", "profile.pd_separated", "Prefill/decode disaggregation: profile the --profile-prefill-url or --profile-decode-url servers.", &s.Profile.PDSeparated)
@@ -593,6 +611,10 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 	// for the server's ready check and model detection to be told.
 	if known := datasets.Names(); !slices.Contains(known, s.Dataset) && !strings.HasPrefix(s.Dataset, "random") {
 		bad("--dataset-name %q: unknown dataset%s (one of %s)", s.Dataset, didYouMean(s.Dataset, known), strings.Join(known, ", "))
+	}
+	if f.given("lora-assignment") && f.given("lora-request-distribution") {
+		// Both set one field; the later would win without a word.
+		bad("--lora-assignment and --lora-request-distribution both say how adapters are assigned: give one")
 	}
 	if f.given("max-concurrency") && s.MaxConcurrency == 0 {
 		// 0 is the Spec's "unbounded"; given on the command line it is a

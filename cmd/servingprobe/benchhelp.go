@@ -37,7 +37,7 @@ var benchHelpGroups = []struct {
 		"top-logprobs-num", "token-ids-logprob", "logprob-start-len", "return-routed-experts", "cache-report", "fake-prefill"}},
 	{"Profiling", []string{"profile", "profile-activities", "profile-start-step", "profile-steps", "profile-num-steps", "profile-by-stage",
 		"profile-stages", "profile-output-dir", "profile-prefix", "pd-separated", "profile-prefill-url", "profile-decode-url"}},
-	{"LoRA", []string{"lora-name", "lora-request-distribution", "lora-zipf-alpha"}},
+	{"LoRA", []string{"lora-name", "lora-request-distribution", "lora-zipf-alpha", "lora-modules", "lora-assignment"}},
 	{"Output", []string{"output-file", "output-details", "tag", "print-requests", "disable-tqdm", "plot-throughput", "report", "strict-json"}},
 	{"Figures (vLLM's additions and servingprobe's)", []string{"percentile-metrics", "metric-percentiles", "goodput", "cost-per-hour",
 		"stats", "compat", "server-metrics", "no-server-metrics", "no-traceparent"}},
