@@ -370,6 +370,17 @@ func (s *Spec) Validate() error {
 	if err == nil && s.ChatTemplateKwargs != nil && info.Protocol != prober.ProtocolOpenAIChat {
 		p.add("chat_template_kwargs", "needs a chat backend: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Protocol == prober.ProtocolOpenAIChat }), ", "))
 	}
+	if s.Dataset == "audio" {
+		// Its clips travel as input_audio parts of a chat message: no
+		// other protocol has a place for them (sglang allows only
+		// sglang-oai-chat), and a completions request would drop them.
+		if err == nil && info.Protocol != prober.ProtocolOpenAIChat {
+			p.add("dataset_name", "audio sends its clips as input_audio parts of a chat message: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Protocol == prober.ProtocolOpenAIChat }), ", "))
+		}
+		if s.TokenizePrompt() {
+			p.add("tokenize_prompt", "cannot be used with the audio dataset")
+		}
+	}
 	if s.Dataset == "token-trace" && err == nil && !info.InputIDs {
 		// The trace holds token ids, not text: only input_ids carries them.
 		p.add("dataset_name", "token-trace sends its token ids as input_ids: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.InputIDs }), ", "))

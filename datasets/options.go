@@ -44,6 +44,12 @@ type Options struct {
 	RandomOutputLen  int     `json:"random_output_len"`
 	RandomRangeRatio float64 `json:"random_range_ratio"`
 
+	// AudioDuration is each audio clip's length in seconds, AudioCount
+	// the clips per request (RandomAudioCount: 1 to AudioCount).
+	AudioDuration    float64 `json:"audio_duration"`
+	AudioCount       int     `json:"audio_count"`
+	RandomAudioCount bool    `json:"random_audio_count"`
+
 	ImageCount       int    `json:"image_count"`
 	RandomImageCount bool   `json:"random_image_count"`
 	ImageResolution  string `json:"image_resolution"` // 4k, 1080p, 720p, 360p, HxW or random:<minH>x<minW>-<maxH>x<maxW>
@@ -100,6 +106,8 @@ func DefaultOptions() Options {
 		RandomOutputLen:        1024,
 		RandomRangeRatio:       0.0,
 		ImageCount:             1,
+		AudioDuration:          1,
+		AudioCount:             1,
 		ImageResolution:        "1080p",
 		ImageFormat:            "jpeg",
 		ImageContent:           "random",
@@ -141,6 +149,7 @@ var constructors = map[string]constructor{
 	"token-trace":             newTokenTrace,
 	"burstgpt":                newBurstGPT,
 	"azure-trace":             newAzureTrace,
+	"audio":                   newAudio,
 }
 
 // aliases are older names of datasets, each for the dataset that makes the

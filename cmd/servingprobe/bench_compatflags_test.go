@@ -5,14 +5,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-kit/log"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/servingprobe/servingprobe/simulator"
@@ -347,5 +350,131 @@ func TestBenchAzureTraceReplay(t *testing.T) {
 	}
 	if n := tableInt(t, stdout, "Total input tokens:"); n != 4808+3180+110+7433 {
 		t.Errorf("total input tokens %d, want the rows' ContextTokens, %d\n%s", n, 4808+3180+110+7433, stdout)
+	}
+}
+
+// usageRecorder passes requests to next and keeps, for every chat
+// request, how many input_audio parts it carried and the prompt_tokens
+// the server's usage stated in its reply.
+type usageRecorder struct {
+	next   http.Handler
+	mu     sync.Mutex
+	clips  []int
+	prompt []int
+}
+
+func (u *usageRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		u.next.ServeHTTP(w, r)
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(strings.NewReader(string(b)))
+	var body struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(b, &body)
+	clips := 0
+	for _, m := range body.Messages {
+		var parts []struct {
+			Type       string `json:"type"`
+			InputAudio *struct {
+				Data, Format string
+			} `json:"input_audio"`
+		}
+		if json.Unmarshal(m.Content, &parts) == nil {
+			for _, p := range parts {
+				if p.Type == "input_audio" && p.InputAudio != nil && p.InputAudio.Format == "wav" && p.InputAudio.Data != "" {
+					clips++
+				}
+			}
+		}
+	}
+	rec := &teeWriter{ResponseWriter: w}
+	u.next.ServeHTTP(rec, r)
+	prompt := -1
+	if m := regexp.MustCompile(`"prompt_tokens":(\d+)`).FindSubmatch(rec.buf); m != nil {
+		prompt, _ = strconv.Atoi(string(m[1]))
+	}
+	u.mu.Lock()
+	u.clips = append(u.clips, clips)
+	u.prompt = append(u.prompt, prompt)
+	u.mu.Unlock()
+}
+
+// teeWriter keeps a copy of what it writes.
+type teeWriter struct {
+	http.ResponseWriter
+	buf []byte
+}
+
+func (t *teeWriter) Write(b []byte) (int, error) {
+	t.buf = append(t.buf, b...)
+	return t.ResponseWriter.Write(b)
+}
+
+func (t *teeWriter) Flush() {
+	if f, ok := t.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// TestBenchAudioEndToEnd runs sglang's audio dataset against the built-in
+// simulator: every request carries --audio-count WAV clips as input_audio
+// parts, and the table's input tokens are what the server's usage stated
+// (the dataset knows no prompt length of its own), the same in the JSONL
+// record. On a completions backend the dataset is refused before anything
+// is sent.
+func TestBenchAudioEndToEnd(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = time.Millisecond, time.Millisecond
+	sim, err := simulator.New(cfg, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &usageRecorder{next: sim.Handler()}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	out := t.TempDir() + "/out.jsonl"
+	code, stdout, stderr := runCLI(t, "bench", "--backend", "sglang-oai-chat", "--base-url", srv.URL, "--dataset-name", "audio",
+		"--audio-duration", "0.05", "--audio-count", "2", "--num-prompts", "3", "--random-output-len", "4",
+		"--tokenizer", "../../tokenizer/testdata/qwen3", "--ready-check-timeout-sec", "10", "--warmup-requests", "0",
+		"--disable-tqdm", "--no-server-metrics", "--strict-json", "--output-file", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got := tableInt(t, stdout, "Successful requests:"); got != 3 {
+		t.Errorf("successful requests %d, want 3\n%s", got, stdout)
+	}
+	rec.mu.Lock()
+	clips, prompt := rec.clips, rec.prompt
+	rec.mu.Unlock()
+	sum := 0
+	for i := range clips {
+		if clips[i] != 2 || prompt[i] <= 0 {
+			t.Errorf("request %d: %d wav clips, prompt_tokens %d; want 2 and the server's count", i, clips[i], prompt[i])
+		}
+		sum += prompt[i]
+	}
+	if got := tableInt(t, stdout, "Total input tokens:"); len(clips) != 3 || got != sum {
+		t.Errorf("total input tokens %d over %d requests, want the server's usage, %d\n%s", got, len(clips), sum, stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var record struct {
+		TotalInputTokens int `json:"total_input_tokens"`
+	}
+	if err := json.Unmarshal(b, &record); err != nil || record.TotalInputTokens != sum {
+		t.Errorf("JSONL total_input_tokens %d (%v), want the table's %d", record.TotalInputTokens, err, sum)
+	}
+
+	code, _, stderr = runCLI(t, "bench", "--backend", "vllm", "--base-url", srv.URL, "--dataset-name", "audio",
+		"--model", "m", "--tokenizer", "../../tokenizer/testdata/qwen3", "--ready-check-timeout-sec", "0")
+	if code == 0 || !strings.Contains(stderr, "input_audio parts of a chat message") {
+		t.Errorf("audio on a completions backend: exit %d, stderr %s; want a refusal naming the chat backends", code, stderr)
 	}
 }

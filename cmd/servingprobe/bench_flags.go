@@ -371,7 +371,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("request-timeout-sec", "Each request's timeout, warmup included, body and all; a request past it is a timeout failure. 0: none.", secondsValue(&s.RequestTimeout))
 	p("ready-check-timeout-sec", "Wait this long for GET /v1/models to answer 200; 0 skips the check.", secondsValue(&s.ReadyCheckTimeout))
 
-	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image (or sglang's older random-image), mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, token-trace (token ids: sglang backends), burstgpt, azure-trace (Azure's LLM inference traces), embedding (embedding backends only).", stringValue(&s.Dataset))
+	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image (or sglang's older random-image), mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, token-trace (token ids: sglang backends), burstgpt, azure-trace (Azure's LLM inference traces), audio (WAV clips: chat backends), embedding (embedding backends only).", stringValue(&s.Dataset))
 	p("dataset-path", "Dataset file (sharegpt, longbench-v2: downloaded from the hub when empty; random: the embedded corpus when empty).", stringValue(&o.DatasetPath))
 	p("dataset-offset", "agentic-trace: start at this conversation (wrapping around).", intValue(&o.DatasetOffset))
 	p("agentic-max-turns", "agentic-trace: keep the first turns of each conversation (0: all).", intValue(&o.AgenticMaxTurns))
@@ -389,6 +389,9 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("random-output-len", "Output tokens of the random datasets.", intValue(&o.RandomOutputLen))
 	p("random-range-ratio", "Lengths are uniform on [max(1, L*r), L].", floatValue(&o.RandomRangeRatio))
 
+	p("audio-duration", "audio: seconds of each clip (16 kHz mono 16-bit WAV noise).", floatValue(&o.AudioDuration))
+	p("audio-count", "audio: clips per request (0: the text alone).", intValue(&o.AudioCount))
+	b.bool("random-audio-count", "random_audio_count", "audio: draw the clip count uniformly from 1..--audio-count.", &o.RandomAudioCount)
 	p("image-count", "Images per request.", intValue(&o.ImageCount))
 	p("image-resolution", "4k, 1080p, 720p, 360p, HxW or random:<minH>x<minW>-<maxH>x<maxW>.", stringValue(&o.ImageResolution))
 	b.bool("random-image-count", "random_image_count", "Draw the image count uniformly from 1..--image-count.", &o.RandomImageCount)
