@@ -342,8 +342,8 @@ func (s *Spec) Validate() error {
 		if !math.IsInf(s.RequestRate, 1) {
 			p.add("ramp_up_strategy", "replaces the request rate; do not set both")
 		}
-		if s.UseTraceTimestamps {
-			p.add("ramp_up_strategy", "excludes replaying trace timestamps")
+		if s.replaysTimestamps() {
+			p.add("ramp_up_strategy", "excludes replaying trace timestamps (or a dynamic plan)")
 		}
 	} else if s.RampUpStartRPS != 0 || s.RampUpEndRPS != 0 {
 		p.add("ramp_up_start_rps", "the ramp's rates need a ramp-up strategy")
@@ -495,6 +495,13 @@ func (s *Spec) Params() bench.Params {
 
 // TokenizePrompt reports --tokenize-prompt.
 func (s *Spec) TokenizePrompt() bool { return s.Options.TokenizePrompt }
+
+// replaysTimestamps is whether the run sends its prompts at their
+// Timestamps: --use-trace-timestamps, and the datasets whose every prompt
+// carries its time (mooncake, and dynamic, whose plan is a schedule).
+func (s *Spec) replaysTimestamps() bool {
+	return s.UseTraceTimestamps || s.Dataset == "mooncake" || s.Dataset == "dynamic"
+}
 
 // RateLabel is the rate as bench_serving prints it: "trace" with
 // --use-trace-timestamps, else a Python float ("inf", "50.0").

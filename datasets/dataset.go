@@ -44,6 +44,11 @@ type Prompt struct {
 	LoRA       string
 	ExtraBody  map[string]any
 	RoutingKey string
+	// Phase names the dynamic dataset's phase the request belongs to, and
+	// PhaseMaxConcurrency caps that phase's requests in flight (0: no
+	// cap); both empty for every other dataset.
+	Phase               string `json:",omitempty"`
+	PhaseMaxConcurrency int    `json:",omitempty"`
 	// RequestID is sent as the x-request-id header (vLLM's
 	// --request-id-prefix numbers the requests); empty: not sent.
 	RequestID string

@@ -73,6 +73,9 @@ type Options struct {
 	// it so that generation stays deterministic.
 	GSPRoutingKeyPrefix string `json:"-"`
 
+	// DynamicWorkloadPath is the dynamic dataset's plan (a JSON file).
+	DynamicWorkloadPath string `json:"dynamic_workload_path"`
+
 	MooncakeSlowdownFactor float64 `json:"mooncake_slowdown_factor"`
 	MooncakeNumRounds      int     `json:"mooncake_num_rounds"`
 
@@ -150,6 +153,7 @@ var constructors = map[string]constructor{
 	"burstgpt":                newBurstGPT,
 	"azure-trace":             newAzureTrace,
 	"audio":                   newAudio,
+	"dynamic":                 newDynamic,
 }
 
 // aliases are older names of datasets, each for the dataset that makes the

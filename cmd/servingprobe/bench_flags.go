@@ -371,8 +371,9 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("request-timeout-sec", "Each request's timeout, warmup included, body and all; a request past it is a timeout failure. 0: none.", secondsValue(&s.RequestTimeout))
 	p("ready-check-timeout-sec", "Wait this long for GET /v1/models to answer 200; 0 skips the check.", secondsValue(&s.ReadyCheckTimeout))
 
-	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image (or sglang's older random-image), mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, token-trace (token ids: sglang backends), burstgpt, azure-trace (Azure's LLM inference traces), audio (WAV clips: chat backends), embedding (embedding backends only).", stringValue(&s.Dataset))
+	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image (or sglang's older random-image), mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, token-trace (token ids: sglang backends), burstgpt, azure-trace (Azure's LLM inference traces), audio (WAV clips: chat backends), dynamic (a plan of phases: --dynamic-workload-path), embedding (embedding backends only).", stringValue(&s.Dataset))
 	p("dataset-path", "Dataset file (sharegpt, longbench-v2: downloaded from the hub when empty; random: the embedded corpus when empty).", stringValue(&o.DatasetPath))
+	p("dynamic-workload-path", "dynamic: the JSON plan of phases (name, duration, request_rate, input_len, output_len; optional max_concurrency, range_ratio, extra_request_body, source, arrival_pattern), sent one phase after another at the plan's times.", stringValue(&o.DynamicWorkloadPath))
 	p("dataset-offset", "agentic-trace: start at this conversation (wrapping around).", intValue(&o.DatasetOffset))
 	p("agentic-max-turns", "agentic-trace: keep the first turns of each conversation (0: all).", intValue(&o.AgenticMaxTurns))
 	p("speed-bench-category", "speed-bench: low_entropy, mixed or high_entropy (default: all).", stringValue(&o.SpeedBenchCategory))
