@@ -380,6 +380,11 @@ func (s *Spec) Validate() error {
 		if s.TokenizePrompt() {
 			p.add("tokenize_prompt", "cannot be used with the audio dataset")
 		}
+		if s.Compat.NoUsage {
+			// Its prompt length is the server's usage and nothing else: a
+			// run that does not ask for usage would count only the text.
+			p.add("compat", "no-usage cannot be used with the audio dataset, whose prompt length is the server's usage")
+		}
 	}
 	if s.Dataset == "token-trace" && err == nil && !info.InputIDs {
 		// The trace holds token ids, not text: only input_ids carries them.
