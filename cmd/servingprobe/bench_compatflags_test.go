@@ -478,3 +478,32 @@ func TestBenchAudioEndToEnd(t *testing.T) {
 		t.Errorf("audio on a completions backend: exit %d, stderr %s; want a refusal naming the chat backends", code, stderr)
 	}
 }
+
+// TestBenchDynamicPlan runs a two-phase plan through the CLI's
+// --dynamic-workload-path: each phase's requests (duration × rate of
+// them) ask for its output length, and only the first phase's carry its
+// extra_request_body.
+func TestBenchDynamicPlan(t *testing.T) {
+	plan := t.TempDir() + "/plan.json"
+	if err := os.WriteFile(plan, []byte(`{"phases": [
+		{"name": "a", "duration": 0.2, "request_rate": 20, "input_len": 8, "output_len": 3, "extra_request_body": {"priority": 2}},
+		{"name": "b", "duration": 0.1, "request_rate": 20, "input_len": 16, "output_len": 6}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, got := captureServer(t)
+	code, stdout, stderr := compatBench(t, srv, "--backend", "vllm", "--dataset-name", "dynamic", "--dynamic-workload-path", plan)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	count := map[float64]int{}
+	for _, r := range got() {
+		n, _ := r.body["max_tokens"].(float64)
+		count[n]++
+		if wantPriority := n == 3; (r.body["priority"] == 2.0) != wantPriority {
+			t.Errorf("max_tokens %v with priority %v: only phase a's requests carry its body", n, r.body["priority"])
+		}
+	}
+	if count[3] != 4 || count[6] != 2 || len(count) != 2 {
+		t.Errorf("requests by max_tokens %v, want 4 of phase a (3) and 2 of phase b (6)", count)
+	}
+}
