@@ -393,12 +393,12 @@ func buildPrompts(ctx context.Context, s Spec, tok datasets.Tokenizer, env Env) 
 	return datasets.FromPrompts(prompts), nil
 }
 
-// newPacer picks the arrival process. Trace timestamps (mooncake, or
-// --use-trace-timestamps) are really replayed.
+// newPacer picks the arrival process. Trace timestamps (mooncake, the
+// dynamic dataset's plan, or --use-trace-timestamps) are really replayed.
 func newPacer(s Spec, prompts *datasets.Source) (prober.Pacer, error) {
 	seed := uint64(s.Seed)
 	switch {
-	case s.UseTraceTimestamps || s.Dataset == "mooncake":
+	case s.replaysTimestamps():
 		// Such prompts are always in memory (see buildPrompts).
 		offsets := make([]time.Duration, prompts.Len())
 		for i, p := range prompts.Prompts() {
@@ -527,6 +527,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 			return p.Prober.Run(ctx, prompt, scheduled)
 		}
 	}
+	do = phaseLimits(p.Prompts, do)
 	if env.RequestLog != nil {
 		// bench_serving prints the lines from its request function, which
 		// the warm-up requests go through too.

@@ -343,8 +343,8 @@ func (s *Spec) Validate() error {
 		if !math.IsInf(s.RequestRate, 1) {
 			p.add("ramp_up_strategy", "replaces the request rate; do not set both")
 		}
-		if s.UseTraceTimestamps {
-			p.add("ramp_up_strategy", "excludes replaying trace timestamps")
+		if s.replaysTimestamps() {
+			p.add("ramp_up_strategy", "excludes replaying trace timestamps (or a dynamic plan)")
 		}
 	} else if s.RampUpStartRPS != 0 || s.RampUpEndRPS != 0 {
 		p.add("ramp_up_start_rps", "the ramp's rates need a ramp-up strategy")
@@ -370,6 +370,22 @@ func (s *Spec) Validate() error {
 	}
 	if err == nil && s.ChatTemplateKwargs != nil && !info.ChatTemplateKwargs {
 		p.add("chat_template_kwargs", "needs a chat backend: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.ChatTemplateKwargs }), ", "))
+	}
+	if s.Dataset == "audio" {
+		// Its clips travel as input_audio parts of a chat message: no
+		// other protocol has a place for them (sglang allows only
+		// sglang-oai-chat), and a completions request would drop them.
+		if err == nil && info.Protocol != prober.ProtocolOpenAIChat {
+			p.add("dataset_name", "audio sends its clips as input_audio parts of a chat message: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Protocol == prober.ProtocolOpenAIChat }), ", "))
+		}
+		if s.TokenizePrompt() {
+			p.add("tokenize_prompt", "cannot be used with the audio dataset")
+		}
+		if s.Compat.NoUsage {
+			// Its prompt length is the server's usage and nothing else: a
+			// run that does not ask for usage would count only the text.
+			p.add("compat", "no-usage cannot be used with the audio dataset, whose prompt length is the server's usage")
+		}
 	}
 	if s.Dataset == "token-trace" && err == nil && !info.InputIDs {
 		// The trace holds token ids, not text: only input_ids carries them.
@@ -479,6 +495,13 @@ func (s *Spec) Params() bench.Params {
 
 // TokenizePrompt reports --tokenize-prompt.
 func (s *Spec) TokenizePrompt() bool { return s.Options.TokenizePrompt }
+
+// replaysTimestamps is whether the run sends its prompts at their
+// Timestamps: --use-trace-timestamps, and the datasets whose every prompt
+// carries its time (mooncake, and dynamic, whose plan is a schedule).
+func (s *Spec) replaysTimestamps() bool {
+	return s.UseTraceTimestamps || s.Dataset == "mooncake" || s.Dataset == "dynamic"
+}
 
 // RateLabel is the rate as bench_serving prints it: "trace" with
 // --use-trace-timestamps, else a Python float ("inf", "50.0").

@@ -107,3 +107,28 @@ func TestSpecJSONRandomImage(t *testing.T) {
 		t.Errorf("random-image on vllm (completions): %v, want the image backends' refusal", err)
 	}
 }
+
+// TestValidateAudio: the audio dataset's clips need a chat backend, and
+// its prompt length is the server's usage, so --tokenize-prompt and
+// --compat no-usage are refused with it; on a chat backend it validates.
+func TestValidateAudio(t *testing.T) {
+	for _, tc := range []struct {
+		backend string
+		edit    func(*Spec)
+		want    string
+	}{
+		{"sglang-oai-chat", func(*Spec) {}, ""},
+		{"vllm", func(*Spec) {}, "dataset_name: audio sends its clips as input_audio parts of a chat message"},
+		{"sglang", func(*Spec) {}, "dataset_name: audio sends its clips"},
+		{"vllm-chat", func(s *Spec) { s.Options.TokenizePrompt = true }, "tokenize_prompt: cannot be used with the audio dataset"},
+		{"vllm-chat", func(s *Spec) { s.Compat.NoUsage = true }, "compat: no-usage cannot be used with the audio dataset"},
+	} {
+		s := DefaultSpec()
+		s.Backend, s.BaseURL, s.Model, s.Dataset = tc.backend, "http://s", "m", "audio"
+		tc.edit(&s)
+		err := s.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("audio on %s: %v, want %q", tc.backend, err, tc.want)
+		}
+	}
+}

@@ -167,7 +167,7 @@ func (w *SweepSpec) validate(s *Spec, p *problems) {
 	if w.Cooldown < 0 {
 		p.add("sweep.cooldown", "must be at least 0")
 	}
-	if s.UseTraceTimestamps || s.Dataset == "mooncake" || s.RampUp != "" {
+	if s.replaysTimestamps() || s.RampUp != "" {
 		p.add("sweep", "a sweep sets the request rate or concurrency of each point; it cannot replay trace timestamps or ramp up")
 	}
 }

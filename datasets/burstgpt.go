@@ -12,9 +12,10 @@ import (
 	"time"
 )
 
-// burstGPTRow is what a run needs of one BurstGPT row.
-type burstGPTRow struct {
-	ts      float64 // seconds from the trace's start
+// traceRow is what a run needs of one row of a length trace (BurstGPT,
+// Azure): its time and its lengths.
+type traceRow struct {
+	ts      float64 // seconds, from any origin: only differences are used
 	in, out int
 }
 
@@ -25,7 +26,7 @@ type burstGPTRow struct {
 type burstGPTDataset struct {
 	opts Options
 	tok  Tokenizer
-	rows []burstGPTRow
+	rows []traceRow
 }
 
 // burstGPTColumns are the CSV header's names of the columns read.
@@ -86,7 +87,7 @@ func newBurstGPT(opts Options, tok Tokenizer) (Dataset, error) {
 		if out <= 0 { // a failed request, as vLLM drops it
 			continue
 		}
-		d.rows = append(d.rows, burstGPTRow{ts: ts, in: in, out: out})
+		d.rows = append(d.rows, traceRow{ts: ts, in: in, out: out})
 	}
 	if len(d.rows) == 0 {
 		return nil, fmt.Errorf("burstgpt %s: no GPT-4 row with response tokens", opts.DatasetPath)
@@ -94,45 +95,61 @@ func newBurstGPT(opts Options, tok Tokenizer) (Dataset, error) {
 	return d, nil
 }
 
-// Generate makes n prompts. As vLLM, request i's prompt is the ids
-// (i+j) mod the vocab size, j < Request tokens, decoded, and its lengths
-// are the row's. vLLM draws the rows with pandas' sample (without
-// replacement unless n exceeds the rows); here r draws them the same way,
-// so the rows differ from vLLM's for the same seed. When the run
-// replays trace timestamps the rows are the first n in file order
-// instead, each at its Timestamp (seconds) from the first's, stretched by
-// the slowdown factor.
+// Generate makes n prompts of n rows (see drawTraceRows and
+// traceRowPrompts).
 func (d *burstGPTDataset) Generate(n int, r *rand.Rand) ([]Prompt, error) {
+	return traceRowPrompts("burstgpt", drawTraceRows(d.rows, n, r, d.opts.TraceOrder), d.opts, d.tok)
+}
+
+// drawTraceRows picks n rows of a length trace (all if n <= 0). As vLLM's
+// BurstGPTDataset draws them with pandas' sample, without replacement
+// unless n exceeds the rows; here r draws them the same way, so the rows
+// differ from vLLM's for the same seed. When the run replays trace
+// timestamps (inOrder) they are the first n in file order instead.
+func drawTraceRows(all []traceRow, n int, r *rand.Rand, inOrder bool) []traceRow {
 	if n <= 0 {
-		n = len(d.rows)
+		n = len(all)
 	}
-	var rows []burstGPTRow
+	var rows []traceRow
 	switch {
-	case d.opts.TraceOrder:
-		rows = d.rows[:min(n, len(d.rows))]
-	case n <= len(d.rows):
-		for _, i := range r.Perm(len(d.rows))[:n] {
-			rows = append(rows, d.rows[i])
+	case inOrder:
+		rows = all[:min(n, len(all))]
+	case n <= len(all):
+		for _, i := range r.Perm(len(all))[:n] {
+			rows = append(rows, all[i])
 		}
 	default:
 		for range n {
-			rows = append(rows, d.rows[r.IntN(len(d.rows))])
+			rows = append(rows, all[r.IntN(len(all))])
 		}
 	}
-	vocab := d.tok.VocabSize()
+	return rows
+}
+
+// traceRowPrompts makes one prompt of each row. As vLLM's BurstGPTDataset,
+// request i's prompt is the ids (i+j) mod the vocab size, j < the row's
+// input tokens, decoded, and its lengths are the row's. When the run
+// replays trace timestamps, each is at its row's time from the earliest
+// row's, stretched by the slowdown factor.
+func traceRowPrompts(name string, rows []traceRow, opts Options, tok Tokenizer) ([]Prompt, error) {
+	origin := math.Inf(1)
+	for _, row := range rows {
+		origin = min(origin, row.ts)
+	}
+	vocab := tok.VocabSize()
 	out := make([]Prompt, 0, len(rows))
 	for i, row := range rows {
 		ids := make([]int, row.in)
 		for j := range ids {
 			ids[j] = (i + j) % vocab
 		}
-		text, err := d.tok.Decode(ids, false)
+		text, err := tok.Decode(ids, false)
 		if err != nil {
-			return nil, fmt.Errorf("burstgpt request %d: decode: %w", i, err)
+			return nil, fmt.Errorf("%s request %d: decode: %w", name, i, err)
 		}
 		p := Prompt{Text: text, PromptLen: row.in, TextPromptLen: row.in, OutputLen: row.out}
-		if d.opts.TraceOrder {
-			s := (row.ts - rows[0].ts) * d.opts.MooncakeSlowdownFactor
+		if opts.TraceOrder {
+			s := (row.ts - origin) * opts.MooncakeSlowdownFactor
 			p.Timestamp = time.Duration(math.Round(s * float64(time.Second)))
 		}
 		out = append(out, p)

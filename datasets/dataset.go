@@ -22,6 +22,13 @@ type Prompt struct {
 	// megabytes of base64, and a prompt set held them all for the whole
 	// run. Images is then nil.
 	LazyImages *LazyImages `json:"-"`
+	// Audio are base64 WAV clips, sent as input_audio parts before the
+	// text on chat backends; LazyAudio makes them when the request is
+	// built, as LazyImages does images. A non-nil empty Audio sends the
+	// text as a content part all the same (sglang's audio dataset with no
+	// clip).
+	Audio     []string   `json:"-"`
+	LazyAudio *LazyAudio `json:"-"`
 	// Inputs is a batch of texts that one embeddings request sends as its
 	// list "input" (the embedding dataset's list rows); nil otherwise. Only
 	// the embeddings protocol reads it. Left out of JSON when nil, so that
@@ -37,6 +44,11 @@ type Prompt struct {
 	LoRA       string
 	ExtraBody  map[string]any
 	RoutingKey string
+	// Phase names the dynamic dataset's phase the request belongs to, and
+	// PhaseMaxConcurrency caps that phase's requests in flight (0: no
+	// cap); both empty for every other dataset.
+	Phase               string `json:",omitempty"`
+	PhaseMaxConcurrency int    `json:",omitempty"`
 	// RequestID is sent as the x-request-id header (vLLM's
 	// --request-id-prefix numbers the requests); empty: not sent.
 	RequestID string

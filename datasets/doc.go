@@ -39,6 +39,12 @@
 //     from hash_ids, as sglang does. Each record yields MooncakeNumRounds
 //     prompts whose Messages hold the history (with placeholder replies)
 //     and whose Timestamp is the session start × slowdown.
+//   - azure-trace: Azure's LLM inference trace CSVs (2023 and 2024), made
+//     into requests as burstgpt's rows are; only the rows sent are held.
+//   - audio: sglang's WAV noise clips, made per request (Prompt.LazyAudio),
+//     sent as input_audio parts; the prompt length is left to the server.
+//   - dynamic: a JSON plan of phases (LoadDynamicPlan); each request
+//     carries its time, phase and the phase's concurrency cap and body.
 //   - custom/openai: JSONL rows {"prompt", "output_len"?, "max_tokens"?,
 //     "extra_body"?} (unknown keys are an error), OpenAI {"messages", ...}
 //     rows (unknown keys such as tools or temperature go to ExtraBody, as in

@@ -318,11 +318,14 @@ func (l *LazyImages) make() ([]string, error) {
 	return out, nil
 }
 
-// WithImages returns p with its lazy images made: the prompt as its
-// request sends it. A prompt without lazy images is returned as it is.
-// The images are not kept in the prompt set, only in the copy returned,
-// which the request holds while it is built and sent.
+// WithImages returns p with its lazy images and audio clips made: the
+// prompt as its request sends it. A prompt without lazy media is returned
+// as it is. The media are not kept in the prompt set, only in the copy
+// returned, which the request holds while it is built and sent.
 func (p Prompt) WithImages() (Prompt, error) {
+	if p.LazyAudio != nil && p.Audio == nil {
+		p.Audio = p.LazyAudio.make()
+	}
 	if p.LazyImages == nil || p.Images != nil {
 		return p, nil
 	}
@@ -356,9 +359,13 @@ const jpegNoiseBytesPerPixel = 1.5
 // ImageBytes bounds what one prompt of the image dataset with o holds in
 // images while its request is built and sent: the largest image count at
 // the largest resolution, as data URIs, twice (the URIs and the request
-// body that quotes them), plus an encoder's pixel buffer. 0 for any other
-// dataset, whose prompts carry no generated images.
+// body that quotes them), plus an encoder's pixel buffer. For the audio
+// dataset, its clips likewise (audioFlightBytes). 0 for any other dataset,
+// whose prompts carry no generated media.
 func ImageBytes(dataset string, o Options) uint64 {
+	if dataset == "audio" {
+		return audioFlightBytes(o)
+	}
 	if dataset != "image" {
 		return 0
 	}

@@ -76,6 +76,23 @@ func TestLoRAPicker(t *testing.T) {
 		t.Errorf("distinct (-want +got):\n%s", diff)
 	}
 
+	// vLLM's --lora-assignment round-robin: request i gets name i mod
+	// the count, and one name is allowed (sglang's distinct refuses it).
+	rr, err := NewLoRAPicker(names, LoRARoundRobin, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for i := range 5 {
+		got = append(got, rr.Pick(i, nil))
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c", "a", "b"}, got); diff != "" {
+		t.Errorf("round-robin (-want +got):\n%s", diff)
+	}
+	if one, err := NewLoRAPicker([]string{"only"}, LoRARoundRobin, 0); err != nil || one.Pick(3, nil) != "only" {
+		t.Errorf("round-robin with one name: %v, error %v; want only", one, err)
+	}
+
 	s, err := NewLoRAPicker(names, LoRASkewed, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -6,16 +6,21 @@ import (
 	"math/rand/v2"
 )
 
-// LoRA request distributions (--lora-request-distribution).
+// LoRA request distributions: sglang's --lora-request-distribution, and
+// vLLM's --lora-assignment round-robin (its random is uniform).
 const (
-	LoRAUniform  = "uniform"
-	LoRADistinct = "distinct"
-	LoRASkewed   = "skewed"
+	LoRAUniform    = "uniform"
+	LoRADistinct   = "distinct"
+	LoRASkewed     = "skewed"
+	LoRARoundRobin = "round-robin"
 )
 
 // LoRAPicker assigns a LoRA adapter name to each request as bench_serving
 // does: uniform picks uniformly at random, distinct goes round-robin by
-// request index, skewed picks name i with probability ∝ α^(−i).
+// request index, skewed picks name i with probability ∝ α^(−i). vLLM's
+// round-robin is distinct without sglang's refusal of a single name
+// (vllm/benchmarks/serve.py: lora_modules_list[i % len(lora_modules_list)]
+// for request i).
 type LoRAPicker struct {
 	names []string
 	dist  string
@@ -30,7 +35,7 @@ func NewLoRAPicker(names []string, distribution string, alpha float64) (*LoRAPic
 	}
 	p := &LoRAPicker{names: append([]string(nil), names...), dist: distribution}
 	switch distribution {
-	case LoRAUniform:
+	case LoRAUniform, LoRARoundRobin:
 	case LoRADistinct, LoRASkewed:
 		if len(names) < 2 {
 			return nil, fmt.Errorf("lora distribution %s needs at least 2 names, got %d", distribution, len(names))
@@ -42,7 +47,7 @@ func NewLoRAPicker(names []string, distribution string, alpha float64) (*LoRAPic
 			p.cum = cumulativeWeights(len(names), func(i int) float64 { return math.Pow(alpha, -float64(i)) })
 		}
 	default:
-		return nil, fmt.Errorf("unknown lora distribution %q (uniform, distinct, skewed)", distribution)
+		return nil, fmt.Errorf("unknown lora distribution %q (uniform, distinct, skewed, round-robin)", distribution)
 	}
 	return p, nil
 }
@@ -53,7 +58,7 @@ func (p *LoRAPicker) Pick(i int, r *rand.Rand) string {
 		return ""
 	}
 	switch p.dist {
-	case LoRADistinct:
+	case LoRADistinct, LoRARoundRobin:
 		return p.names[i%len(p.names)]
 	case LoRASkewed:
 		return p.names[pickCumulative(p.cum, r)]

@@ -44,6 +44,12 @@ type Options struct {
 	RandomOutputLen  int     `json:"random_output_len"`
 	RandomRangeRatio float64 `json:"random_range_ratio"`
 
+	// AudioDuration is each audio clip's length in seconds, AudioCount
+	// the clips per request (RandomAudioCount: 1 to AudioCount).
+	AudioDuration    float64 `json:"audio_duration"`
+	AudioCount       int     `json:"audio_count"`
+	RandomAudioCount bool    `json:"random_audio_count"`
+
 	ImageCount       int    `json:"image_count"`
 	RandomImageCount bool   `json:"random_image_count"`
 	ImageResolution  string `json:"image_resolution"` // 4k, 1080p, 720p, 360p, HxW or random:<minH>x<minW>-<maxH>x<maxW>
@@ -67,6 +73,9 @@ type Options struct {
 	// it so that generation stays deterministic.
 	GSPRoutingKeyPrefix string `json:"-"`
 
+	// DynamicWorkloadPath is the dynamic dataset's plan (a JSON file).
+	DynamicWorkloadPath string `json:"dynamic_workload_path"`
+
 	MooncakeSlowdownFactor float64 `json:"mooncake_slowdown_factor"`
 	MooncakeNumRounds      int     `json:"mooncake_num_rounds"`
 
@@ -82,9 +91,9 @@ type Options struct {
 	// SpeedBenchOutputLen is every speed-bench request's output length.
 	SpeedBenchOutputLen int `json:"speed_bench_output_len"`
 
-	// TraceOrder says the run replays trace timestamps: burstgpt then
-	// takes its rows in file order, each at its time, instead of drawing
-	// them. Set by the run from --use-trace-timestamps.
+	// TraceOrder says the run replays trace timestamps: burstgpt and
+	// azure-trace then take their rows in file order, each at its time,
+	// instead of drawing them. Set by the run from --use-trace-timestamps.
 	TraceOrder bool `json:"-"`
 
 	// FixedPrompt and FixedOutputLen configure the fixed dataset used by
@@ -100,6 +109,8 @@ func DefaultOptions() Options {
 		RandomOutputLen:        1024,
 		RandomRangeRatio:       0.0,
 		ImageCount:             1,
+		AudioDuration:          1,
+		AudioCount:             1,
 		ImageResolution:        "1080p",
 		ImageFormat:            "jpeg",
 		ImageContent:           "random",
@@ -140,6 +151,9 @@ var constructors = map[string]constructor{
 	"embedding":               newEmbedding,
 	"token-trace":             newTokenTrace,
 	"burstgpt":                newBurstGPT,
+	"azure-trace":             newAzureTrace,
+	"audio":                   newAudio,
+	"dynamic":                 newDynamic,
 }
 
 // aliases are older names of datasets, each for the dataset that makes the

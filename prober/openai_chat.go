@@ -21,10 +21,18 @@ type chatImageURL struct {
 	URL string `json:"url"`
 }
 
+// chatInputAudio is an input_audio part's audio: base64 data and its
+// format, as sglang's audio dataset sends it.
+type chatInputAudio struct {
+	Data   string `json:"data"`
+	Format string `json:"format"`
+}
+
 type chatPart struct {
-	Type     string        `json:"type"`
-	ImageURL *chatImageURL `json:"image_url,omitempty"`
-	Text     *string       `json:"text,omitempty"`
+	Type       string          `json:"type"`
+	ImageURL   *chatImageURL   `json:"image_url,omitempty"`
+	InputAudio *chatInputAudio `json:"input_audio,omitempty"`
+	Text       *string         `json:"text,omitempty"`
 }
 
 type chatMessage struct {
@@ -32,14 +40,19 @@ type chatMessage struct {
 	Content any    `json:"content"` // a string, or parts when there are images
 }
 
-// chatContent puts images first, then the text, as bench_serving does.
-func chatContent(text string, images []string) any {
-	if len(images) == 0 {
+// chatContent puts images first, then audio clips (base64 WAV), then the
+// text, as bench_serving does. Audio that is set but empty still makes
+// parts: sglang's audio dataset sends its text as a part with no clip.
+func chatContent(text string, images, audio []string) any {
+	if len(images) == 0 && audio == nil {
 		return text
 	}
-	parts := make([]chatPart, 0, len(images)+1)
+	parts := make([]chatPart, 0, len(images)+len(audio)+1)
 	for _, u := range images {
 		parts = append(parts, chatPart{Type: "image_url", ImageURL: &chatImageURL{URL: u}})
+	}
+	for _, a := range audio {
+		parts = append(parts, chatPart{Type: "input_audio", InputAudio: &chatInputAudio{Data: a, Format: "wav"}})
 	}
 	parts = append(parts, chatPart{Type: "text", Text: &text})
 	return parts
@@ -49,7 +62,7 @@ func chatContent(text string, images []string) any {
 // images attached to the last user turn; otherwise one user message.
 func chatMessages(p datasets.Prompt) []chatMessage {
 	if len(p.Messages) == 0 {
-		return []chatMessage{{Role: "user", Content: chatContent(p.Text, p.Images)}}
+		return []chatMessage{{Role: "user", Content: chatContent(p.Text, p.Images, p.Audio)}}
 	}
 	last := -1
 	for i, m := range p.Messages {
@@ -61,7 +74,7 @@ func chatMessages(p datasets.Prompt) []chatMessage {
 	for i, m := range p.Messages {
 		out[i] = chatMessage{Role: m.Role, Content: m.Content}
 		if i == last {
-			out[i].Content = chatContent(m.Content, p.Images)
+			out[i].Content = chatContent(m.Content, p.Images, p.Audio)
 		}
 	}
 	return out

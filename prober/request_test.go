@@ -52,6 +52,11 @@ func TestRequestBodies(t *testing.T) {
 		{"completions_no_stream", "openai", RequestOptions{BaseURL: base.BaseURL, Model: "m", IncludeUsage: true}, prompt},
 		{"chat_compat", "sglang-oai-chat", compat, prompt},
 		{"chat_usage_images", "vllm-chat", ours, datasets.Prompt{Text: "Describe", OutputLen: 64, Images: img}},
+		// sglang's audio dataset (benchmark/datasets/audio.py): the clips
+		// as input_audio parts (base64 WAV, format wav), then the text; with
+		// no clip the text is still a part.
+		{"chat_audio", "sglang-oai-chat", ours, datasets.Prompt{Text: "Describe the audio.", OutputLen: 16, Audio: []string{"UklGRiQAAABXQVZF", "UklGRiQAAABXQVZG"}}},
+		{"chat_audio_none", "sglang-oai-chat", ours, datasets.Prompt{Text: "Write a short description.", OutputLen: 16, Audio: []string{}}},
 		{"chat_multi_turn", "openai-chat", ours, datasets.Prompt{OutputLen: 32, Images: img[:1], Messages: []datasets.Message{
 			{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"},
 			{Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "And this image?"}}}},

@@ -5,13 +5,18 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-kit/log"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/servingprobe/servingprobe/simulator"
 )
@@ -275,5 +280,230 @@ func TestBenchBurstGPTReplay(t *testing.T) {
 	slices.Sort(lens)
 	if !slices.Equal(lens, []float64{4, 121, 230}) {
 		t.Errorf("max_tokens of the requests %v, want 4, 121 and 230", lens)
+	}
+}
+
+// TestBenchLoRAAssignment holds vLLM's --lora-modules and
+// --lora-assignment to vLLM's bench serve (vllm/benchmarks/serve.py):
+// round-robin gives request i adapter i mod their count, sent as the
+// body's model (req_model_id = req_lora_module); here lora_path carries it
+// too, as sglang's bench_serving sends it. The whole first body is
+// compared, so that the assignment adds nothing else. Given with
+// --lora-request-distribution, which sets the same thing, it is refused.
+func TestBenchLoRAAssignment(t *testing.T) {
+	srv, got := captureServer(t)
+	code, stdout, stderr := compatBench(t, srv, "--backend", "vllm", "--dataset-name", "random", "--num-prompts", "5",
+		"--random-input-len", "4", "--random-output-len", "2", "--random-range-ratio", "1", "--max-concurrency", "1",
+		"--lora-modules", "a", "b", "c", "--lora-assignment", "round-robin")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	reqs := got()
+	var models []string
+	for _, r := range reqs {
+		m, _ := r.body["model"].(string)
+		models = append(models, m)
+		if r.body["lora_path"] != m {
+			t.Errorf("lora_path %v, want the request's adapter %q", r.body["lora_path"], m)
+		}
+	}
+	if want := []string{"a", "b", "c", "a", "b"}; !slices.Equal(models, want) {
+		t.Errorf("models %v, want vLLM's round-robin %v", models, want)
+	}
+	if len(reqs) > 0 {
+		b := reqs[0].body
+		prompt, _ := b["prompt"].(string)
+		want := map[string]any{"model": "a", "lora_path": "a", "prompt": prompt, "max_tokens": 2.0, "stream": true,
+			"temperature": 0.0, "best_of": 1.0, "ignore_eos": true, "stream_options": map[string]any{"include_usage": true}}
+		if diff := cmp.Diff(want, b); diff != "" {
+			t.Errorf("first body (-want +got):\n%s", diff)
+		}
+	}
+
+	code, _, stderr = compatBench(t, srv, "--backend", "vllm", "--lora-modules", "a", "b", "--lora-assignment", "random",
+		"--lora-request-distribution", "distinct")
+	if code == 0 || !strings.Contains(stderr, "give one") {
+		t.Errorf("--lora-assignment with --lora-request-distribution: exit %d, stderr %s; want a refusal", code, stderr)
+	}
+}
+
+// TestBenchAzureTraceReplay replays the shipped rows of Azure's 2023 code
+// trace through the CLI: every row is one request asking for its
+// GeneratedTokens, and the table's input total is the rows'
+// ContextTokens.
+func TestBenchAzureTraceReplay(t *testing.T) {
+	srv, got := captureServer(t)
+	code, stdout, stderr := compatBench(t, srv, "--backend", "vllm", "--dataset-name", "azure-trace",
+		"--dataset-path", "../../datasets/testdata/azure_code_2023.csv", "--num-prompts", "4", "--use-trace-timestamps",
+		"--mooncake-slowdown-factor", "0.01", "--compat", "dataset-input-tokens")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var lens []float64
+	for _, r := range got() {
+		n, _ := r.body["max_tokens"].(float64)
+		lens = append(lens, n)
+	}
+	slices.Sort(lens)
+	if !slices.Equal(lens, []float64{8, 10, 14, 27}) {
+		t.Errorf("max_tokens of the requests %v, want 8, 10, 14 and 27", lens)
+	}
+	if n := tableInt(t, stdout, "Total input tokens:"); n != 4808+3180+110+7433 {
+		t.Errorf("total input tokens %d, want the rows' ContextTokens, %d\n%s", n, 4808+3180+110+7433, stdout)
+	}
+}
+
+// usageRecorder passes requests to next and keeps, for every chat
+// request, how many input_audio parts it carried and the prompt_tokens
+// the server's usage stated in its reply.
+type usageRecorder struct {
+	next   http.Handler
+	mu     sync.Mutex
+	clips  []int
+	prompt []int
+}
+
+func (u *usageRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		u.next.ServeHTTP(w, r)
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(strings.NewReader(string(b)))
+	var body struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(b, &body)
+	clips := 0
+	for _, m := range body.Messages {
+		var parts []struct {
+			Type       string `json:"type"`
+			InputAudio *struct {
+				Data, Format string
+			} `json:"input_audio"`
+		}
+		if json.Unmarshal(m.Content, &parts) == nil {
+			for _, p := range parts {
+				if p.Type == "input_audio" && p.InputAudio != nil && p.InputAudio.Format == "wav" && p.InputAudio.Data != "" {
+					clips++
+				}
+			}
+		}
+	}
+	rec := &teeWriter{ResponseWriter: w}
+	u.next.ServeHTTP(rec, r)
+	prompt := -1
+	if m := regexp.MustCompile(`"prompt_tokens":(\d+)`).FindSubmatch(rec.buf); m != nil {
+		prompt, _ = strconv.Atoi(string(m[1]))
+	}
+	u.mu.Lock()
+	u.clips = append(u.clips, clips)
+	u.prompt = append(u.prompt, prompt)
+	u.mu.Unlock()
+}
+
+// teeWriter keeps a copy of what it writes.
+type teeWriter struct {
+	http.ResponseWriter
+	buf []byte
+}
+
+func (t *teeWriter) Write(b []byte) (int, error) {
+	t.buf = append(t.buf, b...)
+	return t.ResponseWriter.Write(b)
+}
+
+func (t *teeWriter) Flush() {
+	if f, ok := t.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// TestBenchAudioEndToEnd runs sglang's audio dataset against the built-in
+// simulator: every request carries --audio-count WAV clips as input_audio
+// parts, and the table's input tokens are what the server's usage stated
+// (the dataset knows no prompt length of its own), the same in the JSONL
+// record. On a completions backend the dataset is refused before anything
+// is sent.
+func TestBenchAudioEndToEnd(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = time.Millisecond, time.Millisecond
+	sim, err := simulator.New(cfg, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &usageRecorder{next: sim.Handler()}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	out := t.TempDir() + "/out.jsonl"
+	code, stdout, stderr := runCLI(t, "bench", "--backend", "sglang-oai-chat", "--base-url", srv.URL, "--dataset-name", "audio",
+		"--audio-duration", "0.05", "--audio-count", "2", "--num-prompts", "3", "--random-output-len", "4",
+		"--tokenizer", "../../tokenizer/testdata/qwen3", "--ready-check-timeout-sec", "10", "--warmup-requests", "0",
+		"--disable-tqdm", "--no-server-metrics", "--strict-json", "--output-file", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got := tableInt(t, stdout, "Successful requests:"); got != 3 {
+		t.Errorf("successful requests %d, want 3\n%s", got, stdout)
+	}
+	rec.mu.Lock()
+	clips, prompt := rec.clips, rec.prompt
+	rec.mu.Unlock()
+	sum := 0
+	for i := range clips {
+		if clips[i] != 2 || prompt[i] <= 0 {
+			t.Errorf("request %d: %d wav clips, prompt_tokens %d; want 2 and the server's count", i, clips[i], prompt[i])
+		}
+		sum += prompt[i]
+	}
+	if got := tableInt(t, stdout, "Total input tokens:"); len(clips) != 3 || got != sum {
+		t.Errorf("total input tokens %d over %d requests, want the server's usage, %d\n%s", got, len(clips), sum, stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var record struct {
+		TotalInputTokens int `json:"total_input_tokens"`
+	}
+	if err := json.Unmarshal(b, &record); err != nil || record.TotalInputTokens != sum {
+		t.Errorf("JSONL total_input_tokens %d (%v), want the table's %d", record.TotalInputTokens, err, sum)
+	}
+
+	code, _, stderr = runCLI(t, "bench", "--backend", "vllm", "--base-url", srv.URL, "--dataset-name", "audio",
+		"--model", "m", "--tokenizer", "../../tokenizer/testdata/qwen3", "--ready-check-timeout-sec", "0")
+	if code == 0 || !strings.Contains(stderr, "input_audio parts of a chat message") {
+		t.Errorf("audio on a completions backend: exit %d, stderr %s; want a refusal naming the chat backends", code, stderr)
+	}
+}
+
+// TestBenchDynamicPlan runs a two-phase plan through the CLI's
+// --dynamic-workload-path: each phase's requests (duration × rate of
+// them) ask for its output length, and only the first phase's carry its
+// extra_request_body.
+func TestBenchDynamicPlan(t *testing.T) {
+	plan := t.TempDir() + "/plan.json"
+	if err := os.WriteFile(plan, []byte(`{"phases": [
+		{"name": "a", "duration": 0.2, "request_rate": 20, "input_len": 8, "output_len": 3, "extra_request_body": {"priority": 2}},
+		{"name": "b", "duration": 0.1, "request_rate": 20, "input_len": 16, "output_len": 6}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, got := captureServer(t)
+	code, stdout, stderr := compatBench(t, srv, "--backend", "vllm", "--dataset-name", "dynamic", "--dynamic-workload-path", plan)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	count := map[float64]int{}
+	for _, r := range got() {
+		n, _ := r.body["max_tokens"].(float64)
+		count[n]++
+		if wantPriority := n == 3; (r.body["priority"] == 2.0) != wantPriority {
+			t.Errorf("max_tokens %v with priority %v: only phase a's requests carry its body", n, r.body["priority"])
+		}
+	}
+	if count[3] != 4 || count[6] != 2 || len(count) != 2 {
+		t.Errorf("requests by max_tokens %v, want 4 of phase a (3) and 2 of phase b (6)", count)
 	}
 }

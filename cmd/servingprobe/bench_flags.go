@@ -154,6 +154,22 @@ func enumValue(p *string, choices ...string) flagValue {
 	}}
 }
 
+// loraAssignmentValue is vLLM's --lora-assignment, written onto the same
+// field as --lora-request-distribution: random is uniform (vLLM draws
+// random.choice for each request), round-robin is its own distribution.
+// It shows no default, which would otherwise be applied as a choice.
+func loraAssignmentValue(p *string) flagValue {
+	return &scalar[string]{p: p, show: func(string) string { return "" }, parse: func(s string) (string, error) {
+		switch s {
+		case "random":
+			return datasets.LoRAUniform, nil
+		case "round-robin":
+			return datasets.LoRARoundRobin, nil
+		}
+		return "", fmt.Errorf("invalid choice: '%s' (choose from 'random', 'round-robin')", s)
+	}}
+}
+
 // jsonObjectValue is --extra-request-body: a JSON object, big integers
 // kept exact.
 // optFloatValue binds a float that is sent only when given (nil: unset).
@@ -356,8 +372,9 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("request-timeout-sec", "Each request's timeout, warmup included, body and all; a request past it is a timeout failure. 0: none.", secondsValue(&s.RequestTimeout))
 	p("ready-check-timeout-sec", "Wait this long for GET /v1/models to answer 200; 0 skips the check.", secondsValue(&s.ReadyCheckTimeout))
 
-	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image (or sglang's older random-image), mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, token-trace (token ids: sglang backends), burstgpt, embedding (embedding backends only).", stringValue(&s.Dataset))
+	p("dataset-name", "Dataset: random, random-ids, sharegpt, generated-shared-prefix, image (or sglang's older random-image), mooncake, custom, openai, mmmu, speed-bench, longbench-v2 (or longbench_v2), autobench, agentic-trace, token-trace (token ids: sglang backends), burstgpt, azure-trace (Azure's LLM inference traces), audio (WAV clips: chat backends), dynamic (a plan of phases: --dynamic-workload-path), embedding (embedding backends only).", stringValue(&s.Dataset))
 	p("dataset-path", "Dataset file (sharegpt, longbench-v2: downloaded from the hub when empty; random: the embedded corpus when empty).", stringValue(&o.DatasetPath))
+	p("dynamic-workload-path", "dynamic: the JSON plan of phases (name, duration, request_rate, input_len, output_len; optional max_concurrency, range_ratio, extra_request_body, source, arrival_pattern), sent one phase after another at the plan's times.", stringValue(&o.DynamicWorkloadPath))
 	p("dataset-offset", "agentic-trace: start at this conversation (wrapping around).", intValue(&o.DatasetOffset))
 	p("agentic-max-turns", "agentic-trace: keep the first turns of each conversation (0: all).", intValue(&o.AgenticMaxTurns))
 	p("speed-bench-category", "speed-bench: low_entropy, mixed or high_entropy (default: all).", stringValue(&o.SpeedBenchCategory))
@@ -374,6 +391,9 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("random-output-len", "Output tokens of the random datasets.", intValue(&o.RandomOutputLen))
 	p("random-range-ratio", "Lengths are uniform on [max(1, L*r), L].", floatValue(&o.RandomRangeRatio))
 
+	p("audio-duration", "audio: seconds of each clip (16 kHz mono 16-bit WAV noise).", floatValue(&o.AudioDuration))
+	p("audio-count", "audio: clips per request (0: the text alone).", intValue(&o.AudioCount))
+	b.bool("random-audio-count", "random_audio_count", "audio: draw the clip count uniformly from 1..--audio-count.", &o.RandomAudioCount)
 	p("image-count", "Images per request.", intValue(&o.ImageCount))
 	p("image-resolution", "4k, 1080p, 720p, 360p, HxW or random:<minH>x<minW>-<maxH>x<maxW>.", stringValue(&o.ImageResolution))
 	b.bool("random-image-count", "random_image_count", "Draw the image count uniformly from 1..--image-count.", &o.RandomImageCount)
@@ -449,6 +469,8 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	b.strings("lora-name", "lora_name", "LoRA adapter names (several after one flag, or the flag repeated).", &s.LoRANames)
 	p("lora-request-distribution", "uniform, distinct or skewed.", enumValue(&s.LoRADistribution, "uniform", "distinct", "skewed"))
 	p("lora-zipf-alpha", "Skew of the skewed distribution (> 1).", floatValue(&s.LoRAZipfAlpha))
+	b.strings("lora-modules", "lora_name", "vLLM's name of --lora-name.", &s.LoRANames)
+	b.flag("lora-assignment", "lora_request_distribution", "vLLM: random or round-robin, how --lora-modules (--lora-name) adapters are assigned to requests: random is --lora-request-distribution uniform; round-robin gives request i adapter i mod the names' count (distinct, one name allowed). Default: uniform.", loraAssignmentValue(&s.LoRADistribution))
 	p("prompt-suffix", "Suffix added to ShareGPT prompts.", stringValue(&o.PromptSuffix))
 
 	b.bool("pd-separated", "profile.pd_separated", "Prefill/decode disaggregation: profile the --profile-prefill-url or --profile-decode-url servers.", &s.Profile.PDSeparated)
@@ -472,7 +494,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("gsp-group-distribution", "generated-shared-prefix: uniform or zipf.", enumValue(&o.GSPGroupDistribution, "uniform", "zipf"))
 	p("gsp-zipf-alpha", "generated-shared-prefix: zipf alpha (required for zipf).", floatValue(&o.GSPZipfAlpha))
 
-	p("mooncake-slowdown-factor", "mooncake: stretch the trace timestamps.", floatValue(&o.MooncakeSlowdownFactor))
+	p("mooncake-slowdown-factor", "mooncake, token-trace, burstgpt, azure-trace: stretch the trace timestamps.", floatValue(&o.MooncakeSlowdownFactor))
 	p("mooncake-num-rounds", "mooncake: rounds per session.", intValue(&o.MooncakeNumRounds))
 	local("mooncake-workload", "mooncake: mooncake, conversation, synthetic or toolagent (only names the trace; pass --dataset-path).", enumValue(&f.mooncakeWorkload, "mooncake", "conversation", "synthetic", "toolagent"))
 
@@ -583,6 +605,10 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 	// for the server's ready check and model detection to be told.
 	if known := datasets.Names(); !slices.Contains(known, s.Dataset) && !strings.HasPrefix(s.Dataset, "random") {
 		bad("--dataset-name %q: unknown dataset%s (one of %s)", s.Dataset, didYouMean(s.Dataset, known), strings.Join(known, ", "))
+	}
+	if f.given("lora-assignment") && f.given("lora-request-distribution") {
+		// Both set one field; the later would win without a word.
+		bad("--lora-assignment and --lora-request-distribution both say how adapters are assigned: give one")
 	}
 	if f.given("max-concurrency") && s.MaxConcurrency == 0 {
 		// 0 is the Spec's "unbounded"; given on the command line it is a
