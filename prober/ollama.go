@@ -154,7 +154,7 @@ func (ollama) Decode(ev SSEEvent) (Delta, error) {
 		if d.FinishReason == "" {
 			d.FinishReason = "done"
 		}
-		d.Server = c.ServerTimings
+		d.Server = c.ServerTimings.checked()
 		if c.PromptEvalCount > 0 || c.EvalCount > 0 {
 			d.Usage = Usage{PromptTokens: c.PromptEvalCount, CompletionTokens: c.EvalCount, Source: TokenSourceUsage}
 		}

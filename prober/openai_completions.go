@@ -57,6 +57,7 @@ type completionsChunk struct {
 	SGLExt  *sglextJSON       `json:"sglext"`
 	Metrics *vllmMetricsJSON  `json:"metrics"`
 	Timings *llamaTimingsJSON `json:"timings"`
+	NVExt   *dynamoNvextJSON  `json:"nvext"`
 }
 
 func (openAICompletions) Decode(ev SSEEvent) (Delta, error) {
@@ -95,7 +96,7 @@ func decodeCompletionsJSON(data []byte) (Delta, error) {
 	}
 	// An empty choices list is a usage-only chunk, not an error
 	// (sgl-project/sglang#5451).
-	d := Delta{Usage: c.Usage.usage(), CacheDetails: c.SGLExt.details(), Server: serverTimings(c.Metrics, c.Timings)}
+	d := Delta{Usage: c.Usage.usage(), CacheDetails: c.SGLExt.details(), Server: serverTimings(c.Metrics, c.Timings, c.NVExt)}
 	if len(c.Choices) > 0 {
 		d.Text = []byte(c.Choices[0].Text)
 		if fr := c.Choices[0].FinishReason; fr != nil {
@@ -152,14 +153,14 @@ func scanCompletionsText(data []byte) (Delta, textPart, bool) {
 			})
 		case "usage":
 			ok = m.Once(1) && usageField(&s, &d.Usage)
-		case "sglext", "metrics", "timings":
+		case "sglext", "metrics", "timings", "nvext":
 			ok = s.Null() // an object: decodeCompletionsJSON reads it
 		case "id", "created", "model", "system_fingerprint":
 			ok = s.Skip()
 		default:
 			var handled bool
 			if handled, ok = errorFields(&s, k, &m); !handled && ok {
-				ok = !jsonscan.Folds(k, "choices", "usage") && s.Skip()
+				ok = !jsonscan.Folds(k, "choices", "usage", "sglext", "metrics", "timings", "nvext") && s.Skip()
 			}
 		}
 		if !ok {

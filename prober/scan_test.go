@@ -30,11 +30,12 @@ type comparableDelta struct {
 	Cumulative       bool
 	FinishReason     string
 	SpecAcceptLength float64
+	Server           ServerTimings
 	Done             bool
 }
 
 func normal(d Delta) comparableDelta {
-	return comparableDelta{d.TextString(), d.Tokens, d.Usage, d.Cumulative, d.FinishReason, d.SpecAcceptLength, d.Done}
+	return comparableDelta{d.TextString(), d.Tokens, d.Usage, d.Cumulative, d.FinishReason, d.SpecAcceptLength, d.Server, d.Done}
 }
 
 // checkScan fails when the scanner answers for data and encoding/json
@@ -97,6 +98,11 @@ var scanCases = []string{
 	` {"choices" : [ { "text" : "sp" } ] } `,
 	`{"te\u0078t":"escaped key"}`,
 	"{\"\xc5\xbfext\":\"long s\"}",
+	// Server timings under a key that differs from the field's name only
+	// in case: encoding/json reads them, so the scanner must not skip them.
+	`{"choices":[],"Metrics":{"time_to_first_token_ms":5}}`,
+	`{"choices":[],"TIMINGS":{"prompt_ms":5}}`,
+	`{"choices":[],"NvExt":{"timing":{"ttft_ms":5}}}`,
 	`[]`, `null`, `"s"`, `{`, `{"choices":[{"text":"unterminated}]}`,
 }
 

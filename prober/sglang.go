@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 
 	"github.com/servingprobe/servingprobe/datasets"
@@ -61,7 +62,21 @@ type sglangChunk struct {
 		// CachedTokensDetails is the cache tiers' split, which sglang
 		// sends when its hierarchical cache is on.
 		CachedTokensDetails *cacheDetailsJSON `json:"cached_tokens_details"`
+		// The timing fields (sglangTimes).
+		E2ELatency          *float64 `json:"e2e_latency"`
+		QueueTime           *float64 `json:"queue_time"`
+		ForwardEntryTime    *float64 `json:"forward_entry_time"`
+		PrefillFinishedTime *float64 `json:"prefill_finished_time"`
+		RequestReceivedTS   *float64 `json:"request_received_ts"`
 	} `json:"meta_info"`
+}
+
+// orNaN is *v, NaN when v is nil (sglangTimes' "not stated").
+func orNaN(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return *v
 }
 
 func (sglangGenerate) Decode(ev SSEEvent) (Delta, error) {
@@ -108,6 +123,8 @@ func decodeSGLangJSON(data []byte) (Delta, error) {
 		d.FinishReason = fr
 		d.SpecAcceptLength = m.SpecAcceptLength
 		d.CacheDetails = m.CachedTokensDetails.details(false)
+		d.Server = sglangTimes{orNaN(m.E2ELatency), orNaN(m.QueueTime), orNaN(m.ForwardEntryTime),
+			orNaN(m.PrefillFinishedTime), orNaN(m.RequestReceivedTS)}.server()
 	}
 	return d, nil
 }
@@ -196,6 +213,7 @@ func metaInfo(s *jsonscan.Scanner, d *Delta) bool {
 	}
 	var m jsonscan.Seen
 	u := Usage{Source: TokenSourceMetaInfo}
+	t := noSGLangTimes()
 	for first := true; ; first = false {
 		k, end, ok := s.Key(first)
 		if !ok {
@@ -217,10 +235,21 @@ func metaInfo(s *jsonscan.Scanner, d *Delta) bool {
 			ok = m.Once(4) && s.Float(&d.SpecAcceptLength)
 		case "cached_tokens_details":
 			ok = s.Null() // an object: decodeSGLangJSON reads it
-		case "id", "weight_version", "e2e_latency":
+		case "e2e_latency":
+			ok = m.Once(5) && optFloat(s, &t.E2E)
+		case "queue_time":
+			ok = m.Once(6) && optFloat(s, &t.Queue)
+		case "forward_entry_time":
+			ok = m.Once(7) && optFloat(s, &t.ForwardEntry)
+		case "prefill_finished_time":
+			ok = m.Once(8) && optFloat(s, &t.PrefillFinished)
+		case "request_received_ts":
+			ok = m.Once(9) && optFloat(s, &t.Received)
+		case "id", "weight_version":
 			ok = s.Skip()
 		default:
-			ok = !jsonscan.Folds(k, "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "spec_accept_length") && s.Skip()
+			ok = !jsonscan.Folds(k, "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "spec_accept_length",
+				"cached_tokens_details", "e2e_latency", "queue_time", "forward_entry_time", "prefill_finished_time", "request_received_ts") && s.Skip()
 		}
 		if !ok {
 			return false
@@ -228,5 +257,15 @@ func metaInfo(s *jsonscan.Scanner, d *Delta) bool {
 	}
 	s.Leave()
 	d.Usage = u
+	d.Server = t.server()
 	return true
+}
+
+// optFloat reads a number field that may be null: null leaves dst (as
+// encoding/json leaves a nil *float64), a number sets it.
+func optFloat(s *jsonscan.Scanner, dst *float64) bool {
+	if s.Null() {
+		return true
+	}
+	return s.Float(dst)
 }
