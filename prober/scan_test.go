@@ -172,6 +172,9 @@ func TestDecodeZeroAllocs(t *testing.T) {
 		{"vllm-chat", `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`},
 		{"vllm-chat", `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"reasoning_content":"think\t"},"finish_reason":null}]}`},
 		{"sglang", `{"text":"caf\u00e9 \"q\"","meta_info":{"id":"x","finish_reason":"stop","prompt_tokens":4,"completion_tokens":3,"cached_tokens":0,"spec_accept_length":2.25}}`},
+		// sglang with --enable-metrics: every chunk carries the scheduler's
+		// timing (testdata/sglang/stated_timing.sse), read without a fallback.
+		{"sglang", `{"text":" The sky","output_ids":[785,12884],"meta_info":{"id":"b3e1","finish_reason":null,"prompt_tokens":7,"weight_version":"default","num_retractions":0,"forward_entry_time":1764316800.4203105,"prefill_finished_time":1764316800.479629,"queue_time":0.0008712,"prefill_waiting_latency":0.0003105,"prefill_launch_latency":0.0412467,"reasoning_tokens":0,"completion_tokens":2,"cached_tokens":0}}`},
 	}
 	all := extra
 	for _, c := range benchEvents {
