@@ -234,7 +234,9 @@ func scanChatText(data []byte) (Delta, textPart, bool) {
 			})
 		case "usage":
 			ok = m.Once(1) && usageField(&s, &d.Usage)
-		case "sglext", "metrics", "timings", "nvext":
+		case "nvext":
+			ok = m.Once(2) && scanNvext(&s, &d.Server)
+		case "sglext", "metrics", "timings":
 			ok = s.Null() // an object: decodeChatJSON reads it
 		case "id", "created", "model", "system_fingerprint":
 			ok = s.Skip()

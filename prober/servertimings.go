@@ -3,6 +3,8 @@ package prober
 import (
 	"math"
 	"time"
+
+	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
 )
 
 // The per-request timings servers put in their responses, read into
@@ -50,6 +52,26 @@ type dynamoTimingJSON struct {
 	TotalTimeMS       *float64 `json:"total_time_ms"`
 }
 
+// dynamoTimings maps Dynamo's timing, in dynamoTimingJSON's field order
+// and milliseconds, NaN where not stated: its TTFT, the wait for prefill
+// as the queue, the prefill, and the total.
+func dynamoTimings(ms [4]float64) ServerTimings {
+	var st ServerTimings
+	st.QueueDuration, _ = durationOf(ms[0], time.Millisecond)
+	st.PromptEvalDuration, _ = durationOf(ms[1], time.Millisecond)
+	st.FirstToken, _ = durationOf(ms[2], time.Millisecond)
+	st.TotalDuration, _ = durationOf(ms[3], time.Millisecond)
+	return st
+}
+
+// orNaN is *v, NaN when v is nil (not stated).
+func orNaN(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return *v
+}
+
 // maxPhase bounds a stated duration: no phase of a request takes a day,
 // so a larger value is not a timing and is not recorded.
 const maxPhase = 24 * time.Hour
@@ -85,10 +107,7 @@ func serverTimings(m *vllmMetricsJSON, t *llamaTimingsJSON, nv *dynamoNvextJSON)
 	var st ServerTimings
 	if nv != nil && nv.Timing != nil {
 		dt := nv.Timing
-		st.FirstToken, _ = msDuration(dt.TTFTMS)
-		st.QueueDuration, _ = msDuration(dt.PrefillWaitTimeMS)
-		st.PromptEvalDuration, _ = msDuration(dt.PrefillTimeMS)
-		st.TotalDuration, _ = msDuration(dt.TotalTimeMS)
+		st = dynamoTimings([4]float64{orNaN(dt.PrefillWaitTimeMS), orNaN(dt.PrefillTimeMS), orNaN(dt.TTFTMS), orNaN(dt.TotalTimeMS)})
 	}
 	if m != nil {
 		st.FirstToken, _ = msDuration(m.TimeToFirstTokenMS)
@@ -118,14 +137,10 @@ type sglangTimes struct {
 	E2E float64
 	// Queue is queue_time: the wait in the scheduler's queue. The rest
 	// need --enable-metrics: Queue, ForwardEntry (forward_entry_time) and
-	// PrefillFinished (prefill_finished_time) on every chunk once set,
-	// Received (request_received_ts) on the last chunk only.
+	// PrefillFinished (prefill_finished_time) come on every chunk once
+	// set, Received (request_received_ts) on the last chunk only; all are
+	// read from the last chunk (sglangRawTimes).
 	Queue, ForwardEntry, PrefillFinished, Received float64
-}
-
-func noSGLangTimes() sglangTimes {
-	n := math.NaN()
-	return sglangTimes{n, n, n, n, n}
 }
 
 // server maps t onto ServerTimings. sglang states no first-token time of
@@ -165,4 +180,79 @@ func (t ServerTimings) checked() ServerTimings {
 		}
 	}
 	return t
+}
+
+// scanNvext reads Dynamo's nvext object for the chat and completions
+// scanners (see scan.go), into st as serverTimings reads it: its timing
+// is read, everything else (worker ids, token ids) skipped. Dynamo may
+// send nvext on every chunk (its worker ids, when disaggregated), so it is
+// read here rather than left to encoding/json. false means fall back.
+func scanNvext(s *jsonscan.Scanner, st *ServerTimings) bool {
+	if s.Null() {
+		return true
+	}
+	if s.Peek() != '{' || !s.Enter() {
+		return false
+	}
+	var m jsonscan.Seen
+	for first := true; ; first = false {
+		k, end, ok := s.Key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "timing":
+			ok = m.Once(0) && scanDynamoTiming(s, st)
+		default:
+			ok = !jsonscan.Folds(k, "timing") && s.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.Leave()
+	return true
+}
+
+// scanDynamoTiming reads nvext.timing (dynamoTimingJSON).
+func scanDynamoTiming(s *jsonscan.Scanner, st *ServerTimings) bool {
+	if s.Null() {
+		return true
+	}
+	if s.Peek() != '{' || !s.Enter() {
+		return false
+	}
+	var m jsonscan.Seen
+	n := math.NaN()
+	ms := [4]float64{n, n, n, n}
+	for first := true; ; first = false {
+		k, end, ok := s.Key(first)
+		if !ok {
+			return false
+		}
+		if end {
+			break
+		}
+		switch string(k) {
+		case "prefill_wait_time_ms":
+			ok = m.Once(0) && s.Float(&ms[0])
+		case "prefill_time_ms":
+			ok = m.Once(1) && s.Float(&ms[1])
+		case "ttft_ms":
+			ok = m.Once(2) && s.Float(&ms[2])
+		case "total_time_ms":
+			ok = m.Once(3) && s.Float(&ms[3])
+		default:
+			ok = !jsonscan.Folds(k, "prefill_wait_time_ms", "prefill_time_ms", "ttft_ms", "total_time_ms") && s.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	s.Leave()
+	*st = dynamoTimings(ms) // null leaves a field NaN, as encoding/json leaves it nil
+	return true
 }

@@ -60,12 +60,18 @@ func TestDecodeServerTimings(t *testing.T) {
 		{"sglang last chunk", sglangGenerate{}, `{"text":" The sky is","meta_info":{"id":"b","finish_reason":"stop","prompt_tokens":7,"completion_tokens":3,"cached_tokens":0,` + sglang + `}}`, sglangWant},
 		{"sglang without --enable-metrics", sglangGenerate{}, `{"text":"a","meta_info":{"id":"b","finish_reason":"stop","prompt_tokens":7,"completion_tokens":1,"cached_tokens":0,"e2e_latency":0.0958311}}`,
 			ServerTimings{TotalDuration: 95831100}},
+		// sglang repeats its scheduler's timing on every chunk; only the
+		// last chunk's, with the finish reason, is read.
 		{"sglang mid-stream", sglangGenerate{}, `{"text":"a","meta_info":{"id":"b","finish_reason":null,"prompt_tokens":7,"completion_tokens":1,"cached_tokens":0,"forward_entry_time":1764316800.25,"prefill_finished_time":1764316800.3125,"queue_time":0.0008712,"prefill_waiting_latency":null,"prefill_launch_latency":null}}`,
+			ServerTimings{}},
+		{"sglang plain finish reason", sglangGenerate{}, `{"text":"a","meta_info":{"id":"b","finish_reason":"stop","prompt_tokens":7,"completion_tokens":1,"cached_tokens":0,"forward_entry_time":1764316800.25,"prefill_finished_time":1764316800.3125,"queue_time":0.0008712,"prefill_waiting_latency":null,"prefill_launch_latency":null}}`,
 			ServerTimings{QueueDuration: 871200, PromptEvalDuration: 62500 * time.Microsecond}},
-		{"sglang prefill before arrival is not a TTFT", sglangGenerate{}, `{"text":"a","meta_info":{"prompt_tokens":7,"completion_tokens":1,"prefill_finished_time":1764316800.25,"request_received_ts":1764316800.5,"queue_time":-0.001}}`, ServerTimings{}},
-		{"sglang TTFT beyond its e2e is not kept", sglangGenerate{}, `{"text":"a","meta_info":{"prompt_tokens":7,"completion_tokens":1,"e2e_latency":0.05,"request_received_ts":1764316800.25,"prefill_finished_time":1764316800.5}}`,
+		{"sglang number beyond float64 is not a timing", sglangGenerate{}, `{"text":"a","meta_info":{"finish_reason":"stop","prompt_tokens":7,"completion_tokens":1,"e2e_latency":1e400,"queue_time":0.5}}`,
+			ServerTimings{QueueDuration: 500 * time.Millisecond}},
+		{"sglang prefill before arrival is not a TTFT", sglangGenerate{}, `{"text":"a","meta_info":{"finish_reason":"stop","prompt_tokens":7,"completion_tokens":1,"prefill_finished_time":1764316800.25,"request_received_ts":1764316800.5,"queue_time":-0.001}}`, ServerTimings{}},
+		{"sglang TTFT beyond its e2e is not kept", sglangGenerate{}, `{"text":"a","meta_info":{"finish_reason":"stop","prompt_tokens":7,"completion_tokens":1,"e2e_latency":0.05,"request_received_ts":1764316800.25,"prefill_finished_time":1764316800.5}}`,
 			ServerTimings{TotalDuration: 50 * time.Millisecond}},
-		{"sglang timestamps not Unix times", sglangGenerate{}, `{"text":"a","meta_info":{"prompt_tokens":7,"completion_tokens":1,"request_received_ts":0,"prefill_finished_time":0.05,"forward_entry_time":-1}}`, ServerTimings{}},
+		{"sglang timestamps not Unix times", sglangGenerate{}, `{"text":"a","meta_info":{"finish_reason":"stop","prompt_tokens":7,"completion_tokens":1,"request_received_ts":0,"prefill_finished_time":0.05,"forward_entry_time":-1}}`, ServerTimings{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, memo := range []bool{false, true} {
