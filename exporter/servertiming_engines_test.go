@@ -96,3 +96,26 @@ func TestEngineServerTTFTSurfaces(t *testing.T) {
 		})
 	}
 }
+
+// TestServerTimingsText: the line shows what the server stated and leaves
+// out what it did not (no zero stands for a part nobody measured); ollama's
+// full account reads as it always did.
+func TestServerTimingsText(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   prober.ServerTimings
+		want string
+	}{
+		{"ollama", prober.ServerTimings{TotalDuration: 240 * time.Millisecond, LoadDuration: 2 * time.Millisecond, PromptEvalCount: 9,
+			PromptEvalDuration: 30 * time.Millisecond, EvalCount: 16, EvalDuration: 200 * time.Millisecond},
+			"load 2.00 ms, prompt eval 30.00 ms (9 tokens), eval 200.00 ms (16 tokens, 12.50 ms/token), total 240.00 ms"},
+		{"sglang", prober.ServerTimings{FirstToken: 61421871, QueueDuration: 871200, PromptEvalDuration: 59318542, TotalDuration: 95831100},
+			"queue 0.87 ms, first token 61.42 ms, prompt eval 59.32 ms, total 95.83 ms"},
+		{"vllm", prober.ServerTimings{FirstToken: 48250 * time.Microsecond, QueueDuration: 2 * time.Millisecond, EvalDuration: 310500 * time.Microsecond},
+			"queue 2.00 ms, first token 48.25 ms, eval 310.50 ms (0 tokens, –)"},
+	} {
+		if got := ServerTimingsText(tc.st); got != tc.want {
+			t.Errorf("%s: ServerTimingsText(%+v) = %q, want %q", tc.name, tc.st, got, tc.want)
+		}
+	}
+}
