@@ -115,6 +115,15 @@ var scanCases = []string{
 	`{"choices":[],"nvext":{"timing":{"ttft_ms":1e400}}}`,
 	`{"choices":[],"nvext":[]}`,
 	`{"choices":[],"nvext":{"timing":[]}}`,
+	// sglang's meta_info timing, which the /generate scanner reads.
+	`{"text":"a","meta_info":{"finish_reason":"stop","e2e_latency":0.5,"queue_time":0.01,"forward_entry_time":1764316800.25,"prefill_finished_time":1764316800.3125,"request_received_ts":1764316800.25}}`,
+	`{"text":"a","meta_info":{"finish_reason":null,"e2e_latency":"0.5","queue_time":1e400}}`,
+	`{"text":"a","meta_info":{"finish_reason":"stop","e2e_latency":"0.5"}}`,
+	`{"text":"a","meta_info":{"finish_reason":"stop","e2e_latency":1e400,"queue_time":-0.0}}`,
+	`{"text":"a","meta_info":{"finish_reason":"stop","e2e_latency":0.5,"e2e_latency":0.6}}`,
+	`{"text":"a","meta_info":{"finish_reason":"stop","E2E_latency":0.5}}`,
+	`{"text":"a","meta_info":{"finish_reason":"stop","queue_time":null,"e2e_latency":true}}`,
+	`{"text":"a","meta_info":{"e2e_latency":0.5,"finish_reason":"length"}}`,
 	`[]`, `null`, `"s"`, `{`, `{"choices":[{"text":"unterminated}]}`,
 }
 
