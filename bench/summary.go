@@ -203,7 +203,8 @@ type ServerTiming struct {
 	EvalDuration       float64 `json:"eval_duration"`
 	// The server's own time to first token and queue time, and the
 	// prompt tokens it took from its cache (prober.ServerTimings: vLLM's
-	// metrics object, llama.cpp's timings), in seconds; written only
+	// metrics object, llama.cpp's timings, Dynamo's nvext.timing,
+	// sglang's meta_info), in seconds; written only
 	// when stated, so that ollama's objects keep their keys.
 	FirstTokenDuration float64 `json:"first_token_duration,omitempty"`
 	QueueDuration      float64 `json:"queue_duration,omitempty"`

@@ -305,18 +305,42 @@ func resultText(r prober.Result) string {
 }
 
 // ServerTimingsText states the timings a server gave for one request
-// (ollama's load, prompt eval and eval durations) in milliseconds, with its
-// decode time per output token: the server's account beside the client's
-// TTFT and TPOT (its prompt eval is the prefill part of TTFT, its eval per
-// token the decode part of TPOT). `servingprobe probe` prints the same line.
+// (ollama's load, prompt eval and eval durations; the queue and first
+// token others state) in milliseconds, with its decode time per output
+// token: the server's account beside the client's TTFT and TPOT (its
+// prompt eval is the prefill part of TTFT, its eval per token the decode
+// part of TPOT). A part the server did not state is left out, not shown as
+// a zero. `servingprobe probe` prints the same line.
 func ServerTimingsText(st prober.ServerTimings) string {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
-	perTok := "–"
-	if d := st.PerOutputToken(); d >= 0 {
-		perTok = ms(d) + "/token"
+	var parts []string
+	if st.QueueDuration > 0 {
+		parts = append(parts, "queue "+ms(st.QueueDuration))
 	}
-	return fmt.Sprintf("load %s, prompt eval %s (%d tokens), eval %s (%d tokens, %s), total %s",
-		ms(st.LoadDuration), ms(st.PromptEvalDuration), st.PromptEvalCount, ms(st.EvalDuration), st.EvalCount, perTok, ms(st.TotalDuration))
+	if st.LoadDuration > 0 {
+		parts = append(parts, "load "+ms(st.LoadDuration))
+	}
+	if st.FirstToken > 0 {
+		parts = append(parts, "first token "+ms(st.FirstToken))
+	}
+	if st.PromptEvalDuration > 0 || st.PromptEvalCount > 0 {
+		p := "prompt eval " + ms(st.PromptEvalDuration)
+		if st.PromptEvalCount > 0 {
+			p += fmt.Sprintf(" (%d tokens)", st.PromptEvalCount)
+		}
+		parts = append(parts, p)
+	}
+	if st.EvalDuration > 0 || st.EvalCount > 0 {
+		perTok := "–"
+		if d := st.PerOutputToken(); d >= 0 {
+			perTok = ms(d) + "/token"
+		}
+		parts = append(parts, fmt.Sprintf("eval %s (%d tokens, %s)", ms(st.EvalDuration), st.EvalCount, perTok))
+	}
+	if st.TotalDuration > 0 {
+		parts = append(parts, "total "+ms(st.TotalDuration))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // targetSummary describes a target for the debug output without its

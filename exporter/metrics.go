@@ -133,7 +133,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			requestLatencyBuckets), requestLabels),
 		// TTFT's layout, so that the three compare bucket by bucket.
 		serverTTFT: f.NewHistogramVec(histogramOpts("server_time_to_first_token_seconds",
-			"The server's own time to first token of successful streamed requests that stated one, in seconds, as the server states it in its response: vLLM's metrics.time_to_first_token_ms (from the request's arrival at its API server: queue and prefill), llama.cpp's timings.prompt_ms (prompt processing; it states no queue). Requests whose server stated none, or one longer than the client's TTFT, are not observed.",
+			"The server's own time to first token of successful streamed requests that stated one, in seconds, as the server states it in its response: vLLM's metrics.time_to_first_token_ms (from the request's arrival at its API server: queue and prefill), llama.cpp's timings.prompt_ms (prompt processing; it states no queue), NVIDIA Dynamo's nvext.timing.ttft_ms (from its frontend's receipt), sglang's prefill_finished_time minus request_received_ts in meta_info (from the request's arrival to the end of its prefill, with --enable-metrics). Requests whose server stated none, or one longer than the client's TTFT, are not observed.",
 			requestLatencyBuckets), requestLabels),
 		outsideTTFT: f.NewHistogramVec(histogramOpts("time_to_first_token_outside_server_seconds",
 			"Time to first token minus the server's own (servingprobe_server_time_to_first_token_seconds), in seconds, for the same requests: the network, HTTP and the server's work outside its engine's stated time.",

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // seedTranscripts adds every golden transcript of a backend (or all) to f.
@@ -144,6 +145,14 @@ func fuzzDecode(f *testing.F, backend string) {
 		}
 		if !d.HasUsage() && d.Usage != (Usage{}) {
 			t.Fatalf("Decode(%q) returned usage without a source", data)
+		}
+		// A stated timing is recorded only when it can be one: no
+		// duration below zero or beyond a day, whatever the server sent.
+		st := d.Server
+		for _, v := range []time.Duration{st.TotalDuration, st.LoadDuration, st.PromptEvalDuration, st.EvalDuration, st.FirstToken, st.QueueDuration} {
+			if v < 0 || v > maxPhase {
+				t.Fatalf("Decode(%q) stated server timings %+v: a duration out of [0, %v]", data, st, maxPhase)
+			}
 		}
 	})
 }

@@ -156,7 +156,7 @@ func (ollama) Decode(ev SSEEvent) (Delta, error) {
 		if d.FinishReason == "" {
 			d.FinishReason = "done"
 		}
-		d.Server = c.ServerTimings
+		d.Server = c.ServerTimings.checked()
 		if c.PromptEvalCount > 0 || c.EvalCount > 0 {
 			d.Usage = Usage{PromptTokens: c.PromptEvalCount, CompletionTokens: c.EvalCount, Source: TokenSourceUsage}
 		}
@@ -192,9 +192,12 @@ type ServerTimings struct {
 	// FirstToken is the server's own time to first token, as it states
 	// it: vLLM's metrics.time_to_first_token_ms (from the request's
 	// arrival at its API server, so its queue and prefill), llama.cpp's
-	// timings.prompt_ms (its prompt processing: it states no queue).
+	// timings.prompt_ms (its prompt processing: it states no queue),
+	// Dynamo's nvext.timing.ttft_ms (from its frontend's receipt), and
+	// for sglang the difference of two timestamps it states (sglangTimes).
 	FirstToken time.Duration `json:"first_token_duration,omitzero"`
-	// QueueDuration is vLLM's metrics.queue_time_ms.
+	// QueueDuration is vLLM's metrics.queue_time_ms, Dynamo's
+	// prefill_wait_time_ms, sglang's queue_time.
 	QueueDuration time.Duration `json:"queue_duration,omitzero"`
 	// PromptCachedCount is llama.cpp's timings.cache_n: prompt tokens
 	// taken from its cache, not processed (not in PromptEvalCount).

@@ -159,6 +159,7 @@ type chatChunk struct {
 	SGLExt  *sglextJSON       `json:"sglext"`
 	Metrics *vllmMetricsJSON  `json:"metrics"`
 	Timings *llamaTimingsJSON `json:"timings"`
+	NVExt   *dynamoNvextJSON  `json:"nvext"`
 }
 
 // Decode counts reasoning, tool-call arguments and content as output, as
@@ -192,7 +193,7 @@ func decodeChatJSON(data []byte) (Delta, error) {
 	if err := c.err(); err != nil {
 		return Delta{}, err
 	}
-	d := Delta{Usage: c.Usage.usage(), CacheDetails: c.SGLExt.details(), Server: serverTimings(c.Metrics, c.Timings)}
+	d := Delta{Usage: c.Usage.usage(), CacheDetails: c.SGLExt.details(), Server: serverTimings(c.Metrics, c.Timings, c.NVExt)}
 	if len(c.Choices) > 0 {
 		ch := c.Choices[0]
 		d.Text = []byte(ch.Delta.text() + ch.Message.text())
@@ -248,6 +249,8 @@ func scanChatText(data []byte) (Delta, textPart, bool) {
 			})
 		case "usage":
 			ok = m.Once(1) && usageField(&s, &d.Usage)
+		case "nvext":
+			ok = m.Once(2) && scanNvext(&s, &d.Server)
 		case "sglext", "metrics", "timings":
 			ok = s.Null() // an object: decodeChatJSON reads it
 		case "id", "created", "model", "system_fingerprint":
@@ -255,7 +258,7 @@ func scanChatText(data []byte) (Delta, textPart, bool) {
 		default:
 			var handled bool
 			if handled, ok = errorFields(&s, k, &m); !handled && ok {
-				ok = !jsonscan.Folds(k, "choices", "usage") && s.Skip()
+				ok = !jsonscan.Folds(k, "choices", "usage", "sglext", "metrics", "timings", "nvext") && s.Skip()
 			}
 		}
 		if !ok {

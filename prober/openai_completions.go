@@ -59,6 +59,7 @@ type completionsChunk struct {
 	SGLExt  *sglextJSON       `json:"sglext"`
 	Metrics *vllmMetricsJSON  `json:"metrics"`
 	Timings *llamaTimingsJSON `json:"timings"`
+	NVExt   *dynamoNvextJSON  `json:"nvext"`
 }
 
 func (openAICompletions) Decode(ev SSEEvent) (Delta, error) {
@@ -97,7 +98,7 @@ func decodeCompletionsJSON(data []byte) (Delta, error) {
 	}
 	// An empty choices list is a usage-only chunk, not an error
 	// (sgl-project/sglang#5451).
-	d := Delta{Usage: c.Usage.usage(), CacheDetails: c.SGLExt.details(), Server: serverTimings(c.Metrics, c.Timings)}
+	d := Delta{Usage: c.Usage.usage(), CacheDetails: c.SGLExt.details(), Server: serverTimings(c.Metrics, c.Timings, c.NVExt)}
 	if len(c.Choices) > 0 {
 		d.Text = []byte(c.Choices[0].Text)
 		if fr := c.Choices[0].FinishReason; fr != nil {
@@ -154,6 +155,8 @@ func scanCompletionsText(data []byte) (Delta, textPart, bool) {
 			})
 		case "usage":
 			ok = m.Once(1) && usageField(&s, &d.Usage)
+		case "nvext":
+			ok = m.Once(2) && scanNvext(&s, &d.Server)
 		case "sglext", "metrics", "timings":
 			ok = s.Null() // an object: decodeCompletionsJSON reads it
 		case "id", "created", "model", "system_fingerprint":
@@ -161,7 +164,7 @@ func scanCompletionsText(data []byte) (Delta, textPart, bool) {
 		default:
 			var handled bool
 			if handled, ok = errorFields(&s, k, &m); !handled && ok {
-				ok = !jsonscan.Folds(k, "choices", "usage") && s.Skip()
+				ok = !jsonscan.Folds(k, "choices", "usage", "sglext", "metrics", "timings", "nvext") && s.Skip()
 			}
 		}
 		if !ok {

@@ -30,11 +30,12 @@ type comparableDelta struct {
 	Cumulative       bool
 	FinishReason     string
 	SpecAcceptLength float64
+	Server           ServerTimings
 	Done             bool
 }
 
 func normal(d Delta) comparableDelta {
-	return comparableDelta{d.TextString(), d.Tokens, d.Usage, d.Cumulative, d.FinishReason, d.SpecAcceptLength, d.Done}
+	return comparableDelta{d.TextString(), d.Tokens, d.Usage, d.Cumulative, d.FinishReason, d.SpecAcceptLength, d.Server, d.Done}
 }
 
 // checkScan fails when the scanner answers for data and encoding/json
@@ -97,6 +98,32 @@ var scanCases = []string{
 	` {"choices" : [ { "text" : "sp" } ] } `,
 	`{"te\u0078t":"escaped key"}`,
 	"{\"\xc5\xbfext\":\"long s\"}",
+	// Server timings under a key that differs from the field's name only
+	// in case: encoding/json reads them, so the scanner must not skip them.
+	`{"choices":[],"Metrics":{"time_to_first_token_ms":5}}`,
+	`{"choices":[],"TIMINGS":{"prompt_ms":5}}`,
+	`{"choices":[],"NvExt":{"timing":{"ttft_ms":5}}}`,
+	// Dynamo's nvext, which the scanners read.
+	`{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"length"}],"nvext":{"worker_id":{"prefill_worker_id":7},"timing":{"request_received_ms":1764316800418,"prefill_wait_time_ms":3.118,"prefill_time_ms":52.907,"ttft_ms":56.025,"total_time_ms":81.377,"kv_hit_rate":0.0}}}`,
+	`{"choices":[{"index":0,"text":"a","finish_reason":"length"}],"nvext":{"timing":{"ttft_ms":null,"total_time_ms":-1,"prefill_time_ms":1e300}}}`,
+	`{"choices":[],"nvext":{"timing":null}}`,
+	`{"choices":[],"nvext":{"timing":{"ttft_ms":1},"timing":{"total_time_ms":2}}}`,
+	`{"choices":[],"nvext":{"timing":{"ttft_ms":1}},"nvext":{"worker_id":{}}}`,
+	`{"choices":[],"nvext":{"Timing":{"ttft_ms":1}}}`,
+	`{"choices":[],"nvext":{"timing":{"TTFT_ms":1}}}`,
+	`{"choices":[],"nvext":{"timing":{"ttft_ms":"1"}}}`,
+	`{"choices":[],"nvext":{"timing":{"ttft_ms":1e400}}}`,
+	`{"choices":[],"nvext":[]}`,
+	`{"choices":[],"nvext":{"timing":[]}}`,
+	// sglang's meta_info timing, which the /generate scanner reads.
+	`{"text":"a","meta_info":{"finish_reason":"stop","e2e_latency":0.5,"queue_time":0.01,"forward_entry_time":1764316800.25,"prefill_finished_time":1764316800.3125,"request_received_ts":1764316800.25}}`,
+	`{"text":"a","meta_info":{"finish_reason":null,"e2e_latency":"0.5","queue_time":1e400}}`,
+	`{"text":"a","meta_info":{"finish_reason":"stop","e2e_latency":"0.5"}}`,
+	`{"text":"a","meta_info":{"finish_reason":"stop","e2e_latency":1e400,"queue_time":-0.0}}`,
+	`{"text":"a","meta_info":{"finish_reason":"stop","e2e_latency":0.5,"e2e_latency":0.6}}`,
+	`{"text":"a","meta_info":{"finish_reason":"stop","E2E_latency":0.5}}`,
+	`{"text":"a","meta_info":{"finish_reason":"stop","queue_time":null,"e2e_latency":true}}`,
+	`{"text":"a","meta_info":{"e2e_latency":0.5,"finish_reason":"length"}}`,
 	`[]`, `null`, `"s"`, `{`, `{"choices":[{"text":"unterminated}]}`,
 }
 
@@ -166,6 +193,14 @@ func TestDecodeZeroAllocs(t *testing.T) {
 		{"vllm-chat", `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`},
 		{"vllm-chat", `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"reasoning_content":"think\t"},"finish_reason":null}]}`},
 		{"sglang", `{"text":"caf\u00e9 \"q\"","meta_info":{"id":"x","finish_reason":"stop","prompt_tokens":4,"completion_tokens":3,"cached_tokens":0,"spec_accept_length":2.25}}`},
+		// Dynamo: nvext with worker ids on every chunk when disaggregated,
+		// and the timing on the last one.
+		{"vllm-chat", `{"id":"c","choices":[{"index":0,"delta":{"content":" a"},"finish_reason":null,"logprobs":null}],"created":1,"model":"m","object":"chat.completion.chunk","nvext":{"worker_id":{"prefill_worker_id":7,"decode_worker_id":9}}}`},
+		{"vllm-chat", `{"id":"c","choices":[{"index":0,"delta":{"content":" is"},"finish_reason":"length","logprobs":null}],"created":1,"model":"m","object":"chat.completion.chunk","nvext":{"timing":{"request_received_ms":1764316800418,"prefill_wait_time_ms":3.118,"prefill_time_ms":52.907,"ttft_ms":56.025,"total_time_ms":81.377,"kv_hit_rate":0.0}}}`},
+		{"vllm", `{"id":"c","choices":[{"index":0,"text":" is","finish_reason":"length"}],"created":1,"model":"m","object":"text_completion","nvext":{"timing":{"ttft_ms":56.025,"total_time_ms":81.377}}}`},
+		// sglang with --enable-metrics: every chunk carries the scheduler's
+		// timing (testdata/sglang/stated_timing.sse), read without a fallback.
+		{"sglang", `{"text":" The sky","output_ids":[785,12884],"meta_info":{"id":"b3e1","finish_reason":null,"prompt_tokens":7,"weight_version":"default","num_retractions":0,"forward_entry_time":1764316800.4203105,"prefill_finished_time":1764316800.479629,"queue_time":0.0008712,"prefill_waiting_latency":0.0003105,"prefill_launch_latency":0.0412467,"reasoning_tokens":0,"completion_tokens":2,"cached_tokens":0}}`},
 	}
 	all := extra
 	for _, c := range benchEvents {

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"unsafe"
 
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/internal/jsonscan"
@@ -67,7 +70,43 @@ type sglangChunk struct {
 		// CachedTokensDetails is the cache tiers' split, which sglang
 		// sends when its hierarchical cache is on.
 		CachedTokensDetails *cacheDetailsJSON `json:"cached_tokens_details"`
+		// The timing fields (sglangTimes), kept as written: they are
+		// read only on the chunk with the finish reason (sglangRawTimes).
+		E2ELatency          json.Number `json:"e2e_latency"`
+		QueueTime           json.Number `json:"queue_time"`
+		ForwardEntryTime    json.Number `json:"forward_entry_time"`
+		PrefillFinishedTime json.Number `json:"prefill_finished_time"`
+		RequestReceivedTS   json.Number `json:"request_received_ts"`
 	} `json:"meta_info"`
+}
+
+// sglangRawTimes are sglangTimes' fields as the chunk wrote them (nil: null
+// or absent), in sglangTimes' order. sglang repeats its scheduler's
+// timing on every chunk and adds the rest on the last one, the one with
+// the finish reason: only that chunk's are converted, so that the chunks
+// before it cost no number parsing. A number that does not fit a float64
+// is not a timing (left unstated).
+type sglangRawTimes [5][]byte
+
+func (r *sglangRawTimes) times() sglangTimes {
+	var f [5]float64
+	for i, b := range r {
+		f[i] = math.NaN()
+		if b != nil {
+			if v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(b), len(b)), 64); err == nil {
+				f[i] = v
+			}
+		}
+	}
+	return sglangTimes{f[0], f[1], f[2], f[3], f[4]}
+}
+
+// numberBytes is n's bytes, nil for "" (null or absent).
+func numberBytes(n json.Number) []byte {
+	if n == "" {
+		return nil
+	}
+	return []byte(n)
 }
 
 func (sglangGenerate) Decode(ev SSEEvent) (Delta, error) {
@@ -114,6 +153,11 @@ func decodeSGLangJSON(data []byte) (Delta, error) {
 		d.FinishReason = fr
 		d.SpecAcceptLength = m.SpecAcceptLength
 		d.CacheDetails = m.CachedTokensDetails.details(false)
+		if fr != "" {
+			raw := sglangRawTimes{numberBytes(m.E2ELatency), numberBytes(m.QueueTime), numberBytes(m.ForwardEntryTime),
+				numberBytes(m.PrefillFinishedTime), numberBytes(m.RequestReceivedTS)}
+			d.Server = raw.times().server()
+		}
 	}
 	return d, nil
 }
@@ -202,6 +246,7 @@ func metaInfo(s *jsonscan.Scanner, d *Delta) bool {
 	}
 	var m jsonscan.Seen
 	u := Usage{Source: TokenSourceMetaInfo}
+	var raw sglangRawTimes
 	for first := true; ; first = false {
 		k, end, ok := s.Key(first)
 		if !ok {
@@ -223,10 +268,21 @@ func metaInfo(s *jsonscan.Scanner, d *Delta) bool {
 			ok = m.Once(4) && s.Float(&d.SpecAcceptLength)
 		case "cached_tokens_details":
 			ok = s.Null() // an object: decodeSGLangJSON reads it
-		case "id", "weight_version", "e2e_latency":
+		case "e2e_latency":
+			ok = m.Once(5) && rawNumber(s, &raw[0])
+		case "queue_time":
+			ok = m.Once(6) && rawNumber(s, &raw[1])
+		case "forward_entry_time":
+			ok = m.Once(7) && rawNumber(s, &raw[2])
+		case "prefill_finished_time":
+			ok = m.Once(8) && rawNumber(s, &raw[3])
+		case "request_received_ts":
+			ok = m.Once(9) && rawNumber(s, &raw[4])
+		case "id", "weight_version":
 			ok = s.Skip()
 		default:
-			ok = !jsonscan.Folds(k, "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "spec_accept_length") && s.Skip()
+			ok = !jsonscan.Folds(k, "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "spec_accept_length",
+				"cached_tokens_details", "e2e_latency", "queue_time", "forward_entry_time", "prefill_finished_time", "request_received_ts") && s.Skip()
 		}
 		if !ok {
 			return false
@@ -234,5 +290,23 @@ func metaInfo(s *jsonscan.Scanner, d *Delta) bool {
 	}
 	s.Leave()
 	d.Usage = u
+	if d.FinishReason != "" {
+		d.Server = raw.times().server()
+	}
 	return true
+}
+
+// rawNumber reads a number field that may be null, as written: null leaves
+// dst (as encoding/json leaves a json.Number ""); anything else but a
+// number falls back.
+func rawNumber(s *jsonscan.Scanner, dst *[]byte) bool {
+	if s.Null() {
+		return true
+	}
+	if c := s.Peek(); c != '-' && (c < '0' || c > '9') {
+		return false
+	}
+	b, _, ok := s.Num()
+	*dst = b
+	return ok
 }

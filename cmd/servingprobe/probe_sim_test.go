@@ -73,6 +73,14 @@ func TestProbeEverySimulatedBackend(t *testing.T) {
 					st.TotalDuration < st.PromptEvalDuration+st.EvalDuration || r.OutputTokensSource != prober.TokenSourceUsage {
 					t.Errorf("server timings %+v, output %d (%s), input %d", st, r.OutputTokens, r.OutputTokensSource, r.InputTokens)
 				}
+			} else if backend == "sglang" || backend == "sglang-native" {
+				// sglang's /generate states its e2e_latency on the last
+				// chunk, always (the simulator too): the server's total, no
+				// longer than the client's E2E, and nothing else.
+				st := r.Server
+				if st.TotalDuration <= 0 || st.TotalDuration > r.Samples().E2E || st != (prober.ServerTimings{TotalDuration: st.TotalDuration}) {
+					t.Errorf("%s: server timings %+v, want only a total in (0, E2E %v]", backend, st, r.Samples().E2E)
+				}
 			} else if r.Server.Stated() {
 				t.Errorf("%s states server timings %+v", backend, r.Server)
 			}
