@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/servingprobe/servingprobe/prober/internal/jsonscan"
+	"github.com/servingprobe/servingprobe/internal/jsonscan"
 )
 
 // The per-request timings servers put in their responses, read into
