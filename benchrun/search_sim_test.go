@@ -82,18 +82,25 @@ func serveSim(t *testing.T, cfg simulator.Config, wrap func(http.Handler) http.H
 	return "http://" + ln.Addr().String()
 }
 
-// searchSpec is bench --backend sglang --dataset-name random with 32
-// input tokens and outputLen output tokens, --num-prompts prompts and
-// --slo slo: a prompt count given fixes every point's size, so the
-// points are not sized by samples.
-func searchSpec(t *testing.T, url string, outputLen, prompts int, slo string, sweep func(*SweepSpec)) Spec {
-	t.Helper()
+// simBenchSpec is bench --backend sglang --dataset-name random with 32
+// input tokens and outputLen output tokens against url.
+func simBenchSpec(url string, outputLen int) Spec {
 	s := DefaultSpec()
 	s.Backend, s.BaseURL, s.Dataset, s.Tokenizer = "sglang", url, "random", "../tokenizer/testdata/qwen3"
 	s.RandomInputLen, s.RandomOutputLen, s.RandomRangeRatio = 32, outputLen, 1
-	s.NumPrompts, s.ReadyCheckTimeout = prompts, 10*time.Second
+	s.ReadyCheckTimeout = 10 * time.Second
+	return s
+}
+
+// searchSpec is simBenchSpec with --slo slo and, when prompts is not 0,
+// --num-prompts prompts: a prompt count given fixes every point's size;
+// without one, as on the command line, the points are sized by samples
+// and the prompts are enough for them.
+func searchSpec(t *testing.T, url string, outputLen, prompts int, slo string, sweep func(*SweepSpec)) Spec {
+	t.Helper()
+	s := simBenchSpec(url, outputLen)
 	w := DefaultSweepSpec()
-	w.Mode, w.By, w.PointSamples = bench.SweepSLO, bench.ByRequestRate, 0
+	w.Mode, w.By = bench.SweepSLO, bench.ByRequestRate
 	var err error
 	if w.SLO, err = bench.ParseSLO(slo); err != nil {
 		t.Fatal(err)
@@ -101,12 +108,24 @@ func searchSpec(t *testing.T, url string, outputLen, prompts int, slo string, sw
 	if sweep != nil {
 		sweep(&w)
 	}
+	if prompts > 0 {
+		s.NumPrompts, w.PointSamples = prompts, 0
+	} else {
+		s.NumPrompts = w.PointPrompts()
+	}
 	s.Sweep = &w
 	return s
 }
 
 // runSearch prepares and runs s's search and returns its sweep table.
 func runSearch(t *testing.T, s Spec) string {
+	t.Helper()
+	_, table := runSearchResult(t, s)
+	return table
+}
+
+// runSearchResult is runSearch with the search's result.
+func runSearchResult(t *testing.T, s Spec) (*SweepResult, string) {
 	t.Helper()
 	ctx := context.Background()
 	p, err := Prepare(ctx, s, Env{})
@@ -121,7 +140,7 @@ func runSearch(t *testing.T, s Spec) string {
 	if err := res.Table().Write(&b); err != nil {
 		t.Fatal(err)
 	}
-	return b.String()
+	return res, b.String()
 }
 
 // searchNumbers reads the capacity line and the answer of a search.
@@ -192,4 +211,128 @@ func TestSLOSearchFailuresCount(t *testing.T) {
 	if !strings.Contains(table, "SLO search: ttft:p99<=500ms,errors<=30%") || !strings.Contains(table, "Highest request rate meeting the SLO") {
 		t.Errorf("errors<=30%%: no answer:\n%s", table)
 	}
+}
+
+// TestSLOSearchBySamples is the search a user runs without --num-prompts,
+// against 8 slots, TTFT 20 ms, ITL 2 ms and 32 output tokens: a request
+// holds its slot for 20 + 31×2 = 82 ms, so the server completes at most
+// 8/0.082 = 97.6 req/s. Above that the queue grows for the whole point
+// and the p99 TTFT breaks 200 ms within seconds. Below it (Poisson
+// arrivals, the default), the wait for a slot is shorter than in an M/M/8
+// queue with the same mean service time, where P(wait > t) is at most
+// exp(-(97.6-λ)t): for the 180 ms of slack left by the 20 ms TTFT, that is
+// under 1% for λ ≤ 97.6 - ln(100)/0.18 = 72 req/s. So the SLO's limit is
+// between 72 and 97.6 req/s, and the answer, the highest passing point of
+// a bracket within 10%, is at least 72/1.1 = 65; the band below leaves
+// room for a busy machine's slower service and for the noise of a p99
+// from a few hundred samples. Its cost is bounded on what the points
+// measured: the measured time of every point, plus their pauses, within
+// 150 s.
+func TestSLOSearchBySamples(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 20*time.Millisecond, 2*time.Millisecond
+	cfg.TTFTJitter, cfg.ITLJitter, cfg.PrefillPerToken = 0, 0, 0
+	cfg.MaxRunningRequests = 8
+	url := serveSim(t, cfg, nil)
+	res, table := runSearchResult(t, searchSpec(t, url, 32, 0, "ttft:p99<=200ms", nil))
+	m := regexp.MustCompile(`Highest request rate meeting the SLO: ([\d.]+) req/s`).FindStringSubmatch(table)
+	if m == nil {
+		t.Fatalf("no answer line in:\n%s", table)
+	}
+	got, _ := strconv.ParseFloat(m[1], 64)
+	if got < 55 || got > 105 {
+		t.Errorf("SLO search found %v req/s, want 65 to 97.6 (55 to 105 with room for noise)\n%s", got, table)
+	}
+	var measured time.Duration
+	for i, p := range res.Points {
+		measured += time.Duration(p.Summary.Duration * float64(time.Second))
+		if i >= 2 && p.Info.Samples <= 0 {
+			t.Errorf("point %d does not say how many samples decided it: %+v", i+1, p.Info)
+		}
+	}
+	// Each point also pauses 1 s after its warmup and 2 s before it.
+	cost := measured + time.Duration(len(res.Points))*3*time.Second
+	if cost > 150*time.Second {
+		t.Errorf("the search measured for %s over %d points (%s with pauses), want within 150 s\n%s", measured, len(res.Points), cost, table)
+	}
+	if !regexp.MustCompile(`\[\d+ samples`).MatchString(table) {
+		t.Errorf("the sweep table does not say how many samples decided each point:\n%s", table)
+	}
+	t.Logf("SLO search: %v req/s in %d points, %s measured", got, len(res.Points), measured.Round(time.Second))
+
+	// The answer is a rate the server sustains: strictly below the
+	// completion capacity the ramp measured (the search once answered
+	// the saturated throughput itself, 152.7 req/s, after a point of 520
+	// requests whose queue had no time to grow), and a run four times as
+	// long as a point's minimum holds the SLO at it.
+	saturation, _, _ := searchNumbers(t, table)
+	if !(got < saturation) {
+		t.Errorf("the answer %v req/s is not below the completion capacity %v req/s", got, saturation)
+	}
+	s := simBenchSpec(url, 32)
+	s.RequestRate, s.NumPrompts = got, 2000
+	s.PercentileMetrics, _ = bench.ParsePercentileMetrics("ttft")
+	s.MetricPercentiles, _ = bench.ParseMetricPercentiles("99")
+	ctx := context.Background()
+	p, err := Prepare(ctx, s, Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(ctx, Env{})
+	if err != nil {
+		t.Fatalf("bench at the answer: %v", err)
+	}
+	if p99 := out.Summary.TTFT.P99; !(p99 > 0 && p99 <= 200) || out.Summary.Completed != 2000 {
+		t.Errorf("2000 requests at the answer, %v req/s: p99 TTFT %v ms, %v completed; want within 200 ms", got, p99, out.Summary.Completed)
+	}
+}
+
+// TestSLOSearchSlowServerBudget: a server that completes about one
+// request every 1.85 s (one slot, 300 ms TTFT, 31 × 50 ms decode steps:
+// 0.54 req/s) cannot be searched to 10% in a 20 s budget; the search ends
+// within it and states only the bracket its points measured.
+func TestSLOSearchSlowServerBudget(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 300*time.Millisecond, 50*time.Millisecond
+	cfg.TTFTJitter, cfg.ITLJitter, cfg.PrefillPerToken = 0, 0, 0
+	cfg.MaxRunningRequests = 1
+	url := serveSim(t, cfg, nil)
+	res, table := runSearchResult(t, searchSpec(t, url, 32, 0, "ttft:p99<=1s", func(w *SweepSpec) { w.Budget, w.Cooldown = 20*time.Second, 0 }))
+	// The budget is held on what the points measured (below), not on the
+	// wall clock, which the tokenizer load, the ready check and a shared
+	// machine also spend.
+	var measured time.Duration
+	held, failed := 0.0, 0.0
+	for _, p := range res.Points {
+		measured += time.Duration(p.Summary.Duration * float64(time.Second))
+		if p.Info.Role != "" {
+			continue
+		}
+		v := p.Info.Value
+		if len(p.Info.SLO) > 0 && p.Info.Passed() { // as the record's "pass" says
+			held = max(held, v)
+		} else if failed == 0 || v < failed {
+			failed = v
+		}
+	}
+	if measured > 20*time.Second {
+		t.Errorf("the points measured for %s, over the 20 s budget", measured)
+	}
+	if strings.Contains(table, "Highest request rate meeting the SLO") {
+		// An answer within budget is fine too; it must be a point's.
+		return
+	}
+	if !strings.Contains(table, "budget (--slo-budget, slo_budget in a bench window: 20s) ran out") {
+		t.Fatalf("no budget line in:\n%s", table)
+	}
+	if held > 0 && !strings.Contains(table, "The SLO held at "+bench.FormatValue(bench.ByRequestRate, held)) {
+		t.Errorf("the answer does not state the highest point that held (%v):\n%s", held, table)
+	}
+	if held == 0 && !strings.Contains(table, "No point measured held the SLO") {
+		t.Errorf("the answer claims a rate no point held:\n%s", table)
+	}
+	if failed == 0 && !strings.Contains(table, "no point measured failed it") {
+		t.Errorf("the answer claims a rate no point failed:\n%s", table)
+	}
+	t.Logf("slow server: %d points, %s measured\n%s", len(res.Points), measured.Round(time.Second), table[strings.LastIndex(table, "budget"):])
 }

@@ -6,9 +6,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -74,21 +72,6 @@ func startCountedSimulator(t *testing.T, cfg simulator.Config) (*loadCounter, st
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return c, "http://" + ln.Addr().String()
-}
-
-// answerNumbers reads the capacity line and the answer of a search.
-func answerNumbers(t *testing.T, stdout string) (saturation float64, peak int, answer float64) {
-	t.Helper()
-	m := regexp.MustCompile(`Completion capacity: ([\d.]+) req/s, measured by the concurrency ramp at (\d+) in flight`).FindStringSubmatch(stdout)
-	if m == nil {
-		t.Fatalf("no completion capacity line in:\n%s", stdout)
-	}
-	saturation, _ = strconv.ParseFloat(m[1], 64)
-	peak, _ = strconv.Atoi(m[2])
-	if a := regexp.MustCompile(`Highest request rate meeting the SLO: ([\d.]+) req/s`).FindStringSubmatch(stdout); a != nil {
-		answer, _ = strconv.ParseFloat(a[1], 64)
-	}
-	return saturation, peak, answer
 }
 
 // hog holds one slot of the simulator with a request that runs until
