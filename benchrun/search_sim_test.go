@@ -269,6 +269,13 @@ func TestSLOSearchBySamples(t *testing.T) {
 	if !(got < saturation) {
 		t.Errorf("the answer %v req/s is not below the completion capacity %v req/s", got, saturation)
 	}
+	if got < 55 {
+		// Failed above already; 2000 requests at a rate a loaded
+		// machine's search got wrong take 2000/got seconds (15 minutes
+		// at the 2.2 req/s one run under -race found), past any test
+		// timeout.
+		return
+	}
 	s := simBenchSpec(url, 32)
 	s.RequestRate, s.NumPrompts = got, 2000
 	s.PercentileMetrics, _ = bench.ParsePercentileMetrics("ttft")
