@@ -42,7 +42,7 @@ func sweepOutput(res *benchrun.SweepResult, records []json.RawMessage) (*SweepOu
 		}
 	}
 	if res.Spec.Mode == bench.SweepSLO && len(res.Points) > 0 {
-		o.Answer = strings.TrimSpace(res.Answer(o.By))
+		o.Answer = strings.TrimSpace(res.Table().Answer(o.By))
 		if res.Unstable {
 			// No stable answer: no capacity, in the API as in the
 			// answer's words, and no gauge.

@@ -94,6 +94,11 @@ type Windows struct {
 	// replace it, under mu, to make writes fail as a full or read-only
 	// disk does.
 	writeFn func(dir, id, path string, data []byte) error
+	// watchedFn, when set (under mu), is called by a run's watcher after
+	// each check of the run's target (and after cancelling the run if the
+	// target was gone), so that a test can wait for checks made after a
+	// reload instead of sleeping.
+	watchedFn func(id string)
 }
 
 // benchRun is one run. Fields after mu are guarded by it.
@@ -302,8 +307,17 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 			case <-watchDone:
 				return
 			case <-t.C:
-				if _, ok := b.d.Config().Target(target); !ok {
+				_, ok := b.d.Config().Target(target)
+				if !ok {
 					run.cancel(errTargetRemoved)
+				}
+				b.mu.Lock()
+				watched := b.watchedFn
+				b.mu.Unlock()
+				if watched != nil {
+					watched(id)
+				}
+				if !ok {
 					return
 				}
 			case st := <-startedAt:

@@ -62,6 +62,7 @@ type fakeRunner struct {
 	mu      sync.Mutex
 	release chan struct{}
 	jobs    []Job
+	ctxs    []context.Context // each job's context, in the order of jobs
 }
 
 func newFakeRunner() *fakeRunner { return &fakeRunner{release: make(chan struct{})} }
@@ -69,6 +70,7 @@ func newFakeRunner() *fakeRunner { return &fakeRunner{release: make(chan struct{
 func (f *fakeRunner) run(ctx context.Context, job Job) (Output, error) {
 	f.mu.Lock()
 	f.jobs = append(f.jobs, job)
+	f.ctxs = append(f.ctxs, ctx)
 	release := f.release
 	f.mu.Unlock()
 	job.Started(job.Request.Spec.RequestRate, job.Request.Spec.MaxConcurrency)
@@ -379,7 +381,28 @@ func TestBenchTargetRemovedByReload(t *testing.T) {
 		t.Fatalf("POST = %d %v", code, m)
 	}
 	id := m["id"].(string)
+	// Count the watcher's checks of the target.
+	var checksMu sync.Mutex
+	checks := 0
+	checked := make(chan struct{}, 1)
+	e.b.mu.Lock()
+	e.b.watchedFn = func(got string) {
+		if got != id {
+			return
+		}
+		checksMu.Lock()
+		checks++
+		checksMu.Unlock()
+		select {
+		case checked <- struct{}{}:
+		default:
+		}
+	}
+	e.b.mu.Unlock()
 	e.waitStatus(t, id, "running")
+	e.runner.mu.Lock()
+	runCtx := e.runner.ctxs[len(e.runner.ctxs)-1]
+	e.runner.mu.Unlock()
 	cfg, _ := os.ReadFile(e.cfgPath)
 	// Unchanged targets, other limits: the run goes on.
 	if err := os.WriteFile(e.cfgPath, []byte(strings.Replace(string(cfg), "max_prompts: 100", "max_prompts: 99", 1)), 0o600); err != nil {
@@ -388,7 +411,32 @@ func TestBenchTargetRemovedByReload(t *testing.T) {
 	if err := e.d.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // several watch intervals
+	// The check that ends after this count may have read the config
+	// before the reload; the one after it began after the reload. Wait
+	// for two more, each a signal from the watcher, not a guess at time.
+	checksMu.Lock()
+	want := checks + 2
+	checksMu.Unlock()
+	for {
+		checksMu.Lock()
+		n := checks
+		checksMu.Unlock()
+		if n >= want {
+			break
+		}
+		select {
+		case <-checked:
+		case <-runCtx.Done():
+			t.Fatalf("after a reload that kept the target: the run was cancelled: %v", context.Cause(runCtx))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the watcher made %d checks after the reload that kept the target, want 2", n-want+2)
+		}
+	}
+	// The watcher cancels before it reports a check, so a run it
+	// cancelled shows here even before its status changes.
+	if err := context.Cause(runCtx); err != nil {
+		t.Fatalf("after a reload that kept the target: the run was cancelled: %v", err)
+	}
 	if _, m := e.do(t, http.MethodGet, "/api/v1/benches/"+id, ""); m["status"] != "running" {
 		t.Fatalf("after a reload that kept the target: status %v, want running", m["status"])
 	}

@@ -311,6 +311,13 @@ func TestReload(t *testing.T) {
 	if code, body := f.post("/-/reload"); code != 200 {
 		t.Fatalf("good reload = %d %q", code, body)
 	}
+	// The reload has returned, so the loop of "down" should have exited:
+	// any entry it adds to the history from here on has a higher ID.
+	var lastID uint64
+	for _, e := range f.d.History().List() {
+		lastID = max(lastID, e.ID)
+	}
+	simAfterReload := testutil.ToFloat64(m.requests.WithLabelValues("sim", "short", "servingprobe-sim", "probe", "success"))
 	if got := testutil.ToFloat64(m.reloadSuccess); got != 1 {
 		t.Errorf("reload gauge after a good reload = %v, want 1", got)
 	}
@@ -325,7 +332,19 @@ func TestReload(t *testing.T) {
 	if got := testutil.ToFloat64(m.requests.WithLabelValues("sim", "short", "servingprobe-sim", "probe", "success")); got < before {
 		t.Errorf("unchanged target's successes went from %v to %v", before, got)
 	}
-	time.Sleep(300 * time.Millisecond) // a late result of "down" must not re-create it
+	// "down" probed on the same 200 ms interval as "sim": by the time
+	// "sim" has finished three more probes (two intervals), a loop of
+	// "down" still running would have probed and recorded again.
+	waitFor(t, "three more probes of the unchanged target", func() bool {
+		return testutil.ToFloat64(m.requests.WithLabelValues("sim", "short", "servingprobe-sim", "probe", "success")) >= simAfterReload+3
+	})
+	for _, e := range f.d.History().List() {
+		if e.Target == "down" && e.ID > lastID {
+			t.Errorf("the removed target was probed after the reload returned: %+v", e)
+			break
+		}
+	}
+	// A late result of "down" must not re-create its series.
 	if _, metrics := f.get("/metrics"); strings.Contains(metrics, `target="down"`) {
 		t.Errorf("series of the removed target came back")
 	}

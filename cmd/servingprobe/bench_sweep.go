@@ -113,7 +113,7 @@ func runSweep(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Pr
 	res, err := prep.Sweep(ctx, renv, onPoint)
 	stop()
 	if res != nil {
-		if werr := res.WriteTable(env.Stdout); werr != nil {
+		if werr := res.Table().Write(env.Stdout); werr != nil {
 			return errors.Join(err, werr)
 		}
 	}

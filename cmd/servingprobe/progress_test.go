@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/servingprobe/servingprobe/prober"
@@ -57,15 +58,22 @@ func TestTermLine(t *testing.T) {
 }
 
 // TestProgressBarWaitsForTotal: during warmup (no total yet) nothing is
-// drawn, rather than "0% 0/0 ... ETA ?".
+// drawn, rather than "0% 0/0 ... ETA ?". The bar runs in a synctest bubble:
+// the sleep advances the bubble's clock past three redraw ticks, and
+// synctest.Wait returns only once the bar's goroutine has handled them and
+// is blocked again, so "nothing drawn" is checked after the ticks, not
+// after a guess at how long they take.
 func TestProgressBarWaitsForTotal(t *testing.T) {
-	var b bytes.Buffer
-	tl := &termLine{w: &b}
-	p := &prober.Progress{}
-	stop := startProgressBar(tl, p, true, time.Now)
-	time.Sleep(3 * progressInterval)
-	stop()
-	if b.Len() != 0 {
-		t.Errorf("drew %q before the run had a total", b.String())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var b bytes.Buffer
+		tl := &termLine{w: &b}
+		p := &prober.Progress{}
+		stop := startProgressBar(tl, p, true, time.Now)
+		time.Sleep(3 * progressInterval)
+		synctest.Wait()
+		stop()
+		if b.Len() != 0 {
+			t.Errorf("drew %q before the run had a total", b.String())
+		}
+	})
 }

@@ -227,16 +227,34 @@ func TestReportInBrowser(t *testing.T) {
 	})
 }
 
-// TestLandingPageInBrowser: the daemon's landing page, after 30 s of
-// probing the built-in simulator, renders with a sparkline of recent TTFT
-// and ITL for every target that holds points.
+// TestLandingPageInBrowser: the daemon's landing page, once every probe
+// loop of the built-in simulator has succeeded three times, renders with a
+// sparkline of recent TTFT and ITL for every target that holds points.
 func TestLandingPageInBrowser(t *testing.T) {
 	chromium(t)
 	addr := freeAddr(t)
 	startServe(t, "serve", "--demo", "--web.listen-address="+addr)
 	c := client{t: t, base: "http://" + addr}
-	c.waitMetric(`servingprobe_requests_total{mode="probe"`)
-	time.Sleep(30 * time.Second)
+	// The demo's four (target, module) loops probe every 5 s; wait for
+	// three successes of each, not for a guess at how long they take.
+	success := regexp.MustCompile(`(?m)^servingprobe_requests_total\{[^}]*mode="probe"[^}]*outcome="success"[^}]*\} (\S+)$`)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		_, body := c.do("GET", "/metrics")
+		ms := success.FindAllStringSubmatch(body, -1)
+		ready := len(ms) >= 4
+		for _, m := range ms {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			ready = ready && v >= 3
+		}
+		if ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every probe loop succeeded three times within 90 s: %q", ms)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	dom := browse(t, "http://"+addr+"/", "", 1600)
 	rows := regexp.MustCompile(`(?s)<tr class="target[^"]*">.*?</tr>`).FindAllString(dom, -1)
 	if len(rows) < 3 {
@@ -251,7 +269,7 @@ func TestLandingPageInBrowser(t *testing.T) {
 		}
 		for _, s := range sp {
 			if n := len(strings.Fields(s[1])); n < 3 {
-				t.Errorf("row %d: a sparkline with %d points after 30 s of 5 s probes", i, n)
+				t.Errorf("row %d: a sparkline with %d points after three successful probes", i, n)
 			}
 		}
 	}

@@ -25,7 +25,7 @@ func freePort(t *testing.T) string {
 
 // TestSimulateChatStream runs the simulate subcommand on a real loopback port
 // and reads a chat stream as any client would. Real sockets, so the timing
-// checks carry tolerances.
+// checks are floors only.
 func TestSimulateChatStream(t *testing.T) {
 	addr := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,14 +107,19 @@ func TestSimulateChatStream(t *testing.T) {
 	if len(arrivals) != maxTokens || usage.CompletionTokens != maxTokens {
 		t.Fatalf("got %d content chunks and usage %d, want %d of each", len(arrivals), usage.CompletionTokens, maxTokens)
 	}
-	// Loopback on a shared 2-core machine: allow generous slack above the
-	// model and a little below it for clock granularity.
+	// The flags reached the server: its defaults (50 ms TTFT, 10 ms ITL)
+	// would come in well under these floors, which a busy machine can
+	// only exceed, never undercut (a little slack for clock granularity).
+	// No ceiling: how much later a shared machine delivers says nothing
+	// about the wiring. The pace itself is simulator's (TestLatencyModel
+	// checks it exactly in a synctest bubble, and TestAddFlags the
+	// flags' values).
 	ttft := arrivals[0].Sub(sent)
-	if ttft < 195*time.Millisecond || ttft > 450*time.Millisecond {
-		t.Errorf("TTFT = %v, want about 200ms", ttft)
+	if ttft < 195*time.Millisecond {
+		t.Errorf("TTFT = %v, want at least the configured 200ms", ttft)
 	}
 	meanITL := arrivals[len(arrivals)-1].Sub(arrivals[0]) / time.Duration(len(arrivals)-1)
-	if meanITL < 18*time.Millisecond || meanITL > 35*time.Millisecond {
-		t.Errorf("mean ITL = %v, want about 20ms", meanITL)
+	if meanITL < 18*time.Millisecond {
+		t.Errorf("mean ITL = %v, want at least the configured 20ms", meanITL)
 	}
 }

@@ -1,0 +1,232 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// SweepTable is a finished sweep or SLO search as its table and answer
+// show it. The engine (benchrun.SweepResult.Table) fills it from what
+// ran; the table reads only this, so every number in it is one the
+// points' summaries, records and per-point tables also show.
+type SweepTable struct {
+	// Mode is one of the Sweep* modes; SLO, for a search, its
+	// objectives as given (the title names them).
+	Mode, SLO string
+	// Points are the runs in the order run.
+	Points []SweepRow
+	// Search is an SLO search's answer; a sweep's is the zero value.
+	Search SearchAnswer
+}
+
+// SweepRow is one point of a sweep: where it sits and what it measured.
+type SweepRow struct {
+	Info    SweepInfo
+	Summary *Summary
+}
+
+// SearchAnswer is what an SLO search found, and the search settings its
+// answer names.
+type SearchAnswer struct {
+	// Capacity is the highest value that met every objective (0: none
+	// did), Bound the lowest that failed (0: none did, the search
+	// stopped at its maximum or its point limit), Broke the objectives
+	// that failed at Bound, and GridPoints how many points a fixed grid
+	// at the same precision over the values tried would run.
+	Capacity, Bound float64
+	Broke           []Verdict
+	GridPoints      int
+	// Exhausted says the search stopped at MaxPoints before reaching its
+	// precision.
+	Exhausted bool
+	// Interrupted says the search ended before its answer; Capacity and
+	// Bound are then only the highest passing and the lowest failing
+	// value its points measured. OverBudget says its Budget ran out.
+	Interrupted, OverBudget bool
+	// Saturation is the completion capacity the concurrency ramp
+	// measured (req/s; 0: no ramp ran), reached with PeakConcurrency
+	// requests in flight; RampStop says why the ramp stopped climbing.
+	Saturation      float64
+	PeakConcurrency int
+	RampStop        string
+	// Confirmed says the answer passed twice; Disagreements counts the
+	// answers whose second run failed, and Unstable says there were too
+	// many for an answer.
+	Confirmed     bool
+	Disagreements int
+	Unstable      bool
+	// TooFewBelow, when set, is the rate (req/s) below which a point
+	// could not complete MinPointRequests within PointTime.
+	TooFewBelow float64
+
+	// The search's settings, as the answer names them.
+	Precision                      float64
+	IdleTimeout, Budget, PointTime time.Duration
+	MaxPoints, MinPointRequests    int
+}
+
+// FormatValue prints a point's value in its unit (req/s or a concurrency).
+func FormatValue(by string, v float64) string {
+	if by == ByMaxConcurrency {
+		return fmt.Sprintf("%d", int(v))
+	}
+	return fmt.Sprintf("%.4g req/s", v)
+}
+
+// Write prints the sweep: one row per point, in the order run, then an
+// SLO search's answer. Every number is read from the points' summaries,
+// the same ones the per-point tables and records show.
+func (r *SweepTable) Write(w io.Writer) error {
+	if len(r.Points) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	by := r.Points[0].Info.By
+	head := "req/s"
+	if by == ByMaxConcurrency {
+		head = "concurrency"
+	}
+	title := map[string]string{
+		SweepRates: "Sweep: request rates", SweepConcurrency: "Sweep: max concurrency",
+		SweepAuto: "Sweep: auto", SweepSLO: "SLO search: " + r.SLO,
+	}[r.Mode]
+	fmt.Fprintf(&b, "%s\n", Center(" "+title+" ", '=', 110))
+	fmt.Fprintf(&b, "%5s %12s %10s %11s %10s %10s %9s %9s %10s %9s  %s\n",
+		"point", head, "achieved", "output", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "E2E p90", "goodput", "result")
+	fmt.Fprintf(&b, "%5s %12s %10s %11s %10s %10s %9s %9s %10s %9s\n",
+		"", "", "req/s", "tok/s", "ms", "ms", "ms", "ms", "ms", "req/s")
+	for _, p := range r.Points {
+		s := p.Summary
+		value := FormatValue(by, p.Info.Value)
+		if by == ByRequestRate {
+			value = fmt.Sprintf("%.3g", p.Info.Value)
+		}
+		switch {
+		case p.Info.Role == "ramp":
+			value = fmt.Sprintf("ramp c=%d", p.Info.Concurrency)
+		case p.Info.Role != "":
+			value = p.Info.Role
+		}
+		good := "-"
+		if len(s.Goodput) > 0 {
+			good = fmt.Sprintf("%.2f", s.RequestGoodput)
+		}
+		fmt.Fprintf(&b, "%5d %12s %10.2f %11.1f %10.1f %10.1f %9.1f %9.1f %10.1f %9s  %s\n",
+			p.Info.Index, value, s.RequestThroughput, s.OutputThroughput, s.TTFT.Median, s.TTFT.P99,
+			s.ITL.Median, s.ITL.P99, s.E2ELatency.P90, good, p.Info.Verdict(s))
+	}
+	if r.Mode == SweepSLO {
+		b.WriteString(r.Answer(by))
+	}
+	b.WriteString(strings.Repeat("=", 110) + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Answer states what an SLO search found, how sure it is, and what it
+// cost next to a fixed grid. Its statements about points are read from
+// SweepInfo.SearchVerdict, as the table's result column is.
+func (r *SweepTable) Answer(by string) string {
+	var b strings.Builder
+	a := &r.Search
+	what := "request rate"
+	if by == ByMaxConcurrency {
+		what = "concurrency"
+	}
+	if a.Saturation > 0 {
+		fmt.Fprintf(&b, "Completion capacity: %s, measured by the concurrency ramp at %d in flight (it stopped: %s); a rate at or above it queues without end.\n",
+			FormatValue(ByRequestRate, a.Saturation), a.PeakConcurrency, a.RampStop)
+	}
+	var busy []string
+	for _, p := range r.Points {
+		if p.Info.NotIdle {
+			busy = append(busy, fmt.Sprint(p.Info.Index))
+		}
+	}
+	if len(busy) > 0 {
+		fmt.Fprintf(&b, "The server was not back at its idle state within %s before point %s: a point there may have started on an earlier one's queue.\n",
+			a.IdleTimeout, strings.Join(busy, ", "))
+	}
+	if a.Interrupted {
+		// Only what was measured: no answer, no grid to compare with.
+		if a.OverBudget {
+			fmt.Fprintf(&b, "The search's budget (--slo-budget, slo_budget in a bench window: %s) ran out after %d points, before its answer.\n", a.Budget, len(r.Points))
+		} else {
+			fmt.Fprintf(&b, "The search was interrupted after %d points, before its answer.\n", len(r.Points))
+		}
+		held, failedAt := r.Measured()
+		switch {
+		case held > 0:
+			fmt.Fprintf(&b, "The SLO held at %s (the highest %s measured to hold)", FormatValue(by, held), what)
+		default:
+			fmt.Fprintf(&b, "No point measured held the SLO")
+		}
+		if failedAt > 0 {
+			fmt.Fprintf(&b, "; it failed at %s.\n", FormatValue(by, failedAt))
+		} else {
+			fmt.Fprintf(&b, "; no point measured failed it.\n")
+		}
+		return b.String()
+	}
+	switch {
+	case a.Unstable:
+		fmt.Fprintf(&b, "No stable answer: %d times a %s that held failed when run again, so the server's verdicts vary more than the precision (%.0f%%); no capacity is given. Search a quieter server, or widen --slo-precision (slo_precision in a bench window).\n",
+			a.Disagreements, what, 100*a.Precision)
+	case a.Capacity == 0:
+		fmt.Fprintf(&b, "No %s tried meets the SLO (the lowest, %s, did not).\n", what, FormatValue(by, a.Bound))
+		if a.TooFewBelow > 0 {
+			fmt.Fprintf(&b, "Lower rates were not tried: below %s a point completes fewer than %d requests within --slo-point-time (%s), too few to decide.\n",
+				FormatValue(by, a.TooFewBelow), a.MinPointRequests, a.PointTime)
+		}
+	case a.Bound == 0:
+		fmt.Fprintf(&b, "The SLO holds at every %s tried, up to %s: the limit is higher (raise --slo-max, slo_max in a bench window).\n", what, FormatValue(by, a.Capacity))
+	default:
+		held := "held twice"
+		if !a.Confirmed {
+			held = "held once, not confirmed"
+		}
+		breaks := "it breaks by " + FormatValue(by, a.Bound)
+		if a.Bound == a.Saturation {
+			breaks = "below the completion capacity, " + FormatValue(by, a.Bound)
+		}
+		fmt.Fprintf(&b, "Highest %s meeting the SLO: %s (%s; %s; the limit is within %.0f%% of the answer).\n",
+			what, FormatValue(by, a.Capacity), held, breaks, 100*(a.Bound-a.Capacity)/a.Capacity)
+	}
+	if len(a.Broke) > 0 {
+		var parts []string
+		for _, v := range a.Broke {
+			parts = append(parts, BrokeValue(v))
+		}
+		fmt.Fprintf(&b, "Broke first: %s.\n", strings.Join(parts, ", "))
+	}
+	if a.Exhausted {
+		fmt.Fprintf(&b, "Stopped after the most runs allowed (--slo-max-points, slo_max_points in a bench window: %d), before reaching the precision.\n", a.MaxPoints)
+	}
+	reqs := 0
+	for _, p := range r.Points {
+		reqs += p.Summary.Requests
+	}
+	per := reqs / len(r.Points)
+	fmt.Fprintf(&b, "%d points, %d requests; a fixed grid at the same precision over the values tried would run %d points (about %d requests).\n",
+		len(r.Points), reqs, a.GridPoints, a.GridPoints*per)
+	return b.String()
+}
+
+// Measured is the highest value a counted point held at and the lowest
+// one failed at (0: none), read as the table reads them. An interrupted
+// search's Capacity and Bound are these.
+func (r *SweepTable) Measured() (held, failedAt float64) {
+	for _, p := range r.Points {
+		counted, pass := p.Info.SearchVerdict()
+		switch {
+		case !counted:
+		case pass:
+			held = max(held, p.Info.Value)
+		case failedAt == 0 || p.Info.Value < failedAt:
+			failedAt = p.Info.Value
+		}
+	}
+	return held, failedAt
+}
