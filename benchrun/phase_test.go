@@ -16,8 +16,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 // TestDynamicPlanRun runs a two-phase dynamic plan in a synctest bubble

@@ -375,8 +375,8 @@ func (s *Spec) Validate() error {
 		// Its clips travel as input_audio parts of a chat message: no
 		// other protocol has a place for them (sglang allows only
 		// sglang-oai-chat), and a completions request would drop them.
-		if err == nil && info.Protocol != prober.ProtocolOpenAIChat {
-			p.add("dataset_name", "audio sends its clips as input_audio parts of a chat message: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Protocol == prober.ProtocolOpenAIChat }), ", "))
+		if err == nil && !info.Audio {
+			p.add("dataset_name", "audio sends its clips as input_audio parts of a chat message: %s", strings.Join(backendsWith(func(i prober.BackendInfo) bool { return i.Audio }), ", "))
 		}
 		if s.TokenizePrompt() {
 			p.add("tokenize_prompt", "cannot be used with the audio dataset")

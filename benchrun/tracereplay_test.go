@@ -14,8 +14,8 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 // observerFunc adapts a function to prober.Observer.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 	"github.com/servingprobe/servingprobe/tokenizer"
 )
 

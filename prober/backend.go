@@ -205,6 +205,10 @@ type BackendInfo struct {
 	// they are not marked, so that image datasets stay with the backends
 	// bench_serving accepts.)
 	Images bool
+	// Audio: the request carries a prompt's audio clips, as input_audio
+	// content parts of an OpenAI chat message (the audio dataset needs
+	// it); no other protocol has a place for them.
+	Audio bool
 	// InputIDs: the backend can send a prompt as token ids
 	// (--tokenize-prompt sends input_ids to sglang's /generate; only the
 	// sglang name, as bench_serving allows it).
@@ -354,7 +358,7 @@ var (
 		SamplingFlags: true, LogprobFields: true, SpecAccept: true, newBackend: newSGLang}
 	completionsTraits = BackendInfo{Protocol: ProtocolOpenAICompletions, Path: pathCompletions,
 		SamplingFlags: true, VLLMSampling: true, LogprobsCount: true, TextChunks: true, newBackend: newCompletions}
-	chatTraits = BackendInfo{Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true,
+	chatTraits = BackendInfo{Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true, Audio: true,
 		SamplingFlags: true, VLLMSampling: true, ChatTemplateKwargs: true, TextChunks: true, SpecAcceptUnstreamed: true, newBackend: newChat}
 	embeddingsTraits = BackendInfo{Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, Embedding: true, newBackend: newEmbeddings}
 )

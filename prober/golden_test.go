@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite golden files")

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 func llmdSim(t *testing.T) string { return llmtest.LLMDSim(t) }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 	"github.com/servingprobe/servingprobe/tokenizer"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 // fakeServer is a RequestFunc whose requests take OutputLen milliseconds,

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 // TestThinkEnd pins where think-tagged reasoning ends, against the

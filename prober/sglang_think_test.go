@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 // TestSglangThinkTagsParserOnOff replays sglang's chat stream of one Qwen3

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 // TestSlowSourceIsQueueTime: prompts made slower than the schedule asks

@@ -7,7 +7,7 @@
 #   npm                   scripts/check-image.sh lints the Dockerfile with dockerfilelint
 #   gcc, libc6-dev        cgo, which -race and the hftokenizers vet need
 #   chromium              the report and landing-page tests render pages headless
-#   curl                  the documentation's commands use it (internal/testing/doctest runs them)
+#   curl                  the documentation's commands use it (testkit/doctest runs them)
 # the Go modules, and the Llama 3 tokenizer the tokenizer and datasets tests
 # check against (see fetch_llama3_tokenizer). Idempotent; safe to run on
 # every test run.

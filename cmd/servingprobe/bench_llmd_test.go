@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 func llmdSim(t *testing.T) string { return llmtest.LLMDSim(t) }

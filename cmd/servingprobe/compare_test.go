@@ -14,8 +14,8 @@ import (
 
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/benchrun"
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 	"github.com/servingprobe/servingprobe/simulator"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 // simBench runs the bench engine against a fresh simulator whose base

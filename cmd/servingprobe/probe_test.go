@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 const (

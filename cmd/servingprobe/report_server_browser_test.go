@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 // vllmTTFTBuckets is the TTFT histogram layout of vLLM's

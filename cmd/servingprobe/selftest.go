@@ -11,8 +11,8 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/servingprobe/servingprobe/internal/selftest"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/selftest"
 )
 
 // addSelftestCommand registers "selftest": servingprobe's own benchmark of

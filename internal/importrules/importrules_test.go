@@ -12,13 +12,15 @@ import (
 const module = "github.com/servingprobe/servingprobe/"
 
 // allowed lists, for each production package, the servingprobe packages
-// it may import. The wiring (cmd/), the internal packages (internal/: small
-// primitives, the selftest command, and under internal/testing/ everything
-// that exists only for tests) and the repo's own programs (tools/) may import
-// anything and are not listed, with one exception held by check: only test
-// code, internal/testing/ itself and tools/ import internal/testing/. A
-// package missing from the table fails the test, so a new package states
-// its place.
+// it may import. The wiring (cmd/), the selftest command (selftest/), the
+// test harnesses (testkit/: everything that exists only for tests), a
+// package's own internal rooms (x/internal/) and the repo's own programs
+// (tools/) may import anything and are not listed, with one exception held
+// by check: only test code, testkit/ itself and tools/ import testkit/.
+// internal/ is the ground floor: every package there is listed, imports
+// nothing of ours and only the standard library (groundFloor), so every
+// package may use it without an import running back up. A package missing
+// from the table fails the test, so a new package states its place.
 var allowed = map[string][]string{
 	"config":                 {},
 	"datasets":               {"config"},
@@ -42,13 +44,21 @@ var allowed = map[string][]string{
 	"servermetrics": {"config"}, // config.RedactURL: the endpoints' passwords never shown
 	// Ground-floor primitives: internal packages held to a rule, which
 	// import nothing of ours and only the standard library (groundFloor).
-	"internal/pyfmt":    {}, // Python-compatible formatting: every Python byte we write
-	"internal/jsonscan": {}, // the JSON scanner the prober's streams and the tokenizer's file share
+	"internal/pyfmt":       {}, // Python-compatible formatting: every Python byte we write
+	"internal/jsonscan":    {}, // the JSON scanner the prober's streams and the tokenizer's file share
+	"internal/rxstamp":     {}, // the kernel's receive timestamps
+	"internal/txstamp":     {}, // the kernel's send timestamps
+	"internal/envflag":     {}, // boolean environment switches
+	"internal/nearest":     {}, // "did you mean" for misspelt names
+	"internal/importrules": {}, // this test; no code of its own
 }
 
 // groundFloor are the primitives everything may stand on: they import
 // only the standard library, so that no arrow runs from them back up.
-var groundFloor = []string{"internal/pyfmt", "internal/jsonscan"}
+var groundFloor = []string{
+	"internal/pyfmt", "internal/jsonscan", "internal/rxstamp", "internal/txstamp",
+	"internal/envflag", "internal/nearest", "internal/importrules",
+}
 
 // forbiddenExternal are the non-standard imports a package must not use.
 var forbiddenExternal = map[string][]string{
@@ -81,13 +91,14 @@ type rules struct {
 }
 
 // testOnly is the tree of fakes, fixtures and end-to-end tests.
-const testOnly = "internal/testing/"
+const testOnly = "testkit/"
 
-// exempt says whether a package (relative to the module) is wiring, an
-// internal package or a tool, which may import anything but the test-only
-// tree (see mayImportTestOnly).
+// exempt says whether a package (relative to the module) is wiring, the
+// selftest command, a test harness, a package's own internal room or a
+// tool, which may import anything but the test-only tree (see
+// mayImportTestOnly). internal/ is not exempt: it is the ground floor.
 func exempt(name string) bool {
-	return strings.HasPrefix(name, "cmd/") || strings.HasPrefix(name, "internal/") ||
+	return strings.HasPrefix(name, "cmd/") || name == "selftest" || strings.HasPrefix(name, testOnly) ||
 		strings.Contains(name, "/internal/") || strings.HasPrefix(name, "tools/")
 }
 
@@ -115,7 +126,7 @@ func check(pkgs []pkg, r rules) (violations []string, checked int) {
 			}
 		}
 		// An exempt package is held to the table only when it is listed
-		// there (a ground-floor primitive under internal/).
+		// there.
 		if _, listed := r.allowed[name]; exempt(name) && !listed {
 			continue
 		}
@@ -220,28 +231,29 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:    "wiring and helpers may import anything",
-			pkgs:    []pkg{p("cmd/servingprobe", m("bench"), m("exporter")), p("internal/testing/e2e", m("cmd/servingprobe")), p("tokenizer/internal/x", m("exporter")), p("tools/soak", m("internal/testing/hostile"))},
+			pkgs:    []pkg{p("cmd/servingprobe", m("bench"), m("exporter")), p("testkit/e2e", m("cmd/servingprobe")), p("tokenizer/internal/x", m("exporter")), p("tools/soak", m("testkit/hostile"))},
 			checked: 0,
 		},
 		{
 			name: "production code imports a test fake",
-			pkgs: []pkg{p("cmd/servingprobe", m("internal/testing/llmtest")), p("internal/selftest", m("internal/testing/hostile")), p("prober", m("internal/testing/llmtest"))},
+			pkgs: []pkg{p("cmd/servingprobe", m("testkit/llmtest")), p("selftest", m("testkit/hostile")), p("prober", m("testkit/llmtest"))},
 			want: []string{
-				"cmd/servingprobe imports internal/testing/llmtest: only tests use the test-only tree",
-				"internal/selftest imports internal/testing/hostile: only tests use the test-only tree",
-				"prober imports internal/testing/llmtest: only tests use the test-only tree",
-				"prober imports internal/testing/llmtest; it may import only [config]",
+				"cmd/servingprobe imports testkit/llmtest: only tests use the test-only tree",
+				"selftest imports testkit/hostile: only tests use the test-only tree",
+				"prober imports testkit/llmtest: only tests use the test-only tree",
+				"prober imports testkit/llmtest; it may import only [config]",
 			},
 			checked: 1,
 		},
 		{
-			name: "a ground-floor primitive imports only the standard library",
+			name: "a ground-floor primitive imports only the standard library, and every one is listed",
 			pkgs: []pkg{p("internal/prim", "strconv", "unicode/utf8", "golang.org/x/text/unicode/norm", m("prober")), p("internal/other", m("prober"))},
 			want: []string{
 				"internal/prim imports golang.org/x/text/unicode/norm: a ground-floor primitive imports only the standard library",
 				"internal/prim imports prober; it may import only []",
+				"package internal/other has no import rule: add it to the table",
 			},
-			checked: 1,
+			checked: 2,
 		},
 		{
 			name:    "packages outside the module are not ours to judge",

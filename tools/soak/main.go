@@ -2,7 +2,7 @@
 // the hostile server, 20 targets of which a third are faulty, each probed
 // every second, and reports the process's RSS, live heap, goroutines and
 // open fds over time. They must stay flat. It is not a test: CI runs the
-// two-minute version, internal/testing/e2e TestSoak.
+// two-minute version, testkit/e2e TestSoak.
 //
 //	go run ./tools/soak [-duration 30m] [-interval 1s] [-sample 30s] [-targets 20] [-tokenizer default|words]
 package main
@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/internal/testing/hostile"
+	"github.com/servingprobe/servingprobe/testkit/hostile"
 	"github.com/servingprobe/servingprobe/tokenizer"
 )
 

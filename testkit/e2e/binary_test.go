@@ -34,7 +34,7 @@ func binary(t *testing.T) string {
 		}
 		binPath = filepath.Join(binDir, "servingprobe")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/servingprobe")
-		cmd.Dir = "../../.."
+		cmd.Dir = "../.."
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/testing/hostile"
+	"github.com/servingprobe/servingprobe/testkit/hostile"
 )
 
 // Bounds of the two-minute soak. The goroutine and fd counts move with the

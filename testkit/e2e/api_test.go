@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/config"
-	"github.com/servingprobe/servingprobe/internal/testing/hostile"
 	"github.com/servingprobe/servingprobe/simulator"
+	"github.com/servingprobe/servingprobe/testkit/hostile"
 )
 
 // apiFixture is a running binary with a simulator target, a stalling target
@@ -313,7 +313,7 @@ func TestHostileAPIInput(t *testing.T) {
 // not a hub id.
 func testTokenizer(t *testing.T) string {
 	t.Helper()
-	p, err := filepath.Abs("../../../tokenizer/testdata/metaspace-legacy")
+	p, err := filepath.Abs("../../tokenizer/testdata/metaspace-legacy")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package hostile serves, on loopback, the abuse that is not an answer a
-// model server gives, for the robustness tests (internal/testing/e2e) and the
+// model server gives, for the robustness tests (testkit/e2e) and the
 // soak command (tools/soak). Every misbehaviour a server can answer to a
 // well-formed request (error statuses, stalls, resets, cut or malformed
 // streams, errors and aborts in a 200, an HTML page or a whole JSON body

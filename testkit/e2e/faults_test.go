@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/exporter"
-	"github.com/servingprobe/servingprobe/internal/testing/hostile"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/simulator"
+	"github.com/servingprobe/servingprobe/testkit/hostile"
 )
 
 // faultRow is one row of the fault matrix (docs/robustness.md).

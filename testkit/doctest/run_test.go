@@ -17,7 +17,7 @@ import (
 )
 
 // repoRoot is where the pages and the commands' relative paths start.
-const repoRoot = "../../.."
+const repoRoot = "../.."
 
 // pages are the files whose commands must run: the front page and the
 // reference.

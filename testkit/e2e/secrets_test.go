@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/testing/hostile"
+	"github.com/servingprobe/servingprobe/testkit/hostile"
 )
 
 // The planted secrets. Each has a distinctive word so that any part of one

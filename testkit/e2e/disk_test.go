@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/testing/hostile"
+	"github.com/servingprobe/servingprobe/testkit/hostile"
 )
 
 // mountTmpfs mounts a tmpfs of sizeKB KiB on a new directory and returns
@@ -273,7 +273,7 @@ func TestBenchOutputFileFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stopSim()
-	qwen3, err := filepath.Abs("../../../tokenizer/testdata/qwen3")
+	qwen3, err := filepath.Abs("../../tokenizer/testdata/qwen3")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/datasets"
-	"github.com/servingprobe/servingprobe/internal/testing/llmtest"
 	"github.com/servingprobe/servingprobe/prober"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 	"github.com/servingprobe/servingprobe/tokenizer"
 )
 
@@ -49,7 +49,7 @@ func TestOllamaReal(t *testing.T) {
 // the same prompt answered in full (14 tokens, where the text alone is 6).
 func testOllamaCutChatInput(t *testing.T, base string) {
 	const prompt = "Tell me about the tide."
-	tok, err := tokenizer.Load("../../../tokenizer/testdata/qwen3")
+	tok, err := tokenizer.Load("../../tokenizer/testdata/qwen3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func (c *statedCounts) add(body []byte) {
 // output tokens ollama stated for its requests, for ollama's native API
 // and for its OpenAI API.
 func testOllamaBenchCounts(t *testing.T, bin, base string) {
-	tokenizer, err := filepath.Abs("../../../tokenizer/testdata/qwen3")
+	tokenizer, err := filepath.Abs("../../tokenizer/testdata/qwen3")
 	if err != nil {
 		t.Fatal(err)
 	}

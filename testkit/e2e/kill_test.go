@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/internal/testing/hostile"
+	"github.com/servingprobe/servingprobe/testkit/hostile"
 )
 
 // TestKill9KeepsResults runs short bench runs back to back through the
