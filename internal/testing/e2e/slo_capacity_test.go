@@ -157,27 +157,33 @@ func TestSLOSearchOllamaCapacity(t *testing.T) {
 			t.Errorf("search %d: ollama does not answer a probe within 5 s after the search: %v", i, err)
 		}
 		if ctxErr != nil {
-			t.Fatalf("search %d: no answer within %s (killed)\n%s\nstderr:\n%s", i, searchBudget, table, lastLines(stderr.String(), 20))
+			t.Fatalf("search %d: no answer within %s (killed); ollama held at most %d requests at once\n%s\nstderr:\n%s",
+				i, searchBudget, inFlight, table, lastLines(stderr.String(), 20))
 		}
 		if runErr != nil {
 			t.Fatalf("search %d: bench failed: %v\n%s\nstderr:\n%s", i, runErr, table, lastLines(stderr.String(), 20))
 		}
 		c := capacityLine.FindStringSubmatch(table)
-		a := answerLine.FindStringSubmatch(table)
-		if c == nil || a == nil {
-			t.Fatalf("search %d: no confirmed answer with its bound and completion capacity:\n%s", i, table)
+		if c == nil {
+			t.Fatalf("search %d: no completion capacity line:\n%s", i, table)
 		}
 		var ans answer
 		ans.capacity, _ = strconv.ParseFloat(c[1], 64)
 		ans.peak, _ = strconv.Atoi(c[2])
+		// The documented bound on what reaches the server, whether the
+		// search answered or not.
+		if bound := 2 * ans.peak; inFlight > bound {
+			t.Errorf("search %d: ollama held %d requests at once, more than twice the ramp's peak concurrency (%d)", i, inFlight, ans.peak)
+		}
+		a := answerLine.FindStringSubmatch(table)
+		if a == nil {
+			t.Fatalf("search %d: no confirmed answer after %s (ollama held at most %d requests at once, %d started in 100 ms):\n%s",
+				i, took.Round(time.Second), inFlight, starts, table)
+		}
 		ans.rate, _ = strconv.ParseFloat(a[1], 64)
 		ans.bound, _ = strconv.ParseFloat(a[2], 64)
 		if !(ans.rate > 0 && ans.rate < ans.bound && ans.bound <= ans.capacity) {
 			t.Errorf("search %d: answer %v req/s, bound %v, capacity %v: want 0 < answer < bound <= capacity", i, ans.rate, ans.bound, ans.capacity)
-		}
-		// The documented bound on what reaches the server.
-		if bound := 2 * ans.peak; inFlight > bound {
-			t.Errorf("search %d: ollama held %d requests at once, more than twice the ramp's peak concurrency (%d)", i, inFlight, ans.peak)
 		}
 		answers = append(answers, ans)
 		t.Logf("search %d: %v req/s [bound %v], capacity %v req/s at %d in flight; %s; %d requests, at most %d in flight and %d started in 100 ms\n%s",
@@ -185,7 +191,10 @@ func TestSLOSearchOllamaCapacity(t *testing.T) {
 	}
 	a, b := answers[0], answers[1]
 	if !(a.rate < b.bound && b.rate < a.bound) {
-		t.Errorf("the two searches disagree beyond their stated precision: [%v, %v) and [%v, %v) req/s", a.rate, a.bound, b.rate, b.bound)
+		// The completion capacities say whether ollama itself changed
+		// between the searches (its speed moves with the machine's load).
+		t.Errorf("the two searches disagree beyond their stated precision: [%v, %v) and [%v, %v) req/s; ollama's completion capacity went from %v to %v req/s (%+.0f%%)",
+			a.rate, a.bound, b.rate, b.bound, a.capacity, b.capacity, 100*(b.capacity/a.capacity-1))
 	}
 }
 
