@@ -53,6 +53,11 @@ $(OLLAMA_DIR)/.ready: tools/ollama/setup.sh tools/ollama/gguf_writer.go tools/ol
 # and a closing count: a skipped check must never pass unseen.
 test: deps lint $(LLMD_SIM) $(OLLAMA_DIR)/.ready
 	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(LLMD_SIM) SERVINGPROBE_OLLAMA=$(OLLAMA_DIR) SERVINGPROBE_LLAMA3_TOKENIZER=$(LLAMA3_TOKENIZER) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m -json ./... | $(GO) run ./tools/testreport
+	# The SLO search against ollama is a capacity measurement: it builds only
+	# with -tags capacity and runs here, after the main run, with the machine's
+	# cores to itself (testkit/e2e/slo_capacity_test.go); no -race,
+	# which would take the engine's CPU.
+	set -o pipefail; SERVINGPROBE_OLLAMA=$(OLLAMA_DIR) $(GO) test -tags capacity -count=1 -timeout 15m -json -run 'TestSLOSearchOllamaCapacity' ./testkit/e2e | $(GO) run ./tools/testreport
 	# Allocation counts mean nothing under -race (sync.Pool drops items), so the
 	# zero-allocation tests run once more without it.
 	$(GO) test -count=1 -run 'Alloc' ./prober ./simulator
@@ -78,6 +83,7 @@ fmt:
 vet:
 	$(GO) vet ./...
 	CGO_ENABLED=1 $(GO) vet -tags hftokenizers ./...
+	$(GO) vet -tags capacity ./testkit/e2e
 
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...

@@ -584,7 +584,13 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 			// Nothing met the SLO down to the floor.
 			return 0, true
 		case lo == 0 && geometric && v > down:
-			return down2(max(v/2, down))
+			// Halve, to no lower than the synchronous rate, but step
+			// down by at least the precision: on a server whose
+			// throughput hardly rises with concurrency (ollama on two
+			// cores), the synchronous rate is a few percent below the
+			// first point, and a point that close to one that failed
+			// fails too, and costs a whole point.
+			return down2(min(max(v/2, down), v/(1+w.Precision)))
 		case lo == 0:
 			return down2(round(v / 2))
 		case hi == 0 && v >= w.Max:

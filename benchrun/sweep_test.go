@@ -183,6 +183,10 @@ func TestSLOSearchFromAnchors(t *testing.T) {
 		{name: "knee near the throughput", sync: 12, thr: 97.6, limit: 92, maxPoints: 20, wantAtMost: 4, wantPeak: 8},
 		{name: "knee far below", sync: 12, thr: 97.6, limit: 15, maxPoints: 20, wantAtMost: 9, wantPeak: 8},
 		{name: "knee below the synchronous rate", sync: 12, thr: 97.6, limit: 4, maxPoints: 20, wantAtMost: 11, wantPeak: 8},
+		// The synchronous rate is 4% below the first point: the search
+		// steps down by the precision, not to the synchronous rate,
+		// which would fail as the first point did.
+		{name: "synchronous rate within a precision step", sync: 1.25, thr: 1.43, limit: 1.2, maxPoints: 20, wantAtMost: 3, wantPeak: 2},
 		{name: "one slot: no range between the anchors", sync: 0.5, thr: 0.5, limit: 0.45, maxPoints: 20, wantAtMost: 6, wantPeak: 1},
 		// An SLO that holds up to the capacity is still answered below
 		// it: a rate at or above it queues without end.
