@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
@@ -112,7 +111,7 @@ func (b *Windows) landingWindows() []exporter.BenchWindow {
 		if sw := v.Sweep; sw != nil {
 			w.Sweep = fmt.Sprintf("%s sweep, %d points", sw.Mode, len(sw.Records))
 			if sw.Capacity != nil {
-				w.Sweep = fmt.Sprintf("SLO search, %d points: capacity %s", len(sw.Records), benchrun.FormatValue(sw.By, *sw.Capacity))
+				w.Sweep = fmt.Sprintf("SLO search, %d points: capacity %s", len(sw.Records), bench.FormatValue(sw.By, *sw.Capacity))
 			}
 		}
 		out = append(out, w)

@@ -360,7 +360,7 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		kv := []any{"msg", "Sweep point", "index", len(res.Points) + 1}
 		switch role {
 		case "":
-			kv = append(kv, by, FormatValue(by, v))
+			kv = append(kv, by, bench.FormatValue(by, v))
 		case "ramp":
 			kv = append(kv, "role", role, "max_concurrency", conc)
 		default:
@@ -747,10 +747,3 @@ func gridPoints(pts []SweepPoint, precision float64) int {
 	return int(math.Ceil(math.Log(hi/lo)/math.Log(1+precision))) + 1
 }
 
-// FormatValue prints a point's value in its unit (req/s or a concurrency).
-func FormatValue(by string, v float64) string {
-	if by == bench.ByMaxConcurrency {
-		return fmt.Sprintf("%d", int(v))
-	}
-	return fmt.Sprintf("%.4g req/s", v)
-}

@@ -437,11 +437,11 @@ func TestSummaryAgreesWithTable(t *testing.T) {
 		answer := r.Answer(bench.ByRequestRate)
 		wantHeld := "No point measured held the SLO"
 		if held > 0 {
-			wantHeld = "The SLO held at " + FormatValue(bench.ByRequestRate, held)
+			wantHeld = "The SLO held at " + bench.FormatValue(bench.ByRequestRate, held)
 		}
 		wantFailed := "no point measured failed it"
 		if failedAt > 0 {
-			wantFailed = "it failed at " + FormatValue(bench.ByRequestRate, failedAt)
+			wantFailed = "it failed at " + bench.FormatValue(bench.ByRequestRate, failedAt)
 		}
 		if !strings.Contains(answer, wantHeld) || !strings.Contains(answer, wantFailed) {
 			t.Errorf("the table says held %v, failed %v; the answer:\n%s\ntable:\n%s", held, failedAt, answer, table)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchrun"
 	"github.com/servingprobe/servingprobe/simulator"
 )
 
@@ -144,7 +143,7 @@ func TestBenchSLOSearchFindsCapacity(t *testing.T) {
 			best = max(best, v)
 		}
 	}
-	if benchrun.FormatValue(bench.ByRequestRate, best) != m[1]+" req/s" {
+	if bench.FormatValue(bench.ByRequestRate, best) != m[1]+" req/s" {
 		t.Errorf("the records' highest passing point is %v, the answer line says %v", best, got)
 	}
 	c := regexp.MustCompile(`Completion capacity: ([\d.]+) req/s`).FindStringSubmatch(stdout)
