@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
@@ -39,8 +38,8 @@ func TestPrintRequestsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(1700000000, 0)
-	run := requestLogRun{apiURL: s.BaseURL + info.Path, model: "Qwen/Qwen2.5-0.5B-Instruct", extra: runExtraFields(s, info),
-		stream: true, perChunk: true, textChunks: true, cacheReport: true, origin: t0.Add(500*time.Millisecond - 100*time.Second)}
+	run := bench.RequestLogRun{APIURL: s.BaseURL + info.Path, Model: "Qwen/Qwen2.5-0.5B-Instruct", Extra: runExtraFields(s, info),
+		Stream: true, PerChunk: true, TextChunks: true, CacheReport: true, Origin: t0.Add(500*time.Millisecond - 100*time.Second)}
 	p := datasets.Prompt{Text: "the real prompt", PromptLen: 12, OutputLen: 32, RoutingKey: "grp_3", ExtraBody: map[string]any{"seed": 7}}
 	text := "Hello, it's \"me\"\n€"
 	sent := t0.Add(500 * time.Millisecond)
@@ -59,9 +58,9 @@ func TestPrintRequestsGolden(t *testing.T) {
 	rid := []byte("0f8e4c2a-6b1d-4e3f-9a7c-5d2b1e0f3a4c")
 	start, end := 1700000000.5, 1700000001.75
 	var got []byte
-	got = appendStartLine(got, rid, start, &run, &p)
-	got = appendEndLine(got, rid, end, end-start, &run, &p, &ok)
-	got = appendEndLine(got, rid, end, end-start, &run, &p, &bad)
+	got = bench.AppendRequestStart(got, rid, start, &run, &p)
+	got = bench.AppendRequestEnd(got, rid, end, end-start, &run, &p, &ok)
+	got = bench.AppendRequestEnd(got, rid, end, end-start, &run, &p, &bad)
 	if !bytes.Equal(got, want) {
 		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
 		for i := range max(len(gl), len(wl)) {
@@ -119,98 +118,6 @@ func TestRunExtraFieldsOrder(t *testing.T) {
 	}
 }
 
-// TestMultiTurnStreamOptions: a streamed multi-turn round's
-// extra_request_body gains stream_options.include_usage = True, keeping
-// a user's other options and an explicit include_usage, as
-// wrap_multi_turn_request_func does.
-func TestMultiTurnStreamOptions(t *testing.T) {
-	for _, tc := range []struct {
-		extra  map[string]any
-		stream bool
-		want   string
-	}{
-		{nil, true, "{'stream_options': {'include_usage': True}}"},
-		{nil, false, "{}"},
-		{map[string]any{"stream_options": map[string]any{"continuous_usage_stats": true}}, true, "{'stream_options': {'continuous_usage_stats': True, 'include_usage': True}}"},
-		{map[string]any{"stream_options": map[string]any{"include_usage": false}}, true, "{'stream_options': {'include_usage': False}}"},
-	} {
-		run := requestLogRun{stream: tc.stream}
-		s := DefaultSpec()
-		s.ExtraBody = tc.extra
-		run.extra = runExtraFields(s, prober.BackendInfo{})
-		p := datasets.Prompt{MultiTurn: true}
-		if got := string(pyfmt.AppendDict(nil, requestExtraFields(&run, &p))); got != tc.want {
-			t.Errorf("extra %v stream %t: %s, want %s", tc.extra, tc.stream, got, tc.want)
-		}
-	}
-}
-
-// TestRequestLogLines: every request started and ended from many
-// goroutines gets its start line and its end line, in that order, with
-// the same rid, all written by close; the rids are distinct version 4
-// UUIDs. No wall-clock assertion is made here: BENCHMARKS.md has the
-// simulator runs with and without --print-requests.
-func TestRequestLogLines(t *testing.T) {
-	var buf bytes.Buffer
-	l := newRequestLog(&buf, requestLogRun{apiURL: "http://s/v1/chat/completions", model: "m", origin: time.Now()})
-	const n = 500
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := datasets.Prompt{PromptLen: i, OutputLen: 8}
-			id := l.started(p)
-			now := time.Now()
-			r := prober.Result{Stream: true, Sent: now, FirstToken: now.Add(time.Millisecond), End: now.Add(2 * time.Millisecond), Outcome: prober.OutcomeSuccess, OutputTokens: 8}
-			if i%50 == 0 {
-				r.Outcome, r.Err, r.FirstToken = prober.OutcomeHTTP5xx, "503 Service Unavailable", time.Time{}
-			}
-			l.ended(id, p, &r)
-		}()
-	}
-	wg.Wait()
-	l.close()
-	const uuid4 = `([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})`
-	const pyFloat = `\d+\.\d+(?:e[-+]\d\d)?`
-	startRe := regexp.MustCompile(`^rid=` + uuid4 + ` time=` + pyFloat + ` message="request start" request_func_input="RequestFuncInput\(prompt='\.\.\.', api_url='http://s/v1/chat/completions', prompt_len=\d+, output_len=8, model='m', lora_name=None, image_data=None, extra_request_body=\{\}, timestamp=None, routing_key=None\)"$`)
-	endRe := regexp.MustCompile(`^rid=` + uuid4 + ` time=` + pyFloat + ` time_delta=-?` + pyFloat + ` message="request end" output="RequestFuncOutput\(generated_text='\.\.\.', success=(True|False), latency=` + pyFloat + `, ttft=` + pyFloat + `, tpot=None, itl=\[\], text_chunks=\[\], prompt_len=\d+, error='[^']*', output_len=(8|0), start_time=` + pyFloat + `, cached_tokens=0, cached_tokens_details=None, spec_accept_length=0\.0, spec_cap_length=0\.0, spec_block_accept_length=0\.0, spec_cap_lens_histogram=\[\]\)"$`)
-	seen := map[string]int{} // rid -> 1 after start, 2 after end
-	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	failed := 0
-	for _, line := range lines {
-		if m := startRe.FindStringSubmatch(line); m != nil {
-			if seen[m[1]] != 0 {
-				t.Errorf("second start line for rid %s: %q", m[1], line)
-			}
-			seen[m[1]] = 1
-			continue
-		}
-		if m := endRe.FindStringSubmatch(line); m != nil {
-			if seen[m[1]] != 1 {
-				t.Errorf("end line before the start line for rid %s: %q", m[1], line)
-			}
-			seen[m[1]] = 2
-			if m[2] == "False" {
-				failed++
-			}
-			continue
-		}
-		t.Errorf("unexpected line %q", line)
-	}
-	if len(lines) != 2*n || len(seen) != n {
-		t.Fatalf("%d lines for %d rids, want %d lines for %d", len(lines), len(seen), 2*n, n)
-	}
-	for rid, st := range seen {
-		if st != 2 {
-			t.Errorf("rid %s has no end line", rid)
-		}
-	}
-	if failed != n/50 {
-		t.Errorf("%d end lines say success=False, want %d", failed, n/50)
-	}
-}
-
 // TestPrintRequestsSpecAccept: spec_accept_length is the server's only
 // where bench_serving's request function reads it (/generate, and chat
 // without streaming); its streaming chat function leaves it 0.0.
@@ -233,7 +140,7 @@ func TestPrintRequestsSpecAccept(t *testing.T) {
 		s.Backend, s.BaseURL, s.DisableStream = tc.backend, "http://s", !tc.stream
 		run := newRequestLogRun(&Prepared{Spec: s, Info: info, Model: "m"})
 		r := prober.Result{Outcome: prober.OutcomeSuccess, SpecAcceptLength: 2.5}
-		if got := string(appendOutput(nil, &run, &datasets.Prompt{}, &r)); !strings.Contains(got, tc.want) {
+		if got := string(bench.AppendRequestEnd(nil, nil, 0, 0, &run, &datasets.Prompt{}, &r)); !strings.Contains(got, tc.want) {
 			t.Errorf("%s stream=%t: %s, want %s", tc.backend, tc.stream, got, tc.want)
 		}
 	}

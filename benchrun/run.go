@@ -57,7 +57,7 @@ type Env struct {
 	// RequestLog, if set, gets bench_serving's --print-requests line when
 	// each request (warm-up included) starts and one when it ends,
 	// written by a goroutine of its own so that the requests never wait
-	// on it (see requestLog).
+	// on it (see bench.RequestLog).
 	RequestLog io.Writer
 	// OnStart, if set, is called just before the measured run starts
 	// (after warmup, cache flush, the pause and the profiler start), with
@@ -531,9 +531,9 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 	if env.RequestLog != nil {
 		// bench_serving prints the lines from its request function, which
 		// the warm-up requests go through too.
-		rl := newRequestLog(env.RequestLog, newRequestLogRun(p))
-		defer rl.close()
-		do = rl.wrap(do)
+		rl := bench.NewRequestLog(env.RequestLog, newRequestLogRun(p))
+		defer rl.Close()
+		do = logRequests(rl, do)
 	}
 	if n := s.WarmupRequests; n > 0 {
 		warm := prober.WarmupPrompts(p.Prompts.First(), n)

@@ -95,7 +95,7 @@ func BenchmarkPrintRequestsP99TTFT(b *testing.B) {
 }
 
 // requestLine* are bench_serving's --print-requests lines (see
-// benchrun/requestlog.go, which quotes the Python that writes them): a
+// bench/requestlog.go, which quotes the Python that writes them): a
 // version 4 UUID rid, Python floats, and the request function's input and
 // output as reprs, one line each (repr escapes every newline).
 var (

@@ -6,7 +6,7 @@
 //
 // It is a ground-floor primitive: it imports only the standard library, so
 // that every package that writes a Python-compatible byte (prober's
-// request bodies, bench's table and record, benchrun's request log, cmd's
+// request bodies, bench's table, record and request log, cmd's
 // flag defaults) shares one formatter and none of them imports another
 // for it.
 package pyfmt

@@ -102,6 +102,19 @@ func SortedFields(m map[string]any) []Field {
 	return out
 }
 
+// SetField is d[key] = value on a Python dict held as fields: a key
+// already present keeps its place and takes the value, a new one goes
+// last.
+func SetField(fields []Field, key string, value any) []Field {
+	for i := range fields {
+		if fields[i].Key == key {
+			fields[i].Value = value
+			return fields
+		}
+	}
+	return append(fields, Field{Key: key, Value: value})
+}
+
 // AppendRepr appends repr(v) for a value decoded from JSON (or built of
 // the same kinds). A json.Number is an int unless it has a fraction or an
 // exponent, as json.loads decides; other Go types go through their JSON

@@ -58,3 +58,20 @@ func TestRepr(t *testing.T) {
 		}
 	}
 }
+
+// TestSetField: d[key] = value keeps an existing key's place and appends
+// a new one, as a Python dict does.
+func TestSetField(t *testing.T) {
+	for _, tc := range []struct {
+		key, want string
+	}{
+		{"a", "{'a': 9, 'b': 2}"},
+		{"b", "{'a': 1, 'b': 9}"},
+		{"c", "{'a': 1, 'b': 2, 'c': 9}"},
+	} {
+		fields := []Field{{"a", 1}, {"b", 2}}
+		if got := string(AppendDict(nil, SetField(fields, tc.key, 9))); got != tc.want {
+			t.Errorf("d[%q] = 9: %s, want %s", tc.key, got, tc.want)
+		}
+	}
+}
