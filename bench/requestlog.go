@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -103,6 +104,10 @@ type RequestLog struct {
 	wake   chan struct{}
 	done   chan struct{}
 	closed bool
+	// err is the first write error (the writer goroutine's; read after
+	// done is closed): the lines are the output the user asked for, so
+	// losing them fails the run rather than passing unseen.
+	err error
 
 	// Writer goroutine state: each started request's rid and start time
 	// until its end line.
@@ -160,18 +165,23 @@ func (l *RequestLog) loop() {
 		l.mu.Unlock()
 		for i := range batch {
 			line = l.appendLine(line[:0], &batch[i])
+			// bufio.Writer's errors are sticky: after the first, every
+			// write and flush returns it and writes nothing.
 			_, _ = l.w.Write(line)
 			batch[i] = requestEvent{} // drop the result's events and text
 		}
-		_ = l.w.Flush()
+		if err := l.w.Flush(); err != nil && l.err == nil {
+			l.err = err
+		}
 		if closed || !ok {
 			return
 		}
 	}
 }
 
-// Close writes every queued line and stops the writer.
-func (l *RequestLog) Close() {
+// Close writes every queued line, stops the writer and returns the first
+// write error, if any.
+func (l *RequestLog) Close() error {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
@@ -180,6 +190,10 @@ func (l *RequestLog) Close() {
 	default:
 	}
 	<-l.done
+	if l.err != nil {
+		return fmt.Errorf("--print-requests: %w", l.err)
+	}
+	return nil
 }
 
 // unixSeconds is time.time() at t: the Unix time in seconds as a float,

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"regexp"
 	"strings"
 	"sync"
@@ -63,7 +64,9 @@ func TestRequestLogLines(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	const uuid4 = `([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})`
 	const pyFloat = `\d+\.\d+(?:e[-+]\d\d)?`
 	startRe := regexp.MustCompile(`^rid=` + uuid4 + ` time=` + pyFloat + ` message="request start" request_func_input="RequestFuncInput\(prompt='\.\.\.', api_url='http://s/v1/chat/completions', prompt_len=\d+, output_len=8, model='m', lora_name=None, image_data=None, extra_request_body=\{\}, timestamp=None, routing_key=None\)"$`)
@@ -101,5 +104,24 @@ func TestRequestLogLines(t *testing.T) {
 	}
 	if failed != n/50 {
 		t.Errorf("%d end lines say success=False, want %d", failed, n/50)
+	}
+}
+
+// failingWriter accepts nothing: a closed stdout, a full disk.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestRequestLogWriteError: lines that could not be written are an error
+// of Close, never dropped unseen.
+func TestRequestLogWriteError(t *testing.T) {
+	l := NewRequestLog(failingWriter{}, RequestLogRun{Model: "m", Origin: time.Now()})
+	now := time.Now()
+	id := l.Started(now, datasets.Prompt{})
+	r := prober.Result{Sent: now, End: now, Outcome: prober.OutcomeSuccess}
+	l.Ended(id, now, datasets.Prompt{}, &r)
+	err := l.Close()
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "--print-requests") {
+		t.Errorf("Close() = %v, want the write error, naming --print-requests", err)
 	}
 }

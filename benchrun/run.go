@@ -532,7 +532,11 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 		// bench_serving prints the lines from its request function, which
 		// the warm-up requests go through too.
 		rl := bench.NewRequestLog(env.RequestLog, newRequestLogRun(p))
-		defer rl.Close()
+		defer func() {
+			if cerr := rl.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
 		do = logRequests(rl, do)
 	}
 	if n := s.WarmupRequests; n > 0 {
