@@ -18,9 +18,10 @@ import (
 	"github.com/servingprobe/servingprobe/simulator"
 )
 
-// These SLO searches run against the simulator on loopback, through
-// Prepare and Sweep as the CLI and the bench windows do; their answers are
-// read from the sweep table's text, as a user reads them.
+// These SLO searches run against the simulator in a synctest bubble over
+// in-memory connections (serveSim), through Prepare and Sweep as the CLI
+// and the bench windows do; their answers are read from the sweep table's
+// text, as a user reads them.
 
 // startLoad is a load counter over the simulator's generation endpoints:
 // the most requests in flight at once and the most started within one
