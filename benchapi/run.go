@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/servingprobe/servingprobe/bench"
@@ -16,7 +17,12 @@ import (
 // Runner runs the daemon's bench windows with the same code as the CLI:
 // the request's Spec runs on the target's client (its
 // http_client_config carries auth and TLS).
-func Runner() RunFunc {
+func Runner() RunFunc { return runnerDial(nil) }
+
+// runnerDial is Runner with the runs' connections to the server made by
+// dial (benchrun.Env.DialContext): a test's way to serve the target over
+// in-memory connections in a testing/synctest bubble.
+func runnerDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) RunFunc {
 	return func(ctx context.Context, job Job) (Output, error) {
 		s := job.Request.Spec
 		if s.Tokenizer == "server" {
@@ -26,6 +32,7 @@ func Runner() RunFunc {
 		env := benchrun.Env{
 			Logger: job.Logger, Target: &t, Module: job.Request.ModuleName,
 			Observer: job.Observer, Progress: job.Progress, OnStart: job.Started,
+			DialContext: dial,
 		}
 		// The window's report draws every request.
 		s.Details, s.DetailsNoTexts = true, true

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -67,6 +68,11 @@ type Env struct {
 	// ServerMetrics tunes the reads of the server's metrics endpoints;
 	// the zero value takes servermetrics' defaults.
 	ServerMetrics servermetrics.Options
+	// DialContext, if set, dials the run's connections to the server
+	// (prober.ClientOptions.DialContext): a test's way to a server over
+	// in-memory connections in a testing/synctest bubble. Nil, as in
+	// production, dials the network.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Prepared is a run whose prompts, pacer and prober are ready.
@@ -216,7 +222,8 @@ func newClient(s Spec, info prober.BackendInfo, env Env) (*http.Client, error) {
 	if conc <= 0 {
 		conc = s.NumPrompts
 	}
-	c, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: max(conc, 1), UserAgent: "servingprobe-bench", NewConnection: s.Compat.NewConnection, UserClock: s.Compat.UserClock})
+	c, err := prober.NewClient(&t, prober.ClientOptions{Concurrency: max(conc, 1), UserAgent: "servingprobe-bench", NewConnection: s.Compat.NewConnection, UserClock: s.Compat.UserClock,
+		DialContext: env.DialContext})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -33,6 +34,13 @@ type ClientOptions struct {
 	// kernel's receive times and the request's write (--compat
 	// user-clock).
 	UserClock bool
+	// DialContext, if set, makes every connection instead of the
+	// network's dialer; the connections it returns are not kernel-stamped,
+	// so results are stamped by the user clock. It exists for tests that
+	// run a client and a server over in-memory connections in a
+	// testing/synctest bubble (llmtest.PipeListener), where sockets would
+	// put real time into a test of fake time; production leaves it nil.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // NewClient builds the HTTP client for a target from its http_client_config
@@ -52,7 +60,10 @@ func NewClient(t *config.Target, o ClientOptions) (*http.Client, error) {
 		// way that also holds when auth or headers wrap the transport.
 		opts = append(opts, promconfig.WithKeepAlivesDisabled())
 	}
-	if !o.UserClock {
+	switch {
+	case o.DialContext != nil:
+		opts = append(opts, promconfig.WithDialContextFunc(o.DialContext))
+	case !o.UserClock:
 		opts = append(opts, promconfig.WithDialContextFunc(dialStamped))
 	}
 	// The user agent is added after tuning: given to prometheus/common it

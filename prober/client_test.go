@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -9,10 +10,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	promconfig "github.com/prometheus/common/config"
 
 	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
 
 func TestNewClientTunesTransport(t *testing.T) {
@@ -116,5 +119,58 @@ func TestDetectModelSeveral(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), `using the first, "llama3.2:1b"`) {
 		t.Errorf("message %q does not say which model and why", err)
+	}
+}
+
+// TestNewClientDialContext: a client given a dial hook makes every
+// connection through it, whatever the URL's address, with or without the
+// transport wrapped by a bearer token, so a test can serve it over
+// in-memory connections in a synctest bubble; the token still arrives.
+func TestNewClientDialContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  promconfig.HTTPClientConfig
+	}{
+		{"plain", promconfig.DefaultHTTPClientConfig},
+		{"bearer token", promconfig.HTTPClientConfig{BearerToken: "sk-secret", FollowRedirects: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := llmtest.NewPipeListener()
+				var dials atomic.Int64
+				dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+					dials.Add(1)
+					return l.Dial(ctx, network, addr)
+				}
+				var auth atomic.Value
+				srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					auth.Store(r.Header.Get("Authorization"))
+					io.WriteString(w, "ok")
+				})}
+				go func() { _ = srv.Serve(l) }()
+				defer srv.Close()
+				c, err := NewClient(&config.Target{Name: "t", HTTPClientConfig: tc.cfg}, ClientOptions{Concurrency: 1, DialContext: dial})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.CloseIdleConnections()
+				resp, err := c.Get("http://127.0.0.1:1/") // refused, were it dialled on the network
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(b) != "ok" || dials.Load() != 1 {
+					t.Errorf("body %q after %d dials, want ok after 1", b, dials.Load())
+				}
+				want := ""
+				if tc.cfg.BearerToken != "" {
+					want = "Bearer " + string(tc.cfg.BearerToken)
+				}
+				if got, _ := auth.Load().(string); got != want {
+					t.Errorf("Authorization %q, want %q", got, want)
+				}
+			})
+		})
 	}
 }

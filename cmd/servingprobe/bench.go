@@ -41,7 +41,7 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 		return err // before the run: a bad gate loses no measurement
 	}
 	prog := &prober.Progress{}
-	renv := benchrun.Env{Logger: env.Logger, Stdout: env.Stdout, Progress: prog, Getenv: getenv}
+	renv := benchrun.Env{Logger: env.Logger, Stdout: env.Stdout, Progress: prog, Getenv: getenv, DialContext: env.Dial}
 	if f.printRequests {
 		// bench_serving prints these lines to stdout, among its own.
 		renv.RequestLog = env.Stdout

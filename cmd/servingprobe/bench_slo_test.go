@@ -75,13 +75,15 @@ func startCountedSimulator(t *testing.T, cfg simulator.Config) (*loadCounter, st
 }
 
 // hog holds one slot of the simulator with a request that runs until
-// cancelled (ten thousand tokens), as another client's long request or a
-// queue an earlier point left would.
+// cancelled (30,000 tokens: a minute at TestBenchSLOSearchWaitsForIdle's
+// 2 ms a token, so that a search on a loaded machine still finds the
+// server busy; the simulator's 32,768-token context bounds it), as
+// another client's long request or a queue an earlier point left would.
 func hog(t *testing.T, url string) (cancel func()) {
 	t.Helper()
 	ctx, cancelCtx := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	body := `{"model":"servingprobe-sim","prompt":"hi","max_tokens":10000,"ignore_eos":true,"stream":true}`
+	body := `{"model":"servingprobe-sim","prompt":"hi","max_tokens":30000,"ignore_eos":true,"stream":true}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,6 +24,9 @@ type cliEnv struct {
 	Stdout, Stderr io.Writer
 	Logger         log.Logger
 	Slog           *slog.Logger // the same logger, for libraries that need slog
+	// Dial, if set, makes bench's connections to the server
+	// (benchrun.Env.DialContext); nil, as in main, dials the network.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func main() {
@@ -34,6 +38,14 @@ func main() {
 
 // run parses args and runs one subcommand. It returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runDial(ctx, args, stdin, stdout, stderr, nil)
+}
+
+// runDial is run with bench's connections to the server made by dial:
+// a test's way to run the command line against a server over in-memory
+// connections in a testing/synctest bubble, where every latency is on
+// the bubble's clock.
+func runDial(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, dial func(ctx context.Context, network, addr string) (net.Conn, error)) int {
 	app := kingpin.New("servingprobe", "Prometheus exporter, continuous prober and benchmark client for LLM inference servers.")
 	app.Version(version.Print("servingprobe"))
 	app.HelpFlag.Short('h')
@@ -86,7 +98,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "servingprobe: %v\n", err)
 		return 2
 	}
-	env := &cliEnv{Stdin: stdin, Stdout: stdout, Stderr: stderr, Logger: logger, Slog: slogger}
+	env := &cliEnv{Stdin: stdin, Stdout: stdout, Stderr: stderr, Logger: logger, Slog: slogger, Dial: dial}
 	if err := commands[cmd](ctx, env); err != nil {
 		var ec exitCoder
 		if asExitCoder(err, &ec) {
