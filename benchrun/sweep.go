@@ -371,6 +371,14 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		if err != nil {
 			return nil, err
 		}
+		if search && role == "" && out.Summary.Stopped == bench.EndedBudget && measuredNothing(w.SLO.Check(&out.Summary)) {
+			// The budget ran out before the point ended a request it
+			// could judge (the idle wait and the warm-up spent what was
+			// left; a request the deadline cut is not the server's
+			// failure): it neither held nor failed, and the search ends
+			// as any search whose budget ran out.
+			return nil, errBudget
+		}
 		pt := SweepPoint{Summary: &out.Summary, Info: bench.SweepInfo{
 			Mode: w.Mode, By: by, Index: len(res.Points) + 1, Points: total, Value: v, Role: role,
 			IdleWait: waited.Seconds(), NotIdle: notIdle,
@@ -446,6 +454,16 @@ const anchorShare = 10
 // minPointTime is the least time left in a search's budget that is worth
 // starting a point for (besides its cooldown and warmup pause).
 const minPointTime = 2 * time.Second
+
+// measuredNothing says whether none of a point's objectives had a sample.
+func measuredNothing(vs []bench.Verdict) bool {
+	for _, v := range vs {
+		if v.Samples > 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // pointEnd is why a search's point ended early, from its summary's
 // Stopped reason, and how many samples decided it: those of the
