@@ -187,6 +187,16 @@ type Run struct {
 	ScenarioAt time.Duration
 }
 
+// cost is the work promtool does on r, in target-time: evaluation is about
+// linear in the span and the number of targets.
+func (r Run) cost() time.Duration {
+	n := 1
+	if r.Scenario != nil {
+		n += r.Scenario.OtherTargets
+	}
+	return r.Span * time.Duration(n)
+}
+
 // writeSeries writes the input_series of r in promtool's test format.
 func (r Run) writeSeries(m Model, w io.Writer) {
 	n := 1
