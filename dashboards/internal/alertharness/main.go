@@ -360,36 +360,73 @@ func measureConfig(ctx context.Context, promtool string, cfg mixin.Config, m Mod
 	return res, sev, err
 }
 
-var recordRE = regexp.MustCompile(`target:[a-zA-Z0-9_]+:[a-zA-Z0-9_:]+`)
+var (
+	recordRE   = regexp.MustCompile(`(target:[a-zA-Z0-9_]+:[a-zA-Z0-9_:]+)(\{[^}]*\})?`)
+	quantileRE = regexp.MustCompile(`quantile(=~|=)"([^"]*)"`)
+)
 
-// alertingRecords renders cfg's recording rules keeping only those the
-// alerts read, directly or through another recorded series. The rest (the
-// dashboards' quantiles) cannot change when or whether an alert fires, since
-// a rule sees other rules only through the series they record, and they are
-// about a seventh of promtool's work over weeks of series.
+// reads says which recorded series expr reads: per record name, the
+// quantile label values its selectors accept (nil: any).
+type reads map[string][]*regexp.Regexp
+
+func (rd reads) add(expr string) (grew bool) {
+	for _, m := range recordRE.FindAllStringSubmatch(expr, -1) {
+		name, old := m[1], rd[m[1]]
+		q := quantileRE.FindStringSubmatch(m[2])
+		if _, ok := rd[name]; ok && old == nil {
+			continue // already any quantile
+		}
+		if q == nil {
+			rd[name] = nil
+			grew = true
+			continue
+		}
+		re := "^" + regexp.QuoteMeta(q[2]) + "$"
+		if q[1] == "=~" {
+			re = "^(?:" + q[2] + ")$"
+		}
+		if !slices.ContainsFunc(old, func(o *regexp.Regexp) bool { return o.String() == re }) {
+			rd[name] = append(old, regexp.MustCompile(re))
+			grew = true
+		}
+	}
+	return grew
+}
+
+// keeps reports whether a rule recording name with the given quantile
+// label ("" for none) records a series some selector reads.
+func (rd reads) keeps(name, quantile string) bool {
+	res, ok := rd[name]
+	if !ok {
+		return false
+	}
+	if res == nil || quantile == "" {
+		return true
+	}
+	return slices.ContainsFunc(res, func(re *regexp.Regexp) bool { return re.MatchString(quantile) })
+}
+
+// alertingRecords renders cfg's recording rules keeping only those whose
+// series the alerts read, directly or through another recorded series. The
+// rest (the dashboards' quantiles) cannot change when or whether an alert
+// fires, since a rule sees other rules only through the series they record;
+// they are a third of promtool's work over weeks of series.
 func alertingRecords(cfg mixin.Config) ([]byte, error) {
-	need := map[string]bool{}
+	rd := reads{}
 	for _, g := range cfg.Alerts().Groups {
 		for _, r := range g.Rules {
-			for _, m := range recordRE.FindAllString(r.Expr, -1) {
-				need[m] = true
-			}
+			rd.add(r.Expr)
 		}
 	}
 	rf := cfg.Rules()
 	// A record may read one recorded later in the file, so repeat until
-	// nothing new is needed.
+	// nothing new is read.
 	for grew := true; grew; {
 		grew = false
 		for _, g := range rf.Groups {
 			for _, r := range g.Rules {
-				if !need[r.Record] {
-					continue
-				}
-				for _, m := range recordRE.FindAllString(r.Expr, -1) {
-					if !need[m] {
-						need[m], grew = true, true
-					}
+				if rd.keeps(r.Record, quantileLabel(r.Labels)) && rd.add(r.Expr) {
+					grew = true
 				}
 			}
 		}
@@ -397,11 +434,20 @@ func alertingRecords(cfg mixin.Config) ([]byte, error) {
 	for i := range rf.Groups {
 		kept := rf.Groups[i].Rules[:0]
 		for _, r := range rf.Groups[i].Rules {
-			if need[r.Record] {
+			if rd.keeps(r.Record, quantileLabel(r.Labels)) {
 				kept = append(kept, r)
 			}
 		}
 		rf.Groups[i].Rules = kept
 	}
 	return yaml.Marshal(rf)
+}
+
+func quantileLabel(ls yaml.MapSlice) string {
+	for _, l := range ls {
+		if l.Key == "quantile" {
+			return fmt.Sprint(l.Value)
+		}
+	}
+	return ""
 }

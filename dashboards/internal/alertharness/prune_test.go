@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,17 +22,22 @@ func TestAlertingRecords(t *testing.T) {
 	}
 	var rf struct {
 		Groups []struct {
-			Rules []struct{ Record, Expr string }
+			Rules []struct {
+				Record, Expr string
+				Labels       map[string]string
+			}
 		}
 	}
 	if err := yaml.Unmarshal(b, &rf); err != nil {
 		t.Fatal(err)
 	}
 	kept := map[string]bool{}
+	quantiles := map[string][]string{}
 	var exprs []string
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			kept[r.Record] = true
+			quantiles[r.Record] = append(quantiles[r.Record], r.Labels["quantile"])
 			exprs = append(exprs, r.Expr)
 		}
 	}
@@ -40,9 +47,18 @@ func TestAlertingRecords(t *testing.T) {
 		}
 	}
 	for _, e := range exprs {
-		for _, m := range recordRE.FindAllString(e, -1) {
-			if !kept[m] {
-				t.Errorf("%s is read but not recorded", m)
+		for _, m := range recordRE.FindAllStringSubmatch(e, -1) {
+			if !kept[m[1]] {
+				t.Errorf("%s is read but not recorded", m[0])
+				continue
+			}
+			q := quantileRE.FindStringSubmatch(m[2])
+			if q == nil {
+				continue
+			}
+			re := regexp.MustCompile("^(?:" + q[2] + ")$")
+			if !slices.ContainsFunc(quantiles[m[1]], re.MatchString) {
+				t.Errorf("%s is read, but only quantiles %v are recorded", m[0], quantiles[m[1]])
 			}
 		}
 	}
@@ -52,6 +68,10 @@ func TestAlertingRecords(t *testing.T) {
 			all++
 			if strings.Contains(r.Record, "e2e_request_latency") && kept[r.Record] {
 				t.Errorf("%s, read by no alert, is evaluated", r.Record)
+			}
+			// The alerts read the 5m TTFT p50 and p99, never its p90.
+			if r.Record == mixin.QuantileRecord(mixin.TTFT, "5m") && slices.Contains(quantiles[r.Record], "0.9") {
+				t.Errorf("%s{quantile=\"0.9\"}, read by no alert, is evaluated", r.Record)
 			}
 		}
 	}
