@@ -152,3 +152,22 @@ func TestHarnessShort(t *testing.T) {
 		t.Errorf("table lacks the scenario's row:\n%s", b.String())
 	}
 }
+
+// TestTableHealthyOnly checks that a run of the healthy series alone (-only
+// healthy) prints the false-alert table alone, with its counts per week.
+func TestTableHealthyOnly(t *testing.T) {
+	o := DefaultOptions()
+	o.Seeds, o.HealthyDays, o.Scenarios = 4, 7, nil
+	res := &Result{Options: o, False: map[string]int{"A": 2}, Weeks: 4}
+	var b strings.Builder
+	res.Table(&b, map[string]string{"A": "warning", "B": "critical"})
+	got := b.String()
+	if strings.Contains(got, "Time to fire") || !strings.HasPrefix(got, "False alerts on the healthy series") {
+		t.Errorf("healthy-only table:\n%s", got)
+	}
+	for _, row := range []string{"| A | warning | 2 | 0.50 | ≤ 1 | yes |", "| B | critical | 0 | 0.00 | 0 | yes |", "over 4 weeks (4 seeds of 7 days)"} {
+		if !strings.Contains(got, row) {
+			t.Errorf("table lacks %q:\n%s", row, got)
+		}
+	}
+}

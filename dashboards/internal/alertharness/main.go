@@ -20,11 +20,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v2"
@@ -60,6 +62,10 @@ type Options struct {
 	Scrape, Eval   time.Duration
 	Jobs           int
 	Scenarios      []Scenario
+	// Progress, if set, gets a line as each run finishes or fails, so that
+	// a long measurement shows how far it got and a failure is seen before
+	// the others finish.
+	Progress io.Writer
 }
 
 // DefaultOptions measure about four and a quarter healthy weeks (three seeds
@@ -133,20 +139,36 @@ func Measure(ctx context.Context, promtool string, ruleFiles []string, m Model, 
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, max(o.Jobs, 1))
 	)
-	for _, j := range jobs {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	for i, j := range jobs {
+		// Taken here, not in the goroutine, so that runs start in order.
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			fs, err := evaluate(ctx, promtool, dir, ruleFiles, m, j.run, o.Eval, j.from)
 			mu.Lock()
 			defer mu.Unlock()
+			name := "healthy"
+			if j.run.Scenario != nil {
+				name = j.run.Scenario.Name
+			}
 			if err != nil {
-				errs = append(errs, err)
+				// One failed run spoils the table: stop the others.
+				errs = append(errs, fmt.Errorf("%s (seed %d): %w", name, j.run.Seed, err))
+				cancel()
 				return
 			}
 			res.add(j, fs)
+			if o.Progress != nil {
+				fmt.Fprintf(o.Progress, "run %d of %d done after %s: %s, seed %d, %s\n", i+1, len(jobs), time.Since(start).Round(time.Second), name, j.run.Seed, j.run.Span)
+			}
 		}()
 	}
 	wg.Wait()
@@ -195,6 +217,20 @@ func fmtMin(d time.Duration) string {
 // Table writes the result as Markdown.
 func (res *Result) Table(w io.Writer, severities map[string]string) {
 	o := res.Options
+	if len(o.Scenarios) > 0 {
+		res.fireTable(w, severities)
+	}
+	if res.Weeks == 0 {
+		return
+	}
+	if len(o.Scenarios) > 0 {
+		fmt.Fprintln(w)
+	}
+	res.falseTable(w, severities)
+}
+
+func (res *Result) fireTable(w io.Writer, severities map[string]string) {
+	o := res.Options
 	fmt.Fprintf(w, "Time to fire in minutes after the injection (median and worst of %d seeds; scrape every %s, rules evaluated every %s, "+
 		"probes every %s; alerts that never fired within %s are left out):\n\n",
 		o.Seeds, o.Scrape, o.Eval, DefaultModel().ProbeInterval, o.Observe)
@@ -238,10 +274,11 @@ func (res *Result) Table(w io.Writer, severities map[string]string) {
 			fmt.Fprintf(w, "| %s | **%s (healthy target)** | | | | | **no** |\n", sc.Name, wr)
 		}
 	}
-	if res.Weeks == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nFalse alerts on the healthy series: firings per simulated week, over %.2g weeks (%d seeds of %d days), after %s of warm-up:\n\n",
+}
+
+func (res *Result) falseTable(w io.Writer, severities map[string]string) {
+	o := res.Options
+	fmt.Fprintf(w, "False alerts on the healthy series: firings per simulated week, over %.2g weeks (%d seeds of %d days), after %s of warm-up:\n\n",
 		res.Weeks, o.Seeds, o.HealthyDays, o.Warmup)
 	fmt.Fprintln(w, "| alert | severity | firings | per week | target | met |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
@@ -279,6 +316,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jobs := fs.Int("j", 2, "promtool processes at once")
 	probe := fs.Duration("probe-interval", DefaultModel().ProbeInterval, "the model's probe interval")
 	promtool := fs.String("promtool", "promtool", "promtool binary")
+	only := fs.String("only", "", `"healthy" to measure only the false alerts, "scenarios" only the times to fire`)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -307,9 +345,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o.Observe = *observe
 	}
 	o.Jobs = *jobs
+	switch *only {
+	case "":
+	case "healthy":
+		o.Scenarios = nil
+	case "scenarios":
+		o.HealthyDays = 0
+	default:
+		fmt.Fprintf(stderr, "-only %q: want healthy or scenarios\n", *only)
+		return 2
+	}
+	o.Progress = stderr
 	m := DefaultModel()
 	m.ProbeInterval = *probe
-	res, sev, err := measureConfig(context.Background(), *promtool, cfg, m, o)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, sev, err := measureConfig(ctx, *promtool, cfg, m, o)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
