@@ -129,7 +129,7 @@ func TestHarnessShort(t *testing.T) {
 		t.Fatalf("promtool: %v (Debian's prometheus package)", err)
 	}
 	o := DefaultOptions()
-	o.Seeds, o.HealthyDays, o.ScenarioWarmup, o.Observe = 1, 0, 2*time.Hour, 15*time.Minute
+	o.ScenarioSeeds, o.HealthyDays, o.ScenarioWarmup, o.Observe = 1, 0, 2*time.Hour, 15*time.Minute
 	o.Scenarios = []Scenario{Scenarios[len(Scenarios)-1]} // one target of three down
 	res, sev, err := measureConfig(context.Background(), "promtool", mixin.Default(), DefaultModel(), o)
 	if err != nil {

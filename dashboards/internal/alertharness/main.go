@@ -52,9 +52,10 @@ var Scenarios = []Scenario{
 
 // Options are the harness's knobs.
 type Options struct {
-	Seeds       int           // seeds per scenario and healthy runs
-	HealthyDays int           // measured healthy days per seed
-	Warmup      time.Duration // healthy history before measuring false alerts
+	Seeds         int           // healthy series, each of HealthyDays
+	ScenarioSeeds int           // runs of each scenario
+	HealthyDays   int           // measured healthy days per seed
+	Warmup        time.Duration // healthy history before measuring false alerts
 	// ScenarioWarmup is the healthy history before a scenario's injection:
 	// a day and an hour give the regression baseline one of its lags.
 	ScenarioWarmup time.Duration
@@ -68,13 +69,15 @@ type Options struct {
 	Progress io.Writer
 }
 
-// DefaultOptions measure about four and a quarter healthy weeks (three seeds
-// of ten days) and every scenario in three seeds: `make alerts`. promtool's
-// cost is about linear in simulated days times series, so this is about 80
-// target-days of evaluation: an hour or so on two shared cores.
+// DefaultOptions measure four healthy weeks (four seeds of seven days, each
+// after three days of warm-up) and every scenario in two seeds: `make
+// alerts`. promtool's cost is about linear in simulated days times targets,
+// about 20 CPU-seconds per target-day with the alerts' rules, so this is
+// about 40 target-days of healthy series and 30 of scenarios, some 25
+// CPU-minutes: half an hour on two idle cores, hours on busy ones.
 func DefaultOptions() Options {
 	return Options{
-		Seeds: 3, HealthyDays: 10, Warmup: 3 * 24 * time.Hour, ScenarioWarmup: 25 * time.Hour, Observe: time.Hour,
+		Seeds: 4, ScenarioSeeds: 2, HealthyDays: 7, Warmup: 3 * 24 * time.Hour, ScenarioWarmup: 25 * time.Hour, Observe: 45 * time.Minute,
 		Scrape: 30 * time.Second, Eval: time.Minute, Jobs: 2, Scenarios: Scenarios,
 	}
 }
@@ -82,7 +85,7 @@ func DefaultOptions() Options {
 // ShortOptions is a run for CI: one seed, three scenarios, no healthy weeks.
 func ShortOptions() Options {
 	o := DefaultOptions()
-	o.Seeds, o.ScenarioWarmup, o.Observe = 1, 26*time.Hour, 40*time.Minute
+	o.ScenarioSeeds, o.ScenarioWarmup, o.Observe = 1, 26*time.Hour, 40*time.Minute
 	o.HealthyDays = 0
 	o.Scenarios = []Scenario{Scenarios[2], Scenarios[8], Scenarios[9]}
 	return o
@@ -116,11 +119,11 @@ func Measure(ctx context.Context, promtool string, ruleFiles []string, m Model, 
 	}
 	defer os.RemoveAll(dir)
 	var jobs []job
-	for seed := 1; seed <= o.Seeds; seed++ {
-		if o.HealthyDays > 0 {
-			span := o.Warmup + time.Duration(o.HealthyDays)*24*time.Hour
-			jobs = append(jobs, job{Run{Seed: uint64(seed), Span: span, Scrape: o.Scrape}, o.Warmup})
-		}
+	for seed := 1; seed <= o.Seeds && o.HealthyDays > 0; seed++ {
+		span := o.Warmup + time.Duration(o.HealthyDays)*24*time.Hour
+		jobs = append(jobs, job{Run{Seed: uint64(seed), Span: span, Scrape: o.Scrape}, o.Warmup})
+	}
+	for seed := 1; seed <= o.ScenarioSeeds; seed++ {
 		for i := range o.Scenarios {
 			// The model draws the phase of its daily cycle from the seed,
 			// so a fixed injection time falls at a random time of day.
@@ -233,7 +236,7 @@ func (res *Result) fireTable(w io.Writer, severities map[string]string) {
 	o := res.Options
 	fmt.Fprintf(w, "Time to fire in minutes after the injection (median and worst of %d seeds; scrape every %s, rules evaluated every %s, "+
 		"probes every %s; alerts that never fired within %s are left out):\n\n",
-		o.Seeds, o.Scrape, o.Eval, DefaultModel().ProbeInterval, o.Observe)
+		o.ScenarioSeeds, o.Scrape, o.Eval, DefaultModel().ProbeInterval, o.Observe)
 	fmt.Fprintln(w, "| scenario | alert | fired in | median | worst | target | met |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, sc := range o.Scenarios {
@@ -264,11 +267,11 @@ func (res *Result) fireTable(w io.Writer, severities map[string]string) {
 			if a == sc.Expect && sc.Within > 0 {
 				target = fmt.Sprintf("≤ %.0f", sc.Within.Minutes())
 				met = "yes"
-				if len(ds) < o.Seeds || ds[len(ds)-1] > sc.Within {
+				if len(ds) < o.ScenarioSeeds || ds[len(ds)-1] > sc.Within {
 					met = "**no**"
 				}
 			}
-			fmt.Fprintf(w, "| %s | %s (%s) | %d/%d | %s | %s | %s | %s |\n", sc.Name, a, severities[a], len(ds), o.Seeds, med, worst, target, met)
+			fmt.Fprintf(w, "| %s | %s (%s) | %d/%d | %s | %s | %s | %s |\n", sc.Name, a, severities[a], len(ds), o.ScenarioSeeds, med, worst, target, met)
 		}
 		for _, wr := range res.Wrong[sc.Name] {
 			fmt.Fprintf(w, "| %s | **%s (healthy target)** | | | | | **no** |\n", sc.Name, wr)
@@ -309,10 +312,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	knobs := fs.String("config", "", "YAML file of mixin knobs to render the rules from (default: the shipped knobs)")
 	short := fs.Bool("short", false, "a quick run: one seed, three scenarios, no healthy weeks")
-	seeds := fs.Int("seeds", 0, "seeds per scenario and healthy series (0: the default)")
-	days := fs.Int("healthy-days", -1, "measured days of each healthy series (-1: the default, 10)")
+	seeds := fs.Int("seeds", 0, "healthy series (0: the default, 4)")
+	scSeeds := fs.Int("scenario-seeds", 0, "runs of each scenario (0: the default, 2)")
+	days := fs.Int("healthy-days", -1, "measured days of each healthy series (-1: the default, 7)")
 	warmup := fs.Duration("warmup", 0, "healthy history before the measured days (0: the default, 72h)")
-	observe := fs.Duration("observe", 0, "how long to watch after an injection (0: the default, 1h)")
+	observe := fs.Duration("observe", 0, "how long to watch after an injection (0: the default, 45m)")
 	jobs := fs.Int("j", 2, "promtool processes at once")
 	probe := fs.Duration("probe-interval", DefaultModel().ProbeInterval, "the model's probe interval")
 	promtool := fs.String("promtool", "promtool", "promtool binary")
@@ -334,6 +338,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *seeds > 0 {
 		o.Seeds = *seeds
+	}
+	if *scSeeds > 0 {
+		o.ScenarioSeeds = *scSeeds
 	}
 	if *days >= 0 {
 		o.HealthyDays = *days
