@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -169,5 +170,29 @@ func TestTableHealthyOnly(t *testing.T) {
 		if !strings.Contains(got, row) {
 			t.Errorf("table lacks %q:\n%s", row, got)
 		}
+	}
+}
+
+// TestNativeHistogram checks the native variant's buckets against their
+// definition (bucket i holds (2^((i-1)/8), 2^(i/8)]) and promtool's notation.
+func TestNativeHistogram(t *testing.T) {
+	for _, v := range []float64{0.0123, 0.3, 1, 1.05, 2.7, 61} {
+		i := nativeIndex(v)
+		lo, hi := math.Exp2(float64(i-1)/8), math.Exp2(float64(i)/8)
+		if !(lo < v && v <= hi*(1+1e-12)) {
+			t.Errorf("%v in bucket %d: (%v, %v]", v, i, lo, hi)
+		}
+	}
+	h := newHistogram("x", nil, true)
+	h.scrape()
+	h.observe(0.3)
+	h.observe(0.3)
+	h.observe(1.05)
+	h.scrape()
+	var b strings.Builder
+	h.write(&b, `a="b"`)
+	want := "  - series: 'x{a=\"b\"}'\n    values: '{{schema:3 sum:0 count:0}} {{schema:3 sum:1.65 count:3 buckets:[2 0 0 0 0 0 0 0 0 0 0 0 0 0 1] offset:-13}}'\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

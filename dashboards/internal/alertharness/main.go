@@ -63,6 +63,10 @@ type Options struct {
 	Scrape, Eval   time.Duration
 	Jobs           int
 	Scenarios      []Scenario
+	// Native writes the latency histograms as native histograms only (a
+	// Prometheus 3 with scrape_native_histograms); promtool 2.42 cannot read
+	// them, so it needs a promtool from Prometheus 2.50 or later.
+	Native bool
 	// Progress, if set, gets a line as each run finishes or fails, so that
 	// a long measurement shows how far it got and a failure is seen before
 	// the others finish.
@@ -121,7 +125,7 @@ func Measure(ctx context.Context, promtool string, ruleFiles []string, m Model, 
 	var jobs []job
 	for seed := 1; seed <= o.Seeds && o.HealthyDays > 0; seed++ {
 		span := o.Warmup + time.Duration(o.HealthyDays)*24*time.Hour
-		jobs = append(jobs, job{Run{Seed: uint64(seed), Span: span, Scrape: o.Scrape}, o.Warmup})
+		jobs = append(jobs, job{Run{Seed: uint64(seed), Span: span, Scrape: o.Scrape, Native: o.Native}, o.Warmup})
 	}
 	for seed := 1; seed <= o.ScenarioSeeds; seed++ {
 		for i := range o.Scenarios {
@@ -129,7 +133,7 @@ func Measure(ctx context.Context, promtool string, ruleFiles []string, m Model, 
 			// so a fixed injection time falls at a random time of day.
 			at := o.ScenarioWarmup
 			jobs = append(jobs, job{Run{Seed: uint64(seed)*100 + uint64(i), Span: at + o.Observe, Scrape: o.Scrape,
-				Scenario: &o.Scenarios[i], ScenarioAt: at}, at})
+				Scenario: &o.Scenarios[i], ScenarioAt: at, Native: o.Native}, at})
 		}
 	}
 	// The longest runs start first, so that the last one to finish is a
@@ -237,6 +241,9 @@ func (res *Result) fireTable(w io.Writer, severities map[string]string) {
 	fmt.Fprintf(w, "Time to fire in minutes after the injection (median and worst of %d seeds; scrape every %s, rules evaluated every %s, "+
 		"probes every %s; alerts that never fired within %s are left out):\n\n",
 		o.ScenarioSeeds, o.Scrape, o.Eval, DefaultModel().ProbeInterval, o.Observe)
+	if o.Native {
+		fmt.Fprint(w, "Native histograms only (no classic buckets).\n\n")
+	}
 	fmt.Fprintln(w, "| scenario | alert | fired in | median | worst | target | met |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, sc := range o.Scenarios {
@@ -320,6 +327,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jobs := fs.Int("j", 2, "promtool processes at once")
 	probe := fs.Duration("probe-interval", DefaultModel().ProbeInterval, "the model's probe interval")
 	promtool := fs.String("promtool", "promtool", "promtool binary")
+	native := fs.Bool("native", false, "native histograms only, as Prometheus 3 with scrape_native_histograms stores them (needs a promtool of Prometheus 2.50 or later)")
 	only := fs.String("only", "", `"healthy" to measure only the false alerts, "scenarios" only the times to fire`)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -363,6 +371,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.Progress = stderr
+	o.Native = *native
 	m := DefaultModel()
 	m.ProbeInterval = *probe
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
