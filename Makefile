@@ -91,7 +91,8 @@ bench:
 	./.build/servingprobe-selftest selftest $(SELFTEST_FLAGS)
 
 # Measure the alerting rules: time to fire per scenario and false alerts per week,
-# through promtool (docs/runbook.md#measured-alert-quality). Long: about half an
-# hour on two cores. Paste the table into docs/runbook.md and dashboards/README.md.
+# through promtool (docs/runbook.md#measured-alert-quality). Long: some 25
+# CPU-minutes, a line on stderr per finished run; -only healthy|scenarios halves it.
+# Paste the table into docs/runbook.md and dashboards/README.md.
 alerts:
 	go run ./dashboards/internal/alertharness
