@@ -67,6 +67,9 @@ type Options struct {
 	// Prometheus 3 with scrape_native_histograms); promtool 2.42 cannot read
 	// them, so it needs a promtool from Prometheus 2.50 or later.
 	Native bool
+	// AllRules evaluates every recording rule, not only those the alerts
+	// read: slower, and a check that leaving the others out changes nothing.
+	AllRules bool
 	// Progress, if set, gets a line as each run finishes or fails, so that
 	// a long measurement shows how far it got and a failure is seen before
 	// the others finish.
@@ -116,7 +119,8 @@ type job struct {
 }
 
 // Measure runs every job of o against the rule files.
-func Measure(ctx context.Context, promtool string, ruleFiles []string, m Model, o Options) (*Result, error) {
+// groupOrder names every rule group in the order promtool evaluates them.
+func Measure(ctx context.Context, promtool string, ruleFiles, groupOrder []string, m Model, o Options) (*Result, error) {
 	dir, err := os.MkdirTemp("", "alertharness-")
 	if err != nil {
 		return nil, err
@@ -130,9 +134,15 @@ func Measure(ctx context.Context, promtool string, ruleFiles []string, m Model, 
 	for seed := 1; seed <= o.ScenarioSeeds; seed++ {
 		for i := range o.Scenarios {
 			// The model draws the phase of its daily cycle from the seed,
-			// so a fixed injection time falls at a random time of day.
+			// so a fixed injection time falls at a random time of day. A
+			// scenario's seed is its place in Scenarios, so that choosing
+			// scenarios (-scenario) keeps their series.
 			at := o.ScenarioWarmup
-			jobs = append(jobs, job{Run{Seed: uint64(seed)*100 + uint64(i), Span: at + o.Observe, Scrape: o.Scrape,
+			k := slices.IndexFunc(Scenarios, func(sc Scenario) bool { return sc.Name == o.Scenarios[i].Name })
+			if k < 0 {
+				k = i
+			}
+			jobs = append(jobs, job{Run{Seed: uint64(seed)*100 + uint64(k), Span: at + o.Observe, Scrape: o.Scrape,
 				Scenario: &o.Scenarios[i], ScenarioAt: at, Native: o.Native}, at})
 		}
 	}
@@ -159,7 +169,7 @@ func Measure(ctx context.Context, promtool string, ruleFiles []string, m Model, 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			fs, err := evaluate(ctx, promtool, dir, ruleFiles, m, j.run, o.Eval, j.from)
+			fs, err := evaluate(ctx, promtool, dir, ruleFiles, groupOrder, m, j.run, o.Eval, j.from)
 			mu.Lock()
 			defer mu.Unlock()
 			name := "healthy"
@@ -328,6 +338,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	probe := fs.Duration("probe-interval", DefaultModel().ProbeInterval, "the model's probe interval")
 	promtool := fs.String("promtool", "promtool", "promtool binary")
 	native := fs.Bool("native", false, "native histograms only, as Prometheus 3 with scrape_native_histograms stores them (needs a promtool of Prometheus 2.50 or later)")
+	allRules := fs.Bool("all-rules", false, "evaluate every recording rule, not only those the alerts read (a check; slower)")
+	scenario := fs.String("scenario", "", "only the scenarios whose name matches this regular expression")
 	only := fs.String("only", "", `"healthy" to measure only the false alerts, "scenarios" only the times to fire`)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -372,6 +384,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	o.Progress = stderr
 	o.Native = *native
+	o.AllRules = *allRules
+	if *scenario != "" {
+		re, err := regexp.Compile(*scenario)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		o.Scenarios = slices.DeleteFunc(slices.Clone(o.Scenarios), func(sc Scenario) bool { return !re.MatchString(sc.Name) })
+	}
 	m := DefaultModel()
 	m.ProbeInterval = *probe
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -404,15 +425,33 @@ func measureConfig(ctx context.Context, promtool string, cfg mixin.Config, m Mod
 	if err != nil {
 		return nil, nil, err
 	}
+	if o.AllRules {
+		recording = files["rules.yaml"]
+	}
 	var ruleFiles []string
-	for n, b := range map[string][]byte{"rules.yaml": recording, "alerts.yaml": files["alerts.yaml"]} {
-		p := filepath.Join(dir, n)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{"rules.yaml", recording}, {"alerts.yaml", files["alerts.yaml"]}} {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, f.b, 0o644); err != nil {
 			return nil, nil, err
 		}
 		ruleFiles = append(ruleFiles, p)
 	}
-	slices.Sort(ruleFiles)
+	// promtool evaluates the groups of a test in group_eval_order, and
+	// without one in the order of a Go map: a different order in each run,
+	// which moved times to fire by a minute between runs. A real Prometheus
+	// evaluates each group at its own phase within the interval; the
+	// alerts go first here, so that every alert reads records one
+	// evaluation old, the latest a real Prometheus can read them.
+	var order []string
+	for _, g := range cfg.Alerts().Groups {
+		order = append(order, g.Name)
+	}
+	for _, g := range cfg.Rules().Groups {
+		order = append(order, g.Name)
+	}
 	sev := map[string]string{}
 	for _, g := range cfg.Alerts().Groups {
 		for _, r := range g.Rules {
@@ -423,7 +462,7 @@ func measureConfig(ctx context.Context, promtool string, cfg mixin.Config, m Mod
 			}
 		}
 	}
-	res, err := Measure(ctx, promtool, ruleFiles, m, o)
+	res, err := Measure(ctx, promtool, ruleFiles, order, m, o)
 	return res, sev, err
 }
 
