@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -129,7 +130,7 @@ func TestHarnessShort(t *testing.T) {
 		t.Fatalf("promtool: %v (Debian's prometheus package)", err)
 	}
 	o := DefaultOptions()
-	o.Seeds, o.HealthyDays, o.ScenarioWarmup, o.Observe = 1, 0, 2*time.Hour, 15*time.Minute
+	o.ScenarioSeeds, o.HealthyDays, o.ScenarioWarmup, o.Observe = 1, 0, 2*time.Hour, 15*time.Minute
 	o.Scenarios = []Scenario{Scenarios[len(Scenarios)-1]} // one target of three down
 	res, sev, err := measureConfig(context.Background(), "promtool", mixin.Default(), DefaultModel(), o)
 	if err != nil {
@@ -150,5 +151,48 @@ func TestHarnessShort(t *testing.T) {
 	res.Table(&b, sev)
 	if !strings.Contains(b.String(), "| "+sc.Name+" | "+sc.Expect+" (critical) | 1/1 |") {
 		t.Errorf("table lacks the scenario's row:\n%s", b.String())
+	}
+}
+
+// TestTableHealthyOnly checks that a run of the healthy series alone (-only
+// healthy) prints the false-alert table alone, with its counts per week.
+func TestTableHealthyOnly(t *testing.T) {
+	o := DefaultOptions()
+	o.Seeds, o.HealthyDays, o.Scenarios = 4, 7, nil
+	res := &Result{Options: o, False: map[string]int{"A": 2}, Weeks: 4}
+	var b strings.Builder
+	res.Table(&b, map[string]string{"A": "warning", "B": "critical"})
+	got := b.String()
+	if strings.Contains(got, "Time to fire") || !strings.HasPrefix(got, "False alerts on the healthy series") {
+		t.Errorf("healthy-only table:\n%s", got)
+	}
+	for _, row := range []string{"| A | warning | 2 | 0.50 | ≤ 1 | yes |", "| B | critical | 0 | 0.00 | 0 | yes |", "over 4 weeks (4 seeds of 7 days)"} {
+		if !strings.Contains(got, row) {
+			t.Errorf("table lacks %q:\n%s", row, got)
+		}
+	}
+}
+
+// TestNativeHistogram checks the native variant's buckets against their
+// definition (bucket i holds (2^((i-1)/8), 2^(i/8)]) and promtool's notation.
+func TestNativeHistogram(t *testing.T) {
+	for _, v := range []float64{0.0123, 0.3, 1, 1.05, 2.7, 61} {
+		i := nativeIndex(v)
+		lo, hi := math.Exp2(float64(i-1)/8), math.Exp2(float64(i)/8)
+		if !(lo < v && v <= hi*(1+1e-12)) {
+			t.Errorf("%v in bucket %d: (%v, %v]", v, i, lo, hi)
+		}
+	}
+	h := newHistogram("x", nil, true)
+	h.scrape()
+	h.observe(0.3)
+	h.observe(0.3)
+	h.observe(1.05)
+	h.scrape()
+	var b strings.Builder
+	h.write(&b, `a="b"`)
+	want := "  - series: 'x{a=\"b\"}'\n    values: '{{schema:3 sum:0 count:0}} {{schema:3 sum:1.65 count:3 buckets:[2 0 0 0 0 0 0 0 0 0 0 0 0 0 1] offset:-13}}'\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

@@ -48,7 +48,7 @@ func (r Run) queries(eval time.Duration, from time.Duration) (exprs []string, at
 // evaluate writes r as a promtool unit test against the rule files, runs
 // promtool test rules, and returns the alerts the query found. The test
 // expects nothing, so promtool prints every sample it got.
-func evaluate(ctx context.Context, promtool, dir string, ruleFiles []string, m Model, r Run, eval, from time.Duration) ([]Firing, error) {
+func evaluate(ctx context.Context, promtool, dir string, ruleFiles, groupOrder []string, m Model, r Run, eval, from time.Duration) ([]Firing, error) {
 	f, err := os.CreateTemp(dir, "run-*.yaml")
 	if err != nil {
 		return nil, err
@@ -60,6 +60,10 @@ func evaluate(ctx context.Context, promtool, dir string, ruleFiles []string, m M
 	fmt.Fprintf(w, "rule_files:\n")
 	for _, rf := range ruleFiles {
 		fmt.Fprintf(w, "  - %q\n", rf)
+	}
+	fmt.Fprintf(w, "group_eval_order:\n")
+	for _, g := range groupOrder {
+		fmt.Fprintf(w, "  - %q\n", g)
 	}
 	fmt.Fprintf(w, "evaluation_interval: %s\ntests:\n- interval: %s\n  input_series:\n", promDuration(eval), promDuration(r.Scrape))
 	r.writeSeries(m, w)

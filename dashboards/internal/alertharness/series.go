@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -57,17 +58,36 @@ func (e *encoder) flush() {
 
 func (e *encoder) String() string { e.flush(); return e.b.String() }
 
-// histogram holds the cumulative classic buckets of one exporter histogram.
+// histogram holds the cumulative classic buckets of one exporter histogram,
+// or, native, its exponential buckets as a Prometheus that ingests only
+// native histograms (3.x with scrape_native_histograms) stores them.
 type histogram struct {
 	name   string
 	bounds []float64
 	counts []float64 // cumulative per bound, then +Inf
 	bucket []*encoder
 	count  *encoder
+
+	native  bool
+	nb      map[int]float64 // observations per native bucket index
+	sum, n  float64
+	scrapes strings.Builder
 }
 
-func newHistogram(name string, bounds []float64) *histogram {
-	h := &histogram{name: name, bounds: bounds, counts: make([]float64, len(bounds)+1)}
+// nativeSchema is the exporter's native resolution: the largest schema
+// whose bucket growth 2^(2^-schema) stays within its bucket factor of 1.1
+// (client_golang picks it the same way), far from its 160-bucket limit for
+// these latencies.
+const nativeSchema = 3
+
+// nativeIndex is the native bucket of v > 0: bucket i holds
+// (2^((i-1)/2^schema), 2^(i/2^schema)].
+func nativeIndex(v float64) int {
+	return int(math.Ceil(math.Log2(v) * (1 << nativeSchema)))
+}
+
+func newHistogram(name string, bounds []float64, native bool) *histogram {
+	h := &histogram{name: name, bounds: bounds, counts: make([]float64, len(bounds)+1), native: native, nb: map[int]float64{}}
 	for range h.counts {
 		h.bucket = append(h.bucket, &encoder{})
 	}
@@ -76,6 +96,12 @@ func newHistogram(name string, bounds []float64) *histogram {
 }
 
 func (h *histogram) observe(v float64) {
+	if h.native {
+		h.nb[nativeIndex(v)]++
+		h.sum += v
+		h.n++
+		return
+	}
 	for i, b := range h.bounds {
 		if v <= b {
 			h.counts[i]++
@@ -85,6 +111,30 @@ func (h *histogram) observe(v float64) {
 }
 
 func (h *histogram) scrape() {
+	if h.native {
+		// promtool's notation for a native sample: absolute counts of the
+		// buckets from offset on, one contiguous span.
+		if h.scrapes.Len() > 0 {
+			h.scrapes.WriteByte(' ')
+		}
+		fmt.Fprintf(&h.scrapes, "{{schema:%d sum:%s count:%s", nativeSchema, fmtNum(h.sum), fmtNum(h.n))
+		if len(h.nb) > 0 {
+			lo, hi := math.MaxInt, math.MinInt
+			for i := range h.nb {
+				lo, hi = min(lo, i), max(hi, i)
+			}
+			h.scrapes.WriteString(" buckets:[")
+			for i := lo; i <= hi; i++ {
+				if i > lo {
+					h.scrapes.WriteByte(' ')
+				}
+				h.scrapes.WriteString(fmtNum(h.nb[i]))
+			}
+			fmt.Fprintf(&h.scrapes, "] offset:%d", lo)
+		}
+		h.scrapes.WriteString("}}")
+		return
+	}
 	for i, c := range h.counts {
 		h.bucket[i].add(c)
 	}
@@ -92,6 +142,10 @@ func (h *histogram) scrape() {
 }
 
 func (h *histogram) write(w io.Writer, labels string) {
+	if h.native {
+		fmt.Fprintf(w, "  - series: '%s{%s}'\n    values: '%s'\n", h.name, labels, h.scrapes.String())
+		return
+	}
 	for i, e := range h.bucket {
 		le := "+Inf"
 		if i < len(h.bounds) {
@@ -117,13 +171,13 @@ type target struct {
 	lastOKE          *encoder
 }
 
-func newTarget(name string) *target {
+func newTarget(name string, native bool) *target {
 	req, tok, _ := exporter.ClassicBuckets()
 	t := &target{
 		name:     name,
-		ttft:     newHistogram("servingprobe_time_to_first_token_seconds", req),
-		itl:      newHistogram("servingprobe_inter_token_latency_seconds", tok),
-		tpot:     newHistogram("servingprobe_time_per_output_token_seconds", tok),
+		ttft:     newHistogram("servingprobe_time_to_first_token_seconds", req, native),
+		itl:      newHistogram("servingprobe_inter_token_latency_seconds", tok, native),
+		tpot:     newHistogram("servingprobe_time_per_output_token_seconds", tok, native),
 		requests: map[string]float64{},
 		reqEnc:   map[string]*encoder{},
 		success:  1,
@@ -185,6 +239,18 @@ type Run struct {
 	Scrape     time.Duration
 	Scenario   *Scenario
 	ScenarioAt time.Duration
+	// Native writes the latency histograms as native histograms only.
+	Native bool
+}
+
+// cost is the work promtool does on r, in target-time: evaluation is about
+// linear in the span and the number of targets.
+func (r Run) cost() time.Duration {
+	n := 1
+	if r.Scenario != nil {
+		n += r.Scenario.OtherTargets
+	}
+	return r.Span * time.Duration(n)
 }
 
 // writeSeries writes the input_series of r in promtool's test format.
@@ -196,7 +262,7 @@ func (r Run) writeSeries(m Model, w io.Writer) {
 	targets := make([]*target, n)
 	servers := make([]*Server, n)
 	for i := range targets {
-		targets[i] = newTarget(fmt.Sprintf("t%d", i))
+		targets[i] = newTarget(fmt.Sprintf("t%d", i), r.Native)
 		servers[i] = NewServer(m, r.Seed*1000+uint64(i), r.Span)
 	}
 	// Probes end at a fixed offset inside the probe interval, so that a

@@ -79,3 +79,47 @@ func TestRegressionKnobs(t *testing.T) {
 		})
 	}
 }
+
+// TestTTFTAlertsSayWhere checks that every TTFT alert, and only those, ends
+// its description with the split into inside and in front of the server
+// (tests/ttft_split.yaml checks the rendered text through promtool).
+func TestTTFTAlertsSayWhere(t *testing.T) {
+	c := Default()
+	split := c.ttftSplit()
+	want := map[string]bool{
+		"ServingprobeTTFTSLOBreach": true, "ServingprobeTTFTRegression": true,
+		"ServingprobeTTFTErrorBudgetBurnFast": true, "ServingprobeTTFTErrorBudgetBurnSlow": true,
+	}
+	seen := 0
+	for _, g := range c.Alerts().Groups {
+		for _, r := range g.Rules {
+			var desc string
+			for _, a := range r.Annotations {
+				if a.Key == "description" {
+					desc = a.Value.(string)
+				}
+			}
+			if got := strings.HasSuffix(desc, split); got != want[r.Alert] {
+				t.Errorf("%s: description ends with the TTFT split: %v, want %v", r.Alert, got, want[r.Alert])
+			}
+			if want[r.Alert] {
+				seen++
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("found %d of the %d TTFT alerts", seen, len(want))
+	}
+	// The records the sentence queries exist.
+	recorded := map[string]bool{}
+	for _, g := range c.Rules().Groups {
+		for _, r := range g.Rules {
+			recorded[r.Record] = true
+		}
+	}
+	for _, h := range []Histogram{ServerTTFT, OutsideTTFT} {
+		if rec := QuantileRecord(h, c.RegressionWindow); !recorded[rec] || !strings.Contains(split, rec) {
+			t.Errorf("%s: recorded %v, queried %v", rec, recorded[rec], strings.Contains(split, rec))
+		}
+	}
+}

@@ -474,8 +474,7 @@ func (c Config) ClientVsServer() *Dashboard {
 	// Each probe's TTFT split by the server's own statement in its
 	// response (vLLM's metrics object, llama.cpp's timings): per request,
 	// where the quantiles above compare two populations.
-	serverTTFT := Histogram{"server_ttft", "servingprobe_server_time_to_first_token_seconds", "Server-stated TTFT"}
-	outsideTTFT := Histogram{"outside_ttft", "servingprobe_time_to_first_token_outside_server_seconds", "TTFT outside the server"}
+	serverTTFT, outsideTTFT := ServerTTFT, OutsideTTFT
 	b.row("TTFT split by the server's own statement", "")
 	b.add(timeseries("TTFT inside and outside the server",
 		optionalDescription+"p50 and p99 of the server's own TTFT as it stated it in each response (vLLM's per-request metrics, llama.cpp's timings), and of the client's TTFT minus it: the network, HTTP and the server's front end. Empty for a server that states none.", "s", thresholds(),

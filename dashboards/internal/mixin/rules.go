@@ -31,6 +31,12 @@ var (
 	// from its first token on; without reasoning they equal ITL and TPOT.
 	AnswerITL  = Histogram{"answer_itl", "servingprobe_answer_inter_token_latency_seconds", "Answer ITL"}
 	AnswerTPOT = Histogram{"answer_tpot", "servingprobe_answer_time_per_output_token_seconds", "Answer TPOT"}
+	// ServerTTFT is the server's own TTFT as it states it in its response
+	// (vLLM's per-request metrics, llama.cpp's timings) and OutsideTTFT the
+	// client's TTFT minus it, for the same probes; both are absent for a
+	// server that states nothing.
+	ServerTTFT  = Histogram{"server_ttft", "servingprobe_server_time_to_first_token_seconds", "Server-stated TTFT"}
+	OutsideTTFT = Histogram{"outside_ttft", "servingprobe_time_to_first_token_outside_server_seconds", "TTFT outside the server"}
 )
 
 // QuantileRecord is the name of a recorded quantile over the given rate window.
@@ -226,6 +232,15 @@ func (c Config) Rules() ruleFile {
 			}
 		}
 	}
+	// The TTFT alerts' annotations read the median of each side of the
+	// server's split over the regression window (see ttftSplit).
+	for _, h := range []Histogram{ServerTTFT, OutsideTTFT} {
+		quantiles = append(quantiles, rule{
+			Record: QuantileRecord(h, c.RegressionWindow),
+			Expr:   HistogramQuantile("0.5", h.Name, join(c.Selector, `mode="probe"`), byMode, c.RegressionWindow),
+			Labels: yaml.MapSlice{{Key: "quantile", Value: "0.5"}},
+		})
+	}
 	var baseline []rule
 	for _, h := range []Histogram{TTFT, ITL, TPOT} {
 		var lags []string
@@ -318,6 +333,26 @@ func severity(s string) yaml.MapSlice { return yaml.MapSlice{{Key: "severity", V
 
 const who = "{{ $labels.target }} (module {{ $labels.module }}, model {{ $labels.model }})"
 
+// ttftSplit is the sentence a TTFT alert's description ends with: whether
+// the TTFT moved inside the server (its own stated TTFT) or in front of it
+// (the rest), from the medians of both sides over the regression window
+// against their medians over the day before the last hour. A median over a
+// day is a baseline few probes can move, and the hour left out keeps a
+// regression of the last hour out of its own baseline. The template queries
+// Prometheus only while the alert is active, and the sentence is empty for
+// a server that states no timing (the records are absent).
+func (c Config) ttftSplit() string {
+	rise := func(h Histogram) string {
+		sel := fmt.Sprintf(`%s{job="%%[1]s", target="%%[2]s", module="%%[3]s", model="%%[4]s", mode="probe", quantile="0.5"}`,
+			QuantileRecord(h, c.RegressionWindow))
+		// NaN (a window without probes) compares false and drops out.
+		return fmt.Sprintf("{{ with printf `(%s - quantile_over_time(0.5, %s[1d] offset 1h)) > -Inf` $labels.job $labels.target $labels.module $labels.model | query }}", sel, sel)
+	}
+	return rise(ServerTTFT) + "{{ $in := . | first | value }}" + rise(OutsideTTFT) + "{{ $out := . | first | value }}" +
+		fmt.Sprintf(" Against the medians of the day before the last hour, the %s median of the server's own TTFT (as it states it) moved by {{ $in | humanizeDuration }} and of the rest by {{ $out | humanizeDuration }}:", c.RegressionWindow) +
+		" {{ if gt $in $out }}inside the engine (queue, prefill, batch, KV cache){{ else }}in front of the engine (network, gateway, API server, TLS, client){{ end }}.{{ end }}{{ end }}"
+}
+
 // Alerts renders alerts.yaml.
 func (c Config) Alerts() ruleFile {
 	var rules []rule
@@ -331,7 +366,7 @@ func (c Config) Alerts() ruleFile {
 		Expr:  fmt.Sprintf(`%s{mode="probe", quantile="0.99"} > %s`, QuantileRecord(TTFT, "5m"), c.TTFTThresholdSeconds),
 		For:   c.TTFTBreachFor,
 	}, "warning", "Probe TTFT p99 is above the SLO threshold.",
-		fmt.Sprintf("The 5m p99 time to first token of probes to %s is {{ $value | humanizeDuration }}, above the %ss threshold for %s.", who, c.TTFTThresholdSeconds, c.TTFTBreachFor))
+		fmt.Sprintf("The 5m p99 time to first token of probes to %s is {{ $value | humanizeDuration }}, above the %ss threshold for %s.", who, c.TTFTThresholdSeconds, c.TTFTBreachFor)+c.ttftSplit())
 
 	if c.TTFATThresholdSeconds != "" {
 		// Opt-in (see Config.TTFATThresholdSeconds): for reasoning models
@@ -348,6 +383,10 @@ func (c Config) Alerts() ruleFile {
 	for _, h := range []Histogram{TTFT, ITL, TPOT} {
 		sel := fmt.Sprintf(`{mode="probe", quantile=~"%s"}`, strings.Join(c.RegressionQuantiles, "|"))
 		f := fmtFloat(c.RegressionFactor)
+		split := ""
+		if h == TTFT {
+			split = c.ttftSplit()
+		}
 		add(rule{
 			Alert: "Servingprobe" + strings.ReplaceAll(h.Title, " ", "") + "Regression",
 			Expr: fmt.Sprintf("(\n  %[1]s%[3]s\n  > %[4]s * %[5]s\n)\nand\n(\n  %[2]s%[3]s\n  > %[4]s * %[5]s\n)",
@@ -355,7 +394,7 @@ func (c Config) Alerts() ruleFile {
 			For: c.RegressionFor,
 		}, "warning", fmt.Sprintf("Probe %s regressed against the same hour of the last days.", h.Title),
 			fmt.Sprintf("The %s quantile {{ $labels.quantile }} of %s for probes to %s is {{ $value | humanizeDuration }}, more than %s times its baseline (the median of the same hour %s ago), and over %s too.",
-				c.RegressionWindow, h.Title, who, f, strings.Join(c.RegressionBaselineLags, ", "), c.RegressionShortWindow))
+				c.RegressionWindow, h.Title, who, f, strings.Join(c.RegressionBaselineLags, ", "), c.RegressionShortWindow)+split)
 	}
 
 	add(rule{
@@ -436,10 +475,14 @@ max by (%[1]s) (servingprobe_probe_success{%[2]s}) == 0`, byTarget, c.Selector, 
 			if !page {
 				name, sev, for_ = "Servingprobe"+slo.name+"ErrorBudgetBurnSlow", "warning", "15m"
 			}
+			split := ""
+			if slo.sli == "ttft" {
+				split = c.ttftSplit()
+			}
 			add(rule{Alert: name, Expr: strings.Join(parts, "\nor\n"), For: for_}, sev,
 				fmt.Sprintf("Probes to a target burn the %s error budget too fast.", slo.title),
 				fmt.Sprintf("Probes to %s are burning the 30-day %s error budget at %s (burn rate × sustainable rate, long and short window).",
-					who, slo.what, strings.Join(desc, " or ")))
+					who, slo.what, strings.Join(desc, " or "))+split)
 		}
 	}
 	return ruleFile{Groups: []group{{Name: "servingprobe.alerts", Rules: rules}}}
