@@ -764,4 +764,3 @@ func gridPoints(pts []SweepPoint, precision float64) int {
 	}
 	return int(math.Ceil(math.Log(hi/lo)/math.Log(1+precision))) + 1
 }
-
