@@ -202,6 +202,12 @@ func TestKubernetesWiring(t *testing.T) {
 		t.Error("the rules select no job; update this test if that is deliberate")
 	}
 	for _, j := range jobs {
+		if strings.HasPrefix(j[1], "%[") {
+			// A printf verb inside an alert's description template: the
+			// query it builds takes the job from the firing alert's own
+			// labels, which the rules' job selector set.
+			continue
+		}
 		if j[1] != str(svc, "metadata", "name") {
 			t.Errorf("rules select job=%q but the Service (so the ServiceMonitor job) is %q", j[1], str(svc, "metadata", "name"))
 			break
