@@ -472,12 +472,12 @@ func (c Config) ClientVsServer() *Dashboard {
 	}
 
 	// Each probe's TTFT split by the server's own statement in its
-	// response (vLLM's metrics object, llama.cpp's timings): per request,
+	// response (vLLM's metrics object, llama.cpp's timings, sglang's meta_info, Dynamo's nvext.timing): per request,
 	// where the quantiles above compare two populations.
 	serverTTFT, outsideTTFT := ServerTTFT, OutsideTTFT
 	b.row("TTFT split by the server's own statement", "")
 	b.add(timeseries("TTFT inside and outside the server",
-		optionalDescription+"p50 and p99 of the server's own TTFT as it stated it in each response (vLLM's per-request metrics, llama.cpp's timings), and of the client's TTFT minus it: the network, HTTP and the server's front end. Empty for a server that states none.", "s", thresholds(),
+		optionalDescription+"p50 and p99 of the server's own TTFT as it stated it in each response (vLLM's per-request metrics, llama.cpp's timings, sglang's meta_info with --enable-metrics, Dynamo's nvext.timing), and of the client's TTFT minus it: the network, HTTP and the server's front end. Empty for a server that states none.", "s", thresholds(),
 		q(HistogramQuantile("0.5", serverTTFT.Name, sel, "", rateInterval), "server p50"),
 		q(HistogramQuantile("0.99", serverTTFT.Name, sel, "", rateInterval), "server p99"),
 		q(HistogramQuantile("0.5", outsideTTFT.Name, sel, "", rateInterval), "outside p50"),
