@@ -141,3 +141,59 @@ func tableFloat(t *testing.T, stdout, label string) float64 {
 	v, _ := strconv.ParseFloat(m[1], 64)
 	return v
 }
+
+// TestBenchTraceDatasetsLLMD replays the trace and plan datasets against
+// a third-party vLLM simulator: an Azure code trace and a BurstGPT trace
+// on their timestamps, and a two-phase dynamic plan. Every request
+// succeeds, and the table and the JSONL agree on the totals, which are
+// the simulator's usage (no --compat: input is what the server counted).
+func TestBenchTraceDatasetsLLMD(t *testing.T) {
+	base := startLLMD(t, "--time-to-first-token", "2ms", "--inter-token-latency", "1ms", "--max-model-len", "16384")
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(plan, []byte(`{"phases": [
+		{"name": "a", "duration": 0.2, "request_rate": 20, "input_len": 8, "output_len": 3},
+		{"name": "b", "duration": 0.1, "request_rate": 20, "input_len": 16, "output_len": 6}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"azure-trace", []string{"--dataset-name", "azure-trace", "--dataset-path", "../../datasets/testdata/azure_code_2023.csv",
+			"--num-prompts", "4", "--use-trace-timestamps", "--mooncake-slowdown-factor", "0.01"}, 4},
+		{"burstgpt", []string{"--dataset-name", "burstgpt", "--dataset-path", "../../datasets/testdata/burstgpt.csv",
+			"--num-prompts", "3", "--use-trace-timestamps", "--mooncake-slowdown-factor", "0.001"}, 3},
+		{"dynamic", []string{"--dataset-name", "dynamic", "--dynamic-workload-path", plan}, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			args := append([]string{"bench", "--backend", "vllm", "--base-url", base, "--tokenizer", "../../tokenizer/testdata/qwen3",
+				"--output-file", out, "--strict-json", "--disable-tqdm", "--ready-check-timeout-sec", "10", "--warmup-requests", "0"}, tc.args...)
+			code, stdout, stderr := runCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			if got := tableInt(t, stdout, "Successful requests:"); got != tc.want {
+				t.Errorf("successful requests %d, want %d\n%s", got, tc.want, stdout)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec struct {
+				Completed         int `json:"completed"`
+				TotalInputTokens  int `json:"total_input_tokens"`
+				TotalOutputTokens int `json:"total_output_tokens"`
+			}
+			if err := json.Unmarshal(b, &rec); err != nil {
+				t.Fatal(err)
+			}
+			if rec.Completed != tc.want || rec.TotalInputTokens != tableInt(t, stdout, "Total input tokens:") ||
+				rec.TotalOutputTokens != tableInt(t, stdout, "Total generated tokens:") || rec.TotalInputTokens == 0 {
+				t.Errorf("JSONL completed %d, input %d, output %d; the table says otherwise or nothing was counted\n%s",
+					rec.Completed, rec.TotalInputTokens, rec.TotalOutputTokens, stdout)
+			}
+		})
+	}
+}
