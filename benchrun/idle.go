@@ -3,6 +3,7 @@ package benchrun
 import (
 	"context"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/servingprobe/servingprobe/bench"
@@ -63,7 +64,10 @@ func probeIdle(ttft, baseline time.Duration) idleState {
 // endpoints when they expose them, else it sends one probe request at a
 // time and compares its TTFT with baseline.
 type idleWatch struct {
-	p        *Prepared
+	p *Prepared
+	// client reads the metrics endpoints, as the run's own reads do
+	// (Env.ServerMetrics.Client; nil: servermetrics' own client).
+	client   *http.Client
 	timeout  time.Duration
 	baseline time.Duration // one request at a time, idle; 0: not yet known
 	// noGauges is set once the endpoints were found without queue gauges,
@@ -78,7 +82,7 @@ func (iw *idleWatch) look(ctx context.Context) idleState {
 		state := idleUnknown
 		for _, u := range urls {
 			rctx, cancel := context.WithTimeout(ctx, servermetrics.DefaultTimeout)
-			snap, err := servermetrics.Fetch(rctx, nil, u, 0)
+			snap, err := servermetrics.Fetch(rctx, iw.client, u, 0)
 			cancel()
 			if err != nil {
 				continue

@@ -274,7 +274,7 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 	if env.PauseAfterWarmup != nil {
 		pause = *env.PauseAfterWarmup
 	}
-	idle := &idleWatch{p: p}
+	idle := &idleWatch{p: p, client: env.ServerMetrics.Client}
 	run := func(v float64, role string, total int) (*SweepPoint, error) {
 		cooldown := time.Duration(0)
 		if len(res.Points) > 0 {
