@@ -25,6 +25,15 @@ var (
 // duration × rate, and a plan is read whole before the run.
 const maxDynamicRequests = 10_000_000
 
+// A plan's prompts are made before the run, a pool per distinct phase
+// shape: these bound what one plan can ask for (sglang's default pool is
+// 8 prompts).
+const (
+	maxDynamicPool       = 4096    // prompt_pool_size
+	maxDynamicLen        = 1 << 20 // input_len, output_len (tokens)
+	maxDynamicPoolTokens = 1 << 26 // prompt_pool_size × input_len
+)
+
 // DynamicPhase is one phase of a --dynamic-workload-path plan: requests
 // of one shape, at one rate, for a duration. Fields are sglang's.
 type DynamicPhase struct {
@@ -83,8 +92,12 @@ func LoadDynamicPlan(path string) (*DynamicPlan, error) {
 	if len(plan.Phases) == 0 {
 		bad("phases: the plan must contain at least one phase")
 	}
+	pool := 8.0
 	if plan.PromptPoolSize != nil {
 		positiveInt(*plan.PromptPoolSize, "prompt_pool_size")
+		if pool = *plan.PromptPoolSize; pool > maxDynamicPool {
+			bad("prompt_pool_size must be at most %d, got %v", maxDynamicPool, pool)
+		}
 	}
 	names := map[string]bool{}
 	total := 0.0
@@ -104,6 +117,17 @@ func LoadDynamicPlan(path string) (*DynamicPlan, error) {
 		}
 		positiveInt(ph.InputLen, prefix+".input_len")
 		positiveInt(ph.OutputLen, prefix+".output_len")
+		for _, l := range []struct {
+			v    float64
+			name string
+		}{{ph.InputLen, ".input_len"}, {ph.OutputLen, ".output_len"}} {
+			if l.v > maxDynamicLen {
+				bad("%s%s must be at most %d tokens, got %v", prefix, l.name, maxDynamicLen, l.v)
+			}
+		}
+		if ph.InputLen <= maxDynamicLen && pool <= maxDynamicPool && pool*ph.InputLen > maxDynamicPoolTokens {
+			bad("%s: prompt_pool_size × input_len is %v tokens made before the run, more than %d", prefix, pool*ph.InputLen, maxDynamicPoolTokens)
+		}
 		if ph.MaxConcurrency != nil {
 			positiveInt(*ph.MaxConcurrency, prefix+".max_concurrency")
 		}

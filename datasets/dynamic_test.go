@@ -133,6 +133,10 @@ func TestDynamicRefusals(t *testing.T) {
 		{"arrival", `{"arrival_pattern": "gamma", "phases": [{` + phase + `}]}`, "phases[0].arrival_pattern must be one of"},
 		{"unknown key", `{"phases": [{` + phase + `, "max_concurency": 2}]}`, "unknown field"},
 		{"too many", `{"phases": [{"name": "a", "duration": 1e9, "request_rate": 1e9, "input_len": 8, "output_len": 8}]}`, "more than"},
+		{"pool too large", `{"prompt_pool_size": 1e20, "phases": [{` + phase + `}]}`, "prompt_pool_size must be at most 4096"},
+		{"input too long", `{"phases": [{"name": "a", "duration": 1, "request_rate": 1, "input_len": 1e9, "output_len": 8}]}`, "phases[0].input_len must be at most 1048576 tokens"},
+		{"output too long", `{"phases": [{"name": "a", "duration": 1, "request_rate": 1, "input_len": 8, "output_len": 2e6}]}`, "phases[0].output_len must be at most"},
+		{"pool of long prompts", `{"prompt_pool_size": 4096, "phases": [{"name": "a", "duration": 1, "request_rate": 1, "input_len": 1048576, "output_len": 8}]}`, "prompt_pool_size × input_len"},
 		{"sharegpt without a file", `{"source": "sharegpt", "phases": [{` + phase + `}]}`, "--dataset-path"},
 	} {
 		o := datasets.DefaultOptions()
