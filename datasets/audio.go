@@ -38,8 +38,10 @@ func newAudio(opts Options, _ Tokenizer) (Dataset, error) {
 	// sglang's refusals (AudioDataset.__post_init__), before any clip is made.
 	d := opts.AudioDuration
 	var errs []error
-	if opts.AudioCount < 0 {
-		errs = append(errs, fmt.Errorf("--audio-count must be at least 0, got %d", opts.AudioCount))
+	if opts.AudioCount < 0 || opts.AudioCount > MaxAudioCount {
+		// Every clip of a request is made whole in memory while it is
+		// sent: bound how many one request carries.
+		errs = append(errs, fmt.Errorf("--audio-count must be between 0 and %d, got %d", MaxAudioCount, opts.AudioCount))
 	}
 	if math.IsNaN(d) || math.IsInf(d, 0) || d <= 0 {
 		errs = append(errs, fmt.Errorf("--audio-duration must be a finite number of seconds > 0, got %v", d))
@@ -142,13 +144,16 @@ func putWAVHeader(b []byte, n int) {
 	le.PutUint32(b[40:], data)
 }
 
+// MaxAudioCount bounds --audio-count: the clips per request.
+const MaxAudioCount = 64
+
 // audioFlightBytes bounds what one prompt of the audio dataset with o
 // holds in clips while its request is built and sent: the largest clip
 // count in base64, twice (the clips and the request body that quotes
 // them), plus the WAV buffer they are encoded from.
 func audioFlightBytes(o Options) uint64 {
 	d := o.AudioDuration
-	if math.IsNaN(d) || d <= 0 || d > 3600 || o.AudioCount < 0 {
+	if math.IsNaN(d) || d <= 0 || d > 3600 || o.AudioCount < 0 || o.AudioCount > MaxAudioCount {
 		return 0 // refused by New anyway
 	}
 	l := LazyAudio{Count: o.AudioCount, Samples: int(d * AudioSampleRate)}

@@ -109,6 +109,7 @@ func TestAudioRefusals(t *testing.T) {
 		want string
 	}{
 		{"negative count", func(o *datasets.Options) { o.AudioCount = -1 }, "--audio-count"},
+		{"too many clips", func(o *datasets.Options) { o.AudioCount = datasets.MaxAudioCount + 1 }, "--audio-count must be between 0 and 64"},
 		{"zero duration", func(o *datasets.Options) { o.AudioDuration = 0 }, "--audio-duration"},
 		{"negative duration", func(o *datasets.Options) { o.AudioDuration = -1 }, "--audio-duration"},
 		{"NaN duration", func(o *datasets.Options) { o.AudioDuration = math.NaN() }, "--audio-duration"},
