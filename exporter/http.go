@@ -323,20 +323,31 @@ func ServerTimingsText(st prober.ServerTimings) string {
 	if st.FirstToken > 0 {
 		parts = append(parts, "first token "+ms(st.FirstToken))
 	}
-	if st.PromptEvalDuration > 0 || st.PromptEvalCount > 0 {
-		p := "prompt eval " + ms(st.PromptEvalDuration)
-		if st.PromptEvalCount > 0 {
-			p += fmt.Sprintf(" (%d tokens)", st.PromptEvalCount)
+	// A phase shows the duration and the token count the server stated,
+	// each only if stated: vLLM states the decode time but no count,
+	// and a rejected duration must not print as 0.00 ms.
+	phase := func(name string, d time.Duration, tokens int, extra string) {
+		if d <= 0 && tokens <= 0 {
+			return
+		}
+		p := name
+		if d > 0 {
+			p += " " + ms(d)
+		}
+		if tokens > 0 {
+			p += fmt.Sprintf(" (%d tokens%s)", tokens, extra)
 		}
 		parts = append(parts, p)
 	}
-	if st.EvalDuration > 0 || st.EvalCount > 0 {
-		perTok := "–"
+	phase("prompt eval", st.PromptEvalDuration, st.PromptEvalCount, "")
+	perTok := ""
+	if st.EvalDuration > 0 {
+		perTok = ", –"
 		if d := st.PerOutputToken(); d >= 0 {
-			perTok = ms(d) + "/token"
+			perTok = ", " + ms(d) + "/token"
 		}
-		parts = append(parts, fmt.Sprintf("eval %s (%d tokens, %s)", ms(st.EvalDuration), st.EvalCount, perTok))
 	}
+	phase("eval", st.EvalDuration, st.EvalCount, perTok)
 	if st.TotalDuration > 0 {
 		parts = append(parts, "total "+ms(st.TotalDuration))
 	}

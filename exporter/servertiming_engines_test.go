@@ -112,7 +112,11 @@ func TestServerTimingsText(t *testing.T) {
 		{"sglang", prober.ServerTimings{FirstToken: 61421871, QueueDuration: 871200, PromptEvalDuration: 59318542, TotalDuration: 95831100},
 			"queue 0.87 ms, first token 61.42 ms, prompt eval 59.32 ms, total 95.83 ms"},
 		{"vllm", prober.ServerTimings{FirstToken: 48250 * time.Microsecond, QueueDuration: 2 * time.Millisecond, EvalDuration: 310500 * time.Microsecond},
-			"queue 2.00 ms, first token 48.25 ms, eval 310.50 ms (0 tokens, –)"},
+			"queue 2.00 ms, first token 48.25 ms, eval 310.50 ms"},
+		// A count whose duration was out of range (and dropped) shows
+		// the count alone, never "0.00 ms".
+		{"count without a duration", prober.ServerTimings{PromptEvalCount: 12, EvalCount: 4, TotalDuration: 90 * time.Millisecond},
+			"prompt eval (12 tokens), eval (4 tokens), total 90.00 ms"},
 	} {
 		if got := ServerTimingsText(tc.st); got != tc.want {
 			t.Errorf("%s: ServerTimingsText(%+v) = %q, want %q", tc.name, tc.st, got, tc.want)
