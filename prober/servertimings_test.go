@@ -71,6 +71,9 @@ func TestDecodeServerTimings(t *testing.T) {
 		{"sglang prefill before arrival is not a TTFT", sglangGenerate{}, `{"text":"a","meta_info":{"finish_reason":"stop","prompt_tokens":7,"completion_tokens":1,"prefill_finished_time":1764316800.25,"request_received_ts":1764316800.5,"queue_time":-0.001}}`, ServerTimings{}},
 		{"sglang TTFT beyond its e2e is not kept", sglangGenerate{}, `{"text":"a","meta_info":{"finish_reason":"stop","prompt_tokens":7,"completion_tokens":1,"e2e_latency":0.05,"request_received_ts":1764316800.25,"prefill_finished_time":1764316800.5}}`,
 			ServerTimings{TotalDuration: 50 * time.Millisecond}},
+		// A timing that is not a number loses that timing, not the
+		// request (the tokens and the finish still count).
+		{"sglang timing not a number", sglangGenerate{}, `{"text":"a","meta_info":{"finish_reason":"stop","prompt_tokens":7,"completion_tokens":1,"e2e_latency":"n/a","queue_time":true,"forward_entry_time":{},"request_received_ts":[1]}}`, ServerTimings{}},
 		{"sglang timestamps not Unix times", sglangGenerate{}, `{"text":"a","meta_info":{"finish_reason":"stop","prompt_tokens":7,"completion_tokens":1,"request_received_ts":0,"prefill_finished_time":0.05,"forward_entry_time":-1}}`, ServerTimings{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -72,11 +72,11 @@ type sglangChunk struct {
 		CachedTokensDetails *cacheDetailsJSON `json:"cached_tokens_details"`
 		// The timing fields (sglangTimes), kept as written: they are
 		// read only on the chunk with the finish reason (sglangRawTimes).
-		E2ELatency          json.Number `json:"e2e_latency"`
-		QueueTime           json.Number `json:"queue_time"`
-		ForwardEntryTime    json.Number `json:"forward_entry_time"`
-		PrefillFinishedTime json.Number `json:"prefill_finished_time"`
-		RequestReceivedTS   json.Number `json:"request_received_ts"`
+		E2ELatency          timingNumber `json:"e2e_latency"`
+		QueueTime           timingNumber `json:"queue_time"`
+		ForwardEntryTime    timingNumber `json:"forward_entry_time"`
+		PrefillFinishedTime timingNumber `json:"prefill_finished_time"`
+		RequestReceivedTS   timingNumber `json:"request_received_ts"`
 	} `json:"meta_info"`
 }
 
@@ -101,12 +101,16 @@ func (r *sglangRawTimes) times() sglangTimes {
 	return sglangTimes{f[0], f[1], f[2], f[3], f[4]}
 }
 
-// numberBytes is n's bytes, nil for "" (null or absent).
-func numberBytes(n json.Number) []byte {
-	if n == "" {
-		return nil
+// timingNumber is a timing field as written, nil for null, absent or
+// anything but a number: a timing is only displayed and exported, so a
+// server that writes "n/a" there loses that timing, not its request.
+type timingNumber []byte
+
+func (n *timingNumber) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9') {
+		*n = append((*n)[:0], b...) // b is not ours to keep
 	}
-	return []byte(n)
+	return nil
 }
 
 func (sglangGenerate) Decode(ev SSEEvent) (Delta, error) {
@@ -154,8 +158,7 @@ func decodeSGLangJSON(data []byte) (Delta, error) {
 		d.SpecAcceptLength = m.SpecAcceptLength
 		d.CacheDetails = m.CachedTokensDetails.details(false)
 		if fr != "" {
-			raw := sglangRawTimes{numberBytes(m.E2ELatency), numberBytes(m.QueueTime), numberBytes(m.ForwardEntryTime),
-				numberBytes(m.PrefillFinishedTime), numberBytes(m.RequestReceivedTS)}
+			raw := sglangRawTimes{m.E2ELatency, m.QueueTime, m.ForwardEntryTime, m.PrefillFinishedTime, m.RequestReceivedTS}
 			d.Server = raw.times().server()
 		}
 	}

@@ -21,7 +21,7 @@ func Llama3Tokenizer(t testing.TB) string {
 	dir := os.Getenv("SERVINGPROBE_LLAMA3_TOKENIZER")
 	if dir == "" {
 		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", ".build", "llama3-tokenizer")
+		dir = filepath.Join(filepath.Dir(file), "..", "..", ".build", "llama3-tokenizer")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
 		if testing.Short() && os.Getenv("SERVINGPROBE_LLAMA3_TOKENIZER") == "" {

@@ -24,7 +24,7 @@ func LLMDSim(t testing.TB) string {
 		t.Skip("-short: not building llm-d-inference-sim (set SERVINGPROBE_LLMD_SIM to run this test)")
 	}
 	_, file, _, _ := runtime.Caller(0)
-	tools := filepath.Join(filepath.Dir(file), "..", "..", "..", "tools", "llmdsim")
+	tools := filepath.Join(filepath.Dir(file), "..", "..", "tools", "llmdsim")
 	bin := filepath.Join(t.TempDir(), "llm-d-inference-sim")
 	cmd := exec.Command("go", "build", "-C", tools, "-o", bin, "github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -30,7 +30,7 @@ func OllamaDir(t testing.TB) string {
 	dir := os.Getenv("SERVINGPROBE_OLLAMA")
 	if dir == "" {
 		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", ".build", "ollama")
+		dir = filepath.Join(filepath.Dir(file), "..", "..", ".build", "ollama")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bin", "ollama")); err != nil {
 		if testing.Short() && os.Getenv("SERVINGPROBE_OLLAMA") == "" {
