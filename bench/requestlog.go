@@ -164,10 +164,17 @@ func (l *RequestLog) loop() {
 		closed := l.closed
 		l.mu.Unlock()
 		for i := range batch {
+			if l.err != nil {
+				// Nothing more can be written: drop the rest unformatted.
+				batch[i] = requestEvent{}
+				continue
+			}
 			line = l.appendLine(line[:0], &batch[i])
 			// bufio.Writer's errors are sticky: after the first, every
 			// write and flush returns it and writes nothing.
-			_, _ = l.w.Write(line)
+			if _, err := l.w.Write(line); err != nil {
+				l.err = err
+			}
 			batch[i] = requestEvent{} // drop the result's events and text
 		}
 		if err := l.w.Flush(); err != nil && l.err == nil {
