@@ -1,11 +1,15 @@
 package config
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	promconfig "github.com/prometheus/common/config"
@@ -15,7 +19,10 @@ import (
 // probe logs) with <secret>. Secret-typed fields already marshal as
 // <secret>; this covers the text paths that do not go through a marshaller,
 // in case a library quotes a header or a URL with its userinfo.
-type Redactor struct{ secrets []string }
+type Redactor struct {
+	secrets []string
+	m       *matcher // finds secrets, their escaped spellings and runs of them
+}
 
 // minSecretLen avoids redacting trivially short values (a "1" password would
 // otherwise blank out every digit of a log line).
@@ -57,7 +64,16 @@ func newRedactor(s []string) *Redactor {
 		}
 		return strings.Compare(a, b)
 	})
-	return &Redactor{secrets: slices.Compact(s)}
+	s = slices.Compact(s)
+	// A secret holding a quote, a backslash or a control character shows
+	// in JSON text in its escaped spelling, which decodeEscapes keeps.
+	all := slices.Clone(s)
+	for _, sec := range s {
+		if q := string(appendQuoted(nil, sec)); q != sec {
+			all = append(all, q)
+		}
+	}
+	return &Redactor{secrets: s, m: newMatcher(all)}
 }
 
 // WithHeaders returns a Redactor that also redacts the values of the
@@ -191,44 +207,100 @@ func sensitiveName(name string) bool {
 	return false
 }
 
-// Redact replaces every secret in s with <secret>. A nil Redactor returns s.
+// Redact is Sanitize without a cut: JSON escapes decoded, then every
+// secret and every run of 8 or more bytes of one replaced with <secret>.
 func (r *Redactor) Redact(s string) string {
-	if r == nil || s == "" {
+	if s == "" {
 		return s
 	}
-	for _, sec := range r.secrets {
-		if strings.Contains(s, sec) {
-			s = strings.ReplaceAll(s, sec, "<secret>")
-		}
-	}
-	return s
+	return r.Sanitize(s, 0)
 }
 
-// RedactJSON redacts secrets inside a JSON document that came from a
-// server (a bench run's server_info): in their raw spelling and in their
-// JSON-escaped one. If the result no longer parses, it becomes null rather
-// than a broken document.
+// RedactJSON sanitizes a JSON document that came from a server (a bench
+// run's server_info) or holds what one sent (a bench summary or record):
+// the document is decoded, every string value and every key passes Redact,
+// and the document is encoded again in its own order, numbers as written.
+// So the bytes it returns hold no secret in any spelling a JSON escape
+// allows, even one escaped inside a string (JSON text a server put in a
+// string is decoded once more by Redact). A document that does not parse
+// and holds a secret, or part of one, becomes null rather than a broken
+// document.
 func (r *Redactor) RedactJSON(b json.RawMessage) json.RawMessage {
-	if r == nil || len(b) == 0 {
+	if len(b) == 0 {
 		return b
 	}
+	// Most documents hold nothing to redact: when the text with its
+	// escapes made canonical shows no secret and no doubly escaped
+	// backslash (behind which an escape could hide one level down), the
+	// document is returned as it is.
 	s := string(b)
-	changed := false
-	for _, sec := range r.secrets {
-		q, _ := json.Marshal(sec)
-		for _, form := range []string{sec, string(q[1 : len(q)-1])} {
-			if strings.Contains(s, form) {
-				s, changed = strings.ReplaceAll(s, form, "<secret>"), true
-			}
+	canon := decodeEscapes(s)
+	if r == nil || r.m == nil || (r.m.spans(canon) == nil && !strings.Contains(s, `\\`)) {
+		return b
+	}
+	var out bytes.Buffer
+	out.Grow(len(b))
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	err := r.redactJSONValue(dec, &out)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = fmt.Errorf("data after the document")
 		}
 	}
-	if !changed {
-		return b
-	}
-	if !json.Valid([]byte(s)) {
+	if err != nil {
 		return json.RawMessage("null")
 	}
-	return json.RawMessage(s)
+	return json.RawMessage(out.Bytes())
+}
+
+// redactJSONValue copies one JSON value from dec to out, with its keys and
+// strings redacted.
+func (r *Redactor) redactJSONValue(dec *json.Decoder, out *bytes.Buffer) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch v := tok.(type) {
+	case json.Delim:
+		out.WriteByte(byte(v))
+		for first := true; dec.More(); first = false {
+			if !first {
+				out.WriteByte(',')
+			}
+			if v == '{' {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				r.writeJSONString(out, k.(string))
+				out.WriteByte(':')
+			}
+			if err := r.redactJSONValue(dec, out); err != nil {
+				return err
+			}
+		}
+		end, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		out.WriteByte(byte(end.(json.Delim)))
+	case string:
+		r.writeJSONString(out, v)
+	case json.Number:
+		out.WriteString(string(v))
+	case bool:
+		out.WriteString(strconv.FormatBool(v))
+	case nil:
+		out.WriteString("null")
+	}
+	return nil
+}
+
+func (r *Redactor) writeJSONString(out *bytes.Buffer, s string) {
+	out.WriteByte('"')
+	out.Write(appendQuoted(nil, r.Redact(strings.ToValidUTF8(s, "\uFFFD"))))
+	out.WriteByte('"')
 }
 
 // RedactError returns err with its text redacted; it still unwraps to err,
