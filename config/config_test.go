@@ -88,74 +88,90 @@ func TestLoadBad(t *testing.T) {
 		want []string // every line of the error, in order
 	}{
 		{"bad-unknown-field.yml", []string{
-			`config file "testdata/bad-unknown-field.yml": line 6: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
-			`line 10: unknown key "max_tokens" in a module (allowed: apply_chat_template, dataset, dataset_path, extra_body, headers, ignore_eos, include_usage, input_len, lora, output_len, prompt, range_ratio, seed, stream, temperature, tokenizer, top_p)`,
+			`config file "testdata/bad-unknown-field.yml": line 6: targets[0].intervall: unknown key (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
+			`line 10: modules["m"].max_tokens: unknown key (allowed: apply_chat_template, dataset, dataset_path, extra_body, headers, ignore_eos, include_usage, input_len, lora, output_len, prompt, range_ratio, seed, stream, temperature, tokenizer, top_p)`,
 		}},
 		{"bad-typo-hides-url.yml", []string{
 			// The misspelt key does not hide the invalid URL below it.
-			`config file "testdata/bad-typo-hides-url.yml": line 5: unknown key "intervall" in a target (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
-			// prometheus/common's own decoder hides the type's name.
-			`line 11: unknown key "usr"`,
-			`targets[1].url: scheme must be http or https, got "ftp"`,
+			`config file "testdata/bad-typo-hides-url.yml": line 5: targets[0].intervall: unknown key (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
+			`line 8: targets[1].url: scheme must be http or https, got "ftp"`,
+			// prometheus/common's types are walked like ours.
+			`line 11: targets[1].http_client_config.basic_auth.usr: unknown key (allowed: password, password_file, password_ref, username, username_file, username_ref)`,
 		}},
 		{"bad-syntax.yml", []string{
-			`config file "testdata/bad-syntax.yml": YAML syntax error near line 3: did not find expected '-' indicator`,
-			`     3 |     url: http://127.0.0.1:8000`,
-			`     4 |    backend: vllm`,
+			// libyaml names where the construct began (the fault is on
+			// line 4); the file's text is never shown.
+			`config file "testdata/bad-syntax.yml": line 3: YAML syntax error here or below: did not find expected '-' indicator`,
+		}},
+		{"bad-secret-syntax.yml", []string{
+			// The line the fault is named at holds a token: not shown.
+			`config file "testdata/bad-secret-syntax.yml": line 8: YAML syntax error here or below: did not find expected key`,
 		}},
 		{"bad-type.yml", []string{
-			// model.Duration's own parser stops the decode, so this one
-			// error comes alone; its line is found by the value.
-			`config file "testdata/bad-type.yml": line 6: not a valid duration string: "soon"`,
+			// A duration that does not parse no longer stops the decode.
+			`config file "testdata/bad-type.yml": line 6: targets[0].interval: must be a duration such as 30s or 1m, got "soon"`,
+			`line 9: modules["m"].output_len: must be a whole number, got "many"`,
 		}},
 		{"bad-int.yml", []string{
-			`config file "testdata/bad-int.yml": line 6: "many" must be a whole number`,
-			`line 9: "many" must be a whole number`,
+			`config file "testdata/bad-int.yml": line 6: targets[0].max_in_flight: must be a whole number, got "many"`,
+			`line 9: modules["m"].output_len: must be a whole number, got "many"`,
+		}},
+		{"bad-eight.yml", []string{
+			// Eight problems: type errors, an unknown key and
+			// Validate's, all at once, by line; the /v1 URL is accepted.
+			`config file "testdata/bad-eight.yml": line 3: targets[0].url: missing scheme, write http://127.0.0.1:8000`,
+			`line 6: targets[0].interval: must be a duration such as 30s or 1m, got "5"`,
+			`line 7: targets[0].max_in_flight: must be a whole number, got "lots"`,
+			`line 8: targets[1].name: duplicate target name "a" (also targets[0])`,
+			`line 11: targets[1].modules[1]: unknown module "x"`,
+			`line 12: targets[1].no_traceparent: must be true or false, got "maybe"`,
+			`line 13: targets[1].intervall: unknown key (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
+			`line 17: bench.max_duration: must be a duration such as 30s or 1m, got "forever"`,
 		}},
 		{"bad-many.yml", []string{
-			`config file "testdata/bad-many.yml": targets[1].name: duplicate target name "a" (also targets[0])`,
-			`targets[1].url: scheme must be http or https, got "ftp"`,
-			`targets[1].modules[1]: unknown module "x"`,
-			`targets[1].max_in_flight: must be at least 1`,
-			`modules["m"].dataset_path: must be set for dataset sharegpt`,
-			`modules["m"].range_ratio: must be between 0 and 1`,
-			`modules["m"].top_p: must be in (0, 1]`,
-			`modules["m"].headers["Authorization"]: credentials belong in the target's http_client_config, where they are kept secret`,
-			`bench.max_request_rate: must be positive`,
+			`config file "testdata/bad-many.yml": line 6: targets[1].name: duplicate target name "a" (also targets[0])`,
+			`line 7: targets[1].url: scheme must be http or https, got "ftp"`,
+			`line 9: targets[1].modules[1]: unknown module "x"`,
+			`line 10: targets[1].max_in_flight: must be at least 1`,
+			`line 12: modules["m"].dataset_path: must be set for dataset sharegpt`,
+			`line 14: modules["m"].range_ratio: must be between 0 and 1`,
+			`line 15: modules["m"].top_p: must be in (0, 1]`,
+			`line 17: modules["m"].headers["Authorization"]: credentials belong in the target's http_client_config, where they are kept secret`,
+			`line 19: bench.max_request_rate: must be positive`,
 		}},
 		{"bad-server-metrics-type.yml", []string{
-			// A scalar where a list belongs (yaml shortens the value).
-			`config file "testdata/bad-server-metrics-type.yml": line 6: "http://..." must be a list of URLs`,
+			// A scalar where a list belongs: the URL is not quoted.
+			`config file "testdata/bad-server-metrics-type.yml": line 6: targets[0].server_metrics: must be a list of URLs, not a single value`,
 		}},
 		{"bad-server-metrics.yml", []string{
-			`config file "testdata/bad-server-metrics.yml": targets[0].no_server_metrics: excludes server_metrics: set one or the other`,
-			`targets[0].server_metrics[0]: scheme must be http or https, got "ftp"`,
-			// The duplicate is named with its password hidden.
-			`targets[0].server_metrics[2]: duplicate of an earlier entry`,
-			`targets[0].server_metrics[3]: invalid URL "<unparseable URL>"`,
-			`targets[0].server_metrics[4]: must not be empty`,
-			`targets[0].server_metrics[5]: scheme must be http or https, got ""`,
+			`config file "testdata/bad-server-metrics.yml": line 7: targets[0].server_metrics[0]: scheme must be http or https, got "ftp"`,
+			// The duplicate is named without its password.
+			`line 9: targets[0].server_metrics[2]: duplicate of an earlier entry`,
+			`line 10: targets[0].server_metrics[3]: not a valid URL (missing ']' in host)`,
+			`line 11: targets[0].server_metrics[4]: must not be empty`,
+			`line 12: targets[0].server_metrics[5]: missing scheme and host, write a URL such as http://127.0.0.1:8000`,
+			`line 13: targets[0].no_server_metrics: excludes server_metrics: set one or the other`,
 		}},
 		{"bad-url-credentials.yml", []string{
-			`config file "testdata/bad-url-credentials.yml": targets[0].url: must not contain credentials; use http_client_config.basic_auth`,
+			`config file "testdata/bad-url-credentials.yml": line 3: targets[0].url: must not contain credentials; use http_client_config.basic_auth`,
 		}},
 		{"bad-url-query.yml", []string{
 			// Neither message quotes the key.
-			`config file "testdata/bad-url-query.yml": targets[0].url: must not contain a query or fragment; put an API key in http_client_config (authorization or http_headers)`,
-			`targets[1].url: invalid URL "<unparseable URL>"`,
+			`config file "testdata/bad-url-query.yml": line 3: targets[0].url: must not contain a query or fragment: paths are appended to a base URL; send an API key as a header (http_client_config)`,
+			`line 7: targets[1].url: not a valid URL (missing ']' in host)`,
 		}},
 		{"bad-no-targets.yml", []string{
 			`config file "testdata/bad-no-targets.yml": targets: at least one target is required`,
 		}},
 		{"bad-adhoc.yml", []string{
-			`config file "testdata/bad-adhoc.yml": probe_api.adhoc_url_allowlist: must list at least one pattern when allow_adhoc_targets is true`,
+			`config file "testdata/bad-adhoc.yml": line 8: probe_api.adhoc_url_allowlist: must list at least one pattern when allow_adhoc_targets is true`,
 		}},
 		{"bad-retention.yml", []string{
-			`config file "testdata/bad-retention.yml": bench.results_retention_count: must be 0 (no bound) or positive, got -1`,
-			`bench.results_retention_bytes: must be 0 (no bound) or positive, got -5`,
+			`config file "testdata/bad-retention.yml": line 9: bench.results_retention_count: must be 0 (no bound) or positive, got -1`,
+			`line 10: bench.results_retention_bytes: must be 0 (no bound) or positive, got -5`,
 		}},
 		{"bad-regexp.yml", []string{
-			"config file \"testdata/bad-regexp.yml\": line 10: invalid regular expression \"http://(unclosed\": error parsing regexp: missing closing ): `^(?:http://(unclosed)$`",
+			"config file \"testdata/bad-regexp.yml\": line 10: probe_api.adhoc_url_allowlist[0]: invalid regular expression \"http://(unclosed\": error parsing regexp: missing closing ): `^(?:http://(unclosed)$`",
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
@@ -309,5 +325,84 @@ modules:
 	}
 	if c.Targets[0].Timeout != 0 {
 		t.Errorf("Redacted changed the loaded config's timeout to %v", c.Targets[0].Timeout)
+	}
+}
+
+// TestProblemsHideSecrets: no problem of a file quotes a secret from it,
+// whatever the kind of problem: a syntax error on the credential's line, a
+// credential of the wrong type, a URL with a password that does not parse
+// (as a target, a server-metrics or a proxy URL). Errors reach the log and
+// the answer of /-/reload.
+func TestProblemsHideSecrets(t *testing.T) {
+	const secret = "sk-planted-0123456789"
+	head := "targets:\n  - name: a\n    backend: vllm\n    modules: [m]\n"
+	for _, tc := range []struct {
+		name, yaml, want string // want: a part of the message
+	}{
+		{"syntax error on the line", head + "    url: http://127.0.0.1:8000\n    http_client_config:\n      authorization:\n        credentials: " + secret + "\n       type: Bearer\nmodules:\n  m: {}\n", "line 8: YAML syntax error"},
+		{"unclosed quote", head + "    url: http://127.0.0.1:8000\n    http_client_config:\n      authorization:\n        credentials: \"" + secret + "\nmodules:\n  m: {}\n", "YAML syntax error"},
+		{"credential of the wrong type", head + "    url: http://127.0.0.1:8000\n    http_client_config:\n      authorization:\n        credentials: [" + secret + "]\nmodules:\n  m: {}\n", "line 8: targets[0].http_client_config.authorization.credentials: must be text, not a list"},
+		{"target URL with a password", head + "    url: http://u:" + secret + "@[::1\nmodules:\n  m: {}\n", "line 5: targets[0].url: not a valid URL"},
+		{"server metrics URL", head + "    url: http://127.0.0.1:8000\n    server_metrics: [\"http://u:" + secret + "@h:x/metrics\"]\nmodules:\n  m: {}\n", "targets[0].server_metrics[0]: not a valid URL (invalid port)"},
+		{"proxy URL", head + "    url: http://127.0.0.1:8000\n    http_client_config:\n      proxy_url: \"http://u:" + secret + "@[::1\"\nmodules:\n  m: {}\n", "line 7: targets[0].http_client_config.proxy_url:"},
+		{"query key in a URL", head + "    url: http://127.0.0.1:8000/?api_key=" + secret + "\nmodules:\n  m: {}\n", "targets[0].url: must not contain a query"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("Parse() = nil error, want one containing %q", tc.want)
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "planted") {
+				t.Errorf("Parse() error quotes the secret:\n%v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Parse() = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTargetBaseURL: a target's url is the base the backends append their
+// paths to, by the CLI's rule (NormalizeBaseURL): the /v1 that OpenAI's
+// SDKs and vLLM's docs write is taken off, as is a trailing slash.
+func TestTargetBaseURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"http://127.0.0.1:8000", "http://127.0.0.1:8000"},
+		{"http://127.0.0.1:8000/", "http://127.0.0.1:8000"},
+		{"http://127.0.0.1:8000/v1", "http://127.0.0.1:8000"},
+		{"http://127.0.0.1:8000/v1/", "http://127.0.0.1:8000"},
+		{"https://gw.example/llm/v1", "https://gw.example/llm"},
+		{"http://127.0.0.1:8000/v10", "http://127.0.0.1:8000/v10"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			c, err := Parse([]byte("targets:\n  - {name: a, url: \"" + tc.in + "\", backend: vllm, modules: [m]}\nmodules:\n  m: {}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Targets[0].URL; got != tc.want {
+				t.Errorf("Parse(url: %s).Targets[0].URL = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNormalizeBaseURLErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "must be set"},
+		{"127.0.0.1:8000", "missing scheme, write http://127.0.0.1:8000"},
+		{"vllm:8000/v1", "missing scheme, write http://vllm:8000/v1"},
+		{"user:pw@vllm:8000", "missing scheme and host, write a URL such as http://127.0.0.1:8000"},
+		{"/v1", "missing scheme and host, write a URL such as http://127.0.0.1:8000"},
+		{"ftp://host", `scheme must be http or https, got "ftp"`},
+		{"http://", "must include a host"},
+		{"http://host:port", "not a valid URL (invalid port)"},
+		{"http://host/#frag", "must not contain a query or fragment: paths are appended to a base URL; send an API key as a header (http_client_config)"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			_, err := NormalizeBaseURL(tc.in)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("NormalizeBaseURL(%q) = %v, want %q", tc.in, err, tc.want)
+			}
+		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,7 +61,7 @@ var moduleDatasets = map[string]bool{
 // UnmarshalYAML applies DefaultTarget before decoding.
 func (t *Target) UnmarshalYAML(unmarshal func(any) error) error {
 	*t = DefaultTarget
-	type target Target // the name yaml's errors show (see yamlPlaces)
+	type target Target // without this method, so that unmarshal does not recurse
 	if err := unmarshal((*target)(t)); err != nil {
 		return err
 	}
@@ -83,7 +82,7 @@ func (t *Target) UnmarshalYAML(unmarshal func(any) error) error {
 // UnmarshalYAML applies DefaultModule before decoding.
 func (m *Module) UnmarshalYAML(unmarshal func(any) error) error {
 	*m = DefaultModule
-	type module Module // the name yaml's errors show (see yamlPlaces)
+	type module Module // without this method, so that unmarshal does not recurse
 	if err := unmarshal((*module)(m)); err != nil {
 		return err
 	}
@@ -96,7 +95,7 @@ func (m *Module) UnmarshalYAML(unmarshal func(any) error) error {
 // UnmarshalYAML applies DefaultBench before decoding.
 func (b *Bench) UnmarshalYAML(unmarshal func(any) error) error {
 	*b = DefaultBench
-	type bench Bench // the name yaml's errors show (see yamlPlaces)
+	type bench Bench // without this method, so that unmarshal does not recurse
 	return unmarshal((*bench)(b))
 }
 
@@ -139,6 +138,10 @@ func (re Regexp) String() string { return re.original }
 type Checks struct {
 	// Backend returns why a target's backend name is refused, or nil.
 	Backend func(name string) error
+	// BaseURL is NormalizeBaseURL for a target's backend (ollama's /api
+	// is its root, as /v1 is); nil means NormalizeBaseURL. A loaded
+	// target's url is the base it returns.
+	BaseURL func(backend, raw string) (string, error)
 }
 
 // Load reads, decodes strictly, defaults and validates a config file,
@@ -165,29 +168,33 @@ func (k Checks) Load(path string) (*Config, error) {
 }
 
 // Parse decodes and validates a config held in memory. Relative file paths
-// in it are left as they are.
+// in it are left as they are. Every problem of the file is returned at
+// once, with its line and path, sorted by line: unknown keys, values of the
+// wrong type and Validate's problems alike (see decodeFile).
 func (k Checks) Parse(b []byte) (*Config, error) {
-	c := &Config{Bench: DefaultBench}
-	if err := yaml.UnmarshalStrict(b, c); err != nil {
-		var te *yaml.TypeError
-		if !errors.As(err, &te) {
-			return nil, decodeError(err, b) // a syntax error: nothing decoded
+	c, ps, lines := decodeFile(b)
+	if c == nil {
+		return nil, problemsError(ps)
+	}
+	var v validator
+	c.validate(&v, k)
+	for _, p := range v.problems {
+		// A field the decode already refused was left at its default:
+		// what Validate says about it would be a second, wrong message.
+		if slices.ContainsFunc(ps, func(d problem) bool { return d.path != "" && under(p.path, d.path) }) {
+			continue
 		}
-		// A misspelt key must not hide an invalid URL below it: the file
-		// is decoded again leniently (unknown keys ignored) and validated
-		// too. An entry with a wrongly typed value is left out of that
-		// decode, so its own fields may draw further messages.
-		lenient := &Config{Bench: DefaultBench}
-		if yaml.Unmarshal(b, lenient) == nil {
-			return nil, errors.Join(decodeError(err, b), lenient.validate(k))
-		}
-		return nil, decodeError(err, b)
+		p.line = lineOf(lines, p.path)
+		ps = append(ps, p)
+	}
+	if err := problemsError(ps); err != nil {
+		return nil, err
+	}
+	for i, t := range c.Targets {
+		c.Targets[i].URL, _ = k.baseURL(t.Backend, t.URL) // valid: checked above
 	}
 	sum := sha256.Sum256(b)
 	c.Checksum = hex.EncodeToString(sum[:])
-	if err := c.validate(k); err != nil {
-		return nil, err
-	}
 	return c, nil
 }
 

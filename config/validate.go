@@ -13,10 +13,17 @@ import (
 // Validate checks the whole config and returns every problem at once, each
 // prefixed with the path of the field it is about. It makes config's own
 // checks only; Checks.Parse adds the ones config cannot make itself.
-func (c *Config) Validate() error { return c.validate(Checks{}) }
-
-func (c *Config) validate(k Checks) error {
+func (c *Config) Validate() error {
 	var v validator
+	c.validate(&v, Checks{})
+	errs := make([]error, len(v.problems))
+	for i, p := range v.problems {
+		errs[i] = errors.New(p.String())
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) validate(v *validator, k Checks) {
 	if len(c.Targets) == 0 {
 		v.add("targets", "at least one target is required")
 	}
@@ -30,7 +37,7 @@ func (c *Config) validate(k Checks) error {
 		} else {
 			seen[t.Name] = i
 		}
-		t.validate(&v, p, c.Modules, k)
+		t.validate(v, p, c.Modules, k)
 	}
 	names := make([]string, 0, len(c.Modules))
 	for name := range c.Modules {
@@ -42,35 +49,21 @@ func (c *Config) validate(k Checks) error {
 		if name == "" {
 			v.add(p, "module name must not be empty")
 		}
-		c.Modules[name].validate(&v, p)
+		c.Modules[name].validate(v, p)
 	}
-	c.Bench.validate(&v, "bench")
+	c.Bench.validate(v, "bench")
 	if c.Probe.AllowAdhocTargets && len(c.Probe.AdhocURLAllowlist) == 0 {
 		v.add("probe_api.adhoc_url_allowlist", "must list at least one pattern when allow_adhoc_targets is true")
 	}
-	return v.err()
 }
 
 func (t Target) validate(v *validator, p string, modules map[string]Module, k Checks) {
-	switch u, err := url.Parse(t.URL); {
-	case t.URL == "":
-		v.add(p+".url", "must be set")
-	case err != nil:
-		// Not the parser's message: it quotes the whole URL, which may
-		// carry a credential.
-		v.add(p+".url", "invalid URL %q", RedactURL(t.URL))
-	case u.Scheme != "http" && u.Scheme != "https":
-		v.add(p+".url", "scheme must be http or https, got %q", u.Scheme)
-	case u.Host == "":
-		v.add(p+".url", "must include a host")
-	case u.User != nil:
+	// The base URL rule is the CLI's (--url, --base-url): one function.
+	if _, err := k.baseURL(t.Backend, t.URL); err != nil {
+		v.add(p+".url", "%s", err)
+	} else if u, _ := url.Parse(t.URL); u.User != nil {
 		// Credentials in a URL would show in /config, logs and labels.
 		v.add(p+".url", "must not contain credentials; use http_client_config.basic_auth")
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		// Backends append their paths to the base URL, so a query would
-		// end up inside the path; and a key in a query would show
-		// wherever the URL does. The value is not quoted, for that reason.
-		v.add(p+".url", "must not contain a query or fragment; put an API key in http_client_config (authorization or http_headers)")
 	}
 	// Which names are backends is the prober's to say (its one list,
 	// beside each backend's traits; config may not import it): the caller
@@ -117,15 +110,11 @@ func (t Target) validate(v *validator, p string, modules map[string]Module, k Ch
 	for j, s := range t.ServerMetrics {
 		q := fmt.Sprintf("%s.server_metrics[%d]", p, j)
 		// The value is quoted redacted: errors reach logs and /-/reload's answer.
-		switch u, err := url.Parse(string(s)); {
+		switch err := checkHTTPURL(string(s)); {
 		case s == "":
 			v.add(q, "must not be empty")
 		case err != nil:
-			v.add(q, "invalid URL %q", RedactURL(string(s)))
-		case u.Scheme != "http" && u.Scheme != "https":
-			v.add(q, "scheme must be http or https, got %q", u.Scheme)
-		case u.Host == "":
-			v.add(q, "must include a host")
+			v.add(q, "%s", err)
 		case slices.Contains(t.ServerMetrics[:j], s):
 			v.add(q, "duplicate of an earlier entry")
 		}
@@ -208,10 +197,8 @@ func (b Bench) validate(v *validator, p string) {
 	}
 }
 
-type validator struct{ errs []error }
+type validator struct{ problems []problem }
 
 func (v *validator) add(path, format string, args ...any) {
-	v.errs = append(v.errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	v.problems = append(v.problems, problem{path: path, msg: fmt.Sprintf(format, args...)})
 }
-
-func (v *validator) err() error { return errors.Join(v.errs...) }
