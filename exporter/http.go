@@ -270,6 +270,11 @@ func resultText(r prober.Result) string {
 	sm := samplesOf(r)
 	var b strings.Builder
 	fmt.Fprintf(&b, "outcome: %s (HTTP %d)\nstreamed: %t\n", r.Outcome, r.HTTPStatus, r.Stream)
+	if r.RequestPath != "" {
+		// The path answered, beside the base URL under Target: a 404
+		// says which one the server does not serve.
+		fmt.Fprintf(&b, "request_path: %s\n", r.RequestPath)
+	}
 	timing := func(name string, v float64, undefined string) {
 		switch {
 		case v >= 0:

@@ -303,6 +303,20 @@ func (b BackendInfo) BaseURL(raw string) (string, error) {
 	return trimAPIRoot(u, b.APIRoot), nil
 }
 
+// targetBaseURL is BackendInfo.BaseURL for a config target's url: the
+// daemon's targets and the CLI's flags take the same base URLs. Its error
+// does not quote raw; config names the field.
+func targetBaseURL(backend, raw string) (string, error) {
+	u, err := config.NormalizeBaseURL(raw)
+	if err != nil {
+		return "", err
+	}
+	if info, lerr := LookupBackend(backend); lerr == nil {
+		u = trimAPIRoot(u, info.APIRoot)
+	}
+	return u, nil
+}
+
 // trimAPIRoot removes root from the end of base, when root is set.
 func trimAPIRoot(base, root string) string {
 	if root == "" {
@@ -459,7 +473,7 @@ func LookupBackend(name string) (BackendInfo, error) {
 // (config may not import it). Every load of the daemon's and probe's
 // config goes through ConfigChecks.Load, so serve, reload, check-config
 // and probe refuse the same files, each problem at its place in the file.
-var ConfigChecks = config.Checks{Backend: CheckBackend}
+var ConfigChecks = config.Checks{Backend: CheckBackend, BaseURL: targetBaseURL}
 
 // CheckBackend returns why name is not a backend servingprobe speaks: an
 // unknown name with the list, or an *UnsupportedBackendError.

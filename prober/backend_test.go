@@ -129,10 +129,10 @@ modules:
   m: {dataset: fixed, prompt: hello}
 `))
 	want := []string{
-		`targets[1].url: scheme must be http or https, got "ftp"`,
-		`targets[1].backend: unknown backend "tgi" (one of ` + strings.Join(BackendNames(), ", ") + `)`,
-		`targets[2].backend: backend gserver is not supported: NotImplementedError (bench_serving's gserver request function raises it; there is no gserver client)`,
-		`targets[2].modules[1]: unknown module "x"`,
+		`line 4: targets[1].url: scheme must be http or https, got "ftp"`,
+		`line 4: targets[1].backend: unknown backend "tgi" (one of ` + strings.Join(BackendNames(), ", ") + `)`,
+		`line 5: targets[2].backend: backend gserver is not supported: NotImplementedError (bench_serving's gserver request function raises it; there is no gserver client)`,
+		`line 5: targets[2].modules[1]: unknown module "x"`,
 	}
 	var got []string
 	if err != nil {

@@ -15,11 +15,13 @@ func TestNormalizeBaseURL(t *testing.T) {
 		{in: "https://api.example.com/v1/", want: "https://api.example.com"},
 		{in: "http://gw.example.com/llm/v1", want: "http://gw.example.com/llm"},
 		{in: "http://host/v1beta", want: "http://host/v1beta"},
-		{in: "127.0.0.1:30000", wantErr: `"127.0.0.1:30000": want an http(s) URL such as http://127.0.0.1:8000`},
-		{in: "ftp://host", wantErr: `"ftp://host": want an http(s) URL such as http://127.0.0.1:8000`},
-		{in: "http://host/?a=1", wantErr: `"http://host/?a=1": a base URL takes no query or fragment`},
-		{in: "http://host/?api_key=sk-1", wantErr: `"http://host/?api_key=xxxxx": a base URL takes no query or fragment`},
-		{in: "http://u:pw@[::1/", wantErr: `"<unparseable URL>": want an http(s) URL such as http://127.0.0.1:8000`},
+		// The rule and its words are config's (a target's url is checked
+		// by the same function); a flag's value is quoted, redacted.
+		{in: "127.0.0.1:30000", wantErr: `"127.0.0.1:30000": missing scheme, write http://127.0.0.1:30000`},
+		{in: "ftp://host", wantErr: `"ftp://host": scheme must be http or https, got "ftp"`},
+		{in: "http://host/?a=1", wantErr: `"http://host/?a=1": must not contain a query or fragment: paths are appended to a base URL; send an API key as a header (http_client_config)`},
+		{in: "http://host/?api_key=sk-1", wantErr: `"http://host/?api_key=xxxxx": must not contain a query or fragment: paths are appended to a base URL; send an API key as a header (http_client_config)`},
+		{in: "http://u:pw@[::1/", wantErr: `"<unparseable URL>": not a valid URL (missing ']' in host)`},
 	} {
 		got, err := NormalizeBaseURL(tc.in)
 		if tc.wantErr != "" {

@@ -178,10 +178,13 @@ type Result struct {
 	SpecAcceptLength float64 `json:"spec_accept_length,omitzero"`
 	// Server holds the durations and counts the server stated for the
 	// request (ollama's final object), zero where it states none.
-	Server     ServerTimings `json:"server_timings,omitzero"`
-	HTTPStatus int           `json:"http_status,omitzero"`
-	Outcome    Outcome       `json:"outcome"`
-	Err        string        `json:"error,omitzero"` // human-readable; never a label
+	Server ServerTimings `json:"server_timings,omitzero"`
+	// RequestPath is the path the request was sent to (no host, no
+	// query), so that a 404 can be read against the base URL it came from.
+	RequestPath string  `json:"request_path,omitzero"`
+	HTTPStatus  int     `json:"http_status,omitzero"`
+	Outcome     Outcome `json:"outcome"`
+	Err         string  `json:"error,omitzero"` // human-readable; never a label
 
 	// Clock says what stamped the response's arrival times (and the
 	// start): the kernel's receive times, the process's clock, or both.

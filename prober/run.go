@@ -191,6 +191,7 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 		return &BuildError{Err: err}
 	}
 	res.TraceID = traceContext(req, p.Options.NoTraceparent)
+	res.RequestPath = req.URL.Path
 	tr := &tracer{}
 	req = req.WithContext(httptrace.WithClientTrace(ctx, tr.clientTrace()))
 	defer func() { res.Trace = tr.snapshot() }()
