@@ -33,7 +33,9 @@
 // other users of the machine); and a background "serve" that names no
 // listen address gets the one the documentation says it uses (127.0.0.1:9775
 // mapped like the others). Commands run in a scratch directory that links
-// the repository's top-level entries, so that paths such as
-// examples/servingprobe.yml resolve and the files they write are thrown
-// away.
+// the top-level entries git tracks, so that paths such as
+// examples/servingprobe.yml resolve and the files they write (bench
+// records, reports, a daemon's results/) are thrown away; nothing a page
+// runs may add an entry to the top of the work tree, which the test
+// checks.
 package doctest

@@ -75,6 +75,16 @@ func TestEveryCommandBlockHasADirective(t *testing.T) {
 // output.
 func TestDocumentedCommands(t *testing.T) {
 	bin := buildBinary(t)
+	// The commands write files (bench records, reports, a daemon's
+	// results): into each page's scratch directory, never the work tree.
+	before := topLevel(t)
+	t.Cleanup(func() {
+		for name := range topLevel(t) {
+			if !before[name] {
+				t.Errorf("%s appeared at the top of the work tree while the pages ran: a command wrote outside its scratch directory", name)
+			}
+		}
+	})
 	for _, p := range pages(t) {
 		blocks := loadBlocks(t, p)
 		run := 0
@@ -126,12 +136,8 @@ func newSession(t *testing.T, binDir string) *session {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+	for _, name := range sourceEntries(t, root) {
+		if err := os.Symlink(filepath.Join(root, name), filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -143,6 +149,58 @@ func newSession(t *testing.T, binDir string) *session {
 		"HOME="+t.TempDir(),
 	)
 	return &session{t: t, dir: dir, env: env, ports: map[string]string{}}
+}
+
+// sourceEntries returns the repository's top-level entries that git
+// tracks: what the pages' commands read (examples/, tokenizer/testdata, the
+// source). An untracked entry is left out, so that a command writing
+// through it (a daemon's results/ under the scratch directory, say) cannot
+// reach a directory of the work tree that a developer's own runs created.
+// Outside a git checkout every entry is linked.
+func sourceEntries(t *testing.T, root string) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	var names []string
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Logf("not a git checkout (%v): linking every top-level entry", err)
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	for f := range strings.SplitSeq(string(out), "\x00") {
+		name, _, _ := strings.Cut(f, "/")
+		if name == "" || seen[name] {
+			continue
+		}
+		// A tracked file deleted in the work tree (a git rm not yet
+		// committed) is not there to link.
+		if _, err := os.Lstat(filepath.Join(root, name)); err != nil {
+			continue
+		}
+		seen[name] = true
+		names = append(names, name)
+	}
+	return names
+}
+
+// topLevel returns the names at the top of the work tree.
+func topLevel(t *testing.T) map[string]bool {
+	t.Helper()
+	ents, err := os.ReadDir(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, e := range ents {
+		names[e.Name()] = true
+	}
+	return names
 }
 
 var (
