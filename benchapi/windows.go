@@ -385,7 +385,7 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 		view.Started = &st
 	}
 	red := b.d.Redactor()
-	view.Status, view.Ended, view.Error = status, &et, prober.TruncateUTF8(red.Redact(msg), 2000)
+	view.Status, view.Ended, view.Error = status, &et, red.Sanitize(msg, 2000)
 	// The summary carries the target's /server_info answer verbatim; a
 	// server that echoes request headers there would hand our credentials
 	// to the results file and the API.
@@ -407,7 +407,7 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	// interrupted) after a restart. The report is not the result: a
 	// report that could not be drawn or written leaves the run its status
 	// and figures, and report_error says why it is missing.
-	view.ReportError = prober.TruncateUTF8(red.Redact(out.ReportError), 2000)
+	view.ReportError = red.Sanitize(out.ReportError, 2000)
 	dir := b.d.Config().Bench.ResultsDir
 	result := status
 	was := string(status)
@@ -418,14 +418,14 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	if len(out.Report) > 0 {
 		if rerr := b.writeFile(dir, view.ID, reportFile(dir, view.ID), out.Report); rerr != nil {
 			level.Error(logger).Log("msg", "Bench report not written", "err", rerr)
-			view.ReportError = prober.TruncateUTF8(red.Redact("the report was not written to bench.results_dir: "+rerr.Error()), 2000)
+			view.ReportError = red.Sanitize("the report was not written to bench.results_dir: "+rerr.Error(), 2000)
 		} else {
 			view.Report = "api/v1/benches/" + view.ID + "/report"
 		}
 	}
 	failed := func() {
 		view.Status, result = exporter.BenchFail, exporter.BenchWriteFailed
-		view.Error = prober.TruncateUTF8(red.Redact(strings.Join(lost, "; ")+" (the run itself ended "+was+")"), 2000)
+		view.Error = red.Sanitize(strings.Join(lost, "; ")+" (the run itself ended "+was+")", 2000)
 		msg = view.Error
 	}
 	if len(lost) > 0 {

@@ -28,8 +28,8 @@
 // Label values come from the config or from closed enums, with one bounded
 // exception: when a target's model is left empty, the model label is the
 // model the server reports (GET /v1/models), used only when it is shaped
-// like a model id (prober.CheckModelID: at most 128 bytes of a closed
-// character set, no configured secret), and a target has one model at a
+// like a model id (config.Redactor.Label: at most 128 bytes of a closed
+// character set, no configured secret nor run of 8 bytes of one), and a target has one model at a
 // time. Until the first probe reports it, the series carry
 // model=""; when it is known (or changes), the old model's series are
 // deleted and the new ones created, so a flapping server cannot grow the

@@ -191,9 +191,10 @@ const maxHistoryText = 512
 // events, usually fewer than its output tokens.
 const maxHistoryITL = 512
 
-// entryOf builds a HistoryEntry from a result; red redacts free text.
-// model is the one the request sent (configured, or detected and checked
-// by prober.CheckModelID), bounded and redacted all the same.
+// entryOf builds a HistoryEntry from a result; every text in it passes
+// red.Sanitize, which redacts before it cuts. model is the one the request
+// sent (configured, or detected and checked by config.Redactor.Label),
+// bounded and redacted all the same.
 func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *config.Redactor) HistoryEntry {
 	sm := samplesOf(r)
 	opt := func(v float64) *float64 {
@@ -213,14 +214,14 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 	e := HistoryEntry{
 		Streamed: r.Stream, ServerTimings: st,
 		Time: end, Target: r.Target, Module: r.Module, Mode: mode,
-		Model:   red.Redact(prober.TruncateUTF8(model, prober.MaxModelIDBytes)),
+		Model:   red.Sanitize(model, config.MaxLabelBytes),
 		Outcome: string(r.Outcome), Success: r.Outcome == prober.OutcomeSuccess,
 		Error: red.Redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID, TraceID: r.TraceID,
 		TTFTSeconds: opt(sm.ttft), E2ESeconds: opt(sm.e2e), TPOTSeconds: opt(sm.tpot), QueueSeconds: opt(sm.queue),
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TokenSource: string(r.OutputTokensSource),
 		Clock:            string(r.Clock),
 		FinishReason:     prober.FinishReasonOf(r.FinishReason),
-		Text:             red.Redact(prober.TruncateUTF8(r.GeneratedText, maxHistoryText)),
+		Text:             red.Sanitize(r.GeneratedText, maxHistoryText),
 		ITLMedianSeconds: opt(weightedQuantile(slices.Clone(sm.itl), 0.5)),
 		logs:             logs,
 		red:              red,

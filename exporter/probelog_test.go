@@ -65,6 +65,40 @@ func TestHistoryFormatsLogRedacted(t *testing.T) {
 	}
 }
 
+// TestHistoryEntrySanitized: the generated text, the error and the model a
+// server sent reach the history redacted before they are cut, so a token
+// across the text's cut, \u-escaped, or minus its last characters shows
+// none of its 8-byte runs.
+func TestHistoryEntrySanitized(t *testing.T) {
+	const tok = "sk-hist-4f9c2a7e1b8d6053aa7c9e1"
+	red := config.NewRedactor(&config.Config{Targets: []config.Target{{HTTPClientConfig: promconfig.HTTPClientConfig{BearerToken: tok}}}})
+	for _, tc := range []struct {
+		name, text, err, model string
+	}{
+		{"text across the cut", strings.Repeat("x", maxHistoryText-10) + tok, "", "m"},
+		{"escaped error", "", `401: {"error":"\u0073k-hist-4f9c2a7e1b8d6053aa7c9e1"}`, "m"},
+		{"near-token model", "", "", tok[:len(tok)-2]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := successResult("a", "m", tc.model)
+			r.GeneratedText, r.Err = tc.text, tc.err
+			e := entryOf(r, tc.model, ModeProbe, nil, red)
+			all := e.Text + "|" + e.Error + "|" + e.Model
+			if !strings.Contains(all, config.Placeholder) {
+				t.Errorf("entry %q has no %s: the case planted nothing", all, config.Placeholder)
+			}
+			for i := 0; i+8 <= len(tok); i++ {
+				if strings.Contains(all, tok[i:i+8]) {
+					t.Errorf("entry %q holds %q of the token", all, tok[i:i+8])
+				}
+			}
+			if len(e.Text) > maxHistoryText+len("…") {
+				t.Errorf("Text is %d bytes, want at most %d", len(e.Text), maxHistoryText)
+			}
+		})
+	}
+}
+
 // A server-supplied value (finish reason, model id) can be megabytes: the
 // capture keeps a bounded copy, not the value.
 func TestProbeLogBoundsRetainedBytes(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/prober"
 )
 
@@ -52,15 +53,14 @@ func (s *seriesState) hasModule(target, module string) bool {
 // sanitizeModel makes a server-sent model name safe as a label value. The
 // model label is the one label value that can come from a server (GET
 // /v1/models when the config leaves model empty): a name that is not shaped
-// like a model id (prober.CheckModelID: bounded, a closed character set)
-// becomes "", as if none had been detected. It is bounded in number by
-// keeping one model per target at a time. Detection already refuses such
-// names and those holding a credential; this holds for any other path.
+// like a model id (config.Redactor.Label: bounded, a closed character set)
+// becomes config.LabelPlaceholder, as if none had been detected. It is
+// bounded in number by keeping one model per target at a time. Detection
+// already refuses such names and those holding a credential or part of one
+// (Label with the target's redactor); this holds for any other path.
 func sanitizeModel(s string) string {
-	if prober.CheckModelID(s, nil) != nil {
-		return ""
-	}
-	return s
+	m, _ := (*config.Redactor)(nil).Label(s)
+	return m
 }
 
 const unknownTokenSource = "unknown"

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/internal/pyfmt"
 )
@@ -240,23 +241,10 @@ func finishError(d *Delta) error {
 // maxErrText bounds any server-provided text that reaches Result.Err.
 const maxErrText = 512
 
-// TruncateUTF8 cuts s to at most n bytes on a rune boundary, marking the
-// cut with an ellipsis, and replaces invalid UTF-8, so that text from a
-// server or an HTTP caller is printable and bounded wherever it is shown
-// (errors, logs, API messages).
-func TruncateUTF8(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+// TruncateUTF8 is config.TruncateUTF8: it bounds text where no redactor
+// is at hand (the decoders are pure); text that may hold a secret is cut
+// by config.Redactor.Sanitize, after redaction.
+func TruncateUTF8(s string, n int) string { return config.TruncateUTF8(s, n) }
 
 // usageJSON is the OpenAI usage block.
 type usageJSON struct {

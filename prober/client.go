@@ -118,7 +118,7 @@ func DetectModel(ctx context.Context, c *http.Client, baseURL string) (string, e
 
 // DetectModelWithHeaders is DetectModel sending extra headers (an API key
 // that is not in the client's config), with red redacting the server's
-// answer in errors. The id it returns has passed CheckModelID: it becomes
+// answer in errors. The id it returns has passed red.Label: it becomes
 // the model label of every series of the target, so an id that is not
 // shaped like a model name, or that holds a credential, is an error
 // (naming neither the id nor the secret), not a model.
@@ -154,7 +154,7 @@ func DetectModelWithHeaders(ctx context.Context, c *http.Client, baseURL string,
 	if len(m.Data) == 0 || m.Data[0].ID == "" {
 		return "", fmt.Errorf("detect model: /v1/models lists no model")
 	}
-	if err := CheckModelID(m.Data[0].ID, red); err != nil {
+	if _, err := red.Label(m.Data[0].ID); err != nil {
 		return "", fmt.Errorf("detect model: GET /v1/models names as its first model %v, which is not used: set the model", err)
 	}
 	if len(m.Data) > 1 {
@@ -164,7 +164,7 @@ func DetectModelWithHeaders(ctx context.Context, c *http.Client, baseURL string,
 		ids := make([]string, 0, min(len(m.Data), maxListedModels))
 		hidden := 0
 		for _, d := range m.Data {
-			if CheckModelID(d.ID, red) != nil {
+			if _, err := red.Label(d.ID); err != nil {
 				hidden++
 				continue
 			}
@@ -186,9 +186,9 @@ const maxListedModels = 16
 // caller says so. It is not a failure.
 type SeveralModelsError struct {
 	Picked string
-	// All holds the listed ids that pass CheckModelID, at most
+	// All holds the listed ids that pass config.Redactor.Label, at most
 	// maxListedModels of them; Count is how many the server listed, Hidden
-	// how many failed CheckModelID.
+	// how many failed it.
 	All           []string
 	Count, Hidden int
 }

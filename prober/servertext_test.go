@@ -15,36 +15,6 @@ const plantedKey = "sk-PLANTED-model-77aa"
 
 var keyRedactor = (*config.Redactor)(nil).WithHeaders(map[string]string{"Authorization": "Bearer " + plantedKey})
 
-func TestCheckModelID(t *testing.T) {
-	for _, tc := range []struct {
-		id string
-		ok bool
-	}{
-		{"meta-llama/Llama-3.1-8B-Instruct", true},
-		{"llama3.2:1b", true},
-		{"/models/qwen2.5-0.5b-instruct-q4_k_m.gguf", true},
-		{"org/model@rev+lora_1", true},
-		{strings.Repeat("m", MaxModelIDBytes), true},
-		{strings.Repeat("m", MaxModelIDBytes+1), false},
-		{"", false},
-		{"Authorization=Bearer sk-x", false},
-		{"Authorization: Bearer x", false},
-		{`m"><script>`, false},
-		{"modèle", false},
-		{"a\nb", false},
-		{plantedKey, false}, // shaped like an id, but the configured key
-		{"prefix-" + plantedKey, false},
-	} {
-		err := CheckModelID(tc.id, keyRedactor)
-		if (err == nil) != tc.ok {
-			t.Errorf("CheckModelID(%q) = %v, want ok %v", tc.id, err, tc.ok)
-		}
-		if err != nil && strings.Contains(err.Error(), "PLANTED") {
-			t.Errorf("CheckModelID(%q) = %v: the error quotes the id", tc.id, err)
-		}
-	}
-}
-
 func TestFinishReasonOf(t *testing.T) {
 	for in, want := range map[string]string{
 		"":                          "",
@@ -74,8 +44,14 @@ func TestDetectModelRefusesEcho(t *testing.T) {
 		wantModel  string
 		wantErr    string
 	}{
-		{"header as id", `{"data":[{"id":"Authorization=Bearer ` + plantedKey + `"}]}`, 200, "", "not a letter, digit"},
+		{"header as id", `{"data":[{"id":"Authorization=Bearer ` + plantedKey + `"}]}`, 200, "", "holds a configured credential"},
+		{"not an id", `{"data":[{"id":"Authorization=Bearer x"}]}`, 200, "", "not a letter, digit"},
 		{"key as id", `{"data":[{"id":"` + plantedKey + `"}]}`, 200, "", "holds a configured credential"},
+		// The key minus two characters, and the key \u-escaped in the JSON
+		// (it decodes to the key itself).
+		{"near key as id", `{"data":[{"id":"` + plantedKey[:len(plantedKey)-2] + `"}]}`, 200, "", "holds a configured credential"},
+		{"escaped key as id", `{"data":[{"id":"\u0073k-PLANTED-model-77aa"}]}`, 200, "", "holds a configured credential"},
+		{"escaped 401 echo", `{"error":"you sent \u0073k-PLANTED\u002dmodel-77aa"}`, 401, "", `you sent <secret>`},
 		{"401 echo", "unauthorized; you sent Authorization: Bearer " + plantedKey, 401, "", "Authorization: <secret>"},
 		{"echo among several", `{"data":[{"id":"good-model"},{"id":"` + plantedKey + `"},{"id":"x y"}]}`, 200, "good-model", "3 models (good-model and 2 more, 2 of them not shaped like model ids)"},
 	} {
