@@ -33,31 +33,35 @@ deps:
 
 # llm-d-inference-sim, the third-party vLLM simulator some tests run against.
 # Built once here (2-4 minutes) so that test packages running in parallel do
-# not each build it.
-LLMD_SIM ?= $(CURDIR)/.build/llm-d-inference-sim
+# not each build it; without it those tests skip (testkit/external). The
+# target is relative, so `make .build/llm-d-inference-sim` names it; the
+# tests get its absolute path.
+LLMD_SIM ?= .build/llm-d-inference-sim
 $(LLMD_SIM): tools/llmdsim/go.mod tools/llmdsim/go.sum
-	CGO_ENABLED=0 $(GO) build -C tools/llmdsim -o $(LLMD_SIM) github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim
+	CGO_ENABLED=0 $(GO) build -C tools/llmdsim -o $(abspath $(LLMD_SIM)) github.com/llm-d/llm-d-inference-sim/cmd/llm-d-inference-sim
 
 # ollama, a real CPU engine some end-to-end tests run against, with a tiny
 # random-weight model on the real Qwen3 tokenizer: built by
 # tools/ollama/setup.sh from the Go module proxy (about 8 minutes cold, a
 # few seconds when .build/ollama is already there).
-OLLAMA_DIR ?= $(CURDIR)/.build/ollama
+OLLAMA_DIR ?= .build/ollama
 $(OLLAMA_DIR)/.ready: tools/ollama/setup.sh tools/ollama/gguf_writer.go tools/ollama/Modelfile.qwen3
-	./tools/ollama/setup.sh $(OLLAMA_DIR)
+	./tools/ollama/setup.sh $(abspath $(OLLAMA_DIR))
 	touch $@
 
 # The README's test command; .ci/run calls exactly this.
 # The test run goes through tools/testreport, which prints every
 # package's verdict, failures in full, each skipped test with its reason
-# and a closing count: a skipped check must never pass unseen.
+# and a closing count: a skipped check must never pass unseen. A test that
+# skips because something this target installs or builds is missing (the
+# skip says "needs-external:") fails the run: SERVINGPROBE_REQUIRE_EXTERNAL.
 test: deps lint $(LLMD_SIM) $(OLLAMA_DIR)/.ready
-	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(LLMD_SIM) SERVINGPROBE_OLLAMA=$(OLLAMA_DIR) SERVINGPROBE_LLAMA3_TOKENIZER=$(LLAMA3_TOKENIZER) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m -json ./... | $(GO) run ./tools/testreport
+	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(abspath $(LLMD_SIM)) SERVINGPROBE_OLLAMA=$(abspath $(OLLAMA_DIR)) SERVINGPROBE_LLAMA3_TOKENIZER=$(LLAMA3_TOKENIZER) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m -json ./... | SERVINGPROBE_REQUIRE_EXTERNAL=1 $(GO) run ./tools/testreport
 	# The SLO search against ollama is a capacity measurement: it builds only
 	# with -tags capacity and runs here, after the main run, with the machine's
 	# cores to itself (testkit/e2e/slo_capacity_test.go); no -race,
 	# which would take the engine's CPU.
-	set -o pipefail; SERVINGPROBE_OLLAMA=$(OLLAMA_DIR) $(GO) test -tags capacity -count=1 -timeout 15m -json -run 'TestSLOSearchOllamaCapacity' ./testkit/e2e | $(GO) run ./tools/testreport
+	set -o pipefail; SERVINGPROBE_OLLAMA=$(abspath $(OLLAMA_DIR)) $(GO) test -tags capacity -count=1 -timeout 15m -json -run 'TestSLOSearchOllamaCapacity' ./testkit/e2e | SERVINGPROBE_REQUIRE_EXTERNAL=1 $(GO) run ./tools/testreport
 	# Allocation counts mean nothing under -race (sync.Pool drops items), so the
 	# zero-allocation tests run once more without it.
 	$(GO) test -count=1 -run 'Alloc' ./prober ./simulator

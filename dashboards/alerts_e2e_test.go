@@ -21,6 +21,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/dashboards/internal/mixin"
 	"github.com/servingprobe/servingprobe/dashboards/promtest"
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 // e2eKnobs are the shipped rules with every window shrunk so that the test
@@ -186,10 +187,8 @@ func TestAlertsEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about two minutes of real time; run without -short")
 	}
-	am, err := exec.LookPath("prometheus-alertmanager")
-	if err != nil {
-		t.Fatalf("prometheus-alertmanager: %v (Debian's prometheus-alertmanager; make deps installs it)", err)
-	}
+	am := external.Program(t, "prometheus-alertmanager")
+	promBin := external.Program(t, "prometheus")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "servingprobe")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/servingprobe/servingprobe/cmd/servingprobe").CombinedOutput(); err != nil {
@@ -245,6 +244,7 @@ receivers:
 		rules = append(rules, p)
 	}
 	prom := promtest.Start(t, promtest.Config{
+		Binary:        promBin,
 		Targets:       []promtest.ScrapeTarget{{Job: "servingprobe", URL: "http://" + spAddr + "/metrics"}},
 		RuleFiles:     rules,
 		Alertmanagers: []string{amAddr},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/dashboards/internal/mixin"
 	"github.com/servingprobe/servingprobe/dashboards/promtest"
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 // goldenUIDs must never change: users bookmark and provision by uid.
@@ -387,11 +388,7 @@ func TestSelectors(t *testing.T) {
 
 func promtool(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatalf("promtool: %v (install Debian's prometheus package)", err)
-	}
-	return p
+	return external.Program(t, "promtool")
 }
 
 // TestDashboardQueriesParse feeds every dashboard query, with the Grafana

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/servingprobe/servingprobe/dashboards/promtest"
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 // Every dashboard query is run against the real daemon probing the
@@ -133,6 +134,7 @@ func TestSLIRulesAgainstPrometheus(t *testing.T) {
 			t.Run(fmt.Sprintf("native=%v", native), func(t *testing.T) {
 				t.Parallel()
 				prom := promtest.Start(t, promtest.Config{
+					Binary:           external.Program(t, "prometheus"),
 					Targets:          []promtest.ScrapeTarget{{Job: "servingprobe", URL: exp.URL + "/metrics"}},
 					NativeHistograms: native,
 					RuleFiles:        rules,

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 // doc is one decoded manifest or file, navigated with get.
@@ -447,10 +448,7 @@ func TestCompose(t *testing.T) {
 
 	// Prometheus: promtool accepts its config with the rule files exactly
 	// where compose mounts them.
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool not found; run make deps (Debian's prometheus package)")
-	}
+	promtool := external.Program(t, "promtool")
 	promMounts := composeMounts(t, services["prometheus"])
 	var promCfgHost string
 	for h, ctrPath := range promMounts {

@@ -22,6 +22,7 @@ import (
 	"github.com/servingprobe/servingprobe/dashboards"
 	"github.com/servingprobe/servingprobe/dashboards/promtest"
 	"github.com/servingprobe/servingprobe/simulator"
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 // llmdModel is the model llm-d-inference-sim serves in this test.
@@ -99,6 +100,7 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 	proms := map[string]*promtest.Server{}
 	for _, native := range []bool{false, true} {
 		proms[modeName(native)] = promtest.Start(t, promtest.Config{
+			Binary: external.Program(t, "prometheus"),
 			Targets: []promtest.ScrapeTarget{
 				{Job: "servingprobe", URL: base + "/metrics"},
 				{Job: "vllm", URL: llmd + "/metrics"},

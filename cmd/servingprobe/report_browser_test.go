@@ -15,19 +15,17 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/simulator"
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite docs/report.png from the report test")
 
 // chromium is Debian's headless Chromium, which `make test` installs; the
-// page tests need a real browser, so a missing one fails rather than skips.
+// page tests need a real browser. Where it is missing they skip, and
+// `make test` fails on that skip (see testkit/external).
 func chromium(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium: %v (install Debian's chromium package; scripts/install-deps.sh does)", err)
-	}
-	return p
+	return external.Program(t, "chromium")
 }
 
 // browse renders url in headless Chromium and returns the DOM after

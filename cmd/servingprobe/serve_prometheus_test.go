@@ -20,6 +20,7 @@ import (
 
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/simulator"
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 // The simulator's latency model for this test (simulator.Config): TTFT is
@@ -88,10 +89,7 @@ func TestPrometheusIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus; skipped with -short")
 	}
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatalf("prometheus: %v (make test installs it: scripts/install-deps.sh)", err)
-	}
+	promBin := external.Program(t, "prometheus")
 
 	cfg := simulator.DefaultConfig()
 	cfg.TTFT, cfg.TTFTJitter, cfg.PrefillPerToken = simTTFT, simTTFTJitter, 0

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 // freeAddr returns a loopback address that was free a moment ago.
@@ -128,10 +130,7 @@ func TestServeBasicAuth(t *testing.T) {
 // TestServeDemoPromtool: a full scrape of the demo passes `promtool check
 // metrics` without a single complaint.
 func TestServeDemoPromtool(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatalf("promtool: %v (make test installs it: scripts/install-deps.sh)", err)
-	}
+	promtool := external.Program(t, "promtool")
 	addr := freeAddr(t)
 	startServe(t, "serve", "--demo", "--web.listen-address="+addr)
 	c := client{t: t, base: "http://" + addr}

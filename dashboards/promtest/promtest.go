@@ -37,7 +37,9 @@ type ScrapeTarget struct {
 
 // Config configures the Prometheus under test.
 type Config struct {
-	// Binary is the prometheus executable; empty means "prometheus" from PATH.
+	// Binary is the prometheus executable. Tests find it with
+	// testkit/external.Program, which skips where it is not installed
+	// (this package, outside testkit/, cannot import it).
 	Binary  string
 	Targets []ScrapeTarget
 	// NativeHistograms starts Prometheus with --enable-feature=native-histograms.
@@ -82,17 +84,16 @@ func (l *lockedBuffer) String() string {
 func (s *Server) Log() string { return s.log.String() }
 
 // Start runs Prometheus in a temporary directory on a free loopback port and
-// waits until it is ready. A missing binary fails the test: CI installs
-// Debian's prometheus package, and a silently skipped check proves nothing.
+// waits until it is ready. cfg.Binary must name it: a test finds it with
+// testkit/external.Program, whose skip `make test` turns into a failure.
 func Start(t testing.TB, cfg Config) *Server {
 	t.Helper()
-	bin := cfg.Binary
-	if bin == "" {
-		bin = "prometheus"
+	if cfg.Binary == "" {
+		t.Fatal("promtest.Config.Binary is empty: find prometheus with external.Program(t, \"prometheus\")")
 	}
-	path, err := exec.LookPath(bin)
+	path, err := exec.LookPath(cfg.Binary)
 	if err != nil {
-		t.Fatalf("prometheus binary: %v (install Debian's prometheus package)", err)
+		t.Fatalf("prometheus binary: %v", err)
 	}
 	if cfg.ScrapeInterval == 0 {
 		cfg.ScrapeInterval = time.Second

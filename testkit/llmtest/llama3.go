@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 // Llama3Tokenizer returns the directory holding Meta's Llama 3
@@ -15,21 +16,12 @@ import (
 // root, where `make deps` (scripts/install-deps.sh) puts them, pinned by
 // sha256. They are under Meta's licence, so the repository does not hold
 // them, and tests never reach the internet to fetch them: without them the
-// calling test fails with how to get them, and with -short it is skipped.
+// calling test is skipped, saying how to get them (see package external).
 func Llama3Tokenizer(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("SERVINGPROBE_LLAMA3_TOKENIZER")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", ".build", "llama3-tokenizer")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		if testing.Short() && os.Getenv("SERVINGPROBE_LLAMA3_TOKENIZER") == "" {
-			t.Skipf("-short: no Llama 3 tokenizer (%v); run make deps or set SERVINGPROBE_LLAMA3_TOKENIZER", err)
-		}
-		t.Fatalf("the Llama 3 tokenizer is missing (%v): run make deps, which fetches it, or set SERVINGPROBE_LLAMA3_TOKENIZER to a directory holding tokenizer.json", err)
-	}
-	return dir
+	return external.Path(t, "SERVINGPROBE_LLAMA3_TOKENIZER", external.BuildPath("llama3-tokenizer"),
+		"Meta's Llama 3 tokenizer", "run `make deps`, which fetches it (`make test` runs it)",
+		func(dir string) error { _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); return err })
 }
 
 // Llama3WithBOS returns Llama 3's tokenizer.json with the post-processor

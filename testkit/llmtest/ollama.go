@@ -7,12 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 // OllamaModel is the model tools/ollama/setup.sh creates: a tiny
@@ -23,22 +24,13 @@ const OllamaModel = "tiny"
 // OllamaDir returns the directory tools/ollama/setup.sh built ollama into
 // (DIR/bin/ollama and DIR/models): $SERVINGPROBE_OLLAMA (make test builds it
 // once under .build/ollama and sets this), or else .build/ollama at the
-// repository's root. Without it the calling test fails with how to build
-// it, and with -short it is skipped.
+// repository's root. Without it the calling test is skipped, saying how to
+// build it (see package external).
 func OllamaDir(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("SERVINGPROBE_OLLAMA")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", ".build", "ollama")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "bin", "ollama")); err != nil {
-		if testing.Short() && os.Getenv("SERVINGPROBE_OLLAMA") == "" {
-			t.Skipf("-short: no ollama build (%v); run make test, or tools/ollama/setup.sh DIR and set SERVINGPROBE_OLLAMA=DIR", err)
-		}
-		t.Fatalf("no ollama build (%v): make test builds it into .build/ollama; or run tools/ollama/setup.sh DIR and set SERVINGPROBE_OLLAMA=DIR", err)
-	}
-	return dir
+	return external.Path(t, "SERVINGPROBE_OLLAMA", external.BuildPath("ollama"),
+		"ollama", "run `make test`, which builds it, or `make .build/ollama/.ready` (tools/ollama/setup.sh DIR)",
+		func(dir string) error { _, err := os.Stat(filepath.Join(dir, "bin", "ollama")); return err })
 }
 
 // Ollama is a real ollama server on loopback, serving OllamaModel.

@@ -4,6 +4,12 @@
 // silent skip hides a check that did not run), and a closing count line.
 // It exits 1 if any test or package failed, so `make test` can pipe through
 // it without losing the verdict.
+//
+// With SERVINGPROBE_REQUIRE_EXTERNAL set (`make test` sets it), a test
+// skipped because something external was missing (its reason carries
+// external.Marker: Prometheus, Chromium, ollama, llm-d-inference-sim, ...)
+// fails the run too: the make target installs and builds all of them, so
+// such a skip there means a check that silently did not run.
 package main
 
 import (
@@ -14,6 +20,9 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/servingprobe/servingprobe/internal/envflag"
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 // event is one line of `go test -json` (cmd/test2json).
@@ -25,13 +34,15 @@ type event struct {
 	Elapsed float64
 }
 
-func main() { os.Exit(run(os.Stdin, os.Stdout)) }
+func main() { os.Exit(run(os.Stdin, os.Stdout, envflag.Truthy(os.Getenv(external.RequireEnv)))) }
 
-func run(in io.Reader, out io.Writer) int {
+// run reports the events read from in; requireExternal makes a skip for
+// something external a failure.
+func run(in io.Reader, out io.Writer, requireExternal bool) int {
 	type key struct{ pkg, test string }
 	output := map[key]*strings.Builder{}
 	var passed, failed, skipped int
-	var skips, failures []string
+	var skips, failures, externalSkips []string
 	pkgFailed := false
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -85,7 +96,11 @@ func run(in io.Reader, out io.Writer) int {
 				failures = append(failures, text)
 			case "skip":
 				skipped++
-				skips = append(skips, fmt.Sprintf("%s %s: %s", e.Package, e.Test, skipReason(text)))
+				line := fmt.Sprintf("%s %s: %s", e.Package, e.Test, skipReason(text))
+				skips = append(skips, line)
+				if strings.Contains(text, external.Marker) {
+					externalSkips = append(externalSkips, line)
+				}
 			}
 			delete(output, k)
 		}
@@ -102,6 +117,14 @@ func run(in io.Reader, out io.Writer) int {
 		fmt.Fprintln(out, "SKIP", s)
 	}
 	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	if requireExternal && len(externalSkips) > 0 {
+		fmt.Fprintf(out, "FAIL: %d tests skipped for want of something `make test` provides (%s is set):\n", len(externalSkips), external.RequireEnv)
+		slices.Sort(externalSkips)
+		for _, s := range externalSkips {
+			fmt.Fprintln(out, "  ", s)
+		}
+		return 1
+	}
 	if failed > 0 || pkgFailed {
 		return 1
 	}

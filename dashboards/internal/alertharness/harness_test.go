@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"math"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/dashboards/internal/mixin"
+	"github.com/servingprobe/servingprobe/testkit/external"
 )
 
 // expand reads promtool's expanding notation back ("a+bxn" is a, a+b, ...,
@@ -126,9 +126,7 @@ func TestModelHealthyMedian(t *testing.T) {
 // scenario: every probe failing must page (ServingprobeTargetDown) within
 // its 3-minute target, and no alert may name the healthy second target.
 func TestHarnessShort(t *testing.T) {
-	if _, err := exec.LookPath("promtool"); err != nil {
-		t.Fatalf("promtool: %v (Debian's prometheus package)", err)
-	}
+	external.Program(t, "promtool")
 	o := DefaultOptions()
 	o.ScenarioSeeds, o.HealthyDays, o.ScenarioWarmup, o.Observe = 1, 0, 2*time.Hour, 15*time.Minute
 	o.Scenarios = []Scenario{Scenarios[len(Scenarios)-1]} // one target of three down
