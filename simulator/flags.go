@@ -29,7 +29,7 @@ func AddFlags(cmd *kingpin.CmdClause) *Config {
 	cmd.Flag("sim.coalesce", "Buffer stream events and write only when the buffer fills or the stream ends.").Default(strconv.FormatBool(d.Coalesce)).BoolVar(&c.Coalesce)
 	cmd.Flag("sim.coalesce-bytes", "Coalescing buffer size in bytes.").Default(strconv.Itoa(d.CoalesceBytes)).IntVar(&c.CoalesceBytes)
 	cmd.Flag("sim.seed", "Seed for token text, jitter, EOS points, fault draws and generated ids.").Default(strconv.FormatUint(d.Seed, 10)).Uint64Var(&c.Seed)
-	cmd.Flag("sim.fault-rate", "Inject a fault at a rate, as name:probability; repeatable. Faults: "+faultNames()+".").PlaceHolder("500:0.01").SetValue(faultRates(c.FaultRates))
+	cmd.Flag("sim.fault-rate", "Inject a fault at a rate, as FAULT:PROBABILITY (e.g. 500:0.01, a 500 answer to 1% of requests); repeatable; none by default. Faults: "+faultNames()+".").PlaceHolder("FAULT:PROBABILITY").SetValue(faultRates(c.FaultRates))
 	cmd.Flag("sim.admin", "Serve GET and PUT /admin/live, which change latency factors and a failure ratio while the simulator runs. Anyone who reaches it can degrade the server.").Default("false").BoolVar(&c.Admin)
 	cmd.Flag("sim.header-faults", "Honour the "+FaultHeader+" request header.").Default(strconv.FormatBool(d.HeaderFaults)).BoolVar(&c.HeaderFaults)
 	cmd.Flag("sim.fault-stall", "How long stall faults hold before carrying on (0: until the client leaves).").Default(d.FaultStall.String()).DurationVar(&c.FaultStall)

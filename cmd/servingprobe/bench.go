@@ -74,7 +74,7 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 // writeBenchOutput prints the table and appends the JSONL record.
 func writeBenchOutput(w io.Writer, sum *bench.Summary, f *benchFlags, p bench.Params) error {
 	defer sum.SpooledDetails.Close() // the record is their last reader
-	if err := sum.WriteTable(w); err != nil {
+	if err := f.writeTable(w, sum); err != nil {
 		return err
 	}
 	path := f.outputFile
@@ -98,6 +98,27 @@ func writeBenchOutput(w io.Writer, sum *bench.Summary, f *benchFlags, p bench.Pa
 		return f.gate.check(w, path)
 	}
 	return nil
+}
+
+// writeTable writes bench_serving's table of the run. A --remote run
+// that did not set --max-concurrency ran at the daemon's
+// bench.max_concurrency, the body's default (docs/api.md); the row's label
+// says so, where bench_serving's would read as the user's own setting. A
+// local run's table stays bench_serving's, byte for byte.
+func (f *benchFlags) writeTable(w io.Writer, sum *bench.Summary) error {
+	if f.remote.url == "" || f.given("max-concurrency") || sum.MaxConcurrency <= 0 {
+		return sum.WriteTable(w)
+	}
+	var b bytes.Buffer
+	if err := sum.WriteTable(&b); err != nil {
+		return err
+	}
+	// Both labels pad to bench_serving's 40 columns, so the values stay
+	// in line.
+	row := fmt.Sprintf("%-40s ", "Max request concurrency:")
+	limit := fmt.Sprintf("%-40s ", "Max request concurrency (daemon limit):")
+	_, err := w.Write(bytes.Replace(b.Bytes(), []byte(row), []byte(limit), 1))
+	return err
 }
 
 // exitReportFailed is bench's exit status when the run's results were

@@ -63,6 +63,7 @@ type benchFlags struct {
 // last of several occurrences wins (IsCumulative keeps kingpin from
 // refusing a repeat), and argCheck lets the command line's pre-pass
 // refuse a malformed value with argparse's message, which names the flag.
+// A refusal by Set is named by nameFlagErrors, as every flag's is.
 type flagValue interface {
 	kingpin.Value
 	argCheck(s string) error
@@ -73,13 +74,12 @@ type scalar[T any] struct {
 	p     *T
 	parse func(string) (T, error)
 	show  func(T) string
-	name  string
 }
 
 func (v *scalar[T]) Set(s string) error {
 	x, err := v.parse(s)
 	if err != nil {
-		return fmt.Errorf("--%s: %w", v.name, err)
+		return err
 	}
 	*v.p = x
 	return nil
@@ -87,7 +87,6 @@ func (v *scalar[T]) Set(s string) error {
 func (v *scalar[T]) String() string          { return v.show(*v.p) }
 func (v *scalar[T]) IsCumulative() bool      { return true }
 func (v *scalar[T]) argCheck(s string) error { _, err := v.parse(s); return err }
-func (v *scalar[T]) setName(name string)     { v.name = name }
 
 func intValue(p *int) flagValue {
 	return &scalar[int]{p: p, show: strconv.Itoa, parse: func(s string) (int, error) {
@@ -281,9 +280,11 @@ func (v *listValue) Set(s string) error {
 	return v.addNamed(s)
 }
 
+// addNamed names the flag itself: tailValue adds positional tokens,
+// which no flag's Set sees.
 func (v *listValue) addNamed(s string) error {
 	if err := v.add(s); err != nil {
-		return fmt.Errorf("--%s: %w", v.name, err)
+		return &flagError{v.name, err}
 	}
 	return nil
 }

@@ -61,6 +61,22 @@ func (f *benchFlags) remoteBody(s benchrun.Spec) ([]byte, error) {
 			return nil, fmt.Errorf("--%s cannot be used with --remote: the daemon's config defines the target and its module", name)
 		}
 	}
+	// Flags that act on the run's requests as they happen: the daemon
+	// sends them, and a run's record on the daemon keeps no per-request
+	// data (the run's HTML report there draws every request).
+	for _, local := range []struct {
+		name string
+		on   bool
+		why  string
+	}{
+		{"output-details", f.outputDetails, "a daemon's run record keeps no per-request arrays; the run's HTML report on the daemon draws every request"},
+		{"plot-throughput", f.plotThroughput, "a daemon's run record keeps no per-request times to plot; the run's HTML report on the daemon draws them"},
+		{"print-requests", f.printRequests, "the daemon sends the requests, and its request lines stay in its own log"},
+	} {
+		if local.on {
+			return nil, fmt.Errorf("--%s cannot be used with --remote: %s", local.name, local.why)
+		}
+	}
 	send := map[string]bool{"num_prompts": true, "seed": true, "burstiness": true, "warmup_requests": true}
 	names := slices.Sorted(maps.Keys(f.keys))
 	for _, name := range names {

@@ -35,6 +35,7 @@ func parseBenchFlags(t *testing.T, args ...string) (*benchFlags, error) {
 	var f *benchFlags
 	cmd := app.Command("bench", "")
 	f = addBenchFlags(cmd)
+	nameFlagErrors(app)
 	_, err := app.Parse(append([]string{"bench"}, args...))
 	return f, err
 }

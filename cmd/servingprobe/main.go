@@ -41,11 +41,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return runDial(ctx, args, stdin, stdout, stderr, nil)
 }
 
-// runDial is run with bench's connections to the server made by dial:
-// a test's way to run the command line against a server over in-memory
-// connections in a testing/synctest bubble, where every latency is on
-// the bubble's clock.
-func runDial(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, dial func(ctx context.Context, network, addr string) (net.Conn, error)) int {
+// newApp is the command line: every command's flags, and the function
+// that runs each command, by name.
+func newApp(stdout, stderr io.Writer) (*kingpin.Application, *logConfig, map[string]func(context.Context, *cliEnv) error) {
 	app := kingpin.New("servingprobe", "Prometheus exporter, continuous prober and benchmark client for LLM inference servers.")
 	app.Version(version.Print("servingprobe"))
 	app.HelpFlag.Short('h')
@@ -72,7 +70,15 @@ func runDial(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	register("tokenize", func(ctx context.Context, env *cliEnv) error {
 		return tokenizeRun(ctx, env.Stdin, env.Stdout, env.Stderr)
 	})
+	return app, logCfg, commands
+}
 
+// runDial is run with bench's connections to the server made by dial:
+// a test's way to run the command line against a server over in-memory
+// connections in a testing/synctest bubble, where every latency is on
+// the bubble's clock.
+func runDial(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, dial func(ctx context.Context, network, addr string) (net.Conn, error)) int {
+	app, logCfg, commands := newApp(stdout, stderr)
 	if isBenchHelp(args) {
 		// bench's flags are many: its help groups them (writeBenchHelp)
 		// where kingpin's would list them in one run.
@@ -131,6 +137,10 @@ func parse(app *kingpin.Application, args []string) (cmd string, code int, err e
 	if err != nil {
 		return "", -1, err
 	}
+	nameFlagErrors(app)
 	cmd, err = app.Parse(args)
+	if err != nil {
+		err = suggestParseError(app, args, err)
+	}
 	return cmd, -1, err
 }
