@@ -70,7 +70,8 @@ type Daemon struct {
 
 	probeSlots chan struct{}
 	mux        *http.ServeMux
-	handler    http.Handler // mux behind guardStateChanging
+	classes    map[string]routeClass // by mux pattern; see route
+	handler    http.Handler          // mux behind loadGate
 	links      []link
 	benches    func() []BenchWindow
 }

@@ -30,15 +30,18 @@ type link struct{ path, text, desc string }
 // TLS and basic auth to every route, including /probe and /-/reload, which
 // cause requests to targets.
 //
-// Every state-changing route is behind guardStateChanging: a browser on
-// another site cannot start load or reload the config.
+// Every route that makes load (sends requests to a target, starts or stops
+// a bench, reloads the config, profiles the daemon) is behind loadGate,
+// whatever its method: a browser on another site cannot start any of it.
 func (d *Daemon) Handler() http.Handler { return d.handler }
 
 // Handle registers an extra route (bench windows add theirs here) and, if
 // text is not empty, a link to it on the landing page. It must be called
-// before the handler serves.
+// before the handler serves. A route whose pattern names GET is read-only;
+// any other (POST, DELETE, no method) makes load and is behind the gate
+// (see defaultClass).
 func (d *Daemon) Handle(pattern string, h http.Handler, text, desc string) {
-	d.mux.Handle(pattern, h)
+	d.route(pattern, defaultClass(pattern), h)
 	if text != "" {
 		path := pattern
 		if i := strings.IndexByte(path, ' '); i >= 0 {
@@ -50,41 +53,48 @@ func (d *Daemon) Handle(pattern string, h http.Handler, text, desc string) {
 
 func (d *Daemon) routes() {
 	d.mux = http.NewServeMux()
+	d.classes = map[string]routeClass{}
 	d.links = []link{
 		{"/metrics", "Metrics", "the daemon's metrics"},
 		{"/config", "Configuration", "the running config, secrets redacted"},
 		{"/api/v1/results", "Recent results", "JSON of the result history"},
 		{"/probe?target=NAME&module=MODULE&debug=true", "One-shot probe", "blackbox-style probe of one target with its log"},
 	}
-	d.mux.HandleFunc("GET /{$}", d.handleLanding)
-	d.mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
+	d.route("GET /{$}", readOnly, http.HandlerFunc(d.handleLanding))
+	d.route("GET /metrics", readOnly, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
 		ErrorLog:          promLogger{d.logger},
 		EnableOpenMetrics: true, // exemplars are only exposed in OpenMetrics and protobuf
 	}))
-	d.mux.HandleFunc("GET /-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+	d.route("GET /-/healthy", readOnly, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy")
-	})
-	d.mux.HandleFunc("GET /-/ready", func(w http.ResponseWriter, _ *http.Request) {
+	}))
+	d.route("GET /-/ready", readOnly, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if !d.ready.Load() {
 			http.Error(w, "Not ready", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "Ready")
-	})
-	d.mux.HandleFunc("POST /-/reload", d.handleReload)
-	d.mux.HandleFunc("GET /config", d.handleConfig)
-	d.mux.HandleFunc("GET /probe", d.handleProbe)
-	d.mux.HandleFunc("GET /api/v1/results", d.handleResults)
+	}))
+	d.route("POST /-/reload", makesLoad, http.HandlerFunc(d.handleReload))
+	d.route("GET /config", readOnly, http.HandlerFunc(d.handleConfig))
+	// A GET that sends a request to a target: "GET /probe" also matches
+	// HEAD, and both are behind the gate.
+	d.route("GET /probe", makesLoad, http.HandlerFunc(d.handleProbe))
+	d.route("GET /api/v1/results", readOnly, http.HandlerFunc(d.handleResults))
 	// Profiles, as Prometheus serves them, so the daemon's own cost can be
-	// examined in production. Like every route they are open unless
-	// --web.config.file sets basic auth. No cmdline: flags are nobody's
-	// business but the operator's. (Importing net/http/pprof also fills
-	// http.DefaultServeMux; nothing here serves that mux.)
-	d.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	d.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	d.mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	d.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	d.handler = guardStateChanging(d.mux)
+	// examined in production. A profile or a trace keeps the daemon busy
+	// for its seconds, and a heap or goroutine dump shows its insides, so
+	// they are behind the gate as routes that make load: the daemon's own
+	// pages and non-browser clients reach them, another site's page does
+	// not. Basic auth (--web.config.file) applies as to every route. No
+	// cmdline: flags are nobody's business but the operator's. (Importing
+	// net/http/pprof also fills http.DefaultServeMux; nothing here serves
+	// that mux.)
+	d.route("GET /debug/pprof/", makesLoad, http.HandlerFunc(pprof.Index))
+	d.route("GET /debug/pprof/profile", makesLoad, http.HandlerFunc(pprof.Profile))
+	d.route("GET /debug/pprof/symbol", makesLoad, http.HandlerFunc(pprof.Symbol))
+	d.route("GET /debug/pprof/trace", makesLoad, http.HandlerFunc(pprof.Trace))
+	d.handler = d.loadGate(d.mux)
 }
 
 type promLogger struct{ l log.Logger }
@@ -151,7 +161,7 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	targetParam := q.Get("target")
 	if targetParam == "" {
-		http.Error(w, "target parameter is missing", http.StatusBadRequest)
+		WriteError(w, "target parameter is missing", http.StatusBadRequest)
 		return
 	}
 	t, ok := st.cfg.Target(targetParam)
@@ -160,7 +170,7 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 		var err error
 		t, status, err = adhocTarget(st.cfg, targetParam, q)
 		if err != nil {
-			http.Error(w, err.Error(), status)
+			WriteError(w, err.Error(), status)
 			return
 		}
 	}
@@ -169,19 +179,19 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 		moduleName = t.Modules[0]
 	}
 	if moduleName == "" {
-		http.Error(w, "module parameter is missing", http.StatusBadRequest)
+		WriteError(w, "module parameter is missing", http.StatusBadRequest)
 		return
 	}
 	m, ok := st.cfg.Modules[moduleName]
 	if !ok {
-		http.Error(w, fmt.Sprintf("unknown module %q", moduleName), http.StatusBadRequest)
+		WriteError(w, fmt.Sprintf("unknown module %q", moduleName), http.StatusBadRequest)
 		return
 	}
 	select {
 	case d.probeSlots <- struct{}{}:
 		defer func() { <-d.probeSlots }()
 	default:
-		http.Error(w, "too many /probe requests in flight", http.StatusTooManyRequests)
+		WriteError(w, "too many /probe requests in flight", http.StatusTooManyRequests)
 		return
 	}
 
@@ -190,12 +200,12 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 		timeout = min(timeout, time.Duration(v*float64(time.Second))-scrapeTimeoutOffset)
 	}
 	if timeout <= 0 {
-		http.Error(w, "scrape timeout too short for a probe", http.StatusBadRequest)
+		WriteError(w, "scrape timeout too short for a probe", http.StatusBadRequest)
 		return
 	}
 	pf, err := d.o.BuildProbe(t, moduleName, m)
 	if err != nil {
-		http.Error(w, st.red.Redact(err.Error()), http.StatusBadRequest)
+		WriteError(w, st.red.Redact(err.Error()), http.StatusBadRequest)
 		return
 	}
 

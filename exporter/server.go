@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-
-	"github.com/servingprobe/servingprobe/prober"
 )
 
 // ServerLimits bound what HTTP callers can hold of the daemon: a client
@@ -146,35 +143,4 @@ func (d *Daemon) writeBudget(r *http.Request, l ServerLimits) time.Duration {
 		return max(l.WriteTimeout, l.DownloadTimeout)
 	}
 	return l.WriteTimeout
-}
-
-// guardStateChanging refuses requests that change state (any method but
-// GET, HEAD and OPTIONS) when a browser says they come from another site,
-// or when they carry a body that is not JSON. A page on any site can make
-// a visitor's browser POST a text/plain or form body to the daemon without
-// a CORS preflight; with the daemon's basic auth cached, or on a network
-// the browser can reach and the attacker cannot, that would start bench
-// load or reload the config. http.CrossOriginProtection checks
-// Sec-Fetch-Site, then Origin against Host; requiring application/json
-// forces a cross-site fetch into a preflight that the daemon never
-// answers. Callers without a browser (curl, Prometheus, the --remote CLI)
-// send neither header, and an empty POST (/-/reload) needs no type.
-func guardStateChanging(next http.Handler) http.Handler {
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "cross-site request refused: a state-changing request must come from the daemon's own pages or from a client that is not a browser", http.StatusForbidden)
-	}))
-	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-		default:
-			if ct := r.Header.Get("Content-Type"); ct != "" || (r.ContentLength != 0 && r.Body != http.NoBody) {
-				if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-					http.Error(w, "unsupported Content-Type "+strconv.Quote(prober.TruncateUTF8(ct, 100))+": a state-changing request's body must be application/json", http.StatusUnsupportedMediaType)
-					return
-				}
-			}
-		}
-		next.ServeHTTP(w, r)
-	}))
 }
