@@ -54,7 +54,7 @@ func (o *observer) Observe(r prober.Result) {
 func validTokenSource(s prober.TokenSource) bool {
 	switch s {
 	case prober.TokenSourceUsage, prober.TokenSourceMetaInfo, prober.TokenSourceProtocol, prober.TokenSourceTokenizer,
-		prober.TokenSourceRequested, prober.TokenSourceEvents:
+		prober.TokenSourceTokenizerEstimate, prober.TokenSourceRequested, prober.TokenSourceEvents:
 		return true
 	}
 	return false

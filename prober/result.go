@@ -59,10 +59,14 @@ const (
 	// because the tokenizer has none. An estimate, and a low one: the
 	// server counts the template's tokens too.
 	TokenSourceNoTemplate TokenSource = "tokenizer_without_chat_template"
-	TokenSourceDataset    TokenSource = "dataset"   // the dataset row's prompt length
-	TokenSourceRequested  TokenSource = "requested" // the requested length (no count available)
-	TokenSourceEvents     TokenSource = "events"    // one per token-bearing event (last resort)
-	TokenSourceProtocol   TokenSource = "protocol"  // the protocol defines one token per event (trt)
+	// TokenSourceTokenizerEstimate is for output counts only: our
+	// tokenizer on the first MiB of a longer text, scaled by its length
+	// (counting more cost seconds of CPU per request; see maxCountBytes).
+	TokenSourceTokenizerEstimate TokenSource = "tokenizer_estimate"
+	TokenSourceDataset           TokenSource = "dataset"   // the dataset row's prompt length
+	TokenSourceRequested         TokenSource = "requested" // the requested length (no count available)
+	TokenSourceEvents            TokenSource = "events"    // one per token-bearing event (last resort)
+	TokenSourceProtocol          TokenSource = "protocol"  // the protocol defines one token per event (trt)
 	// TokenSourceSpread is for per-event counts only: the output count
 	// spread over the events by their text (see docs/metrics.md).
 	TokenSourceSpread TokenSource = "spread"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
@@ -34,6 +36,35 @@ func (c TokenizerCounter) Count(text string) (int, error) {
 	ids, err := c.Encode(text, false)
 	return len(ids), err
 }
+
+// ContextCounter is a Counter that can give up when its context is done
+// (the tokenizer package's Tokenizer is one), so that counting a huge
+// text ends at the request's deadline.
+type ContextCounter interface {
+	CountContext(ctx context.Context, text string) (int, error)
+}
+
+// CountContext implements ContextCounter: the tokenizer's own where it
+// has one, else Count once ctx is seen to be alive.
+func (c TokenizerCounter) CountContext(ctx context.Context, text string) (int, error) {
+	if cc, ok := c.Tokenizer.(ContextCounter); ok {
+		return cc.CountContext(ctx, text)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.Count(text)
+}
+
+// maxCountBytes bounds the server text our tokenizer counts for one
+// request. A server that states no count leaves it to us, and a text of
+// tens of MiB (a 64 MiB max_response_bytes allows that) took seconds of
+// CPU per request, and more to spread it over the events. Beyond the
+// bound the output count is the count of the first maxCountBytes scaled
+// by length, and its source says it is an estimate
+// (TokenSourceTokenizerEstimate); events are weighted by their bytes.
+// 131,072 tokens of text are about 512 KiB, so real outputs stay exact.
+const maxCountBytes = 1 << 20
 
 // Prober sends one request per Run. It is safe for concurrent use if its
 // Counter is.
@@ -110,7 +141,7 @@ func (p *Prober) Run(ctx context.Context, prompt datasets.Prompt, scheduled time
 	if err != nil {
 		res.Err = p.Redactor.Redact(err.Error())
 	}
-	p.countTokens(prompt, &res)
+	p.countTokens(ctx, prompt, &res)
 	return res
 }
 
@@ -527,26 +558,26 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 // our tokenizer on the whole generated text, one per event when streaming,
 // else the requested length. The input count is the server's, else our
 // tokenizer on the prompt, else the dataset row's.
-func (p *Prober) countTokens(prompt datasets.Prompt, res *Result) {
+func (p *Prober) countTokens(ctx context.Context, prompt datasets.Prompt, res *Result) {
 	if res.Outcome != OutcomeSuccess && res.Outcome != OutcomeEmptyOutput && len(res.Events) == 0 {
 		return
 	}
 	if res.OutputTokensSource == "" {
-		switch n, ok := p.count(res.GeneratedText); {
+		switch n, src, ok := p.countOutput(ctx, res.GeneratedText); {
 		case res.EventTokensSource == TokenSourceProtocol:
 			res.OutputTokens, res.OutputTokensSource = eventTokens(res.Events), TokenSourceProtocol
 		case ok:
-			res.OutputTokens, res.OutputTokensSource = n, TokenSourceTokenizer
+			res.OutputTokens, res.OutputTokensSource = n, src
 		case res.Stream && len(res.Events) > 0:
 			res.OutputTokens, res.OutputTokensSource = eventTokens(res.Events), TokenSourceEvents
 		case res.GeneratedText != "":
 			res.OutputTokens, res.OutputTokensSource = res.RequestedOutputTokens, TokenSourceRequested
 		}
 	}
-	p.reconcileEvents(res)
+	p.reconcileEvents(ctx, res)
 	splitReasoning(res)
 	if res.InputTokensSource == "" {
-		if n, src, ok := p.countInput(prompt, res.Outcome != OutcomeSuccess); ok {
+		if n, src, ok := p.countInput(ctx, prompt, res.Outcome != OutcomeSuccess); ok {
 			res.InputTokens, res.InputTokensSource = n, src
 		} else if prompt.PromptLen > 0 {
 			res.InputTokens, res.InputTokensSource = prompt.PromptLen, TokenSourceDataset
@@ -577,7 +608,7 @@ func eventTokens(ev []Event) int {
 // weight beyond 1; else the total is shared by weight and some events get
 // none. Shares are whole tokens by largest remainder, ties to the earlier
 // event, so the counts add up exactly.
-func (p *Prober) reconcileEvents(res *Result) {
+func (p *Prober) reconcileEvents(ctx context.Context, res *Result) {
 	total := res.OutputTokens
 	if len(res.Events) == 0 || total <= 0 || eventTokens(res.Events) == total {
 		return
@@ -588,8 +619,10 @@ func (p *Prober) reconcileEvents(res *Result) {
 		end := min(max(e.TextEnd, start), len(res.GeneratedText))
 		chunk := res.GeneratedText[start:end]
 		w[i] = len(chunk)
-		if n, ok := p.count(chunk); ok {
-			w[i] = n
+		if len(res.GeneratedText) <= maxCountBytes {
+			if n, ok := p.count(ctx, chunk); ok {
+				w[i] = n
+			}
 		}
 		w[i] = max(w[i], 1)
 		start = end
@@ -646,12 +679,35 @@ func apportion(n int, w []int) []int {
 	return out
 }
 
-func (p *Prober) count(text string) (int, bool) {
+func (p *Prober) count(ctx context.Context, text string) (int, bool) {
 	if p.Counter == nil || text == "" {
 		return 0, false
 	}
+	if cc, ok := p.Counter.(ContextCounter); ok {
+		n, err := cc.CountContext(ctx, text)
+		return n, err == nil
+	}
 	n, err := p.Counter.Count(text)
 	return n, err == nil
+}
+
+// countOutput counts the generated text with our tokenizer, at most
+// maxCountBytes of it: a longer text's count is scaled from its first
+// maxCountBytes (cut at a rune), and its source says it is an estimate.
+func (p *Prober) countOutput(ctx context.Context, text string) (int, TokenSource, bool) {
+	if len(text) <= maxCountBytes {
+		n, ok := p.count(ctx, text)
+		return n, TokenSourceTokenizer, ok
+	}
+	cut := maxCountBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	n, ok := p.count(ctx, text[:cut])
+	if !ok || cut == 0 {
+		return 0, "", false
+	}
+	return int(math.Round(float64(n) * float64(len(text)) / float64(cut))), TokenSourceTokenizerEstimate, true
 }
 
 // countInput counts a prompt's input tokens where the server stated none.
@@ -663,13 +719,13 @@ func (p *Prober) count(text string) (int, bool) {
 // the dataset's prompt length that bench's input_lens holds (as
 // bench_serving's does), so that the probe, the daemon and the bench
 // record show one value; its token_source says it is ours.
-func (p *Prober) countInput(prompt datasets.Prompt, failed bool) (int, TokenSource, bool) {
+func (p *Prober) countInput(ctx context.Context, prompt datasets.Prompt, failed bool) (int, TokenSource, bool) {
 	text := promptText(prompt)
 	if info, err := LookupBackend(p.Name); err == nil && failed && info.Chat && len(prompt.IDs) == 0 {
 		tc, ok := p.Counter.(TokenizerCounter)
 		tmpl, can := tc.Tokenizer.(datasets.ChatTemplater)
 		if !ok || !can {
-			n, ok := p.count(text)
+			n, ok := p.count(ctx, text)
 			return n, TokenSourceNoTemplate, ok
 		}
 		msgs := prompt.Messages
@@ -678,13 +734,13 @@ func (p *Prober) countInput(prompt datasets.Prompt, failed bool) (int, TokenSour
 		}
 		s, err := tmpl.ApplyChatTemplate(slices.Clone(msgs), true)
 		if err != nil {
-			n, ok := p.count(text)
+			n, ok := p.count(ctx, text)
 			return n, TokenSourceNoTemplate, ok
 		}
-		n, ok := p.count(s)
+		n, ok := p.count(ctx, s)
 		return n, TokenSourceTokenizer, ok
 	}
-	n, ok := p.count(text)
+	n, ok := p.count(ctx, text)
 	return n, TokenSourceTokenizer, ok
 }
 

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -137,11 +138,82 @@ func (t *Tokenizer) Count(text string) (int, error) {
 	return len(ids), err
 }
 
+// CountContext is Count that gives up, returning ctx's error, once ctx is
+// done: it looks at ctx every ctxCheckBytes of words, so a caller with a
+// deadline (a probe's timeout) gets its answer in time, whatever the text.
+func (t *Tokenizer) CountContext(ctx context.Context, text string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	ids, err := t.encodeContext(ctx, make([]int, 0, min(len(text)/3+4, 1<<16)), text)
+	return len(ids), err
+}
+
+// ctxCheckBytes is how much text CountContext tokenizes between looks at
+// its context: about a millisecond of work.
+const ctxCheckBytes = 64 << 10
+
+// maxWordBytes bounds the pre-tokenized word the BPE merge loop takes
+// whole. The loop holds about 32 bytes per byte of its word (a symbol and
+// a merge candidate), and a word is as long as its text allows: a server
+// that streams letters without a space made a 48 MiB word, and the merge
+// 1.7 GB of heap. Words are split into pieces of at most this size (at a
+// rune boundary, before a space marker where there is one), so the merge
+// holds at most about 128 KiB. No word of real text is this long; a
+// longer one (a Metaspace tokenizer with split off takes its whole text
+// as one word) may count a token more or less per piece.
+const maxWordBytes = 4 << 10
+
+// wordPieces calls f with w cut into pieces of at most maxWordBytes, until
+// f returns false; it reports whether f took every piece.
+func wordPieces(w string, f func(string) bool) bool {
+	for len(w) > maxWordBytes {
+		cut := maxWordBytes
+		// Cut before a space or Metaspace's U+2581 if there is one in the
+		// second half, so that pieces start where words would.
+		if i := strings.LastIndexAny(w[maxWordBytes/2:maxWordBytes], " \u2581"); i > 0 {
+			cut = maxWordBytes/2 + i
+		} else {
+			for cut > 1 && !utf8.RuneStart(w[cut]) {
+				cut--
+			}
+		}
+		if !f(w[:cut]) {
+			return false
+		}
+		w = w[cut:]
+	}
+	return f(w)
+}
+
 func (t *Tokenizer) encode(dst []int, text string) []int {
+	dst, _ = t.encodeContext(nil, dst, text)
+	return dst
+}
+
+// encodeContext is encode that stops, with ctx's error, once ctx is done
+// (a nil ctx never is).
+func (t *Tokenizer) encodeContext(ctx context.Context, dst []int, text string) ([]int, error) {
+	var err error
+	since := 0 // bytes of words since ctx was last looked at
+	word := func(w string) bool {
+		if since += len(w); ctx != nil && since > ctxCheckBytes {
+			since = 0
+			if err = ctx.Err(); err != nil {
+				return false
+			}
+		}
+		dst = t.model.encodeWord(dst, w)
+		return true
+	}
 	wp := wordsPool.Get().(*[]string)
 	words := (*wp)[:0]
 	var segs, subs []segment
 	segs = t.rawAdded.split(segs, text, 0)
+segments:
 	for _, seg := range segs {
 		if seg.tok != nil {
 			dst = append(dst, seg.tok.ID)
@@ -159,14 +231,16 @@ func (t *Tokenizer) encode(dst []int, text string) []int {
 			}
 			words = t.preTokenize(words[:0], sub.text, seg.start == 0 && sub.start == 0)
 			for _, w := range words {
-				dst = t.model.encodeWord(dst, w)
+				if !wordPieces(w, word) {
+					break segments
+				}
 			}
 		}
 	}
 	clear(words)
 	*wp = words[:0]
 	wordsPool.Put(wp)
-	return dst
+	return dst, err
 }
 
 func (t *Tokenizer) preTokenize(dst []string, s string, first bool) []string {
