@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/internal/inlinesvg"
 	"github.com/servingprobe/servingprobe/prober"
-	"github.com/servingprobe/servingprobe/report"
 )
 
 // The landing page is the page an on-call engineer opens first: one row
@@ -179,12 +179,12 @@ const (
 // sparkline draws a kept series (seconds, oldest first, < 0 a gap) with
 // report's toolkit, its top in ms in the title so the scale can be read.
 func sparkline(v []float64, what string) template.HTML {
-	return report.Sparkline(v, chartW, chartH, what, ms)
+	return inlinesvg.Sparkline(v, chartW, chartH, what, ms)
 }
 
 // outcomeStrip draws one cell per kept result, oldest first.
 func outcomeStrip(ok []bool) template.HTML {
-	return report.OutcomeStrip(ok, chartW, chartH/2, "outcome of each kept probe, oldest to newest")
+	return inlinesvg.OutcomeStrip(ok, chartW, chartH/2, "outcome of each kept probe, oldest to newest")
 }
 
 // ms formats seconds as milliseconds; "–" for an undefined (negative)

@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"datasets":               {"config"},
 	"prober":                 {"config", "datasets", "internal/pyfmt", "internal/rxstamp", "internal/txstamp", "internal/jsonscan"},
 	"bench":                  {"prober", "datasets", "servermetrics", "internal/pyfmt"},
-	"exporter":               {"prober", "config", "dashboards", "report"},
+	"exporter":               {"prober", "config", "dashboards", "internal/inlinesvg"},
 	"dashboards":             {},
 	"dashboards/promtest":    {},
 	"tokenizer":              {"datasets", "tokenizer/hub", "tokenizer/hftokenizers", "internal/envflag", "internal/jsonscan"},
@@ -50,6 +50,7 @@ var allowed = map[string][]string{
 	"internal/txstamp":     {}, // the kernel's send timestamps
 	"internal/envflag":     {}, // boolean environment switches
 	"internal/nearest":     {}, // "did you mean" for misspelt names
+	"internal/inlinesvg":   {}, // the landing page's inline charts, so the daemon links no report
 	"internal/importrules": {}, // this test; no code of its own
 }
 
@@ -57,7 +58,7 @@ var allowed = map[string][]string{
 // only the standard library, so that no arrow runs from them back up.
 var groundFloor = []string{
 	"internal/pyfmt", "internal/jsonscan", "internal/rxstamp", "internal/txstamp",
-	"internal/envflag", "internal/nearest", "internal/importrules",
+	"internal/envflag", "internal/nearest", "internal/inlinesvg", "internal/importrules",
 }
 
 // forbiddenExternal are the non-standard imports a package must not use.
@@ -309,6 +310,32 @@ func TestImportRules(t *testing.T) {
 		}
 		if checked < 10 {
 			t.Fatalf("go list found only %d packages under rules", checked)
+		}
+	}
+}
+
+// TestDaemonLinksNoBench holds the daemon's exporter apart from the bench
+// subsystem: it draws its page with the ground floor's inline charts, so
+// that a change to bench or report cannot reach the probing daemon, nor its
+// binary carry them when built without the bench windows.
+func TestDaemonLinksNoBench(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"exporter").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"prober") {
+		t.Fatalf("go list -deps %sexporter lists no prober: %v", module, deps)
+	}
+	for _, d := range deps {
+		name, ok := strings.CutPrefix(d, module)
+		if !ok {
+			continue
+		}
+		for _, banned := range []string{"bench", "benchrun", "benchapi", "report"} {
+			if name == banned || strings.HasPrefix(name, banned+"/") {
+				t.Errorf("exporter links %s", name)
+			}
 		}
 	}
 }
