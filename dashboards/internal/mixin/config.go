@@ -57,6 +57,17 @@ type Config struct {
 	RegressionFactor float64 `yaml:"regression_factor"`
 	// RegressionFor is the `for` of the regression alerts.
 	RegressionFor string `yaml:"regression_for"`
+	// ProberLagSeconds: the ITL and TPOT regression alerts hold their fire,
+	// and the baseline leaves out a past window, while the p90 of the
+	// prober's own scheduler lag (servingprobe_scheduler_lag_seconds) over
+	// the window is above it. A prober whose process is starved of CPU
+	// reads late; the kernel then gives every event queued for one read
+	// the arrival of the newest, so the gaps between tokens read as zero
+	// (on a busy 2-core machine the median ITL against the simulator fell
+	// from 1.3 ms to 0), which says nothing about the server and would page
+	// once the prober catches up. TTFT is left unguarded: a late read can
+	// only delay it by the lag, which this bounds well below TTFT.
+	ProberLagSeconds float64 `yaml:"prober_lag_seconds"`
 	// RegressionWindow and RegressionShortWindow are the two windows of the
 	// current quantile: the long one keeps spikes out, the short one makes
 	// the alert resolve soon after the regression ends.
@@ -121,6 +132,7 @@ func Default() Config {
 		ProbeIntervalSeconds:     15,
 		RegressionFactor:         1.35,
 		RegressionFor:            "2m",
+		ProberLagSeconds:         0.01,
 		RegressionWindow:         "10m",
 		RegressionShortWindow:    "5m",
 		RegressionQuantiles:      []string{"0.5"},
@@ -233,6 +245,9 @@ func (c Config) Validate() error {
 	}
 	if c.RegressionFactor <= 1 {
 		errs = append(errs, errors.New("regression_factor: must be > 1"))
+	}
+	if !(c.ProberLagSeconds > 0) {
+		errs = append(errs, errors.New("prober_lag_seconds: must be > 0"))
 	}
 	if len(c.RegressionBaselineLags) == 0 {
 		errs = append(errs, errors.New("regression_baseline_lags: need at least one"))

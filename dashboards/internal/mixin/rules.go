@@ -49,6 +49,27 @@ func QuantileRecord(h Histogram, window string) string {
 // of day that many days ago.
 func BaselineRecord(h Histogram) string { return "target:" + h.Name + ":quantile_rate1h_baseline" }
 
+// SchedulerLag is the prober's own lag: a probe's start minus its planned
+// tick, per target and module (no model, no mode).
+const SchedulerLag = "servingprobe_scheduler_lag_seconds"
+
+// lagBy is the scheduler lag's aggregation, and the match of the guard.
+const lagBy = "job, target, module"
+
+// LagRecord is the p90 of the prober's scheduler lag over window.
+func LagRecord(window string) string { return "target:" + SchedulerLag + ":quantile_rate" + window }
+
+// lagGuarded reports whether a histogram's regression alert and baseline
+// leave out windows in which the prober lagged (Config.ProberLagSeconds):
+// the per-token gaps, which a late read merges.
+func lagGuarded(h Histogram) bool { return h == ITL || h == TPOT }
+
+// proberLagging selects the target and module whose prober lagged over
+// window, offset by offset ("" for none).
+func (c Config) proberLagging(window, offset string) string {
+	return fmt.Sprintf("(%s%s > %s)", LagRecord(window), offset, fmtFloat(c.ProberLagSeconds))
+}
+
 // SLO record names.
 func sliErrors(sli, window string) string {
 	return "target:servingprobe_" + sli + "_slo_errors:ratio_rate" + window
@@ -241,6 +262,18 @@ func (c Config) Rules() ruleFile {
 			Labels: yaml.MapSlice{{Key: "quantile", Value: "0.5"}},
 		})
 	}
+	// The prober's own lag over the windows the guarded alerts and their
+	// baseline read (see Config.ProberLagSeconds).
+	for _, w := range []string{c.RegressionWindow, c.RegressionBaselineWindow} {
+		if slices.ContainsFunc(quantiles, func(r rule) bool { return r.Record == LagRecord(w) }) {
+			continue
+		}
+		quantiles = append(quantiles, rule{
+			Record: LagRecord(w),
+			Expr:   HistogramQuantile("0.9", SchedulerLag, c.Selector, lagBy, w),
+			Labels: yaml.MapSlice{{Key: "quantile", Value: "0.9"}},
+		})
+	}
 	var baseline []rule
 	for _, h := range []Histogram{TTFT, ITL, TPOT} {
 		var lags []string
@@ -248,9 +281,14 @@ func (c Config) Rules() ruleFile {
 			sec, _ := seconds(l)
 			bw, _ := seconds(c.RegressionBaselineWindow)
 			// The window that ends half its length after the same time of
-			// day: centred on it.
-			lags = append(lags, fmt.Sprintf(`label_replace(%s{mode="probe", quantile=~"%s"} offset %ds, "lag", "%s", "", "")`,
-				QuantileRecord(h, c.RegressionBaselineWindow), strings.Join(c.RegressionQuantiles, "|"), int(sec-bw/2), l))
+			// day: centred on it. A past window in which the prober lagged
+			// is left out of a guarded baseline: its gaps read short.
+			off := fmt.Sprintf(" offset %ds", int(sec-bw/2))
+			q := fmt.Sprintf(`%s{mode="probe", quantile=~"%s"}%s`, QuantileRecord(h, c.RegressionBaselineWindow), strings.Join(c.RegressionQuantiles, "|"), off)
+			if lagGuarded(h) {
+				q = fmt.Sprintf("(%s unless on (%s) %s)", q, lagBy, c.proberLagging(c.RegressionBaselineWindow, off))
+			}
+			lags = append(lags, fmt.Sprintf(`label_replace(%s, "lag", "%s", "", "")`, q, l))
 		}
 		baseline = append(baseline, rule{
 			Record: BaselineRecord(h),
@@ -383,14 +421,17 @@ func (c Config) Alerts() ruleFile {
 	for _, h := range []Histogram{TTFT, ITL, TPOT} {
 		sel := fmt.Sprintf(`{mode="probe", quantile=~"%s"}`, strings.Join(c.RegressionQuantiles, "|"))
 		f := fmtFloat(c.RegressionFactor)
-		split := ""
+		split, guard := "", ""
 		if h == TTFT {
 			split = c.ttftSplit()
 		}
+		if lagGuarded(h) {
+			guard = fmt.Sprintf("\nunless on (%s)\n%s", lagBy, c.proberLagging(c.RegressionWindow, ""))
+		}
 		add(rule{
 			Alert: "Servingprobe" + strings.ReplaceAll(h.Title, " ", "") + "Regression",
-			Expr: fmt.Sprintf("(\n  %[1]s%[3]s\n  > %[4]s * %[5]s\n)\nand\n(\n  %[2]s%[3]s\n  > %[4]s * %[5]s\n)",
-				QuantileRecord(h, c.RegressionWindow), QuantileRecord(h, c.RegressionShortWindow), sel, f, BaselineRecord(h)),
+			Expr: fmt.Sprintf("(\n  %[1]s%[3]s\n  > %[4]s * %[5]s\n)\nand\n(\n  %[2]s%[3]s\n  > %[4]s * %[5]s\n)%[6]s",
+				QuantileRecord(h, c.RegressionWindow), QuantileRecord(h, c.RegressionShortWindow), sel, f, BaselineRecord(h), guard),
 			For: c.RegressionFor,
 		}, "warning", fmt.Sprintf("Probe %s regressed against the same hour of the last days.", h.Title),
 			fmt.Sprintf("The %s quantile {{ $labels.quantile }} of %s for probes to %s is {{ $value | humanizeDuration }}, more than %s times its baseline (the median of the same hour %s ago), and over %s too.",
