@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/internal/pyfmt"
@@ -89,21 +90,32 @@ type requestEvent struct {
 // mutex (no formatting, no I/O, never waits for the writer), and one
 // goroutine formats the queued lines and writes them through a buffer.
 // What it costs a request is that append (a copy of its prompt and result
-// values, amortised allocation); the queue is unbounded, so a slow
-// terminal delays the lines, never the requests, and every line is
-// written by Close. The rid, a random UUID as uuid.uuid4() gives, is
-// drawn on the writer goroutine too. The caller reads the clock and hands
-// the times in, so that this package reads none.
+// values, amortised allocation). The rid, a random UUID as uuid.uuid4()
+// gives, is drawn on the writer goroutine too. The caller reads the clock
+// and hands the times in, so that this package reads none.
+//
+// The queue is bounded: each queued end holds its request's Result (its
+// text and events), and an output nobody reads (a pipe to a stalled
+// reader) grew it by megabytes a second, without end. A request that
+// starts while the queue holds more than maxQueuedBytes is dropped whole,
+// its start and end lines both (so no end line lacks its start), and
+// counted (Dropped); a request whose start was queued always queues its
+// end. Close waits for the queued lines at most closeWait, so a run ends
+// when its load does even if the output never takes them; what was not
+// written is counted as dropped too.
 type RequestLog struct {
 	w   *bufio.Writer
 	run RequestLogRun
 
-	mu     sync.Mutex
-	queue  []requestEvent
-	nextID int
-	wake   chan struct{}
-	done   chan struct{}
-	closed bool
+	mu          sync.Mutex
+	queue       []requestEvent
+	queuedBytes int // what the queue's events hold, about
+	writing     int // lines in the writer's batch, not yet written
+	dropped     int // lines dropped, counted in pairs for whole requests
+	nextID      int
+	wake        chan struct{}
+	done        chan struct{}
+	closed      bool
 	// err is the first write error (the writer goroutine's; read after
 	// done is closed): the lines are the output the user asked for, so
 	// losing them fails the run rather than passing unseen.
@@ -112,6 +124,18 @@ type RequestLog struct {
 	// Writer goroutine state: each started request's rid and start time
 	// until its end line.
 	open map[int]openRequest
+}
+
+// maxQueuedBytes bounds what the queue of unwritten lines holds (see
+// RequestLog); a line's size is its Result's text and events.
+const maxQueuedBytes = 16 << 20
+
+// closeWait is how long Close waits for the writer to take the queued
+// lines before it gives up on them.
+var closeWait = 2 * time.Second
+
+func eventBytes(e *requestEvent) int {
+	return int(unsafe.Sizeof(*e)) + len(e.result.GeneratedText) + cap(e.result.Events)*int(unsafe.Sizeof(prober.Event{}))
 }
 
 type openRequest struct {
@@ -130,6 +154,7 @@ func NewRequestLog(w io.Writer, run RequestLogRun) *RequestLog {
 func (l *RequestLog) push(e requestEvent) {
 	l.mu.Lock()
 	l.queue = append(l.queue, e)
+	l.queuedBytes += eventBytes(&e)
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -138,9 +163,15 @@ func (l *RequestLog) push(e requestEvent) {
 }
 
 // Started records that a request built from p started at at (time.time()
-// when it is sent) and returns its id for Ended.
+// when it is sent) and returns its id for Ended: negative when the queue
+// is full and the request's lines are dropped.
 func (l *RequestLog) Started(at time.Time, p datasets.Prompt) int {
 	l.mu.Lock()
+	if l.queuedBytes > maxQueuedBytes {
+		l.dropped += 2
+		l.mu.Unlock()
+		return -1
+	}
 	id := l.nextID
 	l.nextID++
 	l.mu.Unlock()
@@ -150,7 +181,19 @@ func (l *RequestLog) Started(at time.Time, p datasets.Prompt) int {
 
 // Ended records that request id, built from p, finished at at with r.
 func (l *RequestLog) Ended(id int, at time.Time, p datasets.Prompt, r *prober.Result) {
+	if id < 0 {
+		return // its start was dropped, and counted with its end
+	}
 	l.push(requestEvent{id: id, end: true, at: at, prompt: p, result: *r})
+}
+
+// Dropped is the number of lines not written: dropped while the queue was
+// full, and left unwritten when Close stopped waiting. Read it after
+// Close.
+func (l *RequestLog) Dropped() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dropped
 }
 
 func (l *RequestLog) loop() {
@@ -161,6 +204,7 @@ func (l *RequestLog) loop() {
 		_, ok := <-l.wake
 		l.mu.Lock()
 		batch, l.queue = l.queue, batch[:0]
+		l.queuedBytes, l.writing = 0, len(batch)
 		closed := l.closed
 		l.mu.Unlock()
 		for i := range batch {
@@ -176,6 +220,9 @@ func (l *RequestLog) loop() {
 				l.err = err
 			}
 			batch[i] = requestEvent{} // drop the result's events and text
+			l.mu.Lock()
+			l.writing--
+			l.mu.Unlock()
 		}
 		if err := l.w.Flush(); err != nil && l.err == nil {
 			l.err = err
@@ -187,7 +234,9 @@ func (l *RequestLog) loop() {
 }
 
 // Close writes every queued line, stops the writer and returns the first
-// write error, if any.
+// write error, if any. If the output takes no line for closeWait, Close
+// returns without the rest and counts them in Dropped; the writer
+// goroutine ends when its write does.
 func (l *RequestLog) Close() error {
 	l.mu.Lock()
 	l.closed = true
@@ -196,7 +245,31 @@ func (l *RequestLog) Close() error {
 	case l.wake <- struct{}{}:
 	default:
 	}
-	<-l.done
+	l.mu.Lock()
+	left := len(l.queue) + l.writing
+	l.mu.Unlock()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+wait:
+	for {
+		select {
+		case <-l.done:
+			break wait
+		case <-t.C:
+			l.mu.Lock()
+			n := len(l.queue) + l.writing
+			if n != left {
+				// Still writing, if slowly: wait on.
+				left = n
+				l.mu.Unlock()
+				t.Reset(closeWait)
+				continue
+			}
+			l.dropped += n
+			l.mu.Unlock()
+			return nil
+		}
+	}
 	if l.err != nil {
 		return fmt.Errorf("--print-requests: %w", l.err)
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"errors"
+	"io"
 	"regexp"
 	"strings"
 	"sync"
@@ -123,5 +124,48 @@ func TestRequestLogWriteError(t *testing.T) {
 	err := l.Close()
 	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "--print-requests") {
 		t.Errorf("Close() = %v, want the write error, naming --print-requests", err)
+	}
+}
+
+// TestRequestLogUnreadPipe: an output nobody reads (a pipe whose reader
+// stalled) held every queued line, Result and all, and grew without end
+// (50 MB to 131 MB in a minute of a real run); its Close then waited as
+// long as the reader did. Now the queue stops taking requests past
+// maxQueuedBytes and counts their lines as dropped, and Close returns
+// once the output takes no line for closeWait, counting the lines left.
+// Every request's start is paired with its end or dropped with it.
+func TestRequestLogUnreadPipe(t *testing.T) {
+	defer func(d time.Duration) { closeWait = d }(closeWait)
+	closeWait = 50 * time.Millisecond
+	pr, pw := io.Pipe()
+	defer pr.Close() // ends the writer goroutine's write
+	l := NewRequestLog(pw, RequestLogRun{Model: "m", Origin: time.Now()})
+	now := time.Now()
+	text := strings.Repeat("x", 64<<10)
+	const n = 1000 // 64 MiB of text, four times the bound
+	kept := 0
+	for range n {
+		id := l.Started(now, datasets.Prompt{})
+		if id >= 0 {
+			kept++
+		}
+		r := prober.Result{Sent: now, End: now, Outcome: prober.OutcomeSuccess, GeneratedText: text}
+		l.Ended(id, now, datasets.Prompt{}, &r)
+	}
+	l.mu.Lock()
+	queued := l.queuedBytes
+	l.mu.Unlock()
+	if queued > maxQueuedBytes+len(text)+4096 {
+		t.Errorf("queue holds %d bytes, want at most about %d", queued, maxQueuedBytes)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("Close() = %v, want nil (nothing failed; lines were dropped)", err)
+	}
+	dropped := l.Dropped()
+	if want := 2 * (n - kept); dropped < want || dropped > 2*n {
+		t.Errorf("Dropped() = %d with %d of %d requests queued, want at least %d and at most %d", dropped, kept, n, want, 2*n)
+	}
+	if kept == n {
+		t.Errorf("every request was queued, want the bound to drop some")
 	}
 }

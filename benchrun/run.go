@@ -543,6 +543,11 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 			if cerr := rl.Close(); cerr != nil && err == nil {
 				err = cerr
 			}
+			if n := rl.Dropped(); n > 0 {
+				// On stderr: the output that could not take the lines
+				// would not take this one either.
+				level.Warn(env.Logger).Log("msg", "--print-requests could not keep up with the requests; lines were dropped", "lines_dropped", n)
+			}
 		}()
 		do = logRequests(rl, do)
 	}
