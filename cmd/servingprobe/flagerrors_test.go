@@ -85,6 +85,13 @@ func TestEveryFlagValueErrorNamesItsFlag(t *testing.T) {
 		if v.name != f.Name {
 			t.Errorf("--%s: wrapped under the name %q", f.Name, v.name)
 		}
+		for _, d := range f.Default {
+			// kingpin sets defaults through the wrapper too: the stricter
+			// integer check must take every default there is.
+			if !v.kind.accepts(d) {
+				t.Errorf("--%s: its default %q is refused", f.Name, d)
+			}
+		}
 		if v.IsBoolFlag() {
 			continue // kingpin passes a switch only true or false
 		}
