@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -404,5 +405,38 @@ func TestNormalizeBaseURLErrors(t *testing.T) {
 				t.Errorf("NormalizeBaseURL(%q) = %v, want %q", tc.in, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestParseHTTPHeaders decodes prometheus/common's http_headers, whose
+// header names are the keys of an inline map: every name is taken, and a
+// wrong value under one is reported at its path.
+func TestParseHTTPHeaders(t *testing.T) {
+	const doc = `
+targets:
+  - name: a
+    url: http://127.0.0.1:8000
+    backend: openai-chat
+    modules: [m]
+    http_client_config:
+      http_headers:
+        X-Api-Key:
+          secrets: [sk-planted-0123456789]
+        X-Team:
+          values: [%s]
+modules:
+  m: {}
+`
+	c, err := Parse([]byte(fmt.Sprintf(doc, "sre")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.Targets[0].HTTPClientConfig.HTTPHeaders
+	if h == nil || len(h.Headers["X-Api-Key"].Secrets) != 1 || h.Headers["X-Team"].Values[0] != "sre" {
+		t.Fatalf("http_headers decoded as %+v", h)
+	}
+	_, err = Parse([]byte(fmt.Sprintf(doc, "{not: a list}")))
+	if err == nil || !strings.Contains(err.Error(), "http_headers.X-Team.values[0]: must be text") {
+		t.Fatalf("a mapping where values takes a list: %v, want an error at http_headers.X-Team.values[0]", err)
 	}
 }

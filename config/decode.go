@@ -249,6 +249,9 @@ func (w *walker) walkStruct(n *yaml3.Node, t reflect.Type, path string) {
 			continue
 		}
 		ft, known := fields[k.Value]
+		if !known {
+			ft, known = fields[inlineMapKey]
+		}
 		switch {
 		case !known:
 			w.add(k, p, "unknown key (allowed: %s)", strings.Join(yamlKeys(t), ", "))
@@ -311,6 +314,10 @@ func scrub(msg string, n *yaml3.Node) string {
 	return msg
 }
 
+// inlineMapKey is yamlFields' entry for the value type of a struct's
+// inline map; no YAML key of a config is spelt so.
+const inlineMapKey = "\x00inline map"
+
 // yamlFields maps the yaml keys of a struct to their types, following
 // inline structs.
 func yamlFields(t reflect.Type) map[string]reflect.Type {
@@ -323,6 +330,12 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 			it := f.Type
 			if it.Kind() == reflect.Pointer {
 				it = it.Elem()
+			}
+			if it.Kind() == reflect.Map {
+				// An inline map (prometheus/common's http_headers)
+				// takes every key its struct does not name.
+				out[inlineMapKey] = it.Elem()
+				continue
 			}
 			for k, v := range yamlFields(it) {
 				out[k] = v
