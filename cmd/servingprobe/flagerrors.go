@@ -202,7 +202,8 @@ func suggestParseError(app *kingpin.Application, args []string, err error) error
 				names = append(names, c.Name)
 			}
 		}
-		if near := nearest.Name(got, names); near != "" {
+		// Commands are lower case; BENCH is a caps-lock away from bench.
+		if near := nearest.Name(strings.ToLower(got), names); near != "" {
 			return fmt.Errorf("unknown command %q (did you mean %s?)", got, near)
 		}
 		return fmt.Errorf("unknown command %q (one of %s)", got, strings.Join(names, ", "))

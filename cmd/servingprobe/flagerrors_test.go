@@ -44,6 +44,7 @@ func TestFlagValueErrors(t *testing.T) {
 		{"a bench switch given a value", []string{"bench", "--output-details=yes"}, `--output-details takes no value (got "yes"): --output-details turns it on, --no-output-details off`},
 		{"a mistyped command", []string{"bnech", "--num-prompts", "5"}, `unknown command "bnech" (did you mean bench?)`},
 		{"a mistyped command after a global flag", []string{"--log.level", "debug", "serv"}, `unknown command "serv" (did you mean serve?)`},
+		{"a command in capitals", []string{"BENCH"}, `unknown command "BENCH" (did you mean bench?)`},
 		{"no command near", []string{"xyzzy"}, `unknown command "xyzzy" (one of help, serve, bench, probe, report, merge, compare, simulate, check-config, selftest, tokenize)`},
 		{"a mistyped flag", []string{"probe", "--max-token=5"}, `unknown long flag '--max-token' (did you mean --max-tokens?)`},
 		{"a mistyped global flag", []string{"simulate", "--log.levle=debug"}, `unknown long flag '--log.levle' (did you mean --log.level?)`},
