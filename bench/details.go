@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"iter"
 	"time"
 
 	"github.com/servingprobe/servingprobe/prober"
@@ -150,4 +151,109 @@ func relTime(t, start time.Time) float64 {
 		return -1
 	}
 	return t.Sub(start).Seconds()
+}
+
+// DetailRequest is one request read back from a record's details: its
+// recorded fields, whether the run counted it a success, and its samples
+// by the same definitions as the summary's. Summary.DetailRequests is the
+// one reader of the details' per-request arrays: the significance tests,
+// the report's charts and the timeline all take their requests from it,
+// so that none of them can count a request the others do not.
+type DetailRequest struct {
+	// Index is the request's position in the details' arrays.
+	Index int
+	// Outcome is the recorded outcome (prober.Outcome), "" where the
+	// record has none (bench_serving writes no request_outcomes).
+	Outcome string
+	// OK: the run counted the request a success (see detailSucceeded).
+	OK bool
+	// Err is the recorded error, "" for a success.
+	Err                 string
+	InputLen, OutputLen int
+	// Scheduled, Sent, FirstToken and End are the request's times in
+	// seconds from the run's start, -1 where it has none (a failure before
+	// its first token, or a record without servingprobe's times).
+	Scheduled, Sent, FirstToken, End float64
+	// TTFT, E2E and TPOT are the request's samples in seconds, -1 where
+	// undefined. They are defined only for a success whose send and end
+	// times the record holds, the requests the summary's latencies count:
+	// E2E is End − Sent, TTFT as recorded, and TPOT is
+	// prober.TPOTSeconds(E2E, TTFT, OutputLen) where a first token arrived.
+	TTFT, E2E, TPOT float64
+	// ITLs are the request's inter-token samples in seconds, as recorded.
+	ITLs []float64
+	// Server is what the server stated about the request's time, nil
+	// where it stated none.
+	Server *ServerTiming
+}
+
+// Measured reports whether the request has samples: a success with its
+// send and end times.
+func (r *DetailRequest) Measured() bool { return r.E2E >= 0 }
+
+// Len is the number of requests the details hold: the longest of their
+// per-request arrays, so that a record whose arrays disagree (read back
+// from a file, which holds whatever it holds) loses no request; an entry
+// a shorter array lacks reads as absent.
+func (d *Details) Len() int {
+	if d == nil {
+		return 0
+	}
+	return max(len(d.InputLens), len(d.OutputLens), len(d.TTFTs), len(d.ITLs), len(d.Errors), len(d.Outcomes),
+		len(d.ScheduledTimes), len(d.SentTimes), len(d.FirstTokenTimes), len(d.EndTimes))
+}
+
+// DetailRequests yields each request of s's details in order; none when
+// it kept no details.
+func (s *Summary) DetailRequests() iter.Seq[DetailRequest] {
+	return func(yield func(DetailRequest) bool) {
+		for i := range s.Details.Len() {
+			if !yield(s.DetailRequest(i)) {
+				return
+			}
+		}
+	}
+}
+
+// DetailRequest reads request i of s's details (0 ≤ i < s.Details.Len()).
+func (s *Summary) DetailRequest(i int) DetailRequest {
+	d := s.Details
+	r := DetailRequest{Index: i, Outcome: entryAt(d.Outcomes, i, ""), Err: entryAt(d.Errors, i, ""),
+		InputLen: entryAt(d.InputLens, i, 0), OutputLen: entryAt(d.OutputLens, i, 0),
+		Scheduled: entryAt(d.ScheduledTimes, i, -1), Sent: entryAt(d.SentTimes, i, -1), FirstToken: entryAt(d.FirstTokenTimes, i, -1), End: entryAt(d.EndTimes, i, -1),
+		TTFT: -1, E2E: -1, TPOT: -1, ITLs: entryAt(d.ITLs, i, nil), Server: entryAt(d.ServerTimings, i, nil)}
+	r.OK = detailSucceeded(r.Outcome, r.Err, s.Compat.EmptySuccess)
+	if !r.OK || r.Sent < 0 || r.End < 0 {
+		return r
+	}
+	r.E2E = max(r.End-r.Sent, 0)
+	if i < len(d.TTFTs) {
+		r.TTFT = d.TTFTs[i]
+		if r.FirstToken >= 0 {
+			r.TPOT = prober.TPOTSeconds(r.E2E, r.TTFT, r.OutputLen)
+		}
+	}
+	return r
+}
+
+// entryAt is v[i], or absent where v has no entry i.
+func entryAt[T any](v []T, i int, absent T) T {
+	if i < len(v) {
+		return v[i]
+	}
+	return absent
+}
+
+// detailSucceeded is the one success rule of a request read back from a
+// record's details: the rule the run counted it by. A recorded outcome
+// decides as RequestSucceeded decides on the Result (success, or an empty
+// output under compat empty-success). A request without one, as in every
+// record bench_serving writes, keeps every request in its arrays, failures
+// included (their output_lens 0): there errors is "" exactly for the
+// successes, so an empty error is a success and any other a failure.
+func detailSucceeded(outcome, err string, emptySuccess bool) bool {
+	if outcome == "" {
+		return err == ""
+	}
+	return outcomeSucceeded(prober.Outcome(outcome), emptySuccess)
 }

@@ -613,13 +613,17 @@ func (a *Accumulator) addDetail(i int, s *Summary, j int) error {
 	rec.itlLen = len(d.ITLs[j])
 	rec.itlAnswer = rec.itlLen
 	outLen := d.OutputLens[j]
-	if outcome == string(prober.OutcomeSuccess) || (a.p.Compat.EmptySuccess && outcome == string(prober.OutcomeEmptyOutput)) {
+	errText := ""
+	if j < len(d.Errors) {
+		errText = d.Errors[j]
+	}
+	if detailSucceeded(outcome, errText, a.p.Compat.EmptySuccess) {
 		rec.ok = true
 		if !end.IsZero() && !sent.IsZero() {
 			rec.e2e = max(end.Sub(sent), 0).Seconds()
 		}
-		if outLen >= 2 {
-			rec.tpot = max(rec.e2e-rec.ttft, 0) / float64(outLen-1)
+		if tpot := prober.TPOTSeconds(rec.e2e, rec.ttft, outLen); tpot >= 0 {
+			rec.tpot = tpot
 		}
 		rec.firstTok = 1
 		if a.perToken {
@@ -631,9 +635,7 @@ func (a *Accumulator) addDetail(i int, s *Summary, j int) error {
 	if j < len(d.GeneratedTexts) {
 		row.text = d.GeneratedTexts[j]
 	}
-	if j < len(d.Errors) {
-		row.err = d.Errors[j]
-	}
+	row.err = errText
 	if j < len(d.ServerTimings) {
 		row.server = d.ServerTimings[j]
 	}
@@ -666,7 +668,7 @@ func answerPhase(rec *reqRec, rs *DetailReasoning, outLen int, hasFirst, hasE2E 
 		rec.itlAnswer = min(max(rs.AnswerITLs, 0), rec.itlLen)
 	}
 	if !math.IsNaN(rec.ttfat) && hasE2E && answer >= 2 {
-		rec.answerTPOT = max(rec.e2e-rec.ttfat, 0) / float64(answer-1)
+		rec.answerTPOT = prober.TPOTSeconds(rec.e2e, rec.ttfat, answer)
 	}
 }
 

@@ -11,7 +11,14 @@ import (
 // success, even one with no text; its TTFT then stays 0). The summary
 // and --print-requests both decide by it.
 func RequestSucceeded(r *prober.Result, emptySuccess bool) bool {
-	return r.Outcome == prober.OutcomeSuccess || emptySuccess && r.Outcome == prober.OutcomeEmptyOutput
+	return outcomeSucceeded(r.Outcome, emptySuccess)
+}
+
+// outcomeSucceeded is the success rule on an outcome, for a Result
+// (RequestSucceeded) and for a request read back from the details
+// (detailSucceeded).
+func outcomeSucceeded(o prober.Outcome, emptySuccess bool) bool {
+	return o == prober.OutcomeSuccess || emptySuccess && o == prober.OutcomeEmptyOutput
 }
 
 // RequestInputTokens is the prompt length the summary gives a request

@@ -329,9 +329,9 @@ func MannWhitneyU(x, y []float64) float64 {
 }
 
 // DetailSamples are a run's per-request latencies read back from its
-// details, in ms, over its successes: TTFT as recorded, E2E and TPOT
-// from the recorded times by Samples' definitions (End - Sent; End -
-// FirstToken over the output tokens but one), and every inter-token gap.
+// details, in ms, over the requests the summary's latencies count: each
+// measured success's TTFT, E2E and TPOT as Summary.DetailRequests reads
+// them, and every inter-token gap.
 type DetailSamples struct {
 	TTFT, TPOT, ITL, E2E []float64
 	// TTFTReq and E2EReq are the request (its index in the details'
@@ -344,31 +344,23 @@ type DetailSamples struct {
 // DetailSamples are the summary's per-request latencies, nil when it kept
 // no details with times (--output-details).
 func (s *Summary) DetailSamples() *DetailSamples {
-	d := s.Details
-	if d == nil || len(d.SentTimes) == 0 {
+	if d := s.Details; d == nil || len(d.SentTimes) == 0 {
 		return nil
 	}
 	var v DetailSamples
-	for i := range d.SentTimes {
-		ok := i < len(d.Outcomes) && (d.Outcomes[i] == "success" || d.Outcomes[i] == "")
-		if !ok || i >= len(d.EndTimes) {
+	for r := range s.DetailRequests() {
+		if !r.Measured() {
 			continue
 		}
-		sent, end := d.SentTimes[i], d.EndTimes[i]
-		if sent < 0 || end < 0 {
-			continue
+		v.E2E, v.E2EReq = append(v.E2E, r.E2E*1000), append(v.E2EReq, r.Index)
+		if r.TTFT >= 0 {
+			v.TTFT, v.TTFTReq = append(v.TTFT, r.TTFT*1000), append(v.TTFTReq, r.Index)
 		}
-		v.E2E, v.E2EReq = append(v.E2E, (end-sent)*1000), append(v.E2EReq, i)
-		if i < len(d.TTFTs) {
-			v.TTFT, v.TTFTReq = append(v.TTFT, d.TTFTs[i]*1000), append(v.TTFTReq, i)
+		if r.TPOT >= 0 {
+			v.TPOT = append(v.TPOT, r.TPOT*1000)
 		}
-		if i < len(d.FirstTokenTimes) && d.FirstTokenTimes[i] >= 0 && i < len(d.OutputLens) && d.OutputLens[i] > 1 {
-			v.TPOT = append(v.TPOT, (end-d.FirstTokenTimes[i])/float64(d.OutputLens[i]-1)*1000)
-		}
-		if i < len(d.ITLs) {
-			for _, g := range d.ITLs[i] {
-				v.ITL = append(v.ITL, g*1000)
-			}
+		for _, g := range r.ITLs {
+			v.ITL = append(v.ITL, g*1000)
 		}
 	}
 	return &v

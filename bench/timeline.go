@@ -17,14 +17,16 @@ type Timeline struct {
 	Queued   []float64
 }
 
-// Timeline computes d's timeline in about n intervals of a round width;
-// nil without per-request times.
-func (d *Details) Timeline(n int) *Timeline {
-	if d == nil || len(d.EndTimes) == 0 {
+// Timeline computes the timeline of s's details in about n intervals of
+// a round width; nil without per-request times. Its requests are
+// Summary.DetailRequests', so that it spreads the output of the requests
+// the summary counted as successes and no other.
+func (s *Summary) Timeline(n int) *Timeline {
+	if s == nil || s.Details == nil || len(s.Details.EndTimes) == 0 {
 		return nil
 	}
 	span := 0.0
-	for _, e := range d.EndTimes {
+	for _, e := range s.Details.EndTimes {
 		span = max(span, e)
 	}
 	if !(span > 0) {
@@ -42,21 +44,20 @@ func (d *Details) Timeline(n int) *Timeline {
 	for j := range t.At {
 		t.At[j] = (float64(j) + 0.5) * width
 	}
-	for i := range d.EndTimes {
-		sent, end := d.SentTimes[i], d.EndTimes[i]
-		if sched := d.ScheduledTimes[i]; sched >= 0 && sent > sched {
+	for r := range s.DetailRequests() {
+		sent, end := r.Sent, r.End
+		if sched := r.Scheduled; sched >= 0 && sent > sched {
 			t.count(t.Queued, sched, sent)
 		}
 		if sent < 0 || end < 0 {
 			continue
 		}
 		t.count(t.InFlight, sent, end)
-		ok := i >= len(d.Outcomes) || d.Outcomes[i] == "success" || d.Outcomes[i] == ""
-		first := d.FirstTokenTimes[i]
-		if !ok || first < 0 || i >= len(d.OutputLens) {
+		first := r.FirstToken
+		if !r.OK || first < 0 {
 			continue
 		}
-		out := float64(d.OutputLens[i])
+		out := float64(r.OutputLen)
 		if end <= first {
 			t.TokPerS[min(int(first/width), k-1)] += out / width
 			continue

@@ -35,7 +35,7 @@ func rampDetails() *Details {
 }
 
 func TestTimeline(t *testing.T) {
-	tl := rampDetails().Timeline(100)
+	tl := (&Summary{Details: rampDetails()}).Timeline(100)
 	if tl == nil || tl.Width != 0.2 {
 		t.Fatalf("timeline %+v, want 0.2 s intervals for an 11 s run", tl)
 	}
@@ -63,7 +63,7 @@ func TestTimeline(t *testing.T) {
 	if queued == 0 {
 		t.Error("no queued requests on the timeline")
 	}
-	if (*Details)(nil).Timeline(10) != nil || (&Details{}).Timeline(10) != nil {
+	if (*Summary)(nil).Timeline(10) != nil || (&Summary{}).Timeline(10) != nil || (&Summary{Details: &Details{}}).Timeline(10) != nil {
 		t.Error("a run without times has no timeline")
 	}
 }
@@ -72,7 +72,7 @@ func TestTimeline(t *testing.T) {
 // fits an 80-column terminal.
 func TestPlotThroughputGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := rampDetails().Timeline(100).WritePlot(&b); err != nil {
+	if err := (&Summary{Details: rampDetails()}).Timeline(100).WritePlot(&b); err != nil {
 		t.Fatal(err)
 	}
 	for i, l := range strings.Split(b.String(), "\n") {

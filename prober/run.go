@@ -680,30 +680,41 @@ func apportion(n int, w []int) []int {
 }
 
 func (p *Prober) count(ctx context.Context, text string) (int, bool) {
-	if p.Counter == nil || text == "" {
+	return countText(ctx, p.Counter, text)
+}
+
+func countText(ctx context.Context, c Counter, text string) (int, bool) {
+	if c == nil || text == "" {
 		return 0, false
 	}
-	if cc, ok := p.Counter.(ContextCounter); ok {
+	if cc, ok := c.(ContextCounter); ok {
 		n, err := cc.CountContext(ctx, text)
 		return n, err == nil
 	}
-	n, err := p.Counter.Count(text)
+	n, err := c.Count(text)
 	return n, err == nil
 }
 
-// countOutput counts the generated text with our tokenizer, at most
-// maxCountBytes of it: a longer text's count is scaled from its first
-// maxCountBytes (cut at a rune), and its source says it is an estimate.
 func (p *Prober) countOutput(ctx context.Context, text string) (int, TokenSource, bool) {
+	return CountOutput(ctx, p.Counter, text)
+}
+
+// CountOutput counts a server's text with c, at most maxCountBytes of it:
+// a longer text's count is scaled from its first maxCountBytes (cut at a
+// rune), and its source says it is an estimate. It stops, reporting no
+// count, once ctx is done (with a ContextCounter). Every count of server
+// text goes through it: a request's output count here, the bench's
+// retokenized total in benchrun.
+func CountOutput(ctx context.Context, c Counter, text string) (int, TokenSource, bool) {
 	if len(text) <= maxCountBytes {
-		n, ok := p.count(ctx, text)
+		n, ok := countText(ctx, c, text)
 		return n, TokenSourceTokenizer, ok
 	}
 	cut := maxCountBytes
 	for cut > 0 && !utf8.RuneStart(text[cut]) {
 		cut--
 	}
-	n, ok := p.count(ctx, text[:cut])
+	n, ok := countText(ctx, c, text[:cut])
 	if !ok || cut == 0 {
 		return 0, "", false
 	}

@@ -105,7 +105,7 @@ func (r *Result) Samples() Samples {
 		if streamedFirst && s.OutputTokens >= 2 {
 			// (E2E − TTFT) in float seconds, not End − FirstToken: the
 			// same operations as bench_serving, so the last digit agrees.
-			s.TPOTSeconds = max(s.E2E.Seconds()-s.TTFT.Seconds(), 0) / float64(s.OutputTokens-1)
+			s.TPOTSeconds = TPOTSeconds(s.E2E.Seconds(), s.TTFT.Seconds(), s.OutputTokens)
 		}
 	}
 	switch {
@@ -119,10 +119,25 @@ func (r *Result) Samples() Samples {
 		// answer's, as the answer's gaps (ITLGaps) take it.
 		s.TTFAT = s.TTFT
 	}
-	if Defined(s.TTFAT) && Defined(s.E2E) && s.AnswerTokens >= 2 {
-		s.AnswerTPOTSeconds = max(s.E2E.Seconds()-s.TTFAT.Seconds(), 0) / float64(s.AnswerTokens-1)
+	if Defined(s.TTFAT) && Defined(s.E2E) {
+		s.AnswerTPOTSeconds = TPOTSeconds(s.E2E.Seconds(), s.TTFAT.Seconds(), s.AnswerTokens)
 	}
 	return s
+}
+
+// TPOTSeconds is the time per output token in seconds of a request that
+// took e2e seconds in all and ttft to its first token (or to its first
+// answer token, for the answer's TPOT): (e2e − ttft) / (tokens − 1), -1
+// below 2 tokens. The first token's wait is TTFT's, so the other tokens
+// share the rest. It is the one TPOT formula: Samples uses it, and so does
+// the bench where it reads requests back from a record's details, so that
+// both give the same number for the same request, to the last digit when
+// given the same seconds.
+func TPOTSeconds(e2e, ttft float64, tokens int) float64 {
+	if tokens < 2 {
+		return -1
+	}
+	return max(e2e-ttft, 0) / float64(tokens-1)
 }
 
 // ITLGap is one inter-token gap: the time between an output event and the

@@ -225,7 +225,7 @@ func runSections(r Run, o Options) []section {
 	secs = append(secs, cacheCostSections(s)...)
 	secs = append(secs, section{Title: "Distributions", Note: "Histograms and cumulative distributions; the lines mark the median, p90 and p99 the summary reports.",
 		Charts: distributionCharts(s, v)})
-	if sec, ok := serverSection(d); ok {
+	if sec, ok := serverSection(s); ok {
 		secs = append(secs, sec)
 	}
 	secs = append(secs,
@@ -235,7 +235,7 @@ func runSections(r Run, o Options) []section {
 			scatter("ttft-prompt", "TTFT against prompt length", "prompt tokens", "TTFT (ms)", at(d.InputLens, v.TTFTReq), v.TTFT),
 		}},
 		section{Title: "Request timeline", Note: timelineNote(len(d.SentTimes), o.MaxTimelineRequests),
-			Charts: []template.HTML{timelineChart(d, o.MaxTimelineRequests)}},
+			Charts: []template.HTML{timelineChart(s, o.MaxTimelineRequests)}},
 	)
 	if c, ok := failuresChart(s); ok {
 		secs = append(secs, section{Title: "Failures", Charts: []template.HTML{c}})
@@ -269,7 +269,7 @@ func at[T int | float64](vals []T, reqs []int) []float64 {
 // (drawn is whether any were). The gauges' offsets count from the
 // endpoint's first read, which the run's start follows at once.
 func timelineCharts(s *bench.Summary) (charts []template.HTML, drawn bool) {
-	t := s.Details.Timeline(120)
+	t := s.Timeline(120)
 	if t == nil {
 		return nil, false
 	}
@@ -433,16 +433,17 @@ func scatter(id, title, xl, yl string, x, y []float64) template.HTML {
 	return c.SVG()
 }
 
-// timelineChart draws one row per request (sampled to most rows).
-func timelineChart(d *bench.Details, most int) template.HTML {
-	n := len(d.SentTimes)
+// timelineChart draws one row per request (sampled to most rows), a
+// failure being what bench.Summary.DetailRequest says is not a success.
+func timelineChart(s *bench.Summary, most int) template.HTML {
+	n := len(s.Details.SentTimes)
 	rows := min(n, max(most, 1))
 	c := chart{ID: "timeline", Title: "Request timeline", XLabel: "time (s from start)", YLabel: "request", Height: 560}
 	row := 0.0
 	for r := range rows {
 		i := r * n / rows // evenly, counted in integers so that it ends
-		sched, sent, first, end := d.ScheduledTimes[i], d.SentTimes[i], d.FirstTokenTimes[i], d.EndTimes[i]
-		failed := i < len(d.Outcomes) && d.Outcomes[i] != "success" && d.Outcomes[i] != ""
+		r := s.DetailRequest(i)
+		sched, sent, first, end, failed := r.Scheduled, r.Sent, r.FirstToken, r.End, !r.OK
 		if sched >= 0 && sent > sched {
 			c.Segments = append(c.Segments, segment{Y: row, X0: sched, X1: sent, Class: "queue"})
 		}

@@ -25,35 +25,37 @@ type serverReqs struct {
 	load, promptEval, eval  []float64 // the server's, for the table
 }
 
-// serverRequestsOf reads the server's timings of d's successful requests;
-// ok is false when none stated any.
-func serverRequestsOf(d *bench.Details) (serverReqs, bool) {
+// serverRequestsOf reads the server's timings of s's measured successes
+// (bench.Summary.DetailRequests, the requests the summary's latencies
+// count, with their samples); ok is false when none stated any.
+func serverRequestsOf(s *bench.Summary) (serverReqs, bool) {
 	var v serverReqs
-	for i := range d.SentTimes {
-		ok := i < len(d.Outcomes) && (d.Outcomes[i] == "success" || d.Outcomes[i] == "")
-		if !ok || i >= len(d.EndTimes) || d.SentTimes[i] < 0 || d.EndTimes[i] < 0 {
+	for r := range s.DetailRequests() {
+		if !r.Measured() {
 			continue
 		}
 		v.ok++
-		if i >= len(d.ServerTimings) || d.ServerTimings[i] == nil {
+		st := r.Server
+		if st == nil {
 			continue
 		}
-		st, sent, end := d.ServerTimings[i], d.SentTimes[i], d.EndTimes[i]
 		v.n++
 		v.load, v.promptEval, v.eval = append(v.load, st.LoadDuration*1000), append(v.promptEval, st.PromptEvalDuration*1000),
 			append(v.eval, st.EvalDuration*1000)
 		if pt := st.PerOutputToken(); pt >= 0 {
 			v.perTokenMs = append(v.perTokenMs, pt*1000)
 		}
-		v.e2eSent, v.e2eMs, v.totalMs = append(v.e2eSent, sent), append(v.e2eMs, (end-sent)*1000), append(v.totalMs, st.TotalDuration*1000)
-		if i >= len(d.FirstTokenTimes) || d.FirstTokenTimes[i] < 0 || i >= len(d.TTFTs) {
+		v.e2eSent, v.e2eMs, v.totalMs = append(v.e2eSent, r.Sent), append(v.e2eMs, r.E2E*1000), append(v.totalMs, st.TotalDuration*1000)
+		// The server's prefill is set beside the client's TTFT only where
+		// a first token arrived: an empty success has a TTFT of 0 that is
+		// no wait for a token.
+		if r.FirstToken < 0 || r.TTFT < 0 {
 			continue
 		}
-		v.prefillSent, v.ttftMs = append(v.prefillSent, sent), append(v.ttftMs, d.TTFTs[i]*1000)
+		v.prefillSent, v.ttftMs = append(v.prefillSent, r.Sent), append(v.ttftMs, r.TTFT*1000)
 		v.prefillMs = append(v.prefillMs, (st.LoadDuration+st.PromptEvalDuration)*1000)
-		// TPOT as requestsOf takes it from the recorded times.
-		if out := float64(d.OutputLens[i]); out > 1 {
-			v.tpotMs = append(v.tpotMs, (end-d.FirstTokenTimes[i])/(out-1)*1000)
+		if r.TPOT >= 0 {
+			v.tpotMs = append(v.tpotMs, r.TPOT*1000)
 		}
 	}
 	return v, v.n > 0
@@ -61,8 +63,8 @@ func serverRequestsOf(d *bench.Details) (serverReqs, bool) {
 
 // serverSection draws the server's timings beside the client's; false
 // when no successful request of the run stated any.
-func serverSection(d *bench.Details) (section, bool) {
-	v, ok := serverRequestsOf(d)
+func serverSection(s *bench.Summary) (section, bool) {
+	v, ok := serverRequestsOf(s)
 	if !ok {
 		return section{}, false
 	}

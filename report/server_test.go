@@ -37,7 +37,7 @@ func serverDetails() *bench.Details {
 // value of the same request, only for successes that stated timings; a
 // one-token request has no TPOT but has the server's eval per token.
 func TestServerRequestsOf(t *testing.T) {
-	got, ok := serverRequestsOf(serverDetails())
+	got, ok := serverRequestsOf(&bench.Summary{Details: serverDetails()})
 	if !ok {
 		t.Fatal("serverRequestsOf: no timings found")
 	}
@@ -53,11 +53,11 @@ func TestServerRequestsOf(t *testing.T) {
 	}
 	d := serverDetails()
 	d.ServerTimings = nil
-	if _, ok := serverRequestsOf(d); ok {
+	if _, ok := serverRequestsOf(&bench.Summary{Details: d}); ok {
 		t.Error("serverRequestsOf found timings in details without any")
 	}
 	d.ServerTimings = []*bench.ServerTiming{nil, nil, nil, {TotalDuration: 1}}
-	if _, ok := serverRequestsOf(d); ok {
+	if _, ok := serverRequestsOf(&bench.Summary{Details: d}); ok {
 		t.Error("serverRequestsOf drew a failure's timings")
 	}
 }

@@ -104,15 +104,15 @@ func TestCountContext(t *testing.T) {
 	}
 }
 
-// BenchmarkCountBigWord is the cost of counting one 4 MiB word, the most
-// text a request has counted (see prober's maxCountBytes): linear in the
-// word since it is merged in pieces.
+// BenchmarkCountBigWord is the cost of counting one 1 MiB word, the most
+// server text prober counts for a request (its maxCountBytes): linear in
+// the word, since it is merged in pieces.
 func BenchmarkCountBigWord(b *testing.B) {
 	tok, err := Default()
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := letters(4 << 20)
+	w := letters(1 << 20)
 	b.SetBytes(int64(len(w)))
 	for b.Loop() {
 		if _, err := tok.CountContext(context.Background(), w); err != nil {

@@ -148,9 +148,15 @@ func (t *Tokenizer) CountContext(ctx context.Context, text string) (int, error) 
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
-	ids, err := t.encodeContext(ctx, make([]int, 0, min(len(text)/3+4, 1<<16)), text)
-	return len(ids), err
+	var ids [countBatch]int
+	dst, n, err := t.encodeContext(ctx, ids[:0], text, true)
+	return n + len(dst), err
 }
+
+// countBatch is how many ids CountContext holds before it counts them and
+// lets them go: a count needs no ids, and a text's ids took 8 bytes per
+// 3 bytes of text.
+const countBatch = 1 << 10
 
 // ctxCheckBytes is how much text CountContext tokenizes between looks at
 // its context: about a millisecond of work.
@@ -190,14 +196,14 @@ func wordPieces(w string, f func(string) bool) bool {
 }
 
 func (t *Tokenizer) encode(dst []int, text string) []int {
-	dst, _ = t.encodeContext(nil, dst, text)
+	dst, _, _ = t.encodeContext(nil, dst, text, false)
 	return dst
 }
 
 // encodeContext is encode that stops, with ctx's error, once ctx is done
-// (a nil ctx never is).
-func (t *Tokenizer) encodeContext(ctx context.Context, dst []int, text string) ([]int, error) {
-	var err error
+// (a nil ctx never is). With count, ids past countBatch are counted in n
+// and dropped from dst.
+func (t *Tokenizer) encodeContext(ctx context.Context, dst []int, text string, count bool) (_ []int, n int, err error) {
 	since := 0 // bytes of words since ctx was last looked at
 	word := func(w string) bool {
 		if since += len(w); ctx != nil && since > ctxCheckBytes {
@@ -205,6 +211,10 @@ func (t *Tokenizer) encodeContext(ctx context.Context, dst []int, text string) (
 			if err = ctx.Err(); err != nil {
 				return false
 			}
+		}
+		if count && len(dst) > countBatch/2 {
+			n += len(dst)
+			dst = dst[:0]
 		}
 		dst = t.model.encodeWord(dst, w)
 		return true
@@ -240,7 +250,7 @@ segments:
 	clear(words)
 	*wp = words[:0]
 	wordsPool.Put(wp)
-	return dst, err
+	return dst, n, err
 }
 
 func (t *Tokenizer) preTokenize(dst []string, s string, first bool) []string {

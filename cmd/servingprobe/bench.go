@@ -85,7 +85,7 @@ func writeBenchOutput(w io.Writer, sum *bench.Summary, f *benchFlags, p bench.Pa
 		return fmt.Errorf("write results: %w", err)
 	}
 	if f.plotThroughput {
-		if err := sum.Details.Timeline(100).WritePlot(w); err != nil {
+		if err := sum.Timeline(100).WritePlot(w); err != nil {
 			return err
 		}
 	}
