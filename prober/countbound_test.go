@@ -12,7 +12,10 @@ import (
 // was asked to count; it honours its context as the tokenizer does.
 type bytesCounter struct{ seen int }
 
-func (c *bytesCounter) Count(text string) (int, error) { c.seen += len(text); return len(text) / 4, nil }
+func (c *bytesCounter) Count(text string) (int, error) {
+	c.seen += len(text)
+	return len(text) / 4, nil
+}
 
 func (c *bytesCounter) CountContext(ctx context.Context, text string) (int, error) {
 	if err := ctx.Err(); err != nil {
