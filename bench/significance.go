@@ -15,52 +15,71 @@ import (
 
 // Alpha is the significance level of a comparison as a whole: a row is
 // significant when its p-value, Holm-adjusted over the rows compared
-// together (a comparison's table, or a gate's bounds), is below it. So
-// two runs of the same server show "~" on every row at least 1-Alpha of
-// the time, rather than one row in twenty flagged by chance.
+// together (a comparison's table, or a gate's bounds), is below it.
 const Alpha = 1 - Confidence
 
+// Power is the chance of detecting a change that MinDetectable reports:
+// the usual 80%.
+const Power = 0.8
+
 // Tests a comparison row can be decided by.
+//
+// The unit of a comparison is the run, not the request. A server's speed
+// drifts between runs (load on the machine, caches, another tenant) and
+// every request of a run shares that drift, so a test that counts the
+// requests of one run as independent draws (a Mann–Whitney U on the
+// per-request samples, or the runs' own intervals) flags drift as a
+// change. Significance comes only from the spread between runs.
 const (
-	// TestMannWhitney is the Mann–Whitney U test (two-sided, normal
-	// approximation with the tie correction) on the per-request samples of
-	// the two runs' details: the samples of one run tend to be larger
-	// than the other's. It decides the mean and median rows where both
-	// records kept their details (--output-details).
-	TestMannWhitney = "mann-whitney"
-	// TestCI is the interval of the difference from the two runs'
-	// intervals (servingprobe.ci), by the MOVER method (Zou and Donner,
-	// 2008: each side's half-widths added in quadrature), its p-value
-	// the normal one whose interval at Confidence that is. It decides the
-	// percentile and throughput rows, and the mean and median rows where
-	// the details were not kept: the record alone suffices.
-	TestCI = "ci"
-	// TestNone: neither record holds what a test needs (a record written
-	// by bench_serving, or before intervals were recorded); the row is
-	// never significant.
+	// TestRuns is Welch's t test on the run-level figures (each run's
+	// median, P99, throughput, ...), on their logarithms so that the test
+	// is of a ratio, as a drift that slows everything by some percent
+	// is: it needs at least two runs on each side. Its false-positive
+	// rate holds for small counts (TestRunLevelCoverage simulates it).
+	TestRuns = "runs"
+	// TestOneRun: one side has a single run, from which the drift between
+	// runs cannot be told; the row shows the change and, where the
+	// records have intervals, the difference's interval from them, but it
+	// is never significant.
+	TestOneRun = "one-run"
+	// TestNone: a run lacks the figure (a record written by bench_serving
+	// lacks some); the row is never significant.
 	TestNone = "none"
 )
 
-// Comparison is one figure of two runs side by side, and whether their
-// difference is significant.
+// Comparison is one figure of two sets of runs side by side, and whether
+// their difference is significant.
 type Comparison struct {
 	// Figure is the row's name for --fail-on ("ttft:p99",
 	// "output_throughput"); Label the table's ("P99 TTFT (ms)").
 	Figure, Label string
 	// HigherBetter: a throughput (else a latency, lower being better).
 	HigherBetter bool
-	Base, New    float64
-	// Test decided Significant: TestMannWhitney, TestCI (with the
-	// difference's interval Diff, at Confidence), or TestNone. P is the
-	// test's p-value, PAdj it Holm-adjusted over the rows compared
-	// together; Significant is PAdj < Alpha.
+	// Base and New are the mean over each side's runs of the figure;
+	// BaseRuns and NewRuns each run's.
+	Base, New         float64
+	BaseRuns, NewRuns []float64
+	// Test decided Significant: TestRuns, TestOneRun or TestNone. P is
+	// the test's p-value, PAdj it Holm-adjusted over the rows compared
+	// together; Significant is PAdj < Alpha (never for TestOneRun).
 	Test        string
 	P, PAdj     float64
-	Diff        Interval
 	Significant bool
+	// Diff is the difference's interval at Confidence: TestRuns' from the
+	// spread between runs, TestOneRun's from the two runs' own intervals
+	// (MOVER), Unknown where those are not recorded.
+	Diff Interval
 	// Why is set when Test is TestNone: what was missing.
 	Why string
+	// se and df are TestRuns' standard error of the difference (of the
+	// logarithms when logScale) and its Welch degrees of freedom, for
+	// MinDetectable.
+	se, df   float64
+	logScale bool
 }
+
+// Runs is the count of runs on each side.
+func (c Comparison) Runs() (base, cand int) { return len(c.BaseRuns), len(c.NewRuns) }
 
 // Delta is New - Base.
 func (c Comparison) Delta() float64 { return c.New - c.Base }
@@ -82,30 +101,46 @@ func (c Comparison) Worse() bool {
 	return c.New > c.Base
 }
 
-// Verdict is the row's significance as the tables show it, as benchstat
-// writes it: the test's adjusted p-value, behind "~" when not
-// significant ("p=0.002 U" for Mann–Whitney, "~ (p=0.41 CI)" for the
-// difference's interval), or "?" and why it was not tested.
-func (c Comparison) Verdict() string {
-	var why string
-	switch c.Test {
-	case TestMannWhitney:
-		why = formatP(c.PAdj) + " U"
-	case TestCI:
-		why = formatP(c.PAdj) + " CI"
-	default:
-		return "? (" + c.Why + ")"
+// MinDetectable is the smallest change, in % of Base, that TestRuns
+// detects with probability Power at two-sided level alpha, given the
+// spread between the runs compared: (t(1-alpha/2) + t(Power)) standard
+// errors of the difference. NaN for a row TestRuns did not decide.
+func (c Comparison) MinDetectable(alpha float64) float64 {
+	if c.Test != TestRuns || math.IsNaN(c.se) {
+		return math.NaN()
 	}
-	if c.Significant {
-		return why
+	k := (studentQuantile(1-alpha/2, c.df) + studentQuantile(Power, c.df)) * c.se
+	if c.logScale {
+		return 100 * (math.Exp(k) - 1)
 	}
-	return "~ (" + why + ")"
+	if c.Base == 0 {
+		return math.NaN()
+	}
+	return 100 * k / math.Abs(c.Base)
 }
 
-// DiffText is the difference's interval as the tables show it, "" for a
-// row that TestCI did not decide.
+// Verdict is the row's significance as the tables show it, as benchstat
+// writes it: the test's adjusted p-value, behind "~" when not significant
+// ("p=0.002 t" for the test on the runs, "~ (p=0.41 t)"), "? (one run)"
+// where a side has a single run, or "?" and why it was not tested.
+func (c Comparison) Verdict() string {
+	switch c.Test {
+	case TestRuns:
+		why := formatP(c.PAdj) + " t"
+		if c.Significant {
+			return why
+		}
+		return "~ (" + why + ")"
+	case TestOneRun:
+		return "? (one run)"
+	}
+	return "? (" + c.Why + ")"
+}
+
+// DiffText is the difference's interval as the tables show it, "" where
+// there is none.
 func (c Comparison) DiffText() string {
-	if c.Test != TestCI {
+	if c.Test == TestNone || !c.Diff.Known() {
 		return ""
 	}
 	return strings.TrimSuffix(FormatInterval(math.NaN(), c.Diff), " (few samples)")
@@ -125,12 +160,11 @@ var latencyFigures = []struct {
 	name, label string
 	stats       func(*Summary) Stats
 	ci          func(*CI) StatsCI
-	samples     func(*DetailSamples) []float64
 }{
-	{"ttft", "TTFT", func(s *Summary) Stats { return s.TTFT }, func(c *CI) StatsCI { return c.TTFT }, func(d *DetailSamples) []float64 { return d.TTFT }},
-	{"tpot", "TPOT", func(s *Summary) Stats { return s.TPOT }, func(c *CI) StatsCI { return c.TPOT }, func(d *DetailSamples) []float64 { return d.TPOT }},
-	{"itl", "ITL", func(s *Summary) Stats { return s.ITL }, func(c *CI) StatsCI { return c.ITL }, func(d *DetailSamples) []float64 { return d.ITL }},
-	{"e2e", "E2E latency", func(s *Summary) Stats { return s.E2ELatency }, func(c *CI) StatsCI { return c.E2E }, func(d *DetailSamples) []float64 { return d.E2E }},
+	{"ttft", "TTFT", func(s *Summary) Stats { return s.TTFT }, func(c *CI) StatsCI { return c.TTFT }},
+	{"tpot", "TPOT", func(s *Summary) Stats { return s.TPOT }, func(c *CI) StatsCI { return c.TPOT }},
+	{"itl", "ITL", func(s *Summary) Stats { return s.ITL }, func(c *CI) StatsCI { return c.ITL }},
+	{"e2e", "E2E latency", func(s *Summary) Stats { return s.E2ELatency }, func(c *CI) StatsCI { return c.E2E }},
 }
 
 // latencyStats are a latency's rows: the gate's name, the table's, the
@@ -158,52 +192,75 @@ var throughputFigures = []struct {
 	{"total_throughput", "Total token throughput (tok/s)", func(s *Summary) float64 { return s.TotalThroughput }, func(c *CI) Interval { return c.TotalThroughput }},
 }
 
-// Compare puts the candidate run cand beside the baseline base, figure
-// by figure (throughputs, then each latency's mean, median and
-// percentiles), each row decided significant or not by the test its
-// kind of figure takes (TestMannWhitney, TestCI, or TestNone where the
-// records hold neither details nor intervals). An embedding run's table
-// has no TTFT, TPOT or ITL, so neither does its comparison.
-func Compare(base, cand *Summary) []Comparison {
-	var out []Comparison
+// figure is one row a comparison can have: its value in a run, and its
+// interval where the run recorded intervals.
+type figure struct {
+	name, label  string
+	higherBetter bool
+	latency      bool // an embedding run has only the E2E latency
+	e2e          bool
+	value        func(*Summary) float64
+	ci           func(*CI) Interval
+}
+
+// figures are the rows of a comparison, in the table's order:
+// throughputs, then each latency's mean, median and percentiles.
+func figures() []figure {
+	var out []figure
 	for _, f := range throughputFigures {
-		if f.name == "output_throughput" && (base.Embedding || cand.Embedding) {
+		out = append(out, figure{name: f.name, label: f.label, higherBetter: true, value: f.value, ci: f.ci})
+	}
+	for _, f := range latencyFigures {
+		for _, st := range latencyStats {
+			out = append(out, figure{name: f.name + ":" + st.name, label: st.label + " " + f.label + " (ms)",
+				latency: true, e2e: f.name == "e2e",
+				value: func(s *Summary) float64 { return st.value(f.stats(s)) },
+				ci:    func(c *CI) Interval { return st.ci(f.ci(c)) }})
+		}
+	}
+	return out
+}
+
+// Compare puts the candidate run cand beside the baseline base: one run a
+// side, so every row is TestOneRun (see CompareRuns).
+func Compare(base, cand *Summary) []Comparison {
+	return CompareRuns([]*Summary{base}, []*Summary{cand})
+}
+
+// CompareRuns puts the candidate's runs cand beside the baseline's runs
+// base, figure by figure (throughputs, then each latency's mean, median
+// and percentiles). With two runs or more a side each row is decided by
+// TestRuns on the runs' figures; with one run on a side, by none
+// (TestOneRun). An embedding run's table has no output throughput, TTFT,
+// TPOT or ITL, so neither does its comparison.
+func CompareRuns(base, cand []*Summary) []Comparison {
+	embedding := slices.ContainsFunc(base, func(s *Summary) bool { return s.Embedding }) ||
+		slices.ContainsFunc(cand, func(s *Summary) bool { return s.Embedding })
+	var out []Comparison
+	for _, f := range figures() {
+		if embedding && (f.name == "output_throughput" || (f.latency && !f.e2e)) {
 			continue
 		}
-		c := Comparison{Figure: f.name, Label: f.label, HigherBetter: true, Base: f.value(base), New: f.value(cand)}
-		if base.CI == nil || cand.CI == nil {
-			c.none("no intervals in the record")
-		} else {
-			c.byCI(f.ci(base.CI), f.ci(cand.CI))
+		c := Comparison{Figure: f.name, Label: f.label, HigherBetter: f.higherBetter, Diff: Unknown}
+		for _, s := range base {
+			c.BaseRuns = append(c.BaseRuns, f.value(s))
+		}
+		for _, s := range cand {
+			c.NewRuns = append(c.NewRuns, f.value(s))
+		}
+		c.Base, c.New = mean(c.BaseRuns), mean(c.NewRuns)
+		switch {
+		case len(base) == 0 || len(cand) == 0 || slices.ContainsFunc(append(slices.Clone(c.BaseRuns), c.NewRuns...), math.IsNaN):
+			c.none("a run lacks the figure")
+		case len(base) < 2 || len(cand) < 2:
+			c.Test, c.P = TestOneRun, math.NaN()
+			if len(base) == 1 && len(cand) == 1 && base[0].CI != nil && cand[0].CI != nil {
+				c.Diff = DiffInterval(c.Base, f.ci(base[0].CI), c.New, f.ci(cand[0].CI))
+			}
+		default:
+			c.byRuns()
 		}
 		out = append(out, c)
-	}
-	bd, cd := base.DetailSamples(), cand.DetailSamples()
-	for _, f := range latencyFigures {
-		if f.name != "e2e" && (base.Embedding || cand.Embedding) {
-			continue
-		}
-		var ub, uc []float64
-		if bd != nil && cd != nil {
-			ub, uc = f.samples(bd), f.samples(cd)
-		}
-		u := math.NaN()
-		if len(ub) > 0 && len(uc) > 0 {
-			u = MannWhitneyU(ub, uc)
-		}
-		for _, st := range latencyStats {
-			c := Comparison{Figure: f.name + ":" + st.name, Label: st.label + " " + f.label + " (ms)",
-				Base: st.value(f.stats(base)), New: st.value(f.stats(cand))}
-			switch {
-			case (st.name == "mean" || st.name == "median") && !math.IsNaN(u):
-				c.Test, c.P = TestMannWhitney, u
-			case base.CI != nil && cand.CI != nil:
-				c.byCI(st.ci(f.ci(base.CI)), st.ci(f.ci(cand.CI)))
-			default:
-				c.none("no intervals or details in the record")
-			}
-			out = append(out, c)
-		}
 	}
 	adjust(out)
 	return out
@@ -213,38 +270,161 @@ func (c *Comparison) none(why string) {
 	c.Test, c.Why, c.P = TestNone, why, math.NaN()
 }
 
-// byCI decides the row by the interval of the difference New - Base.
-func (c *Comparison) byCI(base, cand Interval) {
-	c.Test = TestCI
-	c.Diff = DiffInterval(c.Base, base, c.New, cand)
-	c.P = ciPValue(c.Delta(), c.Diff)
+// byRuns decides the row by Welch's t test on the runs' figures: on their
+// logarithms when every figure is positive (a change then reads as a
+// ratio, and a drift that scales a server's speed is symmetric there),
+// else on the figures themselves.
+func (c *Comparison) byRuns() {
+	x, y := c.BaseRuns, c.NewRuns
+	c.logScale = !slices.ContainsFunc(append(slices.Clone(x), y...), func(v float64) bool { return v <= 0 || math.IsInf(v, 0) })
+	if c.logScale {
+		x, y = logs(x), logs(y)
+	}
+	c.Test = TestRuns
+	d, se, df := welch(x, y)
+	c.se, c.df = se, df
+	switch {
+	case se == 0 && d == 0:
+		c.P = 1
+	case se == 0:
+		c.P = 0
+	default:
+		c.P = 2 * studentSF(math.Abs(d)/se, df)
+	}
+	if se == 0 {
+		c.Diff = Interval{c.Delta(), c.Delta()}
+		return
+	}
+	h := studentQuantile(1-(1-Confidence)/2, df) * se
+	if c.logScale {
+		// The ratio's interval, as a difference from the baseline.
+		c.Diff = Interval{c.Base * (math.Exp(d-h) - 1), c.Base * (math.Exp(d+h) - 1)}
+	} else {
+		c.Diff = Interval{d - h, d + h}
+	}
 }
 
-// ciPValue is the two-sided p-value of a difference d whose interval at
-// Confidence is iv, taking the interval's side toward zero as z standard
-// errors of a normal estimate: below Alpha exactly when iv leaves out 0.
-// An open side gives 1.
-func ciPValue(d float64, iv Interval) float64 {
-	half := d - iv.Lo
-	if d < 0 {
-		half = iv.Hi - d
+// welch is the difference of means of y and x, its standard error and
+// Welch–Satterthwaite degrees of freedom; x and y have two values or more.
+func welch(x, y []float64) (d, se, df float64) {
+	nx, ny := float64(len(x)), float64(len(y))
+	vx, vy := variance(x)/nx, variance(y)/ny
+	d = mean(y) - mean(x)
+	se = math.Sqrt(vx + vy)
+	if se == 0 {
+		return d, 0, nx + ny - 2
 	}
-	if d == 0 || math.IsInf(half, 0) || math.IsNaN(half) {
-		return 1
+	df = (vx + vy) * (vx + vy) / (vx*vx/(nx-1) + vy*vy/(ny-1))
+	return d, se, df
+}
+
+// variance is the sample variance (n-1).
+func variance(v []float64) float64 {
+	n := float64(len(v))
+	sd := std(v)
+	return sd * sd * n / (n - 1)
+}
+
+func logs(v []float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = math.Log(x)
 	}
-	if half <= 0 {
+	return out
+}
+
+// studentSF is P(T > t) for Student's t with df degrees of freedom (df
+// need not be whole), from the regularized incomplete beta function.
+func studentSF(t, df float64) float64 {
+	if math.IsInf(t, 1) {
 		return 0
 	}
-	z := math.Abs(d) / (half / zQuantile)
-	return math.Min(1, 2*(1-normalCDF(z)))
+	p := 0.5 * incBeta(df/2, 0.5, df/(df+t*t))
+	if t < 0 {
+		return 1 - p
+	}
+	return p
+}
+
+// studentQuantile is the q-th quantile of Student's t with df degrees of
+// freedom, by bisection on studentSF: accurate to 1e-9, which the few
+// calls of a comparison afford.
+func studentQuantile(q, df float64) float64 {
+	lo, hi := -1e3, 1e3
+	for hi-lo > 1e-9 {
+		mid := (lo + hi) / 2
+		if 1-studentSF(mid, df) < q {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// incBeta is the regularized incomplete beta function I_x(a, b), by its
+// continued fraction (Numerical Recipes' betacf, modified Lentz).
+func incBeta(a, b, x float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	if x >= 1 {
+		return 1
+	}
+	la, _ := math.Lgamma(a + b)
+	lb, _ := math.Lgamma(a)
+	lc, _ := math.Lgamma(b)
+	front := math.Exp(la - lb - lc + a*math.Log(x) + b*math.Log(1-x))
+	if x > (a+1)/(a+b+2) {
+		return 1 - front*betaCF(b, a, 1-x)/b
+	}
+	return front * betaCF(a, b, x) / a
+}
+
+func betaCF(a, b, x float64) float64 {
+	const tiny, eps = 1e-300, 1e-15
+	c, d := 1.0, 1-(a+b)*x/(a+1)
+	if math.Abs(d) < tiny {
+		d = tiny
+	}
+	d = 1 / d
+	h := d
+	for m := 1; m <= 300; m++ {
+		fm := float64(m)
+		num := fm * (b - fm) * x / ((a + 2*fm - 1) * (a + 2*fm))
+		d, c = 1+num*d, 1+num/c
+		if math.Abs(d) < tiny {
+			d = tiny
+		}
+		if math.Abs(c) < tiny {
+			c = tiny
+		}
+		d = 1 / d
+		h *= d * c
+		num = -(a + fm) * (a + b + fm) * x / ((a + 2*fm) * (a + 2*fm + 1))
+		d, c = 1+num*d, 1+num/c
+		if math.Abs(d) < tiny {
+			d = tiny
+		}
+		if math.Abs(c) < tiny {
+			c = tiny
+		}
+		d = 1 / d
+		del := d * c
+		h *= del
+		if math.Abs(del-1) < eps {
+			break
+		}
+	}
+	return h
 }
 
 // adjust sets each tested row's PAdj, by Holm's step-down method over the
-// tested rows, and Significant.
+// rows TestRuns decided, and Significant.
 func adjust(rows []Comparison) {
 	var idx []int
 	for i, c := range rows {
-		if c.Test != TestNone {
+		if c.Test == TestRuns {
 			idx = append(idx, i)
 		}
 	}
@@ -256,7 +436,7 @@ func adjust(rows []Comparison) {
 		rows[i].Significant = run < Alpha
 	}
 	for i := range rows {
-		if rows[i].Test == TestNone {
+		if rows[i].Test != TestRuns {
 			rows[i].PAdj, rows[i].Significant = math.NaN(), false
 		}
 	}
@@ -273,59 +453,6 @@ func DiffInterval(a float64, ia Interval, b float64, ib Interval) Interval {
 		Lo: d - math.Hypot(b-ib.Lo, ia.Hi-a),
 		Hi: d + math.Hypot(ib.Hi-b, a-ia.Lo),
 	}
-}
-
-// MannWhitneyU is the two-sided p-value of the Mann–Whitney U test that
-// samples x and y come from the same distribution, against one tending
-// to be larger: the normal approximation of U with the tie correction and
-// a continuity correction, good from about ten samples a side. x and y
-// are not modified.
-func MannWhitneyU(x, y []float64) float64 {
-	n1, n2 := float64(len(x)), float64(len(y))
-	if n1 == 0 || n2 == 0 {
-		return math.NaN()
-	}
-	// Each sample sorted on its own, then merged: midranks over the
-	// groups of equal values, and the tie term sums t³-t over them. Two
-	// sorted copies are the only memory it takes.
-	xs, ys := slices.Clone(x), slices.Clone(y)
-	slices.Sort(xs)
-	slices.Sort(ys)
-	r1, ties := 0.0, 0.0
-	i, j := 0, 0
-	for i < len(xs) || j < len(ys) {
-		var v float64
-		switch {
-		case j == len(ys) || (i < len(xs) && xs[i] <= ys[j]):
-			v = xs[i]
-		default:
-			v = ys[j]
-		}
-		start := i + j // values before this group
-		ni, nj := 0, 0
-		for i < len(xs) && xs[i] == v {
-			i, ni = i+1, ni+1
-		}
-		for j < len(ys) && ys[j] == v {
-			j, nj = j+1, nj+1
-		}
-		t := float64(ni + nj)
-		mid := float64(start) + (t+1)/2 // ranks start+1..start+t
-		r1 += float64(ni) * mid
-		ties += t*t*t - t
-	}
-	u := r1 - n1*(n1+1)/2
-	n := n1 + n2
-	mu := n1 * n2 / 2
-	sigma := math.Sqrt(n1 * n2 / 12 * ((n + 1) - ties/(n*(n-1))))
-	if sigma == 0 {
-		return 1 // every value equal
-	}
-	z := (math.Abs(u-mu) - 0.5) / sigma
-	if z < 0 {
-		z = 0
-	}
-	return math.Min(1, 2*(1-normalCDF(z)))
 }
 
 // DetailSamples are a run's per-request latencies read back from its
@@ -377,21 +504,29 @@ type Bound struct {
 
 func (b Bound) String() string { return fmt.Sprintf("%s%c%+g%%", b.Figure, b.Op, b.Pct) }
 
+// CanonicalFigure is name as the comparison's rows name it: "p50" is
+// accepted for "median" ("ttft:p50" is "ttft:median"), as a percentile is
+// usually written.
+func CanonicalFigure(name string) string {
+	if m, ok := strings.CutSuffix(name, ":p50"); ok {
+		return m + ":median"
+	}
+	return name
+}
+
 // ParseGate reads a --fail-on list: comma-separated bounds such as
 // "ttft:p99>+5%,output_throughput<-3%". A latency is named
 // metric:statistic, metric one of ttft, tpot, itl, e2e and statistic one
-// of mean, median, p90, p95, p99; a throughput by its record key
-// (request_throughput, output_throughput, total_throughput). Every error
-// is reported, each with the bound it is about.
+// of mean, median (or p50), p90, p95, p99; a throughput by its record key
+// (request_throughput, output_throughput, total_throughput). A bound is a
+// regression's direction: a latency's is ">" and not negative, a
+// throughput's "<" and not positive; the other way round it would fail on
+// an unchanged run, so it is refused with the form meant. Every error is
+// reported, each with the bound it is about.
 func ParseGate(spec string) ([]Bound, error) {
-	known := map[string]bool{}
-	for _, f := range throughputFigures {
-		known[f.name] = true
-	}
-	for _, f := range latencyFigures {
-		for _, st := range latencyStats {
-			known[f.name+":"+st.name] = true
-		}
+	higher := map[string]bool{}
+	for _, f := range figures() {
+		higher[f.name] = f.higherBetter
 	}
 	var out []Bound
 	var errs []error
@@ -405,9 +540,10 @@ func ParseGate(spec string) ([]Bound, error) {
 			errs = append(errs, fmt.Errorf("%q: want figure>+N%% or figure<-N%%", part))
 			continue
 		}
-		b := Bound{Figure: strings.TrimSpace(part[:i]), Op: part[i]}
-		if !known[b.Figure] {
-			errs = append(errs, fmt.Errorf("%q: unknown figure %q (a throughput: request_throughput, output_throughput, total_throughput; a latency: ttft, tpot, itl or e2e, then :mean, :median, :p90, :p95 or :p99)", part, b.Figure))
+		b := Bound{Figure: CanonicalFigure(strings.TrimSpace(part[:i])), Op: part[i]}
+		hb, known := higher[b.Figure]
+		if !known {
+			errs = append(errs, fmt.Errorf("%q: unknown figure %q (a throughput: request_throughput, output_throughput, total_throughput; a latency: ttft, tpot, itl or e2e, then :mean, :median (or :p50), :p90, :p95 or :p99)", part, strings.TrimSpace(part[:i])))
 			continue
 		}
 		num, ok := strings.CutSuffix(strings.TrimSpace(part[i+1:]), "%")
@@ -422,6 +558,14 @@ func ParseGate(spec string) ([]Bound, error) {
 			continue
 		}
 		b.Pct = pct
+		switch {
+		case hb && (b.Op != '<' || pct > 0):
+			errs = append(errs, fmt.Errorf("%q: %s regresses when it falls, so its bound is a fall: write %s<-%g%%", part, b.Figure, b.Figure, math.Abs(pct)))
+			continue
+		case !hb && (b.Op != '>' || pct < 0):
+			errs = append(errs, fmt.Errorf("%q: %s regresses when it grows, so its bound is a rise: write %s>+%g%%", part, b.Figure, b.Figure, math.Abs(pct)))
+			continue
+		}
 		out = append(out, b)
 	}
 	if len(errs) > 0 {
@@ -437,17 +581,25 @@ func ParseGate(spec string) ([]Bound, error) {
 type GateResult struct {
 	Bound Bound
 	Row   Comparison
-	// Failed: the change is beyond the bound and significant. Reason
-	// says why, or why not, in a line.
+	// Failed: the change is beyond the bound and, with two runs or more
+	// a side, significant. Reason says why, or why not, in a line.
 	Failed bool
 	Reason string
 }
 
-// CheckGate checks each bound against the comparison's rows, the
-// p-values Holm-adjusted over the bounds' figures (the gate's own family,
-// not the whole table's). A bound whose figure the comparison cannot test
-// (TestNone) is an error, not a pass: a gate that cannot see a regression
-// must not report none.
+// OneRunNote is what a comparison or gate says where a side has a single
+// run.
+const OneRunNote = "one run cannot separate a change from the drift between runs of the same server; bench --runs 3 or more on each side lets a test decide"
+
+// CheckGate checks each bound against the comparison's rows. With two
+// runs or more a side, a bound fails when the change is beyond it and
+// significant, the p-values Holm-adjusted over the bounds' figures (the
+// gate's own family, not the whole table's), and the reason gives the
+// runs a side and the smallest change their spread lets the test detect.
+// With one run on a side nothing can be significant: a bound fails on
+// the change alone, and the reason says so. A bound whose figure a run
+// lacks (TestNone) is an error, not a pass: a gate that cannot see a
+// regression must not report none.
 func CheckGate(bounds []Bound, rows []Comparison) ([]GateResult, error) {
 	var out []GateResult
 	var errs []error
@@ -458,6 +610,12 @@ func CheckGate(bounds []Bound, rows []Comparison) ([]GateResult, error) {
 		}
 	}
 	adjust(family)
+	tested := 0
+	for _, c := range family {
+		if c.Test == TestRuns {
+			tested++
+		}
+	}
 	rows = family
 	for _, b := range bounds {
 		i := slices.IndexFunc(rows, func(c Comparison) bool { return c.Figure == b.Figure })
@@ -467,23 +625,34 @@ func CheckGate(bounds []Bound, rows []Comparison) ([]GateResult, error) {
 		}
 		c := rows[i]
 		if c.Test == TestNone {
-			errs = append(errs, fmt.Errorf("%s: cannot be tested: %s (write the records with servingprobe bench; --output-details adds the Mann–Whitney test)", b.Figure, c.Why))
+			errs = append(errs, fmt.Errorf("%s: cannot be tested: %s (write the records with servingprobe bench)", b.Figure, c.Why))
 			continue
 		}
 		pct := c.Pct()
 		beyond := !math.IsNaN(pct) && ((b.Op == '>' && pct > b.Pct) || (b.Op == '<' && pct < b.Pct))
-		r := GateResult{Bound: b, Row: c, Failed: beyond && c.Significant}
+		r := GateResult{Bound: b, Row: c}
+		nb, nc := c.Runs()
 		change := fmt.Sprintf("%s %.2f -> %.2f (%+.1f%%)", c.Label, c.Base, c.New, pct)
 		if d := c.DiffText(); d != "" {
 			change += ", Δ in " + d
 		}
+		if c.Test == TestOneRun {
+			r.Failed = beyond
+			where := map[bool]string{true: "beyond", false: "within"}[beyond]
+			r.Reason = fmt.Sprintf("%s, %s %c%+g%%; runs %d v %d: judged against the bound alone, as %s", change, where, b.Op, b.Pct, nb, nc, OneRunNote)
+			out = append(out, r)
+			continue
+		}
+		r.Failed = beyond && c.Significant
+		power := fmt.Sprintf("runs %d v %d, whose spread lets the test detect a change of %.1f%% or more (%g%% of the time)",
+			nb, nc, c.MinDetectable(Alpha/float64(max(tested, 1))), Power*100)
 		switch {
 		case r.Failed:
-			r.Reason = fmt.Sprintf("%s, beyond %c%+g%%, significant: %s", change, b.Op, b.Pct, c.Verdict())
+			r.Reason = fmt.Sprintf("%s, beyond %c%+g%%, significant: %s; %s", change, b.Op, b.Pct, c.Verdict(), power)
 		case beyond:
-			r.Reason = fmt.Sprintf("%s, beyond %c%+g%% but not significant: %s", change, b.Op, b.Pct, c.Verdict())
+			r.Reason = fmt.Sprintf("%s, beyond %c%+g%% but not significant: %s; %s", change, b.Op, b.Pct, c.Verdict(), power)
 		default:
-			r.Reason = fmt.Sprintf("%s, within %c%+g%%: %s", change, b.Op, b.Pct, c.Verdict())
+			r.Reason = fmt.Sprintf("%s, within %c%+g%%: %s; %s", change, b.Op, b.Pct, c.Verdict(), power)
 		}
 		out = append(out, r)
 	}
@@ -491,29 +660,42 @@ func CheckGate(bounds []Bound, rows []Comparison) ([]GateResult, error) {
 }
 
 // WriteComparison writes the rows as a terminal table: each figure of
-// the baseline and the candidate, the change in %, the difference's
-// interval where that decided it, and the verdict ("~" where not
-// significant), then a line saying how significance was decided.
+// the baseline and the candidate (the mean over each side's runs), the
+// change in %, the difference's interval and the verdict ("~" where not
+// significant), then lines saying how significance was decided.
 func WriteComparison(w io.Writer, baseName, candName string, rows []Comparison) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-34s %12s %12s %8s  %-22s %s\n", "figure", "base", "new", "Δ %", "Δ interval", "significance")
-	tested := 0
+	tested, nb, nc := 0, 0, 0
 	for _, c := range rows {
 		pct := "–"
 		if p := c.Pct(); !math.IsNaN(p) {
 			pct = fmt.Sprintf("%+.1f%%", p)
 		}
 		fmt.Fprintf(&b, "%-34s %12s %12s %8s  %-22s %s\n", c.Label, pyfmt.Fixed2(c.Base), pyfmt.Fixed2(c.New), pct, c.DiffText(), c.Verdict())
-		if c.Test != TestNone {
+		if c.Test == TestRuns {
 			tested++
 		}
+		nb, nc = max(nb, len(c.BaseRuns)), max(nc, len(c.NewRuns))
 	}
-	fmt.Fprintf(&b, "base: %s; new: %s\n", baseName, candName)
-	fmt.Fprintf(&b, "Significant where the p-value, Holm-adjusted over the %d rows tested, is below %g; ~ where not. "+
-		"U: Mann–Whitney U on the per-request samples (--output-details); CI: the %g%% interval of the difference from the records' intervals.\n",
-		tested, Alpha, Confidence*100)
+	fmt.Fprintf(&b, "base: %s (%s); new: %s (%s)\n", baseName, plural(nb, "run"), candName, plural(nc, "run"))
+	if nb < 2 || nc < 2 {
+		fmt.Fprintf(&b, "Nothing is marked significant: %s. Δ interval: the %g%% interval of the difference from the runs' own intervals, which holds for this pair of runs only.\n",
+			OneRunNote, Confidence*100)
+	} else {
+		fmt.Fprintf(&b, "Base and new are the means over the runs. Significant where the p-value, Holm-adjusted over the %d rows tested, is below %g; ~ where not. "+
+			"t: Welch's t test on the runs' figures (their logarithms), so the spread between runs decides, not the count of requests; Δ interval: its %g%% interval.\n",
+			tested, Alpha, Confidence*100)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // FigureInterval is the value and recorded interval of the figure a

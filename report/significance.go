@@ -36,7 +36,7 @@ func (s significance) class(row string, higherBetter bool, diff float64) string 
 }
 
 // cell is the row's significance column: the test's verdict ("~ (p=0.41
-// U)", "p<0.001 CI"), empty for a row no test covers.
+// t)", "? (one run)"), empty for a row no test covers.
 func (s significance) cell(row string) template.HTML {
 	c, ok := s[row]
 	if !ok {
@@ -47,7 +47,7 @@ func (s significance) cell(row string) template.HTML {
 
 // significanceNote says how the significance column was decided, for the
 // Differences section's note.
-const significanceNote = " Coloured only where the difference is significant: the significance column gives the test " +
-	"(U: Mann–Whitney U on the per-request samples, kept with --output-details; CI: the 95% interval of the difference " +
-	"from the records' intervals) and its p-value, Holm-adjusted over the rows; ~ where the difference is within the noise, " +
-	"? where a record holds neither samples nor intervals."
+const significanceNote = " Coloured only where the difference is significant, which takes two runs or more a side: the significance " +
+	"column gives Welch's t test on the runs' figures (t) and its p-value, Holm-adjusted over the rows; ~ where the difference " +
+	"is within the spread between runs. A single run a side reads \"? (one run)\": one run cannot separate a change from the " +
+	"drift between runs of the same server, so nothing is coloured."
