@@ -58,7 +58,11 @@ var DefaultServerLimits = ServerLimits{
 // (netutil.LimitListener): web.ListenAndServe makes its own listeners (TCP,
 // vsock or systemd's), so a connection over the cap is accepted and closed
 // at once. Its descriptor is freed immediately, and the client sees the
-// connection closed rather than waiting in the backlog.
+// connection closed rather than waiting in the backlog. The count is exact
+// at accept: http.Server calls ConnState(StateNew) in its accept loop,
+// before it accepts the next connection, not in the connection's
+// goroutine. A connection is counted until the server has seen it close,
+// which it sees asynchronously when the client closes first.
 func (d *Daemon) NewServer(l ServerLimits) *http.Server {
 	srv := &http.Server{
 		Handler:           d.withDeadlines(d.Handler(), l),

@@ -201,3 +201,41 @@ func TestWriteBudget(t *testing.T) {
 		}
 	}
 }
+
+// The cap is exact for a burst: connections dialled at once, all before any
+// sends a request, are counted as they are accepted, so exactly
+// MaxConnections of them are served, whatever the order the goroutines run
+// in.
+func TestConnectionCapBurst(t *testing.T) {
+	const capN, burst = 4, 12
+	_, addr := serveLimited(t, ServerLimits{ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute, MaxConnections: capN}, nil)
+	conns := make([]net.Conn, burst)
+	dialed := make(chan error, burst)
+	for i := range conns {
+		go func() {
+			c, err := net.Dial("tcp", addr)
+			conns[i] = c
+			dialed <- err
+		}()
+	}
+	for range burst {
+		if err := <-dialed; err != nil {
+			t.Fatal(err)
+		}
+	}
+	served := 0
+	for _, c := range conns {
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := io.WriteString(c, "GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			continue
+		}
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+			resp.Body.Close()
+			served++
+		}
+	}
+	if served != capN {
+		t.Errorf("%d of a burst of %d connections served under a cap of %d, want exactly %d", served, burst, capN, capN)
+	}
+}
