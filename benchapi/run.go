@@ -32,7 +32,7 @@ func runnerDial(dial func(ctx context.Context, network, addr string) (net.Conn, 
 		env := benchrun.Env{
 			Logger: job.Logger, Target: &t, Module: job.Request.ModuleName,
 			Observer: job.Observer, Progress: job.Progress, OnStart: job.Started,
-			DialContext: dial,
+			DialContext: dial, MemoryBudget: maxWindowBytes,
 		}
 		// The window's report draws every request.
 		s.Details, s.DetailsNoTexts = true, true

@@ -68,6 +68,11 @@ type Env struct {
 	// ServerMetrics tunes the reads of the server's metrics endpoints;
 	// the zero value takes servermetrics' defaults.
 	ServerMetrics servermetrics.Options
+	// MemoryBudget, if not 0, bounds in bytes what the run holds (its
+	// MemoryNeed, charged as the results come in): a run that outgrows
+	// it stops with ErrMemoryBudget. The daemon's windows set it; the
+	// CLI leaves the machine's memory to the user.
+	MemoryBudget uint64
 	// DialContext, if set, dials the run's connections to the server
 	// (prober.ClientOptions.DialContext): a test's way to a server over
 	// in-memory connections in a testing/synctest bubble. Nil, as in
@@ -597,10 +602,9 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 	params.Planned = p.Prompts.Requests()
 	counter := prober.TokenizerCounter{Tokenizer: p.Tok}
 	params.CountTokens = func(text string) int {
-		n, err := counter.Count(text)
-		if err != nil {
-			return 0
-		}
+		// Bounded as a request's own count is: a server's text of tens of
+		// MiB is counted from its first MiB.
+		n, _, _ := prober.CountOutput(ctx, counter, text)
 		return n
 	}
 	if err := p.syncStart(ctx, env, &params); err != nil {
@@ -618,6 +622,14 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 		watch.begin(cancel)
 		pacer = haltPacer{next: pacer, halt: &watch.halt}
 	}
+	var budget *memoryBudget
+	if env.MemoryBudget > 0 {
+		budget = newMemoryBudget(env.MemoryBudget, &s)
+		var cancel context.CancelCauseFunc
+		runCtx, cancel = context.WithCancelCause(runCtx)
+		defer cancel(nil)
+		budget.stop = func(err error) { cancel(err) }
+	}
 	measured := do
 	var succeeded atomic.Int64
 	cfg := prober.BenchmarkConfig{
@@ -629,6 +641,9 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 		Progress:       env.Progress,
 		DiscardResults: true,
 		OnResult: func(i int, prompt datasets.Prompt, r prober.Result) {
+			if budget != nil {
+				budget.add(&r)
+			}
 			acc.Add(i, r, prompt)
 			if watch != nil {
 				watch.add(&r)
@@ -656,6 +671,9 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 	run, err := prober.Benchmark(runCtx, cfg)
 	out.Run = run
 	out.Duration = run.Duration
+	if cause := context.Cause(runCtx); errors.Is(cause, ErrMemoryBudget) {
+		err = cause // the reason, not the bare cancellation
+	}
 	var decided pointEnded
 	if errors.As(err, &decided) && ctx.Err() == nil {
 		err = nil // the point ended as its watch decided: a result
