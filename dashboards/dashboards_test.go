@@ -72,6 +72,14 @@ var serverMetrics = []string{
 	"vllm:request_queue_time_seconds", "sglang:queue_time_seconds",
 	"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage",
 	"vllm:num_requests_waiting", "sglang:num_queue_reqs", "vllm:num_requests_running", "sglang:num_running_reqs",
+	// The engine rows: counters by their _total sample, and the prefix-cache
+	// counters also as llm-d-inference-sim (client_golang) spells them.
+	"vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
+	"vllm:request_prompt_tokens", "vllm:request_generation_tokens", "vllm:request_success_total",
+	"vllm:num_preemptions_total", "sglang:num_retracted_requests_total",
+	"vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits", "vllm:prefix_cache_queries",
+	"vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_queries_total",
+	"sglang:cached_tokens_total", "sglang:prompt_tokens_total",
 }
 
 func TestGeneratedFilesUpToDate(t *testing.T) {
@@ -186,6 +194,14 @@ func isDSVar(raw json.RawMessage) bool {
 // latencyExpr matches queries whose result is a duration in seconds.
 var latencyExpr = regexp.MustCompile(`histogram_quantile\(|time\(\) -`)
 
+// heatmapUnit is the y-axis unit of a heatmap of the bucket query expr.
+func heatmapUnit(expr string) string {
+	if strings.Contains(expr, "_seconds_bucket") {
+		return "s"
+	}
+	return "short"
+}
+
 func TestDashboards(t *testing.T) {
 	seen := map[string]string{}
 	for _, name := range Dashboards {
@@ -245,8 +261,10 @@ func TestDashboards(t *testing.T) {
 					if !isDSVar(tg.Datasource) {
 						t.Errorf("panel %q [%s]: datasource = %s, want %s", p.Title, tg.RefID, tg.Datasource, dsVar)
 					}
-					if p.Type == "heatmap" && p.Options.YAxis.Unit != "s" {
-						t.Errorf("heatmap %q: yAxis unit = %q, want s", p.Title, p.Options.YAxis.Unit)
+					// A heatmap's y axis is the bucket bound: seconds for a
+					// latency histogram, a plain number for a token count.
+					if want := heatmapUnit(tg.Expr); p.Type == "heatmap" && p.Options.YAxis.Unit != want {
+						t.Errorf("heatmap %q: yAxis unit = %q, want %s", p.Title, p.Options.YAxis.Unit, want)
 					}
 					if latencyExpr.MatchString(tg.Expr) && p.FieldConfig.Defaults.Unit != "s" {
 						t.Errorf("latency panel %q: unit = %q, want s", p.Title, p.FieldConfig.Defaults.Unit)
@@ -516,7 +534,9 @@ func githubAnchor(heading string) string {
 	return strings.ReplaceAll(s, " ", "-")
 }
 
-func TestAlertMetadata(t *testing.T) {
+// runbookAnchors are the anchors of docs/runbook.md's headings.
+func runbookAnchors(t *testing.T) map[string]bool {
+	t.Helper()
 	runbook, err := os.ReadFile("../docs/runbook.md")
 	if err != nil {
 		t.Fatal(err)
@@ -527,6 +547,11 @@ func TestAlertMetadata(t *testing.T) {
 			anchors[githubAnchor(strings.TrimLeft(h, "#"))] = true
 		}
 	}
+	return anchors
+}
+
+func TestAlertMetadata(t *testing.T) {
+	anchors := runbookAnchors(t)
 	base := mixin.Default().RunbookURL + "#"
 	names := map[string]bool{}
 	for _, r := range loadRules(t, "alerts.yaml") {

@@ -2,6 +2,7 @@ package mixin
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -130,16 +131,28 @@ func stat(title, desc, unit string, th Thresholds, mappings []any, targets ...Ta
 	}
 }
 
-// heatmap shows the bucket counts per interval. The classic side yields one
-// series per `le` (format heatmap); the native side a native-histogram series,
-// which recent Grafana versions render in the heatmap panel (not verified here:
-// no Grafana runs on the build machines).
+// heatmapInterval is the heatmaps' minimum interval: two scrapes at the
+// usual 30s, so that every interval's increase has two samples to take.
+const heatmapInterval = "1m"
+
+// heatmap shows the bucket counts per interval. Each cell is the increase
+// over $__interval, the query's own step, so that the windows of
+// neighbouring cells do not overlap: over $__rate_interval (four scrapes)
+// at a 30s step every observation was counted in two to four cells. The
+// classic side yields one series per `le` (format heatmap); the native side
+// a native-histogram series, which recent Grafana versions render in the
+// heatmap panel (not verified here: no Grafana runs on the build machines).
 func heatmap(title, desc string, h Histogram, selector string) *Panel {
-	expr := fmt.Sprintf("sum by (le) (increase(%[1]s_bucket{%[2]s}[%[3]s]))\nor\nsum(increase(%[1]s{%[2]s}[%[3]s]))", h.Name, selector, rateInterval)
+	return heatmapOf(title, desc, "s", fmt.Sprintf("sum by (le) (increase(%[1]s_bucket{%[2]s}[$__interval]))\nor\nsum(increase(%[1]s{%[2]s}[$__interval]))", h.Name, selector))
+}
+
+// heatmapOf is a heatmap of a classic bucket query (format heatmap) whose
+// y axis is in unit.
+func heatmapOf(title, desc, unit, expr string) *Panel {
 	t := q(expr, "{{le}}")
 	t.Format = "heatmap"
 	return &Panel{
-		Type: "heatmap", Title: title, Description: desc, Targets: []Target{t},
+		Type: "heatmap", Title: title, Description: desc, Targets: []Target{t}, Interval: heatmapInterval,
 		FieldConfig: &FieldConfig{Defaults: FieldDefaults{Custom: map[string]any{"hideFrom": map[string]any{"legend": false, "tooltip": false, "viz": false}}, Mappings: []any{}, Thresholds: thresholds(), Unit: "short"}, Overrides: []any{}},
 		Options: map[string]any{
 			"calculate":    false,
@@ -149,7 +162,7 @@ func heatmap(title, desc string, h Histogram, selector string) *Panel {
 			"legend":       map[string]any{"show": true},
 			"rowsFrame":    map[string]any{"layout": "auto"},
 			"tooltip":      map[string]any{"mode": "single", "showColorScale": false, "yHistogram": false},
-			"yAxis":        map[string]any{"axisPlacement": "left", "reverse": false, "unit": "s"},
+			"yAxis":        map[string]any{"axisPlacement": "left", "reverse": false, "unit": unit},
 		},
 	}
 }
@@ -157,10 +170,7 @@ func heatmap(title, desc string, h Histogram, selector string) *Panel {
 func quantileTargets(h Histogram, selector, by string) []Target {
 	var ts []Target
 	for _, qq := range []string{"0.5", "0.9", "0.99"} {
-		legend := "p" + strings.TrimPrefix(strings.TrimPrefix(qq, "0."), "0")
-		if qq == "0.5" {
-			legend = "p50"
-		}
+		legend := quantileLegend(qq)
 		if by != "" {
 			legend += " {{" + by + "}}"
 		}
@@ -240,82 +250,240 @@ sum by (target) (rate(servingprobe_generation_tokens_total{%[1]s}[%[2]s]))
 topk by (target) (1, max by (target, reasoning_token_source) (servingprobe_target_info{%[3]s}))`, selector, rateInterval, selTarget)
 }
 
-// Overview renders the per-target overview dashboard.
+// moduleSel is the selector of a row repeated over the module variable:
+// Grafana substitutes the row's one module into $module, so that nothing in
+// the row adds up two modules, whose latencies differ by design.
+const moduleSel = sel
+
+// quantileLegend names a quantile as a percentile: 0.5 is p50, 0.9 p90,
+// 0.99 p99 and 0.999 p99.9.
+func quantileLegend(qq string) string {
+	d := strings.TrimPrefix(qq, "0.")
+	if len(d) == 1 {
+		d += "0"
+	}
+	if len(d) > 2 {
+		d = d[:2] + "." + d[2:]
+	}
+	return "p" + d
+}
+
+// recordedQuantiles are the p50, p90 and p99 of h over 5m, per target, from
+// rules.yaml's records: the same series the regression and breach alerts
+// read. A 1m rate of one probe every 15s holds four probes, so its p99 is
+// their maximum; 5m is the shortest window whose quantiles the alerts trust.
+// max by (target) only merges the series of a model change, which overlap
+// for the 5m after it.
+func recordedQuantiles(h Histogram, selector string) []Target {
+	var ts []Target
+	for _, qq := range []string{"0.5", "0.9", "0.99"} {
+		ts = append(ts, q(fmt.Sprintf(`max by (target) (%s{%s, mode="probe", quantile="%s"})`, QuantileRecord(h, "5m"), selector, qq),
+			quantileLegend(qq)+" {{target}}"))
+	}
+	return ts
+}
+
+// runbook links a panel to the sections of docs/runbook.md that say what to
+// do about what it shows; anchors are the alerts' names, lower-cased, as
+// GitHub renders headings.
+func (c Config) runbook(p *Panel, sections ...string) *Panel {
+	for _, s := range sections {
+		p.Links = append(p.Links, PanelLink{TargetBlank: true, Title: "Runbook: " + s, URL: c.RunbookURL + "#" + githubAnchor(s)})
+	}
+	return p
+}
+
+var anchorChars = regexp.MustCompile(`[^a-z0-9 _-]`)
+
+// githubAnchor is the anchor GitHub gives a Markdown heading.
+func githubAnchor(heading string) string {
+	s := anchorChars.ReplaceAllString(strings.ToLower(strings.TrimSpace(heading)), "")
+	return strings.ReplaceAll(s, " ", "-")
+}
+
+// sloPeriod is the period every error budget is over (the burn-rate
+// windows and thresholds of BurnWindows assume it).
+const sloPeriod = "30d"
+
+// fleetColumn is one column of the fleet table: an instant query per
+// target and the field options of its cells.
+type fleetColumn struct {
+	title, expr, unit string
+	th                Thresholds
+	decimals          int
+}
+
+// fleetTable is one line per target: the numbers an on-call reads first,
+// each the worst module of the target (alerts fire per module, so a pooled
+// number would hide the module that pages). Every column is an instant
+// query of a recorded series; Grafana merges them on target.
+func (c Config) fleetTable() *Panel {
+	th, _ := strconv.ParseFloat(c.TTFTThresholdSeconds, 64)
+	fs := selTarget + `, module=~"$module", model=~"$model"`
+	burn := func(sli string, target float64) string {
+		return fmt.Sprintf("max by (target) (%s{%s}) / (1 - %s)", sliErrors(sli, "1h"), fs, fmtFloat(target))
+	}
+	// The budget left of the SLO period: one minus the bad events over the
+	// allowed ones, from the recorded 5m rates (one sample per rule
+	// evaluation, so the sums weigh every evaluation alike).
+	budget := func(sli string, target float64) string {
+		return fmt.Sprintf("min by (target) (\n  1 - sum_over_time(%[1]s{%[3]s}[%[4]s]) / sum_over_time(%[2]s{%[3]s}[%[4]s]) / (1 - %[5]s)\n)",
+			sliBad(sli), sliEvents(sli, "5m"), fs, sloPeriod, fmtFloat(target))
+	}
+	ttft := func(qq string) string {
+		return fmt.Sprintf(`max by (target) (%s{%s, mode="probe", quantile="%s"})`, QuantileRecord(TTFT, "5m"), fs, qq)
+	}
+	burnTh := thresholds(6, 14.4)
+	budgetTh := Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "orange", Value: ptr(0.0)}, {Color: "green", Value: ptr(0.25)}}}
+	ttftTh := Thresholds{Mode: "absolute", Steps: []Step{{Color: "green"}, {Color: "red", Value: ptr(th)}}}
+	cols := []fleetColumn{
+		{"5m error ratio", fmt.Sprintf("max by (target) (%s{%s})", sliErrors("availability", "5m"), fs), "percentunit",
+			Thresholds{Mode: "absolute", Steps: []Step{{Color: "green"}, {Color: "red", Value: ptr(1 - c.AvailabilitySLOTarget)}}}, 2},
+		{"TTFT p50", ttft("0.5"), "s", ttftTh, 3},
+		{"TTFT p99", ttft("0.99"), "s", ttftTh, 3},
+		{"TTFT burn 1h", burn("ttft", c.LatencySLOTarget), "none", burnTh, 1},
+		{"availability burn 1h", burn("availability", c.AvailabilitySLOTarget), "none", burnTh, 1},
+		{"TTFT budget left", budget("ttft", c.LatencySLOTarget), "percentunit", budgetTh, 0},
+		{"availability budget left", budget("availability", c.AvailabilitySLOTarget), "percentunit", budgetTh, 0},
+	}
+	var (
+		targets   []Target
+		overrides []any
+	)
+	rename := map[string]any{}
+	order := map[string]any{"target": 0}
+	for i, col := range cols {
+		t := q(col.expr, "")
+		t.Format, t.Instant, t.Range = "table", true, false
+		targets = append(targets, t)
+		// Grafana names a merged table's value columns "Value #<refId>".
+		field := "Value #" + string(rune('A'+i))
+		rename[field] = col.title
+		order[field] = i + 1
+		overrides = append(overrides, map[string]any{
+			"matcher": map[string]any{"id": "byName", "options": col.title},
+			"properties": []any{
+				map[string]any{"id": "unit", "value": col.unit},
+				map[string]any{"id": "decimals", "value": col.decimals},
+				map[string]any{"id": "thresholds", "value": col.th},
+				map[string]any{"id": "custom.cellOptions", "value": map[string]any{"type": "color-background", "mode": "basic"}},
+			},
+		})
+	}
+	desc := fmt.Sprintf("One line per target, each number the worst module of the target over the last 5m or 1h, from rules.yaml's records (the series the alerts read). "+
+		"5m error ratio: failed over finished probes, red above the availability budget (1 - %[1]v). TTFT p50 and p99: red above the SLO threshold %[2]ss. "+
+		"Burn 1h: how many times faster than sustainable the %[3]s budget burns; orange above 6, red above 14.4 (the paging levels). "+
+		"Budget left: the share of the %[3]s error budget not yet spent, below 0 when it is overspent. A target with no line has no recorded series yet (no probe in 5m, or rules.yaml not loaded).",
+		c.AvailabilitySLOTarget, c.TTFTThresholdSeconds, sloPeriod)
+	return &Panel{
+		Type: "table", Title: "Fleet", Description: desc, Targets: targets,
+		FieldConfig: &FieldConfig{Defaults: FieldDefaults{Custom: map[string]any{"align": "auto", "filterable": true}, Mappings: []any{}, Thresholds: thresholds(), Unit: "none"}, Overrides: overrides},
+		Options:     map[string]any{"showHeader": true, "cellHeight": "sm", "sortBy": []any{map[string]any{"displayName": "TTFT burn 1h", "desc": true}}},
+		Transformations: []any{
+			map[string]any{"id": "merge", "options": map[string]any{}},
+			map[string]any{"id": "organize", "options": map[string]any{
+				"excludeByName": map[string]any{"Time": true}, "indexByName": order, "renameByName": rename,
+			}},
+		},
+	}
+}
+
+// lastProbeAge is the age of the last probe and of the last success of
+// each target in the row's module. A module that never succeeded has no
+// last-success series; it shows -1, mapped to "never", instead of vanishing
+// (a max over modules would have hidden it behind one that succeeds).
+func (c Config) lastProbeAge() *Panel {
+	never := []any{map[string]any{"type": "value", "options": map[string]any{"-1": map[string]any{"text": "never", "color": "red", "index": 0}}}}
+	return stat("Last probe age", "Seconds since the last probe of each target in this module finished, and since its last successful one; never (red) when the module has not succeeded since the exporter started.", "s",
+		thresholds(c.ProbeStaleAfterSeconds/2, c.ProbeStaleAfterSeconds), never,
+		q(fmt.Sprintf("time() - max by (target) (servingprobe_last_probe_timestamp_seconds{%s})", moduleSel), "{{target}} last probe"),
+		q(fmt.Sprintf(`time() - max by (target) (servingprobe_last_success_timestamp_seconds{%[1]s})
+or
+0 * max by (target) (servingprobe_last_probe_timestamp_seconds{%[1]s}) - 1`, moduleSel), "{{target}} last success"))
+}
+
+// Overview renders the overview dashboard: the fleet first, then one row
+// per module.
 func (c Config) Overview() *Dashboard {
 	th, _ := strconv.ParseFloat(c.TTFTThresholdSeconds, 64)
 	b := newDashboard(OverviewUID, "servingprobe / Overview",
-		"Client-side latency and availability of LLM inference targets, as measured by servingprobe's continuous probes. One row per target.",
+		"Client-side latency and availability of LLM inference targets, as measured by servingprobe's continuous probes. The fleet table first, one line per target; then one row per module. Latency and SLO panels read rules.yaml's records.",
 		standardVars())
 	b.d.Annotations.List = append(b.d.Annotations.List, benchAnnotations(false)...)
 
-	b.row("Summary", "")
-	b.add(stat("Last probe succeeded", "servingprobe_probe_success of the last finished probe, per target.", "none", Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(1.0)}}},
+	b.row("Fleet", "")
+	b.add(c.runbook(c.fleetTable(), "ServingprobeTTFTErrorBudgetBurnFast", "ServingprobeAvailabilityErrorBudgetBurnFast", "SLO windows and probe rate"), 24, 8)
+	b.add(stat("Last probe succeeded", "servingprobe_probe_success of the last finished probe, per target and module.", "none", Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(1.0)}}},
 		[]any{map[string]any{"type": "value", "options": map[string]any{"0": map[string]any{"text": "FAIL", "index": 0}, "1": map[string]any{"text": "OK", "index": 1}}}},
-		q(fmt.Sprintf("min by (target) (servingprobe_probe_success{%s})", sel), "{{target}}")), 8, 4)
-	b.add(stat("Probe success ratio", "Share of finished probes that succeeded over the dashboard range (canceled probes excluded).", "percentunit",
+		q(fmt.Sprintf("min by (target, module) (servingprobe_probe_success{%s})", sel), "{{target}} {{module}}")), 8, 4)
+	b.add(stat("Success ratio over the range", "Share of finished probes that succeeded over the dashboard range (canceled probes excluded), per target.", "percentunit",
 		Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(c.AvailabilitySLOTarget)}}}, nil,
 		q(fmt.Sprintf(`sum by (target) (increase(servingprobe_requests_total{%[1]s, outcome="success"}[$__range]))
 /
 sum by (target) (increase(servingprobe_requests_total{%[1]s, outcome!="canceled"}[$__range]))`, probeSel), "{{target}}")), 8, 4)
-	b.add(stat("Config reload", "1 when the last configuration reload of the exporter succeeded.", "none",
+	b.add(c.runbook(stat("Config reload", "1 when the last configuration reload of the exporter succeeded.", "none",
 		Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(1.0)}}},
 		[]any{map[string]any{"type": "value", "options": map[string]any{"0": map[string]any{"text": "FAILED", "index": 0}, "1": map[string]any{"text": "OK", "index": 1}}}},
-		q(`min by (instance) (servingprobe_config_last_reload_successful{job=~"$job"})`, "{{instance}}")), 4, 4)
+		q(`min by (instance) (servingprobe_config_last_reload_successful{job=~"$job"})`, "{{instance}}")), "ServingprobeConfigReloadFailed"), 4, 4)
 	b.add(stat("Targets", "Configured targets (servingprobe_target_info).", "none", thresholds(), nil,
 		q(`count(servingprobe_target_info{job=~"$job", target=~"$target"})`, "targets")), 4, 4)
 
 	b.row("SLO burn rate (needs rules.yaml)", "")
-	for _, s := range []struct{ title, sli string }{{"TTFT SLO", "ttft"}, {"Availability SLO", "availability"}} {
+	for _, s := range []struct{ title, sli, alert string }{{"TTFT SLO", "ttft", "ServingprobeTTFTErrorBudgetBurnFast"}, {"Availability SLO", "availability", "ServingprobeAvailabilityErrorBudgetBurnFast"}} {
 		target := c.LatencySLOTarget
 		if s.sli == "availability" {
 			target = c.AvailabilitySLOTarget
 		}
 		var ts []Target
 		for _, w := range []string{"1h", "6h"} {
-			ts = append(ts, q(fmt.Sprintf("%s{%s} / (1 - %s)", sliErrors(s.sli, w), sel, fmtFloat(target)), "{{target}} "+w))
+			ts = append(ts, q(fmt.Sprintf("%s{%s} / (1 - %s)", sliErrors(s.sli, w), sel, fmtFloat(target)), "{{target}} {{module}} "+w))
 		}
-		b.add(timeseries(s.title+" error budget burn rate",
-			fmt.Sprintf("How many times faster than sustainable the 30-day error budget (target %v) burns, from the recorded SLI ratios. The fast-burn page fires above 14.4 (1h and 5m) or 6 (6h and 30m).", target),
-			"none", thresholds(6, 14.4), ts...), 12, 7)
+		b.add(c.runbook(timeseries(s.title+" error budget burn rate",
+			fmt.Sprintf("How many times faster than sustainable the 30-day error budget (target %v) burns, per target and module as the alerts read it, from the recorded SLI ratios. The fast-burn page fires above 14.4 (1h and 5m) or 6 (6h and 30m).", target),
+			"none", thresholds(6, 14.4), ts...), s.alert), 12, 7)
 	}
 
-	b.row("$target", "target")
-	b.add(timeseries("TTFT", "Time to first token of probes: first output-bearing event minus sent. The line is the SLO threshold.", "s", thresholds(th), quantileTargets(TTFT, probeSel, "")...), 8, 8)
-	b.add(timeseries("ITL", "Inter-token latency of probes, per token: a chunk of n tokens contributes n samples of gap/n.", "s", thresholds(), quantileTargets(ITL, probeSel, "")...), 8, 8)
-	b.add(timeseries("TPOT", "Time per output token of probes: (end - first token) / (output tokens - 1).", "s", thresholds(), quantileTargets(TPOT, probeSel, "")...), 8, 8)
+	// One row per module: a module is one kind of request (prompt and
+	// output length), and its latencies are not comparable with another's.
+	// Lines are targets, so the panels stay the same in number however
+	// many targets there are.
+	b.row("Module $module", "module")
+	b.add(c.runbook(timeseries("TTFT", "Time to first token of probes over 5m per target (rules.yaml's records, as the alerts read them): first output-bearing event minus sent. The line is the SLO threshold.", "s", thresholds(th), recordedQuantiles(TTFT, moduleSel)...),
+		"ServingprobeTTFTSLOBreach", "ServingprobeTTFTRegression"), 8, 8)
+	b.add(c.runbook(timeseries("ITL", "Inter-token latency of probes over 5m per target, per token: a chunk of n tokens contributes n samples of gap/n.", "s", thresholds(), recordedQuantiles(ITL, moduleSel)...),
+		"ServingprobeITLRegression"), 8, 8)
+	b.add(c.runbook(timeseries("TPOT", "Time per output token of probes over 5m per target: (end - first token) / (output tokens - 1).", "s", thresholds(), recordedQuantiles(TPOT, moduleSel)...),
+		"ServingprobeTPOTRegression"), 8, 8)
 	// The answer phase sits under TTFT, ITL and TPOT, column by column, so
 	// that each pair reads at a glance: for a model that does not reason
 	// the two rows are the same.
-	b.add(timeseries("Time to first answer token", "Time to the first answer token of probes: the first event with answer text, after any reasoning (reasoning fields or events, think tags), minus sent. Equal to TTFT for a model that does not reason; the gap to TTFT is the time spent thinking.", "s", thresholds(),
-		quantileTargets(TTFAT, probeSel, "")...), 8, 8)
-	b.add(timeseries("Answer ITL", "Inter-token latency of the answer of probes, per token, from the first answer token on: the reasoning's gaps and the wait for the answer are left out. Equal to ITL for a model that does not reason.", "s", thresholds(),
-		quantileTargets(AnswerITL, probeSel, "")...), 8, 8)
-	b.add(timeseries("Answer TPOT", "Time per output token of the answer of probes: (end - first answer token) / (answer tokens - 1). Equal to TPOT for a model that does not reason.", "s", thresholds(),
-		quantileTargets(AnswerTPOT, probeSel, "")...), 8, 8)
+	b.add(c.runbook(timeseries("Time to first answer token", "Time to the first answer token of probes over 5m per target: the first event with answer text, after any reasoning (reasoning fields or events, think tags), minus sent. Equal to TTFT for a model that does not reason; the gap to TTFT is the time spent thinking.", "s", thresholds(),
+		recordedQuantiles(TTFAT, moduleSel)...), "ServingprobeTTFATBreach"), 8, 8)
+	b.add(timeseries("Answer ITL", "Inter-token latency of the answer of probes over 5m per target, per token, from the first answer token on: the reasoning's gaps and the wait for the answer are left out. Equal to ITL for a model that does not reason.", "s", thresholds(),
+		recordedQuantiles(AnswerITL, moduleSel)...), 8, 8)
+	b.add(timeseries("Answer TPOT", "Time per output token of the answer of probes over 5m per target: (end - first answer token) / (answer tokens - 1). Equal to TPOT for a model that does not reason.", "s", thresholds(),
+		recordedQuantiles(AnswerTPOT, moduleSel)...), 8, 8)
 	// The reasoning share sits right under TTFAT: the gap from TTFT to
 	// TTFAT is the time spent thinking, the share is the output it took.
-	// Four panels of 6 keep the rows below where they were.
-	b.add(timeseries("Reasoning share of output tokens", "Reasoning tokens over output tokens of successful probes (servingprobe_reasoning_tokens_total / servingprobe_generation_tokens_total); answer tokens are the rest. The legend names where the reasoning count came from (servingprobe_target_info's reasoning_token_source): usage when the server stated it, counted when servingprobe added up the reasoning events' tokens, none when no probe has reasoned (the share is then 0).", "percentunit", thresholds(),
-		q(reasoningShare(probeSel), "reasoning share ({{reasoning_token_source}})")), 6, 8)
-	b.add(timeseries("E2E latency", "End-to-end latency of probes: end of stream minus sent.", "s", thresholds(), quantileTargets(E2E, probeSel, "")...), 6, 8)
-	b.add(heatmap("TTFT distribution", "Probes per TTFT bucket and interval.", TTFT, probeSel), 6, 8)
-	b.add(heatmap("ITL distribution", "Tokens per inter-token-latency bucket and interval.", ITL, probeSel), 6, 8)
-	b.add(timeseries("Probe success ratio", "Successful probes over finished probes (canceled excluded). The line is the availability SLO target.", "percentunit",
+	b.add(timeseries("Reasoning share of output tokens", "Reasoning tokens over output tokens of successful probes (servingprobe_reasoning_tokens_total / servingprobe_generation_tokens_total) per target; answer tokens are the rest. The legend names where the reasoning count came from (servingprobe_target_info's reasoning_token_source): usage when the server stated it, counted when servingprobe added up the reasoning events' tokens, none when no probe has reasoned (the share is then 0).", "percentunit", thresholds(),
+		q(reasoningShare(probeSel), "{{target}} ({{reasoning_token_source}})")), 6, 8)
+	b.add(timeseries("E2E latency", "End-to-end latency of probes over 5m per target: end of stream minus sent.", "s", thresholds(), recordedQuantiles(E2E, moduleSel)...), 6, 8)
+	b.add(heatmap("TTFT distribution", "Probes of this module per TTFT bucket and interval, over the selected targets: each cell counts the probes of one interval, which do not overlap.", TTFT, probeSel), 6, 8)
+	b.add(heatmap("ITL distribution", "Tokens of this module per inter-token-latency bucket and interval, over the selected targets: each cell counts one interval's tokens, which do not overlap.", ITL, probeSel), 6, 8)
+	b.add(c.runbook(timeseries("Probe success ratio", "Successful over finished probes over 5m per target (canceled excluded), from rules.yaml's availability SLI, as the alerts read it. The line is the availability SLO target.", "percentunit",
 		Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(c.AvailabilitySLOTarget)}}},
-		q(successRatio(probeSel), "success ratio")), 8, 7)
-	b.add(timeseries("Probe errors by outcome", "Failed probes per second, by outcome.", "reqps", thresholds(),
-		q(fmt.Sprintf(`sum by (outcome) (rate(servingprobe_requests_total{%s, outcome!="success"}[%s]))`, probeSel, rateInterval), "{{outcome}}")), 8, 7)
-	b.add(timeseries("Throughput", "Probes per second (all outcomes) and tokens per second of successful probes.", "short", thresholds(),
+		q(fmt.Sprintf("1 - max by (target) (%s{%s})", sliErrors("availability", "5m"), moduleSel), "{{target}}")), "ServingprobeProbeFailures"), 8, 7)
+	b.add(c.runbook(timeseries("Probe errors by outcome", "Failed probes per second, by target and outcome.", "reqps", thresholds(),
+		q(fmt.Sprintf(`sum by (target, outcome) (rate(servingprobe_requests_total{%s, outcome!="success"}[%s]))`, probeSel, rateInterval), "{{target}} {{outcome}}")), "ServingprobeProbeFailures"), 8, 7)
+	b.add(timeseries("Throughput", "Probes per second (all outcomes) and tokens per second of successful probes, over the selected targets.", "short", thresholds(),
 		q(fmt.Sprintf(`sum(rate(servingprobe_requests_total{%s}[%s]))`, probeSel, rateInterval), "probes/s"),
 		q(fmt.Sprintf(`sum(rate(servingprobe_generation_tokens_total{%s}[%s]))`, probeSel, rateInterval), "output tokens/s"),
 		q(fmt.Sprintf(`sum(rate(servingprobe_prompt_tokens_total{%s}[%s]))`, probeSel, rateInterval), "prompt tokens/s")), 8, 7)
-	b.add(stat("Last probe age", "Seconds since the last probe finished, and since the last successful one.", "s", thresholds(c.ProbeStaleAfterSeconds/2, c.ProbeStaleAfterSeconds), nil,
-		q(fmt.Sprintf("time() - max(servingprobe_last_probe_timestamp_seconds{%s})", sel), "last probe"),
-		q(fmt.Sprintf("time() - max(servingprobe_last_success_timestamp_seconds{%s})", sel), "last success")), 8, 5)
-	b.add(timeseries("Scheduler lag", "Actual probe start minus planned tick (p99), per module. High values mean the exporter is overloaded.", "s", thresholds(),
-		q(HistogramQuantile("0.99", "servingprobe_scheduler_lag_seconds", selTarget+`, module=~"$module"`, "module", rateInterval), "p99 {{module}}")), 8, 5)
-	b.add(timeseries("Skipped probes", "Ticks that found the maximum number of in-flight probes running, per second.", "short", thresholds(),
-		q(fmt.Sprintf(`sum by (module) (rate(servingprobe_probes_skipped_total{%s, module=~"$module"}[%s]))`, selTarget, rateInterval), "{{module}}")), 8, 5)
+	b.add(c.runbook(c.lastProbeAge(), "ServingprobeTargetDown", "ServingprobeNoProbeResults"), 8, 5)
+	b.add(timeseries("Scheduler lag", "Actual probe start minus planned tick (p99), per target. High values mean the exporter is overloaded.", "s", thresholds(),
+		q(HistogramQuantile("0.99", "servingprobe_scheduler_lag_seconds", selTarget+`, module=~"$module"`, "target", rateInterval), "p99 {{target}}")), 8, 5)
+	b.add(timeseries("Skipped probes", "Ticks that found the maximum number of in-flight probes running, per second and target.", "short", thresholds(),
+		q(fmt.Sprintf(`sum by (target) (rate(servingprobe_probes_skipped_total{%s, module=~"$module"}[%s]))`, selTarget, rateInterval), "{{target}}")), 8, 5)
 	return b.d
 }
 
@@ -422,7 +590,13 @@ var (
 // serverGauge is agg of the first gauge name that exists, joined with `or`
 // as serverQuantile joins quantiles, so that an old and a new name of the
 // same gauge are never added up.
-func serverGauge(agg string, names ...string) string {
+func serverGauge(agg string, names ...string) string { return serverGaugeBy(agg, "", names...) }
+
+// serverGaugeBy is serverGauge aggregated by the labels in by.
+func serverGaugeBy(agg, by string, names ...string) string {
+	if by != "" {
+		agg += " by (" + by + ") "
+	}
 	var parts []string
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf("%s(%s{%s})", agg, n, serverSel))
@@ -433,10 +607,16 @@ func serverGauge(agg string, names ...string) string {
 // ClientVsServer renders the client-versus-server dashboard.
 func (c Config) ClientVsServer() *Dashboard {
 	vars := standardVars()
-	serverJob := queryVar("server_job", "Server job", `label_values({__name__=~"vllm:time_to_first_token_seconds_count|sglang:time_to_first_token_seconds_count"}, job)`)
-	serverJob.Description = "The Prometheus job that scrapes the inference server's own /metrics."
-	serverModel := queryVar("server_model", "Server model", `label_values({__name__=~"vllm:time_to_first_token_seconds_count|sglang:time_to_first_token_seconds_count", job=~"$server_job"}, model_name)`)
-	vars = append(vars, serverJob, serverModel)
+	// The server is tied to the selected target through its model: an
+	// engine labels its series with the model it serves (model_name), which
+	// is the model the target's probes ask for (servingprobe_target_info's
+	// model). server_model lists the selected targets' models, server_job
+	// the jobs serving one of them; "All" still shows every job.
+	serverModel := queryVar("server_model", "Server model", `label_values(servingprobe_target_info{job=~"$job", target=~"$target"}, model)`)
+	serverModel.Description = "The model the selected targets ask for: the engine's model_name label. Pick All if your engine serves it under another name."
+	serverJob := queryVar("server_job", "Server job", `label_values({__name__=~"vllm:time_to_first_token_seconds_count|sglang:time_to_first_token_seconds_count", model_name=~"$server_model"}, job)`)
+	serverJob.Description = "The Prometheus job that scrapes the inference server's own /metrics, among those serving the selected target's model."
+	vars = append(vars, serverModel, serverJob)
 	b := newDashboard(ClientVsServerUID, "servingprobe / Client vs server",
 		"servingprobe's client-side TTFT, ITL and E2E next to the inference server's own histograms (vLLM, SGLang), and the server's queue time, KV cache usage and waiting requests. The gap is network, proxy and queueing cost that server metrics cannot see. Choose one target and the server job behind it. Every panel here is optional: it shows data only if the server's metrics are scraped into the same Prometheus.",
 		vars)
@@ -466,9 +646,11 @@ func (c Config) ClientVsServer() *Dashboard {
 				q(serverQuantile(qq, qt.sglang...), "SGLang "+p)), 8, 8)
 		}
 		server := serverQuantile("0.5", append(append([]string{}, qt.vllm...), qt.sglang...)...)
-		b.add(timeseries(fmt.Sprintf("%s p50 gap (client - server)", qt.title),
-			optionalDescription+"Client p50 minus server p50: time spent outside the engine (network, TLS, proxies, gateway queues, SSE buffering).", "s", thresholds(),
-			q(fmt.Sprintf("(\n%s\n)\n- on ()\n(\n%s\n)", HistogramQuantile("0.5", qt.h.Name, sel, "", rateInterval), server), "gap p50")), 8, 8)
+		gap := timeseries(fmt.Sprintf("%s p50 gap (client - server)", qt.title),
+			optionalDescription+"Client p50 minus server p50: time spent outside the engine (network, TLS, proxies, gateway queues, SSE buffering). Below 0 when the two sides' bucket estimates disagree by more than the gap, or the quantiles cover different requests (the server sees other traffic too); the axis is not clipped at 0, so that such a reading shows.", "s", thresholds(),
+			q(fmt.Sprintf("(\n%s\n)\n- on ()\n(\n%s\n)", HistogramQuantile("0.5", qt.h.Name, sel, "", rateInterval), server), "gap p50"))
+		gap.FieldConfig.Defaults.Min = nil
+		b.add(c.runbook(gap, "Inside the engine or in front of it"), 8, 8)
 	}
 
 	// Each probe's TTFT split by the server's own statement in its
@@ -486,7 +668,8 @@ func (c Config) ClientVsServer() *Dashboard {
 	// What the engine says about its own load: why its TTFT grows.
 	b.row("Server load", "")
 	b.add(timeseries("Server queue time",
-		optionalDescription+"p50 and p99 of the time requests waited in the engine's queue before it scheduled them (vLLM's WAITING phase, SGLang's queue). When the TTFT gap is small and this grows, the engine is saturated: the wait is inside it, not in front of it.", "s", thresholds(),
+		optionalDescription+"p50 and p99 of the time requests waited in the engine's queue before it scheduled them (vLLM's WAITING phase, SGLang's queue). When the TTFT gap is small and this grows, the engine is saturated: the wait is inside it, not in front of it. "+
+			"Read it with Server queue time resolution: vLLM's lowest queue-time bucket ends at "+vllmQueueFirstBucket+" s, so while most requests wait less than that, the p50 is an interpolation inside [0, "+vllmQueueFirstBucket+"] (about "+vllmQueueFirstBucket+"/2 s however short the real wait), not a measurement.", "s", thresholds(),
 		q(serverQuantile("0.5", vllmQueue...), "vLLM p50"),
 		q(serverQuantile("0.99", vllmQueue...), "vLLM p99"),
 		q(serverQuantile("0.5", sglangQueue...), "SGLang p50"),
@@ -503,5 +686,127 @@ func (c Config) ClientVsServer() *Dashboard {
 		q(serverGauge("sum", vllmRunning...), "vLLM running"),
 		q(serverGauge("sum", sglangWaiting...), "SGLang waiting"),
 		q(serverGauge("sum", sglangRunning...), "SGLang running")), 8, 8)
+	res := timeseries("Server queue time resolution",
+		optionalDescription+"The share of queued requests whose wait fell in the lowest bucket of the engine's queue-time histogram: at most "+vllmQueueFirstBucket+" s for vLLM (its request-latency buckets, which llm-d-inference-sim copies), at most "+sglangQueueFirstBucket+" s for SGLang (its first bucket, 0, holds only zero waits). "+
+			"Near 1, the queue-time quantiles are interpolations inside that bucket: the wait is below its bound, and the panel cannot say by how much.", "percentunit", thresholds(),
+		q(firstBucketShare(vllmQueue[0], vllmQueueFirstBucket), "vLLM ≤ "+vllmQueueFirstBucket+" s"),
+		q(firstBucketShare(sglangQueue[0], sglangQueueFirstBucket), "SGLang ≤ "+sglangQueueFirstBucket+" s"))
+	res.FieldConfig.Defaults.Max = ptr(1.0)
+	b.add(res, 8, 8)
+	c.engineRows(b)
 	return b.d
+}
+
+// The upper bound of the lowest non-empty queue-time bucket: vLLM's
+// request_latency_buckets (vllm/v1/metrics/loggers.py) start at 0.3;
+// SGLang's queue_time buckets (python/sglang/srt/metrics/collector.py)
+// start at 0.0, then 0.1.
+const (
+	vllmQueueFirstBucket   = "0.3"
+	sglangQueueFirstBucket = "0.1"
+)
+
+// firstBucketShare is the share of a classic histogram's observations at
+// or below le.
+func firstBucketShare(name, le string) string {
+	return fmt.Sprintf(`sum(rate(%[1]s_bucket{%[2]s, le="%[3]s"}[%[4]s]))
+/
+sum(rate(%[1]s_count{%[2]s}[%[4]s]))`, name, serverSel, le, rateInterval)
+}
+
+// Engine metric names the engine rows read, as servermetrics/names.go
+// reads them (its comment cites the engines' sources). Counters are named
+// with their _total sample: vLLM and SGLang are Python prometheus_client,
+// which appends it; llm-d-inference-sim is client_golang and exposes its
+// prefix-cache counters without it, so both spellings are tried.
+var (
+	vllmPrefill       = "vllm:request_prefill_time_seconds"
+	vllmDecode        = "vllm:request_decode_time_seconds"
+	vllmPromptLen     = "vllm:request_prompt_tokens"
+	vllmGenerationLen = "vllm:request_generation_tokens"
+	vllmSuccess       = "vllm:request_success_total"
+	vllmPreemptions   = []string{"vllm:num_preemptions_total"}
+	sglangPreemptions = []string{"sglang:num_retracted_requests_total"}
+	// Hits over queries, both in tokens, newest name first.
+	vllmPrefixCache = [][2]string{
+		{"vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"},
+		{"vllm:prefix_cache_hits", "vllm:prefix_cache_queries"},
+		{"vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_queries_total"},
+	}
+	// SGLang's prefix-cache hits are its cached prompt tokens over its
+	// prompt tokens.
+	sglangPrefixCache = [][2]string{{"sglang:cached_tokens_total", "sglang:prompt_tokens_total"}}
+)
+
+// serverRate is the per-second rate of the first counter name that exists.
+func serverRate(by string, names ...string) string {
+	agg := "sum"
+	if by != "" {
+		agg = "sum by (" + by + ")"
+	}
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s (rate(%s{%s}[%s]))", agg, n, serverSel, rateInterval))
+	}
+	return strings.Join(parts, "\nor\n")
+}
+
+// serverRatio is hits over queries of the first pair of names that exists.
+func serverRatio(pairs [][2]string) string {
+	var parts []string
+	for _, p := range pairs {
+		parts = append(parts, fmt.Sprintf("(\n%s\n/\n%s\n)", serverRate("", p[0]), serverRate("", p[1])))
+	}
+	return strings.Join(parts, "\nor\n")
+}
+
+// engineRows are what the engines' own dashboards show from the metrics
+// the daemon already reads: where the server's time goes (prefill, decode),
+// what it was asked (prompt and output lengths), how requests ended, the
+// engine's pressure (preemptions, prefix-cache hits) and each replica
+// apart. SGLang has no prefill, decode, length or finish-reason series by
+// default, so those panels are vLLM's only.
+func (c Config) engineRows(b *builder) {
+	b.row("Engine", "")
+	b.add(timeseries("Server prefill vs decode time",
+		optionalDescription+"p50 and p99 of the time vLLM spent per request in its PREFILL phase (the prompt, up to the first token) and its DECODE phase (the output after it). When TTFT grows and prefill does not, the wait is in the queue; when E2E grows with decode, the batch is full.", "s", thresholds(),
+		q(ClassicQuantile("0.5", vllmPrefill, serverSel, "", rateInterval), "prefill p50"),
+		q(ClassicQuantile("0.99", vllmPrefill, serverSel, "", rateInterval), "prefill p99"),
+		q(ClassicQuantile("0.5", vllmDecode, serverSel, "", rateInterval), "decode p50"),
+		q(ClassicQuantile("0.99", vllmDecode, serverSel, "", rateInterval), "decode p99")), 8, 8)
+	b.add(heatmapOf("Server prompt length",
+		optionalDescription+"Requests per prompt-length bucket (tokens) and interval, as vLLM counted them: all traffic the engine served, not only servingprobe's.", "short",
+		fmt.Sprintf("sum by (le) (increase(%s_bucket{%s}[$__interval]))", vllmPromptLen, serverSel)), 8, 8)
+	b.add(heatmapOf("Server output length",
+		optionalDescription+"Requests per output-length bucket (tokens) and interval, as vLLM counted them. A shift down with finish reason length means a max_tokens cap; with stop, shorter answers.", "short",
+		fmt.Sprintf("sum by (le) (increase(%s_bucket{%s}[$__interval]))", vllmGenerationLen, serverSel)), 8, 8)
+	b.add(timeseries("Server finish reasons",
+		optionalDescription+"Finished requests per second by vLLM's finished_reason: stop (the model ended), length (max_tokens or the context), abort (the client left or the engine gave up).", "reqps", thresholds(),
+		q(fmt.Sprintf("sum by (finished_reason) (rate(%s{%s}[%s]))", vllmSuccess, serverSel, rateInterval), "{{finished_reason}}")), 8, 8)
+	b.add(timeseries("Server preemptions",
+		optionalDescription+"Requests per second the engine preempted (vLLM) or retracted (SGLang) to free KV cache: their work is redone, so TTFT and E2E grow. Above 0 with KV cache usage near 1 means the engine admits more than fits.", "short", thresholds(),
+		q(serverRate("", vllmPreemptions...), "vLLM preemptions/s"),
+		q(serverRate("", sglangPreemptions...), "SGLang retractions/s")), 8, 8)
+	hit := timeseries("Server prefix-cache hit rate",
+		optionalDescription+"Prompt tokens served from the prefix cache over prompt tokens looked up (vLLM's prefix_cache_hits over prefix_cache_queries; SGLang's cached_tokens over prompt_tokens). servingprobe's probes reuse their system prompts, so a drop after a restart or a cache flush shows here first.", "percentunit", thresholds(),
+		q(serverRatio(vllmPrefixCache), "vLLM"),
+		q(serverRatio(sglangPrefixCache), "SGLang"))
+	hit.FieldConfig.Defaults.Max = ptr(1.0)
+	b.add(hit, 8, 8)
+
+	b.row("Engine per replica", "")
+	b.add(timeseries("Server TTFT p50 per replica",
+		optionalDescription+"The engine's own TTFT p50 per scraped instance: one slow replica behind a load balancer shows here while the pooled quantile hides it.", "s", thresholds(),
+		q(ClassicQuantile("0.5", vllmTTFT[0], serverSel, "instance", rateInterval), "vLLM {{instance}}"),
+		q(ClassicQuantile("0.5", sglangTTFT[0], serverSel, "instance", rateInterval), "SGLang {{instance}}")), 8, 8)
+	kv := timeseries("Server KV cache usage per replica",
+		optionalDescription+"The fraction of each instance's KV cache in use (vLLM's kv_cache_usage_perc, else gpu_cache_usage_perc; SGLang's token_usage).", "percentunit", thresholds(),
+		q(serverGaugeBy("max", "instance", vllmKVUsage...), "vLLM {{instance}}"),
+		q(serverGaugeBy("max", "instance", sglangKVUsage...), "SGLang {{instance}}"))
+	kv.FieldConfig.Defaults.Max = ptr(1.0)
+	b.add(kv, 8, 8)
+	b.add(timeseries("Server waiting requests per replica",
+		optionalDescription+"Requests waiting for a slot on each instance: an uneven spread means the load balancer sends more to some replicas than they can take.", "short", thresholds(),
+		q(serverGaugeBy("sum", "instance", vllmWaiting...), "vLLM {{instance}}"),
+		q(serverGaugeBy("sum", "instance", sglangWaiting...), "SGLang {{instance}}")), 8, 8)
 }

@@ -98,13 +98,24 @@ type Panel struct {
 	FieldConfig     *FieldConfig   `json:"fieldConfig,omitempty"`
 	GridPos         GridPos        `json:"gridPos"`
 	ID              int            `json:"id"`
+	Interval        string         `json:"interval,omitempty"`
+	Links           []PanelLink    `json:"links,omitempty"`
 	Options         map[string]any `json:"options,omitempty"`
 	Panels          []*Panel       `json:"panels,omitempty"`
 	Repeat          string         `json:"repeat,omitempty"`
 	RepeatDirection string         `json:"repeatDirection,omitempty"`
 	Targets         []Target       `json:"targets,omitempty"`
 	Title           string         `json:"title"`
+	Transformations []any          `json:"transformations,omitempty"`
 	Type            string         `json:"type"`
+}
+
+// PanelLink is a link in a panel's header menu: the runbook section that
+// says what to do about what the panel shows.
+type PanelLink struct {
+	TargetBlank bool   `json:"targetBlank"`
+	Title       string `json:"title"`
+	URL         string `json:"url"`
 }
 
 // FieldConfig holds panel field defaults.
