@@ -90,10 +90,10 @@ func (c *cacheTally) fill(s *Summary, costPerHour float64) {
 // CacheCostParams are the run's --cache-report and --cost-per-hour.
 type CacheCostParams struct {
 	// CacheReport collects bench_serving's Cache Hit Details block.
-	CacheReport bool
+	CacheReport bool `json:"cache_report"`
 	// CostPerHour is the price of the serving hardware per hour in USD; 0
 	// means not given.
-	CostPerHour float64
+	CostPerHour float64 `json:"cost_per_hour"`
 }
 
 // CacheCost are the summary's cache report, price and energy, which the

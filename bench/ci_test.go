@@ -241,7 +241,7 @@ func TestSummaryCI(t *testing.T) {
 	for _, stats := range []string{StatsExact, StatsSketch} {
 		t.Run(stats, func(t *testing.T) {
 			results, rows := steadyRun(1000, 5, 1)
-			p := Params{Backend: "vllm", DatasetName: "random", RequestRate: 200, Duration: 5060 * time.Millisecond, Stats: stats}
+			p := Params{Backend: "vllm", Dataset: "random", RequestRate: 200, Duration: 5060 * time.Millisecond, Stats: stats}
 			s, err := Summarize(results, rows, p)
 			if err != nil {
 				t.Fatal(err)

@@ -35,7 +35,7 @@ func batchRun() ([]prober.Result, []datasets.Prompt, Params) {
 		}
 		results = append(results, r)
 	}
-	return results, rows, Params{Backend: "sglang-embedding", Embedding: true, DatasetName: "embedding",
+	return results, rows, Params{Backend: "sglang-embedding", Embedding: true, Dataset: "embedding",
 		RequestRate: math.Inf(1), Duration: 2 * time.Second}
 }
 

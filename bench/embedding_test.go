@@ -58,8 +58,8 @@ func TestEmbeddingTable(t *testing.T) {
 			InputTokens: c.in, InputTokensSource: prober.TokenSourceUsage, FinishReason: "stop"})
 		rows = append(rows, datasets.Prompt{Text: "x", PromptLen: 8 + i})
 	}
-	s, err := Summarize(results, rows, Params{Backend: "sglang-embedding", Embedding: true, DatasetName: "random",
-		RequestRate: math.Inf(1), MaxConcurrency: 4, RandomInputLen: 8, Duration: 2 * time.Second})
+	s, err := Summarize(results, rows, Params{Backend: "sglang-embedding", Embedding: true, Dataset: "random",
+		RequestRate: math.Inf(1), MaxConcurrency: 4, Options: datasets.Options{RandomInputLen: 8}, Duration: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func engineRun() ([]prober.Result, []datasets.Prompt, Params) {
 		results = append(results, r)
 		rows = append(rows, datasets.Prompt{Text: "x", PromptLen: 7, OutputLen: 100})
 	}
-	return results, rows, Params{Backend: "sglang-oai-chat", DatasetName: "random", RequestRate: math.Inf(1), Duration: time.Second}
+	return results, rows, Params{Backend: "sglang-oai-chat", Dataset: "random", RequestRate: math.Inf(1), Duration: time.Second}
 }
 
 // TestEngineNotes: the retries and the short outputs are counted from the

@@ -41,7 +41,7 @@ func TestInputTokenLinesAddUp(t *testing.T) {
 					InputTokens: tc.server, InputTokensSource: prober.TokenSourceUsage})
 				rows = append(rows, datasets.Prompt{Text: "x", PromptLen: tc.text + tc.vision, TextPromptLen: tc.text, VisionPromptLen: tc.vision, OutputLen: 1})
 			}
-			p := Params{Backend: "vllm-chat", DatasetName: tc.dataset, Duration: time.Second}
+			p := Params{Backend: "vllm-chat", Dataset: tc.dataset, Duration: time.Second}
 			p.Compat.DatasetInputTokens = tc.compat
 			s, err := Summarize(results, rows, p)
 			if err != nil {

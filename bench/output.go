@@ -428,13 +428,13 @@ func appendRecord(f appendFile, canRead bool, write func(io.Writer) error) error
 func DefaultOutputFile(p Params, now time.Time) string {
 	mmdd := now.Format("0102")
 	switch {
-	case p.DatasetName == "image":
+	case p.Dataset == "image":
 		return fmt.Sprintf("%s_%s_%d_%d_%d_%dimgs_%s.jsonl", p.Backend, mmdd, p.NumPrompts,
 			p.RandomInputLen, p.RandomOutputLen, p.ImageCount, p.ImageResolution)
-	case strings.HasPrefix(p.DatasetName, "random"):
+	case strings.HasPrefix(p.Dataset, "random"):
 		return fmt.Sprintf("%s_%s_%d_%d_%d.jsonl", p.Backend, mmdd, p.NumPrompts, p.RandomInputLen, p.RandomOutputLen)
 	default:
-		return fmt.Sprintf("%s_%s_%d_%s.jsonl", p.Backend, mmdd, p.NumPrompts, p.DatasetName)
+		return fmt.Sprintf("%s_%s_%d_%s.jsonl", p.Backend, mmdd, p.NumPrompts, p.Dataset)
 	}
 }
 

@@ -210,7 +210,7 @@ var recordStandard = slices.Concat(
 	[]recordField{
 		echoNullable("tag", func(s *Summary) *string { return &s.Tag }, func(p *Params) *string { return &p.Tag }),
 		echoKey("backend", func(s *Summary) *string { return &s.Backend }, func(p *Params) *string { return &p.Backend }),
-		echoKey("dataset_name", func(s *Summary) *string { return &s.DatasetName }, func(p *Params) *string { return &p.DatasetName }),
+		echoKey("dataset_name", func(s *Summary) *string { return &s.DatasetName }, func(p *Params) *string { return &p.Dataset }),
 		block(func(s *Summary, r record) record {
 			var v any = float64(s.RequestRate)
 			if s.UseTraceTimestamps {

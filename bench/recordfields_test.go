@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/servingprobe/servingprobe/datasets"
 )
 
 // TestRecordKeysOnce: every key of a written record, at the top level and
@@ -58,8 +60,8 @@ func TestRecordKeysOnce(t *testing.T) {
 // the ones its record writes.
 func TestEchoParams(t *testing.T) {
 	accept := 2.5
-	p := Params{Tag: "t", Backend: "sglang", DatasetName: "random", RequestRate: math.Inf(1), MaxConcurrency: 7,
-		SharegptOutputLen: 9, RandomInputLen: 11, RandomOutputLen: 13, RandomRangeRatio: 0.5,
+	p := Params{Tag: "t", Backend: "sglang", Dataset: "random", RequestRate: math.Inf(1), MaxConcurrency: 7,
+		Options:    datasets.Options{SharegptOutputLen: 9, RandomInputLen: 11, RandomOutputLen: 13, RandomRangeRatio: 0.5},
 		ServerInfo: json.RawMessage(`{"v":1}`), AcceptLength: &accept}
 	var s Summary
 	s.echoParams(&p)

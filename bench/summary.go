@@ -7,89 +7,91 @@ import (
 	"math"
 	"time"
 
+	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
 // Params are the run's parameters that the summary echoes or depends on.
-// Field names follow bench_serving's flags.
+// Field names follow bench_serving's flags, and so do the JSON keys, which
+// are a bench window's body keys (benchrun.Spec embeds Params, so that a
+// parameter the record echoes is declared here once); fields that are no
+// flag have none.
 type Params struct {
 	// Backend names the backend in the table, the record and the default
 	// output file; what the summary does differently for a backend comes
 	// from the trait fields below, which the caller fills from its
 	// prober.BackendInfo.
-	Backend     string
-	DatasetName string
+	Backend string `json:"backend"`
+	// Dataset is --dataset-name.
+	Dataset string `json:"dataset_name"`
 	// RequestRate is the configured rate in req/s; +Inf for a burst.
-	RequestRate float64
+	RequestRate float64 `json:"request_rate"`
 	// UseTraceTimestamps prints and writes the rate as "trace".
-	UseTraceTimestamps bool
-	MaxConcurrency     int // 0: not set
-	SharegptOutputLen  int // 0: not set
-	RandomInputLen     int
-	RandomOutputLen    int
-	RandomRangeRatio   float64
-	Tag                string // "": not set
-	// NumPrompts, ImageCount and ImageResolution only name the default
-	// output file.
-	NumPrompts      int
-	ImageCount      int
-	ImageResolution string
+	UseTraceTimestamps bool `json:"use_trace_timestamps"`
+	MaxConcurrency     int  `json:"max_concurrency"` // 0: not set
+	// Options are the dataset's flags. The record echoes
+	// SharegptOutputLen (0: not set) and the Random* lengths; ImageCount
+	// and ImageResolution only name the default output file.
+	datasets.Options
+	Tag string `json:"tag"` // "": not set
+	// NumPrompts only names the default output file.
+	NumPrompts int `json:"num_prompts"`
 	// ServerInfo is the raw JSON of GET /server_info, or nil.
-	ServerInfo json.RawMessage
+	ServerInfo json.RawMessage `json:"-"`
 	// AcceptLength is the speculative-decoding accept length, if known.
-	AcceptLength *float64
+	AcceptLength *float64 `json:"-"`
 	// Duration is the benchmark duration (prober.BenchmarkRun.Duration).
 	// Summarize reads it; Accumulator.Summary takes it as an argument.
-	Duration time.Duration
+	Duration time.Duration `json:"-"`
 
 	// SplitChunkGaps: bench_serving splits a multi-token chunk's gap
 	// evenly over its tokens for this backend even under --compat
 	// chunk-itl (it does on its native /generate path, not on its OpenAI
 	// paths), and counts the first chunk's tokens at TTFT for the peak.
-	SplitChunkGaps bool
+	SplitChunkGaps bool `json:"-"`
 	// Embedding: the backend returns embeddings, so bench_serving's table
 	// leaves out the output-token rows and the TTFT, TPOT and ITL
 	// sections.
-	Embedding bool
+	Embedding bool `json:"-"`
 
-	Compat Compat
+	Compat Compat `json:"compat"`
 	// Goodput holds vLLM's --goodput SLOs; empty means not configured.
-	Goodput Goodput
+	Goodput Goodput `json:"goodput"`
 	// PercentileMetrics and MetricPercentiles are vLLM's
 	// --percentile-metrics and --metric-percentiles; when PercentileMetrics
 	// is empty no extra percentiles are reported.
-	PercentileMetrics []string
-	MetricPercentiles []float64
+	PercentileMetrics []string  `json:"percentile_metrics"`
+	MetricPercentiles []float64 `json:"metric_percentiles"`
 	// CountTokens counts the tokens of a completion without special tokens,
 	// for total_output_tokens_retokenized. Nil leaves that total at 0. It
 	// must handle its own errors.
-	CountTokens func(text string) int
+	CountTokens func(text string) int `json:"-"`
 	// Details keeps the per-request arrays of --output-details.
-	Details bool
+	Details bool `json:"-"`
 	// DetailsNoTexts leaves the generated texts out of the details: a
 	// report or a plot needs the times, not a copy of every output.
-	DetailsNoTexts bool
+	DetailsNoTexts bool `json:"-"`
 	// SpoolDetails keeps the details in a temporary file instead of
 	// memory, for a record to be written from (Summary.WriteRecord):
 	// Summary.Details is then nil and Summary.SpooledDetails set. If the
 	// file cannot be made, they are kept in memory.
-	SpoolDetails bool
+	SpoolDetails bool `json:"-"`
 	// Stats is StatsExact ("" too) or StatsSketch: every latency then goes
 	// into a Sketch and no record is kept per request, so that memory does
 	// not grow with the requests of a run (see sketches).
-	Stats string
+	Stats string `json:"stats"`
 	// Planned is how many prompts the run prepared; those beyond the
 	// requests added were never sent. 0: unknown.
-	Planned int
+	Planned int `json:"-"`
 	// Shard, set on a shard of a run split across processes (bench
 	// --shard), is written into the record for a merge; nil otherwise.
-	Shard *ShardInfo
+	Shard *ShardInfo `json:"-"`
 	// Stopped says why the run ended early: StoppedMaxDuration,
 	// StoppedInterrupted, StoppedConversations, one of the Ended* reasons
 	// of an SLO search's point, or "" when every prompt was sent.
-	Stopped         string
-	CacheCostParams // --cache-report and --cost-per-hour (cachereport.go)
+	Stopped         string `json:"-"`
+	CacheCostParams        // --cache-report and --cost-per-hour (cachereport.go)
 }
 
 // PerTokenITL reports whether ITL is one sample per token, a chunk's gap

@@ -71,8 +71,9 @@ func wordCount(s string) int { return len(strings.Fields(s)) }
 
 func fixtureParams() Params {
 	return Params{
-		Backend: "vllm", DatasetName: "random", RequestRate: 50, MaxConcurrency: 2,
-		RandomInputLen: 1024, RandomOutputLen: 128, NumPrompts: 6,
+		Backend: "vllm", Dataset: "random", RequestRate: 50, MaxConcurrency: 2,
+		Options:     datasets.Options{RandomInputLen: 1024, RandomOutputLen: 128},
+		NumPrompts:  6,
 		ServerInfo:  json.RawMessage(`{"version":"0.9.1","n":1e3}`),
 		Duration:    2500 * time.Millisecond,
 		CountTokens: wordCount,
@@ -303,13 +304,13 @@ func TestGolden(t *testing.T) {
 			p.Backend = "sglang-oai"
 			p.RequestRate = math.Inf(1)
 			p.MaxConcurrency = 0
-			p.DatasetName = "sharegpt"
+			p.Dataset = "sharegpt"
 			p.SharegptOutputLen = 256
 			p.AcceptLength = &accept
 			p.Compat, _ = ParseCompat("chunk-itl,bucket-concurrency")
 		}, opts: JSONOptions{StandardOnly: true}},
 		{name: "trace-image", params: func(p *Params) {
-			p.DatasetName = "image"
+			p.Dataset = "image"
 			p.UseTraceTimestamps = true
 			p.ServerInfo = nil
 		}},
@@ -495,13 +496,13 @@ func TestDefaultOutputFile(t *testing.T) {
 		p    Params
 		want string
 	}{
-		{Params{Backend: "vllm", DatasetName: "random", NumPrompts: 200, RandomInputLen: 1024, RandomOutputLen: 128}, "vllm_0704_200_1024_128.jsonl"},
-		{Params{Backend: "sglang", DatasetName: "random-ids", NumPrompts: 5, RandomInputLen: 1, RandomOutputLen: 2}, "sglang_0704_5_1_2.jsonl"},
-		{Params{Backend: "sglang", DatasetName: "image", NumPrompts: 5, RandomInputLen: 1, RandomOutputLen: 2, ImageCount: 3, ImageResolution: "720p"}, "sglang_0704_5_1_2_3imgs_720p.jsonl"},
-		{Params{Backend: "sglang-oai-chat", DatasetName: "sharegpt", NumPrompts: 1000}, "sglang-oai-chat_0704_1000_sharegpt.jsonl"},
+		{Params{Backend: "vllm", Dataset: "random", NumPrompts: 200, Options: datasets.Options{RandomInputLen: 1024, RandomOutputLen: 128}}, "vllm_0704_200_1024_128.jsonl"},
+		{Params{Backend: "sglang", Dataset: "random-ids", NumPrompts: 5, Options: datasets.Options{RandomInputLen: 1, RandomOutputLen: 2}}, "sglang_0704_5_1_2.jsonl"},
+		{Params{Backend: "sglang", Dataset: "image", NumPrompts: 5, Options: datasets.Options{RandomInputLen: 1, RandomOutputLen: 2, ImageCount: 3, ImageResolution: "720p"}}, "sglang_0704_5_1_2_3imgs_720p.jsonl"},
+		{Params{Backend: "sglang-oai-chat", Dataset: "sharegpt", NumPrompts: 1000}, "sglang-oai-chat_0704_1000_sharegpt.jsonl"},
 	} {
 		if got := DefaultOutputFile(tc.p, now); got != tc.want {
-			t.Errorf("DefaultOutputFile(%s, %s) = %q, want %q", tc.p.Backend, tc.p.DatasetName, got, tc.want)
+			t.Errorf("DefaultOutputFile(%s, %s) = %q, want %q", tc.p.Backend, tc.p.Dataset, got, tc.want)
 		}
 	}
 }

@@ -26,7 +26,7 @@ import (
 // reads them again after a restart, when the row comes from the stored file.
 func TestLandingBenchRowIsTheAPIs(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
-	acc := bench.NewAccumulator(bench.Params{Backend: "vllm", DatasetName: "random"})
+	acc := bench.NewAccumulator(bench.Params{Backend: "vllm", Dataset: "random"})
 	acc.SetStart(t0)
 	for i, ttft := range []time.Duration{120 * time.Millisecond, 340 * time.Millisecond, 910 * time.Millisecond} {
 		sent := t0.Add(time.Duration(i) * time.Second)

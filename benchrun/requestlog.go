@@ -18,7 +18,7 @@ import (
 // newRequestLogRun describes run p for its request log.
 func newRequestLogRun(p *Prepared) bench.RequestLogRun {
 	s := p.Spec
-	params := s.Params()
+	params := s.RunParams()
 	return bench.RequestLogRun{
 		APIURL: s.BaseURL + p.Info.Path, Model: p.Model,
 		Extra:        runExtraFields(s, p.Info),

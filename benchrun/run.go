@@ -598,7 +598,7 @@ func (p *Prepared) Run(ctx context.Context, env Env) (_ *Output, err error) {
 			return out, err
 		}
 	}
-	params := s.Params()
+	params := s.RunParams()
 	params.Planned = p.Prompts.Requests()
 	counter := prober.TokenizerCounter{Tokenizer: p.Tok}
 	params.CountTokens = func(text string) int {

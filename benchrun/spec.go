@@ -26,7 +26,17 @@ const FakeBootstrapHost = "2.2.2.2"
 // once for every caller. Start from DefaultSpec, whose values are
 // bench_serving's defaults.
 type Spec struct {
-	Backend string `json:"backend"`
+	// Params are the parameters a run's summary reads and its record
+	// echoes: the backend, the dataset (--dataset-name) and its options
+	// (datasets.Options: --random-input-len, ...), the prompt count, the
+	// request rate (+Inf sends everything at once; JSON: a number or
+	// "inf"), --use-trace-timestamps, --max-concurrency (0: unbounded),
+	// --tag, --compat (JSON: "all" or a comma-separated list), vLLM's
+	// --goodput, --percentile-metrics and --metric-percentiles, --stats,
+	// --cache-report and --cost-per-hour. They are declared once, in
+	// bench.Params, so the record echoes the very fields the run was
+	// given; RunParams adds what the backend's traits decide.
+	bench.Params
 	// BaseURL is --base-url, or http://Host:Port.
 	BaseURL string `json:"base_url"`
 	// Model is --model; empty means GET /v1/models. ServedModelName, if
@@ -44,25 +54,12 @@ type Spec struct {
 	// DisableIgnoreEOS, Headers), set by ModuleSpec.
 	Module *prober.RequestOptions `json:"-"`
 
-	Dataset string `json:"dataset_name"`
-	// Options are the dataset's flags (--random-input-len, ...).
-	datasets.Options
-	NumPrompts int `json:"num_prompts"`
-
-	// RequestRate is requests per second; +Inf sends everything at once
-	// (JSON: a number or "inf").
-	RequestRate float64 `json:"request_rate"`
 	// Burstiness is the gamma shape of arrival gaps (vLLM); 1 is Poisson.
 	Burstiness float64 `json:"burstiness"`
 	// RampUp, if set, moves the rate from RampUpStartRPS to RampUpEndRPS.
 	RampUp         prober.RampStrategy `json:"ramp_up_strategy"`
 	RampUpStartRPS float64             `json:"ramp_up_start_rps"`
 	RampUpEndRPS   float64             `json:"ramp_up_end_rps"`
-	// UseTraceTimestamps schedules by the dataset's timestamps. bench_serving
-	// only prints "trace" and ignores them; we really replay them.
-	UseTraceTimestamps bool `json:"use_trace_timestamps"`
-	// MaxConcurrency bounds the requests in flight; 0: unbounded.
-	MaxConcurrency int `json:"max_concurrency"`
 	// MaxDuration is a hard cap on the measured run (0: none). At the cap,
 	// dispatching stops and requests in flight are cancelled. JSON: a
 	// duration string such as "5m".
@@ -105,14 +102,6 @@ type Spec struct {
 	// bootstrap_room) to every request of an sglang backend, for
 	// decode-only benchmarking of a disaggregated server.
 	FakePrefill bool `json:"fake_prefill"`
-	// CacheReport is bench_serving's --cache-report: add up the cached
-	// prompt tokens the server states per response (bench.CacheReport);
-	// on sglang's OpenAI routes each request then asks for them with
-	// "return_cached_tokens_details": true.
-	CacheReport bool `json:"cache_report"`
-	// CostPerHour is the serving hardware's price per hour in USD, for
-	// the cost per million input and output tokens (bench.Cost); 0: none.
-	CostPerHour float64 `json:"cost_per_hour"`
 
 	LoRANames        []string `json:"lora_name"`
 	LoRADistribution string   `json:"lora_request_distribution"`
@@ -138,24 +127,12 @@ type Spec struct {
 	// a request past it ends as timeout. 0 means no bound.
 	RequestTimeout time.Duration `json:"request_timeout_sec"`
 
-	// Compat restores bench_serving's numbers where servingprobe differs
-	// on purpose (JSON: "all" or a comma-separated list).
-	Compat bench.Compat `json:"compat"`
-	Tag    string       `json:"tag"`
-
-	// Goodput, PercentileMetrics and MetricPercentiles are vLLM's
-	// --goodput, --percentile-metrics and --metric-percentiles.
-	Goodput           bench.Goodput `json:"goodput"`
-	PercentileMetrics []string      `json:"percentile_metrics"`
-	MetricPercentiles []float64     `json:"metric_percentiles"`
-	// Stats is bench.StatsExact or bench.StatsSketch (--stats).
-	Stats string `json:"stats"`
-
 	// Sweep makes the bench a sweep or an SLO search; nil: one run.
 	Sweep *SweepSpec `json:"sweep"`
 
 	// Shard makes this process one part of a run split across processes
-	// (see Shard); nil: the whole run. JSON: "I/N".
+	// (see Shard); nil: the whole run. JSON: "I/N". It hides
+	// Params.Shard, which the run fills from it for the record.
 	Shard *Shard `json:"shard,omitempty"`
 	// RunID names the run the shards belong to; empty: DeriveRunID.
 	RunID string `json:"run_id,omitempty"`
@@ -163,16 +140,6 @@ type Spec struct {
 	// or a file holding one (see StartTime), read when the run is about
 	// to start.
 	StartAt string `json:"start_at,omitempty"`
-
-	// Details keeps the per-request arrays (--output-details).
-	Details bool `json:"-"`
-	// DetailsNoTexts keeps the details' times without the generated texts
-	// (details for a report or a plot, not for --output-details).
-	DetailsNoTexts bool `json:"-"`
-	// SpoolDetails keeps the details on disk until the record is written
-	// (bench.Params.SpoolDetails): --output-details without a report or a
-	// plot, which need them in memory.
-	SpoolDetails bool `json:"-"`
 }
 
 // Profile is --profile and its options, as bench_serving sends them to
@@ -202,11 +169,13 @@ const DefaultRequestTimeout = 30 * time.Minute
 // DefaultSpec returns bench_serving's defaults (its newest version).
 func DefaultSpec() Spec {
 	return Spec{
-		Backend:           "sglang",
-		Dataset:           "sharegpt",
-		Options:           datasets.DefaultOptions(),
-		NumPrompts:        1000,
-		RequestRate:       math.Inf(1),
+		Params: bench.Params{
+			Backend:     "sglang",
+			Dataset:     "sharegpt",
+			Options:     datasets.DefaultOptions(),
+			NumPrompts:  1000,
+			RequestRate: math.Inf(1),
+		},
 		Burstiness:        1,
 		Seed:              42,
 		WarmupRequests:    1,
@@ -461,36 +430,13 @@ func backendsWith(has func(prober.BackendInfo) bool) []string {
 	return out
 }
 
-// Params are the bench package's parameters of this run.
-func (s *Spec) Params() bench.Params {
-	o := s.Options
+// RunParams are the bench package's parameters of this run: the Spec's
+// own, with the traits of its backend that the summary reads.
+func (s *Spec) RunParams() bench.Params {
+	p := s.Params
 	info, _ := prober.LookupBackend(s.Backend)
-	return bench.Params{
-		Backend:            s.Backend,
-		SplitChunkGaps:     info.SplitChunkGaps,
-		Embedding:          info.Embedding,
-		DatasetName:        s.Dataset,
-		RequestRate:        s.RequestRate,
-		UseTraceTimestamps: s.UseTraceTimestamps,
-		MaxConcurrency:     s.MaxConcurrency,
-		SharegptOutputLen:  o.SharegptOutputLen,
-		RandomInputLen:     o.RandomInputLen,
-		RandomOutputLen:    o.RandomOutputLen,
-		RandomRangeRatio:   o.RandomRangeRatio,
-		Tag:                s.Tag,
-		NumPrompts:         s.NumPrompts,
-		ImageCount:         o.ImageCount,
-		ImageResolution:    o.ImageResolution,
-		Compat:             s.Compat,
-		Goodput:            s.Goodput,
-		PercentileMetrics:  s.PercentileMetrics,
-		MetricPercentiles:  s.MetricPercentiles,
-		Details:            s.Details,
-		DetailsNoTexts:     s.DetailsNoTexts,
-		SpoolDetails:       s.SpoolDetails,
-		Stats:              s.Stats,
-		CacheCostParams:    bench.CacheCostParams{CacheReport: s.CacheReport, CostPerHour: s.CostPerHour},
-	}
+	p.SplitChunkGaps, p.Embedding = info.SplitChunkGaps, info.Embedding
+	return p
 }
 
 // TokenizePrompt reports --tokenize-prompt.

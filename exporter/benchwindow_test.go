@@ -21,7 +21,7 @@ import (
 func benchSummary(t *testing.T) *bench.Summary {
 	t.Helper()
 	t0 := time.Unix(1700000000, 0)
-	acc := bench.NewAccumulator(bench.Params{Backend: "openai-chat", DatasetName: "random"})
+	acc := bench.NewAccumulator(bench.Params{Backend: "openai-chat", Dataset: "random"})
 	acc.SetStart(t0)
 	for i, ttft := range []time.Duration{120 * time.Millisecond, 340 * time.Millisecond, 910 * time.Millisecond} {
 		sent := t0.Add(time.Duration(i) * time.Second)

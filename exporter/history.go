@@ -196,7 +196,8 @@ const maxHistoryITL = 512
 // sent (configured, or detected and checked by config.Redactor.Label),
 // bounded and redacted all the same.
 func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *config.Redactor) HistoryEntry {
-	sm := samplesOf(r)
+	sm := r.SampleSeconds()
+	itl := cappedITL(sm.ITL)
 	opt := func(v float64) *float64 {
 		if v < 0 {
 			return nil
@@ -217,22 +218,22 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 		Model:   red.Sanitize(model, config.MaxLabelBytes),
 		Outcome: string(r.Outcome), Success: r.Outcome == prober.OutcomeSuccess,
 		Error: red.Redact(r.Err), HTTPStatus: r.HTTPStatus, RequestID: r.RequestID, TraceID: r.TraceID,
-		TTFTSeconds: opt(sm.ttft), E2ESeconds: opt(sm.e2e), TPOTSeconds: opt(sm.tpot), QueueSeconds: opt(sm.queue),
+		TTFTSeconds: opt(sm.TTFT), E2ESeconds: opt(sm.E2E), TPOTSeconds: opt(sm.TPOT), QueueSeconds: opt(sm.Queue),
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, TokenSource: string(r.OutputTokensSource),
 		Clock:            string(r.Clock),
 		FinishReason:     prober.FinishReasonOf(r.FinishReason),
 		Text:             red.Sanitize(r.GeneratedText, maxHistoryText),
-		ITLMedianSeconds: opt(weightedQuantile(slices.Clone(sm.itl), 0.5)),
+		ITLMedianSeconds: opt(weightedQuantile(slices.Clone(itl), 0.5)),
 		logs:             logs,
 		red:              red,
-		itl:              slices.Clip(sm.itl[:min(len(sm.itl), maxHistoryITL)]),
+		itl:              slices.Clip(itl[:min(len(itl), maxHistoryITL)]),
 	}
-	e.ServerTTFTSeconds, e.OutsideServerTTFTSeconds = opt(sm.serverTTFT), opt(sm.outsideTTFT)
-	if full := r.Samples(); full.Reasoning {
-		e.TTFATSeconds = opt(sm.ttfat)
-		e.AnswerTPOTSeconds = opt(full.AnswerTPOTSeconds)
-		e.AnswerITLMedianSeconds = opt(weightedQuantile(slices.Clone(sm.answerITL), 0.5))
-		e.ReasoningTokens, e.ReasoningTokenSource, e.AnswerTokens = full.ReasoningTokens, string(full.ReasoningTokensSource), full.AnswerTokens
+	e.ServerTTFTSeconds, e.OutsideServerTTFTSeconds = opt(sm.ServerTTFT), opt(sm.OutsideServerTTFT)
+	if sm.Reasoning {
+		e.TTFATSeconds = opt(sm.TTFAT)
+		e.AnswerTPOTSeconds = opt(sm.AnswerTPOT)
+		e.AnswerITLMedianSeconds = opt(weightedQuantile(cappedITL(sm.AnswerITL), 0.5))
+		e.ReasoningTokens, e.ReasoningTokenSource, e.AnswerTokens = sm.ReasoningTokens, string(sm.ReasoningTokensSource), sm.AnswerTokens
 	}
 	return e
 }

@@ -244,16 +244,16 @@ func (d *Daemon) handleProbe(w http.ResponseWriter, r *http.Request) {
 }
 
 func setProbeMetrics(pm *probeMetrics, r prober.Result) {
-	sm := samplesOf(r)
+	sm := r.SampleSeconds()
 	if r.Outcome == prober.OutcomeSuccess {
 		pm.success.Set(1)
 	}
 	// A timing the probe did not measure is left out, not set to 0, as
-	// the histograms leave it unobserved (samplesOf says -1).
+	// the histograms leave it unobserved (SampleSeconds says -1).
 	for _, m := range []struct {
 		g prometheus.Gauge
 		v float64
-	}{{pm.ttft, sm.ttft}, {pm.e2e, sm.e2e}, {pm.tpot, sm.tpot}} {
+	}{{pm.ttft, sm.TTFT}, {pm.e2e, sm.E2E}, {pm.tpot, sm.TPOT}} {
 		if m.v >= 0 {
 			m.g.Set(m.v)
 			pm.reg.MustRegister(m.g)
@@ -261,7 +261,7 @@ func setProbeMetrics(pm *probeMetrics, r prober.Result) {
 	}
 	pm.promptTokens.Set(float64(max(r.InputTokens, 0)))
 	pm.outputTokens.Set(float64(max(r.OutputTokens, 0)))
-	pm.reasoningTokens.Set(float64(sm.reasoningTokens))
+	pm.reasoningTokens.Set(float64(sm.ReasoningTokens))
 	pm.status.Set(float64(r.HTTPStatus))
 	for _, o := range prober.Outcomes {
 		v := 0.0
@@ -277,7 +277,7 @@ func setProbeMetrics(pm *probeMetrics, r prober.Result) {
 // says why instead of showing the gauge's 0, and the server's own timings
 // follow when it stated them.
 func resultText(r prober.Result) string {
-	sm := samplesOf(r)
+	sm := r.SampleSeconds()
 	var b strings.Builder
 	fmt.Fprintf(&b, "outcome: %s (HTTP %d)\nstreamed: %t\n", r.Outcome, r.HTTPStatus, r.Stream)
 	if r.RequestPath != "" {
@@ -295,12 +295,12 @@ func resultText(r prober.Result) string {
 			fmt.Fprintf(&b, "%s: not defined (%s)\n", name, undefined)
 		}
 	}
-	timing("ttft", sm.ttft, "no token arrived")
-	timing("tpot", sm.tpot, "fewer than two output tokens")
-	timing("e2e", sm.e2e, "the request was not sent")
+	timing("ttft", sm.TTFT, "no token arrived")
+	timing("tpot", sm.TPOT, "fewer than two output tokens")
+	timing("e2e", sm.E2E, "the request was not sent")
 	if full := r.Samples(); full.Reasoning {
 		// Only for a request that reasoned, so other debug output is as it was.
-		timing("ttfat", sm.ttfat, "no answer token arrived")
+		timing("ttfat", sm.TTFAT, "no answer token arrived")
 		timing("answer_tpot", full.AnswerTPOTSeconds, "fewer than two answer tokens")
 		fmt.Fprintf(&b, "reasoning_tokens: %d (%s)\nanswer_tokens: %d\n", full.ReasoningTokens, full.ReasoningTokensSource, full.AnswerTokens)
 	}
@@ -308,10 +308,10 @@ func resultText(r prober.Result) string {
 	if r.Server.Stated() {
 		fmt.Fprintf(&b, "server_timings: %s\n", ServerTimingsText(r.Server))
 	}
-	if sm.serverTTFT >= 0 {
+	if sm.ServerTTFT >= 0 {
 		// Only where the server stated its TTFT, so other debug output is as it was.
-		timing("server_ttft", sm.serverTTFT, "")
-		timing("outside_server_ttft", sm.outsideTTFT, "")
+		timing("server_ttft", sm.ServerTTFT, "")
+		timing("outside_server_ttft", sm.OutsideServerTTFT, "")
 	}
 	if r.TraceID != "" {
 		fmt.Fprintf(&b, "trace_id: %s\n", r.TraceID)

@@ -124,11 +124,11 @@ func targetViews(cfg *config.Config, recent []HistoryEntry, health func(target, 
 					continue
 				}
 				if e.TTFTSeconds != nil {
-					ttft = append(ttft, itlSample{perToken: *e.TTFTSeconds, n: 1})
+					ttft = append(ttft, itlSample{PerToken: *e.TTFTSeconds, Tokens: 1})
 					ttftLine[i] = *e.TTFTSeconds
 				}
 				if e.E2ESeconds != nil {
-					e2e = append(e2e, itlSample{perToken: *e.E2ESeconds, n: 1})
+					e2e = append(e2e, itlSample{PerToken: *e.E2ESeconds, Tokens: 1})
 				}
 				if e.ITLMedianSeconds != nil {
 					itlLine[i] = *e.ITLMedianSeconds
@@ -153,21 +153,21 @@ func targetViews(cfg *config.Config, recent []HistoryEntry, health func(target, 
 func weightedQuantile(s []itlSample, q float64) float64 {
 	total := 0
 	for _, x := range s {
-		total += x.n
+		total += x.Tokens
 	}
 	if total == 0 {
 		return -1
 	}
-	slices.SortFunc(s, func(a, b itlSample) int { return cmp.Compare(a.perToken, b.perToken) })
+	slices.SortFunc(s, func(a, b itlSample) int { return cmp.Compare(a.PerToken, b.PerToken) })
 	rank := max(1, int(q*float64(total)+0.999999999))
 	seen := 0
 	for _, x := range s {
-		seen += x.n
+		seen += x.Tokens
 		if seen >= rank {
-			return x.perToken
+			return x.PerToken
 		}
 	}
-	return s[len(s)-1].perToken
+	return s[len(s)-1].PerToken
 }
 
 // Chart sizes, in CSS pixels: small enough that the target table, with

@@ -16,7 +16,7 @@ func TestWeightedQuantile(t *testing.T) {
 	s := func(vn ...float64) []itlSample {
 		var out []itlSample
 		for i := 0; i < len(vn); i += 2 {
-			out = append(out, itlSample{perToken: vn[i], n: int(vn[i+1])})
+			out = append(out, itlSample{PerToken: vn[i], Tokens: int(vn[i+1])})
 		}
 		return out
 	}
@@ -34,7 +34,7 @@ func TestWeightedQuantile(t *testing.T) {
 		{"p99 of 100 is the 99th", append(s(9, 1), func() []itlSample {
 			var x []itlSample
 			for i := range 99 {
-				x = append(x, itlSample{perToken: float64(i) / 100, n: 1})
+				x = append(x, itlSample{PerToken: float64(i) / 100, Tokens: 1})
 			}
 			return x
 		}()...), 0.99, 0.98},

@@ -45,75 +45,13 @@ func successResult(target, module, model string) prober.Result {
 	}
 }
 
-func TestSamplesOf(t *testing.T) {
-	ms := func(v float64) float64 { return v / 1000 }
-	tests := []struct {
-		name string
-		r    prober.Result
-		want samples
-	}{
-		{
-			name: "success",
-			r:    successResult("a", "m", "x"),
-			want: samples{
-				queue: ms(1), ttft: ms(100), ttfat: ms(100), e2e: ms(185), tpot: (ms(185) - ms(100)) / 4,
-				itl: []itlSample{{ms(20), 1}, {ms(20), 2}, {ms(20), 1}},
-				// Without reasoning the answer phase is the whole stream.
-				answerTPOT: (ms(185) - ms(100)) / 4, answerITL: []itlSample{{ms(20), 1}, {ms(20), 2}, {ms(20), 1}},
-			},
-		},
-		{
-			name: "never sent (connect error before Sent is impossible, but a failed build is)",
-			r:    prober.Result{Scheduled: t0, Outcome: prober.OutcomeConnectError},
-			want: samples{queue: -1, ttft: -1, ttfat: -1, e2e: -1, tpot: -1, answerTPOT: -1},
-		},
-		{
-			name: "one token: no TPOT, no ITL",
-			r: prober.Result{Stream: true, Sent: t0, FirstToken: t0.Add(time.Second), End: t0.Add(2 * time.Second),
-				Events: []prober.Event{{At: t0.Add(time.Second), Tokens: 1}}, OutputTokens: 1},
-			want: samples{queue: -1, ttft: 1, ttfat: 1, e2e: 2, tpot: -1, answerTPOT: -1},
-		},
-		{
-			name: "reasoning first: TTFAT at the first answer event",
-			r: prober.Result{Stream: true, Sent: t0, FirstToken: t0.Add(time.Second), FirstAnswer: t0.Add(3 * time.Second), End: t0.Add(4 * time.Second),
-				Events:       []prober.Event{{At: t0.Add(time.Second), Tokens: 1, Reasoning: true}, {At: t0.Add(3 * time.Second), Tokens: 1}},
-				OutputTokens: 2, ReasoningTokens: 1, ReasoningTokensSource: prober.TokenSourceCounted},
-			// The one gap runs from reasoning to the answer: it is not the
-			// answer's, and one answer token has no TPOT.
-			want: samples{queue: -1, ttft: 1, ttfat: 3, e2e: 4, tpot: 3, itl: []itlSample{{2, 1}}, answerTPOT: -1, reasoningTokens: 1},
-		},
-		{
-			// No backend stamps two events on an unstreamed response; if one
-			// did, its gaps would still not be an answer phase TTFAT times.
-			name: "not streamed: no answer phase, whatever the events",
-			r: prober.Result{Sent: t0, FirstToken: t0.Add(time.Second), End: t0.Add(2 * time.Second), OutputTokens: 3,
-				Events: []prober.Event{{At: t0.Add(time.Second), Tokens: 1}, {At: t0.Add(2 * time.Second), Tokens: 2}}},
-			want: samples{queue: -1, ttft: -1, ttfat: -1, e2e: 2, tpot: -1, itl: []itlSample{{0.5, 2}}, answerTPOT: -1},
-		},
-		{
-			name: "zero-token events are skipped without moving the reference; huge claims are capped",
-			r: prober.Result{Stream: true, Sent: t0, FirstToken: t0, End: t0.Add(time.Second),
-				Events: []prober.Event{{At: t0, Tokens: 1}, {At: t0.Add(time.Second)}, {At: t0.Add(2 * time.Second), Tokens: 1 << 30}}},
-			want: samples{queue: -1, ttft: 0, ttfat: 0, e2e: 1, tpot: -1,
-				itl: []itlSample{{2.0 / (1 << 30), maxITLSamplesPerEvent}}, answerTPOT: -1, answerITL: []itlSample{{2.0 / (1 << 30), maxITLSamplesPerEvent}}},
-		},
-		{
-			name: "clock going backwards clamps at zero",
-			r:    prober.Result{Stream: true, Scheduled: t0.Add(time.Second), Sent: t0, FirstToken: t0.Add(-time.Second), End: t0},
-			want: samples{queue: 0, ttft: 0, ttfat: 0, e2e: 0, tpot: -1, answerTPOT: -1},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := samplesOf(tc.r)
-			want := tc.want
-			if want.serverTTFT == 0 && want.outsideTTFT == 0 {
-				want.serverTTFT, want.outsideTTFT = -1, -1 // no server statement in these results
-			}
-			if diff := cmp.Diff(want, got, cmp.AllowUnexported(samples{}, itlSample{})); diff != "" {
-				t.Errorf("samplesOf() mismatch (-want +got):\n%s", diff)
-			}
-		})
+// TestCappedITL: an event claiming a huge token count costs at most
+// maxITLSamplesPerEvent samples, in the histograms and the history alike.
+func TestCappedITL(t *testing.T) {
+	got := cappedITL(prober.ITLSamples{{PerToken: 0.5, Tokens: 2}, {PerToken: 1e-9, Tokens: 1 << 30}})
+	want := []itlSample{{PerToken: 0.5, Tokens: 2}, {PerToken: 1e-9, Tokens: maxITLSamplesPerEvent}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("cappedITL (-want +got):\n%s", diff)
 	}
 }
 
@@ -134,7 +72,6 @@ func newTestMetrics() (*prometheus.Registry, *Metrics) {
 func TestGoldenExposition(t *testing.T) {
 	reg, m := newTestMetrics()
 	obs := m.Observer(ModeProbe)
-	obs.Observe(successResult("vllm", "chat", "whatever the server echoes"))
 	fail := prober.Result{Target: "vllm", Module: "chat", Scheduled: t0, Sent: t0, End: t0.Add(time.Second),
 		Outcome: prober.OutcomeHTTP5xx, HTTPStatus: 503}
 	obs.Observe(fail)

@@ -122,7 +122,7 @@ func TestProbeGaugesOnlyWhatWasMeasured(t *testing.T) {
 			for _, mf := range mfs {
 				got[mf.GetName()] = mf.GetMetric()[0].GetGauge().GetValue()
 			}
-			sm := samplesOf(tc.r)
+			sm := tc.r.SampleSeconds()
 			for key, name := range map[string]string{"ttft": "servingprobe_probe_time_to_first_token_seconds",
 				"tpot": "servingprobe_probe_time_per_output_token_seconds", "e2e": "servingprobe_probe_e2e_request_latency_seconds"} {
 				v, ok := got[name]
@@ -130,7 +130,7 @@ func TestProbeGaugesOnlyWhatWasMeasured(t *testing.T) {
 					t.Errorf("%s present %t, want %t", name, ok, tc.want[key])
 					continue
 				}
-				if want := map[string]float64{"ttft": sm.ttft, "tpot": sm.tpot, "e2e": sm.e2e}[key]; ok && v != want {
+				if want := map[string]float64{"ttft": sm.TTFT, "tpot": sm.TPOT, "e2e": sm.E2E}[key]; ok && v != want {
 					t.Errorf("%s = %v, the samples' %v", name, v, want)
 				}
 			}

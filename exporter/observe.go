@@ -61,11 +61,11 @@ func validTokenSource(s prober.TokenSource) bool {
 }
 
 // record maps one result to metrics. It takes values and writes metrics;
-// the timing arithmetic is in samplesOf.
+// the timing arithmetic is prober's (Result.SampleSeconds).
 func (o *observer) record(r prober.Result, model string) {
 	m := o.m
 	lv := []string{r.Target, r.Module, model, string(o.mode)}
-	sm := samplesOf(r)
+	sm := r.SampleSeconds()
 	ex := exemplarOf(r.RequestID, r.TraceID)
 
 	outcome := r.Outcome
@@ -74,34 +74,34 @@ func (o *observer) record(r prober.Result, model string) {
 		outcome = prober.OutcomeParseError
 	}
 	m.requests.WithLabelValues(append(lv, string(outcome))...).Inc()
-	if sm.queue >= 0 {
-		observe(m.queue.WithLabelValues(lv...), sm.queue, ex)
+	if sm.Queue >= 0 {
+		observe(m.queue.WithLabelValues(lv...), sm.Queue, ex)
 	}
 	if outcome == prober.OutcomeSuccess {
-		if sm.ttft >= 0 {
-			observe(m.ttft.WithLabelValues(lv...), sm.ttft, ex)
+		if sm.TTFT >= 0 {
+			observe(m.ttft.WithLabelValues(lv...), sm.TTFT, ex)
 		}
-		if sm.ttfat >= 0 {
-			observe(m.ttfat.WithLabelValues(lv...), sm.ttfat, ex)
+		if sm.TTFAT >= 0 {
+			observe(m.ttfat.WithLabelValues(lv...), sm.TTFAT, ex)
 		}
-		if sm.serverTTFT >= 0 {
-			observe(m.serverTTFT.WithLabelValues(lv...), sm.serverTTFT, ex)
-			observe(m.outsideTTFT.WithLabelValues(lv...), sm.outsideTTFT, ex)
+		if sm.ServerTTFT >= 0 {
+			observe(m.serverTTFT.WithLabelValues(lv...), sm.ServerTTFT, ex)
+			observe(m.outsideTTFT.WithLabelValues(lv...), sm.OutsideServerTTFT, ex)
 		}
-		if sm.e2e >= 0 {
-			observe(m.e2e.WithLabelValues(lv...), sm.e2e, ex)
+		if sm.E2E >= 0 {
+			observe(m.e2e.WithLabelValues(lv...), sm.E2E, ex)
 		}
-		if sm.tpot >= 0 {
-			observe(m.tpot.WithLabelValues(lv...), sm.tpot, ex)
+		if sm.TPOT >= 0 {
+			observe(m.tpot.WithLabelValues(lv...), sm.TPOT, ex)
 		}
-		if sm.answerTPOT >= 0 {
-			observe(m.answerTPOT.WithLabelValues(lv...), sm.answerTPOT, ex)
+		if sm.AnswerTPOT >= 0 {
+			observe(m.answerTPOT.WithLabelValues(lv...), sm.AnswerTPOT, ex)
 		}
-		observeITL(m.itl, lv, sm.itl, ex)
-		observeITL(m.answerITL, lv, sm.answerITL, ex)
+		observeITL(m.itl, lv, sm.ITL, ex)
+		observeITL(m.answerITL, lv, sm.AnswerITL, ex)
 		m.promptTokens.WithLabelValues(lv...).Add(float64(max(r.InputTokens, 0)))
 		m.genTokens.WithLabelValues(lv...).Add(float64(max(r.OutputTokens, 0)))
-		m.reasoningTokens.WithLabelValues(lv...).Add(float64(sm.reasoningTokens))
+		m.reasoningTokens.WithLabelValues(lv...).Add(float64(sm.ReasoningTokens))
 	}
 	if o.mode != ModeProbe {
 		return
@@ -124,25 +124,25 @@ func (o *observer) record(r prober.Result, model string) {
 // exemplar per request, on its slowest gap: that is the sample a tail
 // bucket should point back from. An exemplar on every token cost 8
 // allocations per sample.
-func observeITL(h *prometheus.HistogramVec, lv []string, gaps []itlSample, ex prometheus.Labels) {
+func observeITL(h *prometheus.HistogramVec, lv []string, gaps prober.ITLSamples, ex prometheus.Labels) {
 	if len(gaps) == 0 {
 		return
 	}
 	o := h.WithLabelValues(lv...)
 	slowest := 0
 	for i, s := range gaps {
-		if s.perToken > gaps[slowest].perToken {
+		if s.PerToken > gaps[slowest].PerToken {
 			slowest = i
 		}
 	}
 	for i, s := range gaps {
-		n := s.n
+		n := min(s.Tokens, maxITLSamplesPerEvent)
 		if i == slowest && n > 0 {
-			observe(o, s.perToken, ex)
+			observe(o, s.PerToken, ex)
 			n--
 		}
 		for range n {
-			o.Observe(s.perToken)
+			o.Observe(s.PerToken)
 		}
 	}
 }
@@ -183,63 +183,22 @@ func exemplarOf(id, traceID string) prometheus.Labels {
 	return l
 }
 
-// samples are the derived timings of one result in seconds; -1 means "not
-// defined for this result".
-type samples struct {
-	queue, ttft, ttfat, e2e, tpot float64
-	itl                           []itlSample
-	// serverTTFT and outsideTTFT are prober.Samples' split of ttft, -1
-	// where the server stated no TTFT.
-	serverTTFT, outsideTTFT float64
-	// The answer phase: defined only where ttfat is (a successful
-	// streamed request whose answer began), so that the answer
-	// histograms count the requests the TTFAT histogram counts. Without
-	// reasoning answerTPOT is tpot and answerITL is itl.
-	answerTPOT float64
-	answerITL  []itlSample
-	// reasoningTokens is prober.Samples.ReasoningTokens, the count
-	// `probe --json` and the history show: 0 without reasoning.
-	reasoningTokens int
-}
-
-// itlSample is n tokens that each took perToken seconds.
-type itlSample struct {
-	perToken float64
-	n        int
-}
+// itlSample is n tokens that each took perToken seconds: prober's, so
+// that the landing page's quantiles weigh the history's gaps as the
+// histograms count them.
+type itlSample = prober.ITLSample
 
 // maxITLSamplesPerEvent bounds the samples one event contributes. An event
 // claiming a huge token count (a hostile or broken server) would otherwise
 // cost one histogram observation per claimed token.
 const maxITLSamplesPerEvent = 1024
 
-// samplesOf converts r's samples (prober.Result.Samples and ITLGaps, the
-// one place timing is derived) to seconds, -1 where undefined. It is pure.
-func samplesOf(r prober.Result) samples {
-	sm := r.Samples()
-	sec := func(d time.Duration) float64 {
-		if !prober.Defined(d) {
-			return -1
-		}
-		return d.Seconds()
+// cappedITL is gaps with each event's count bounded by
+// maxITLSamplesPerEvent, as the histograms count them.
+func cappedITL(gaps prober.ITLSamples) []itlSample {
+	out := make([]itlSample, len(gaps))
+	for i, g := range gaps {
+		out[i] = itlSample{PerToken: g.PerToken, Tokens: min(g.Tokens, maxITLSamplesPerEvent)}
 	}
-	s := samples{queue: sec(sm.Queue), ttft: sec(sm.TTFT), ttfat: sec(sm.TTFAT), e2e: sec(sm.E2E), tpot: sm.TPOTSeconds,
-		answerTPOT: -1, reasoningTokens: sm.ReasoningTokens, serverTTFT: sec(sm.ServerTTFT), outsideTTFT: sec(sm.OutsideServerTTFT)}
-	if sm.E2E < 0 {
-		return s // never sent: no ITL either
-	}
-	answered := s.ttfat >= 0
-	if answered {
-		s.answerTPOT = sm.AnswerTPOTSeconds
-	}
-	// One pass: the answer's gaps are those ITLGaps marks Answer (the
-	// same gaps AnswerITLGaps yields), with the same per-event cap.
-	for g := range r.ITLGaps(false) {
-		is := itlSample{perToken: g.PerToken(), n: min(g.Tokens, maxITLSamplesPerEvent)}
-		s.itl = append(s.itl, is)
-		if g.Answer && answered {
-			s.answerITL = append(s.answerITL, is)
-		}
-	}
-	return s
+	return out
 }

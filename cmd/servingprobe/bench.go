@@ -60,7 +60,7 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 		// Interrupted (Ctrl-C) mid-run: what finished is still a result,
 		// printed and appended marked as interrupted, before the error.
 		if out != nil && out.Summary.Stopped == bench.StoppedInterrupted && out.Summary.Requests > 0 {
-			if werr := writeBenchOutput(env.Stdout, &out.Summary, f, s.Params()); werr != nil {
+			if werr := writeBenchOutput(env.Stdout, &out.Summary, f, s.RunParams()); werr != nil {
 				// The interruption decides the exit status, not a
 				// report that failed after it.
 				return fmt.Errorf("%w; %v", err, werr)
@@ -68,7 +68,7 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 		}
 		return err
 	}
-	return writeBenchOutput(env.Stdout, &out.Summary, f, s.Params())
+	return writeBenchOutput(env.Stdout, &out.Summary, f, s.RunParams())
 }
 
 // writeBenchOutput prints the table and appends the JSONL record.

@@ -215,8 +215,8 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	if err := json.Unmarshal(view.Summary, &sum); err != nil {
 		return fmt.Errorf("decode the run's summary: %w", err)
 	}
-	p := bench.Params{Backend: sum.Backend, DatasetName: sum.DatasetName, NumPrompts: f.spec.NumPrompts,
-		RandomInputLen: sum.RandomInputLen, RandomOutputLen: sum.RandomOutputLen}
+	p := bench.Params{Backend: sum.Backend, Dataset: sum.DatasetName, NumPrompts: f.spec.NumPrompts}
+	p.RandomInputLen, p.RandomOutputLen = sum.RandomInputLen, sum.RandomOutputLen
 	return writeBenchOutput(env.Stdout, &sum, f, p)
 }
 

@@ -101,7 +101,7 @@ func runSweep(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Pr
 		points = append(points, report.Run{Name: fmt.Sprintf("point %d", p.Info.Index), Summary: p.Summary})
 		stop()
 		fmt.Fprintf(env.Stdout, "\nSweep point %d: %s\n", p.Info.Index, pointLabel(p.Info))
-		params := prep.Spec.Params()
+		params := prep.Spec.RunParams()
 		if p.Info.By == bench.ByRequestRate && p.Info.Role == "" {
 			params.RequestRate = p.Info.Value
 		}
@@ -175,7 +175,7 @@ func writeRemoteSweep(w io.Writer, sw *benchapi.SweepOutput, f *benchFlags) erro
 			DatasetName     *string `json:"dataset_name"`
 			RandomInputLen  *int    `json:"random_input_len"`
 			RandomOutputLen *int    `json:"random_output_len"`
-		}{&p.Backend, &p.DatasetName, &p.RandomInputLen, &p.RandomOutputLen}); err != nil {
+		}{&p.Backend, &p.Dataset, &p.RandomInputLen, &p.RandomOutputLen}); err != nil {
 			return fmt.Errorf("decode a sweep record: %w", err)
 		}
 		p.NumPrompts = f.spec.NumPrompts

@@ -52,10 +52,17 @@ func TestBenchFlagDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	o := datasets.DefaultOptions()
+	o.GSPGroupDistribution = "uniform"
 	want := benchrun.Spec{
-		Backend: "sglang", BaseURL: "http://0.0.0.0:30000",
-		Dataset: "sharegpt", NumPrompts: 1000,
-		RequestRate: math.Inf(1), Burstiness: 1, Seed: 42, WarmupRequests: 1,
+		Params: bench.Params{
+			Backend: "sglang", Dataset: "sharegpt", Options: o, NumPrompts: 1000, RequestRate: math.Inf(1),
+			Stats: bench.StatsExact,
+			// No details are kept by default; were they, without texts.
+			DetailsNoTexts: true,
+		},
+		BaseURL:    "http://0.0.0.0:30000",
+		Burstiness: 1, Seed: 42, WarmupRequests: 1,
 		Temperature: 0, TopP: 1, LogprobStartLen: -1,
 		LoRADistribution: "uniform", LoRAZipfAlpha: 1.5,
 		FlushCacheTimeout: 60 * time.Second, ReadyCheckTimeout: 60 * time.Second,
@@ -63,13 +70,7 @@ func TestBenchFlagDefaults(t *testing.T) {
 		// session allows 6 h).
 		RequestTimeout: benchrun.DefaultRequestTimeout,
 		Profile:        benchrun.Profile{Activities: []string{"CPU", "GPU"}, StartStep: -1, Steps: -1, NumSteps: -1},
-		Stats:          bench.StatsExact,
-		// No details are kept by default; were they, without texts.
-		DetailsNoTexts: true,
 	}
-	o := datasets.DefaultOptions()
-	o.GSPGroupDistribution = "uniform"
-	want.Options = o
 	if diff := cmp.Diff(want, s, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(datasets.Options{}, "ChatTemplate")); diff != "" {
 		t.Errorf("defaults differ from bench_serving's (-want +got):\n%s", diff)
 	}

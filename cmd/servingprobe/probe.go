@@ -213,8 +213,9 @@ func resolveProbe(a *probeArgs) (config.Target, string, config.Module, error) {
 	return t, moduleName, m, nil
 }
 
-// probeJSON is a Result with its samples (prober.Result.Samples) in
-// seconds; a sample that is not defined for the request is null.
+// probeJSON is a Result with its samples in seconds
+// (prober.Result.SampleSeconds, the histograms' and the history's view);
+// a sample that is not defined for the request is null.
 type probeJSON struct {
 	prober.Result
 	TTFTSeconds      *float64  `json:"ttft_seconds"`
@@ -238,34 +239,27 @@ type probeJSON struct {
 	OutsideServerTTFTSeconds *float64 `json:"outside_server_ttft_seconds,omitempty"`
 }
 
-func optSeconds(d time.Duration) *float64 {
-	if !prober.Defined(d) {
+func optSeconds(v float64) *float64 {
+	if v < 0 {
 		return nil
 	}
-	v := d.Seconds()
 	return &v
 }
 
 func writeProbeJSON(w io.Writer, r prober.Result) error {
-	sm := r.Samples()
+	sm := r.SampleSeconds()
 	out := probeJSON{
-		Result: r, TTFTSeconds: optSeconds(sm.TTFT), E2ESeconds: optSeconds(sm.E2E),
-		ITLSeconds: r.AppendITLs([]float64{}, false), ChunkITLSeconds: r.AppendITLs([]float64{}, true),
+		Result: r, TTFTSeconds: optSeconds(sm.TTFT), E2ESeconds: optSeconds(sm.E2E), TPOTSeconds: optSeconds(sm.TPOT),
+		ITLSeconds: sm.ITL.PerToken(), ChunkITLSeconds: r.AppendITLs([]float64{}, true),
 		ServerTTFTSeconds: optSeconds(sm.ServerTTFT), OutsideServerTTFTSeconds: optSeconds(sm.OutsideServerTTFT),
-	}
-	if sm.TPOTSeconds >= 0 {
-		out.TPOTSeconds = &sm.TPOTSeconds
 	}
 	for _, e := range r.Events {
 		out.EventTokensTotal += e.Tokens
 	}
 	if sm.Reasoning {
-		out.TTFATSeconds, out.AnswerTokens = optSeconds(sm.TTFAT), &sm.AnswerTokens
-		answerITL := r.AppendAnswerITLs([]float64{}, false)
+		out.TTFATSeconds, out.AnswerTokens, out.AnswerTPOTSeconds = optSeconds(sm.TTFAT), &sm.AnswerTokens, optSeconds(sm.AnswerTPOT)
+		answerITL := sm.AnswerITL.PerToken()
 		out.AnswerITLSeconds = &answerITL
-		if sm.AnswerTPOTSeconds >= 0 {
-			out.AnswerTPOTSeconds = &sm.AnswerTPOTSeconds
-		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
