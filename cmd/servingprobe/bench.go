@@ -31,13 +31,19 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 		if f.gate.baseline != "" || f.gate.failOn != "" {
 			return &exitError{code: exitGateError, err: errors.New("--baseline and --fail-on gate a local run; compare a remote run's record with servingprobe compare")}
 		}
+		if f.runs.n > 1 || f.runs.abURL != "" {
+			return errors.New("--runs and --ab-base-url run a set locally; trigger each run with --remote and compare the records with servingprobe compare")
+		}
 		return runRemoteBench(ctx, env, f)
 	}
 	s, err := f.benchSpec(getenv)
 	if err != nil {
 		return err
 	}
-	if err := f.gate.load(s.Sweep != nil); err != nil {
+	if err := f.runs.check(s.Sweep != nil, &f.gate); err != nil {
+		return err
+	}
+	if err := f.gate.load(s.Sweep != nil, f.runs.abURL != ""); err != nil {
 		return err // before the run: a bad gate loses no measurement
 	}
 	prog := &prober.Progress{}
@@ -53,22 +59,32 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 	if s.Sweep != nil {
 		return runSweep(ctx, env, f, prep, renv)
 	}
-	stop := startProgressBar(env.Stderr, prog, !f.disableTqdm && isTerminal(env.Stderr), time.Now)
+	if f.runs.n > 1 || f.runs.abURL != "" {
+		return runSet(ctx, env, f, s, prep, renv)
+	}
+	_, err = benchOnce(ctx, env, f, prep, renv, s.RunParams())
+	return err
+}
+
+// benchOnce runs the prepared benchmark once and writes its table and
+// record; the summary is nil when the run produced none.
+func benchOnce(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Prepared, renv benchrun.Env, p bench.Params) (*bench.Summary, error) {
+	stop := startProgressBar(env.Stderr, renv.Progress, !f.disableTqdm && isTerminal(env.Stderr), time.Now)
 	out, err := prep.Run(ctx, renv)
 	stop()
 	if err != nil {
 		// Interrupted (Ctrl-C) mid-run: what finished is still a result,
 		// printed and appended marked as interrupted, before the error.
 		if out != nil && out.Summary.Stopped == bench.StoppedInterrupted && out.Summary.Requests > 0 {
-			if werr := writeBenchOutput(env.Stdout, &out.Summary, f, s.RunParams()); werr != nil {
+			if werr := writeBenchOutput(env.Stdout, &out.Summary, f, p); werr != nil {
 				// The interruption decides the exit status, not a
 				// report that failed after it.
-				return fmt.Errorf("%w; %v", err, werr)
+				return nil, fmt.Errorf("%w; %v", err, werr)
 			}
 		}
-		return err
+		return nil, err
 	}
-	return writeBenchOutput(env.Stdout, &out.Summary, f, s.RunParams())
+	return &out.Summary, writeBenchOutput(env.Stdout, &out.Summary, f, p)
 }
 
 // writeBenchOutput prints the table and appends the JSONL record.
@@ -94,8 +110,8 @@ func writeBenchOutput(w io.Writer, sum *bench.Summary, f *benchFlags, p bench.Pa
 			return err
 		}
 	}
-	if sum.Stopped != bench.StoppedInterrupted {
-		return f.gate.check(w, path)
+	if sum.Stopped != bench.StoppedInterrupted && !f.runs.more {
+		return f.gate.check(w, path, f.runs.n)
 	}
 	return nil
 }

@@ -52,6 +52,8 @@ type benchFlags struct {
 	remote           remoteFlags
 	// gate is --baseline and --fail-on (compare.go).
 	gate gateFlags
+	// runs is --runs and the interleaved A/B set (bench_runs.go).
+	runs runsFlags
 
 	// set records which flags the user gave; keys maps a flag to the
 	// Spec's JSON key it sets, for --remote.
@@ -359,7 +361,7 @@ func key(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
 func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	f := &benchFlags{spec: benchrun.DefaultSpec(), host: "0.0.0.0", mooncakeWorkload: "conversation",
-		set: map[string]*bool{}, keys: map[string]string{}}
+		set: map[string]*bool{}, keys: map[string]string{}, runs: runsFlags{n: 1, pause: DefaultRunsPause}}
 	f.spec.Stats = bench.StatsExact
 	b := &binder{cmd: cmd, f: f, tr: &listTracker{}}
 	s, o := &f.spec, &f.spec.Options
@@ -408,8 +410,12 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("max-concurrency", "Requests in flight at most; arrivals queue on the client and the wait is reported.", intValue(&s.MaxConcurrency))
 	local("output-file", "JSONL file the result is appended to (default: bench_serving's name).", stringValue(&f.outputFile))
 	b.bool("output-details", "", "Add per-request arrays to the JSONL record.", &f.outputDetails)
-	local("baseline", "After the run, compare its record with the last record of this JSONL file, as servingprobe compare does.", stringValue(&f.gate.baseline))
-	local("fail-on", "With --baseline: regression bounds such as 'ttft:p99>+5%,output_throughput<-3%'; exit 1 when a figure changed beyond its bound and the change is significant.", stringValue(&f.gate.failOn))
+	local("baseline", "After the run (the last of --runs), compare its records with every record of this JSONL file, as servingprobe compare does.", stringValue(&f.gate.baseline))
+	local("fail-on", "With --baseline (or --ab-base-url): regression bounds such as 'ttft:p99>+5%,output_throughput<-3%'; exit 1 when a figure changed beyond its bound and, with two runs or more a side, the change is significant.", stringValue(&f.gate.failOn))
+	local("runs", "Run the benchmark this many times, each a full record appended to the output file, so that compare and --baseline weigh a change against the drift between runs (one run cannot tell them apart).", intValue(&f.runs.n))
+	local("runs-pause-sec", "Seconds between two runs of --runs, for the server to drain.", secondsValue(&f.runs.pause))
+	local("ab-base-url", "Interleaved A/B: alternate --runs runs between the server and this one (A B B A ...), so that drift hits both alike; its records go to --ab-output-file, and its runs are compared with the first server's (--fail-on gates them).", stringValue(&f.runs.abURL))
+	local("ab-output-file", "JSONL file the --ab-base-url server's runs are appended to.", stringValue(&f.runs.abOutput))
 	p("shard", "Run part I of a run split across N processes (I/N, I from 0): the prompts whose index is I mod N, each at the time the single run would send it; max concurrency split; warm-up, cache flush and profiler on shard 0 only. Merge the records with servingprobe merge.", shardValue(&s.Shard))
 	local("shard-count", "The N of --shard, with I from the environment variable JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's pod index).", intValue(&f.shardCount))
 	p("run-id", "The id a sharded run's records share (default: a hash of the flags and the seed).", stringValue(&s.RunID))

@@ -24,14 +24,14 @@ const (
 // addCompareCommand registers compare: two runs' figures side by side,
 // each significant or ~, and the --fail-on gate.
 func addCompareCommand(app *kingpin.Application) func(context.Context, *cliEnv) error {
-	cmd := app.Command("compare", "Compare a run with a baseline (bench JSONL files, the last record of each): every figure with its change and whether it is significant, and with --fail-on a regression gate that exits 1 when a listed figure is significantly worse than its bound.")
+	cmd := app.Command("compare", "Compare a candidate's runs with a baseline's (bench JSONL files, every record of each: bench --runs N writes N): every figure with its change and, with two runs or more a side, whether it is significant against the spread between runs; with --fail-on a regression gate that exits 1 when a listed figure is worse than its bound.")
 	var (
 		baseFile, newFile string
 		failOn            string
 	)
-	cmd.Arg("baseline", "The baseline's JSONL file; its last record is the run compared against.").Required().ExistingFileVar(&baseFile)
-	cmd.Arg("candidate", "The candidate's JSONL file; its last record is compared.").Required().ExistingFileVar(&newFile)
-	cmd.Flag("fail-on", "Regression bounds, comma-separated, such as 'ttft:p99>+5%,output_throughput<-3%': exit 1 when a figure changed beyond its bound and the change is significant.").PlaceHolder("FIGURE>+N%,...").StringVar(&failOn)
+	cmd.Arg("baseline", "The baseline's JSONL file; each of its records is one of the baseline's runs.").Required().ExistingFileVar(&baseFile)
+	cmd.Arg("candidate", "The candidate's JSONL file; each of its records is one of the candidate's runs.").Required().ExistingFileVar(&newFile)
+	cmd.Flag("fail-on", "Regression bounds, comma-separated, such as 'ttft:p99>+5%,output_throughput<-3%': exit 1 when a figure changed beyond its bound and, with two runs or more a side, the change is significant (with one run a side, beyond its bound).").PlaceHolder("FIGURE>+N%,...").StringVar(&failOn)
 	return func(_ context.Context, env *cliEnv) error {
 		var bounds []bench.Bound
 		if failOn != "" {
@@ -40,11 +40,11 @@ func addCompareCommand(app *kingpin.Application) func(context.Context, *cliEnv) 
 				return &exitError{code: exitGateError, err: fmt.Errorf("--fail-on: %w", err)}
 			}
 		}
-		base, err := lastRecord(baseFile)
+		base, err := lastRuns(baseFile, 0)
 		if err != nil {
 			return &exitError{code: exitGateError, err: err}
 		}
-		cand, err := lastRecord(newFile)
+		cand, err := lastRuns(newFile, 0)
 		if err != nil {
 			return &exitError{code: exitGateError, err: err}
 		}
@@ -52,20 +52,36 @@ func addCompareCommand(app *kingpin.Application) func(context.Context, *cliEnv) 
 	}
 }
 
-// lastRecord is the last run recorded in a bench JSONL file.
-func lastRecord(path string) (*bench.Summary, error) {
+// lastRuns are the last n runs recorded in a bench JSONL file, all of
+// them when n is 0 or more than the file holds.
+func lastRuns(path string, n int) ([]*bench.Summary, error) {
 	runs, err := report.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	return runs[len(runs)-1].Summary, nil
+	if n > 0 && n < len(runs) {
+		runs = runs[len(runs)-n:]
+	}
+	out := make([]*bench.Summary, len(runs))
+	for i, r := range runs {
+		out[i] = r.Summary
+	}
+	return out, nil
 }
 
-// compareRuns writes the comparison of cand with base and checks the
+// compareRuns writes the comparison of the runs cand with the runs base,
+// after a warning for each way their workloads differ, and checks the
 // gate's bounds, if any: an *exitError with exitRegression naming each
 // figure that failed, or exitGateError for a bound it could not check.
-func compareRuns(w io.Writer, baseName string, base *bench.Summary, candName string, cand *bench.Summary, bounds []bench.Bound) error {
-	rows := bench.Compare(base, cand)
+func compareRuns(w io.Writer, baseName string, base []*bench.Summary, candName string, cand []*bench.Summary, bounds []bench.Bound) error {
+	var b strings.Builder
+	for _, d := range bench.WorkloadDifferences(base, cand) {
+		fmt.Fprintf(&b, "warning: not the same workload: %s\n", d)
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	rows := bench.CompareRuns(base, cand)
 	if err := bench.WriteComparison(w, baseName, candName, rows); err != nil {
 		return err
 	}
@@ -73,8 +89,12 @@ func compareRuns(w io.Writer, baseName string, base *bench.Summary, candName str
 		return nil
 	}
 	results, gateErr := bench.CheckGate(bounds, rows)
-	var b strings.Builder
-	b.WriteString("\nRegression gate (p-values Holm-adjusted over its bounds):\n")
+	b.Reset()
+	if len(base) < 2 || len(cand) < 2 {
+		fmt.Fprintf(&b, "\nRegression gate, %d run(s) against %d: with one run a side no change can be significant, so each bound is judged against the change alone:\n", len(base), len(cand))
+	} else {
+		fmt.Fprintf(&b, "\nRegression gate, %d runs against %d (p-values Holm-adjusted over its bounds):\n", len(base), len(cand))
+	}
 	var failed []string
 	for _, r := range results {
 		word := "ok  "
@@ -96,21 +116,28 @@ func compareRuns(w io.Writer, baseName string, base *bench.Summary, candName str
 	return nil
 }
 
-// gateFlags are bench's --baseline and --fail-on: the run's record,
+// gateFlags are bench's --baseline and --fail-on: the runs' records,
 // once written, compared with the baseline's as compare does.
 type gateFlags struct {
 	baseline, failOn string
 
-	base   *bench.Summary
+	base   []*bench.Summary
 	bounds []bench.Bound
 }
 
 // load reads the baseline and the bounds before the run, so that a
-// mistake in either is reported before any request is sent.
-func (g *gateFlags) load(sweep bool) error {
+// mistake in either is reported before any request is sent. An A/B set
+// (ab) gates its own comparison: bounds without a baseline.
+func (g *gateFlags) load(sweep, ab bool) error {
 	if g.baseline == "" {
-		if g.failOn != "" {
-			return &exitError{code: exitGateError, err: errors.New("--fail-on needs --baseline")}
+		switch {
+		case g.failOn != "" && ab:
+			var err error
+			if g.bounds, err = bench.ParseGate(g.failOn); err != nil {
+				return &exitError{code: exitGateError, err: fmt.Errorf("--fail-on: %w", err)}
+			}
+		case g.failOn != "":
+			return &exitError{code: exitGateError, err: errors.New("--fail-on needs --baseline (or --ab-base-url)")}
 		}
 		return nil
 	}
@@ -123,7 +150,7 @@ func (g *gateFlags) load(sweep bool) error {
 			return &exitError{code: exitGateError, err: fmt.Errorf("--fail-on: %w", err)}
 		}
 	}
-	base, err := lastRecord(g.baseline)
+	base, err := lastRuns(g.baseline, 0)
 	if err != nil {
 		return &exitError{code: exitGateError, err: fmt.Errorf("--baseline: %w", err)}
 	}
@@ -131,13 +158,13 @@ func (g *gateFlags) load(sweep bool) error {
 	return nil
 }
 
-// check compares the record just appended to path (read back from the
+// check compares the n records just appended to path (read back from the
 // file, so that the gate sees what compare would) with the baseline.
-func (g *gateFlags) check(w io.Writer, path string) error {
+func (g *gateFlags) check(w io.Writer, path string, n int) error {
 	if g.base == nil {
 		return nil
 	}
-	cand, err := lastRecord(path)
+	cand, err := lastRuns(path, max(n, 1))
 	if err != nil {
 		return &exitError{code: exitGateError, err: fmt.Errorf("--baseline: read the run back: %w", err)}
 	}
