@@ -203,7 +203,7 @@ func TestBenchCacheCostFlags(t *testing.T) {
 	if !s.CacheReport || s.CostPerHour != 2.5 {
 		t.Errorf("spec cache_report %v, cost_per_hour %v; want true, 2.5", s.CacheReport, s.CostPerHour)
 	}
-	if p := s.Params(); !p.CacheReport || p.CostPerHour != 2.5 {
+	if p := s.RunParams(); !p.CacheReport || p.CostPerHour != 2.5 {
 		t.Errorf("params %+v; want cache report and 2.5", p.CacheCostParams)
 	}
 }

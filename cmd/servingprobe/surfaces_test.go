@@ -768,7 +768,7 @@ func surfaceBenchRecord(t *testing.T, backend string, tok *tokenizer.Tokenizer, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc := bench.NewAccumulator(spec.Params())
+	acc := bench.NewAccumulator(spec.RunParams())
 	ids, err := tok.Encode(surfPrompt, false)
 	if err != nil {
 		t.Fatal(err)
