@@ -46,7 +46,7 @@ var benchHelpGroups = []struct {
 	{"Sharded runs", []string{"shard", "shard-count", "run-id", "start-at"}},
 	{"Sweeps and SLO searches", []string{"sweep", "sweep-request-rates", "sweep-max-concurrency", "sweep-points", "sweep-cooldown",
 		"slo", "slo-search", "slo-precision", "slo-start", "slo-max", "slo-max-points", "slo-point-samples", "slo-point-time", "slo-idle-timeout", "slo-budget"}},
-	{"Regression gate (see docs/compare.md)", []string{"baseline", "fail-on"}},
+	{"Runs and the regression gate (see docs/compare.md)", []string{"runs", "runs-pause-sec", "ab-base-url", "ab-output-file", "baseline", "fail-on"}},
 	{"Remote run on a daemon", []string{"remote", "remote.target", "remote.module", "remote.basic-auth-user", "remote.basic-auth-password-file",
 		"remote.tls-ca-file", "remote.tls-cert-file", "remote.tls-key-file", "remote.tls-insecure-skip-verify", "remote.poll-interval"}},
 }
