@@ -34,16 +34,23 @@ const DefaultMaxErrorPercent = 1.0
 // SLO is a set of objectives that must all hold (--slo).
 type SLO []Objective
 
-// errorsItem is "errors<=P%" ("<" is accepted for "<=").
-var errorsItem = regexp.MustCompile(`^errors\s*<=?\s*([0-9]+(?:\.[0-9]+)?)\s*%$`)
+// errorsItem is "errors<=P%"; the operator is captured so that a "<" is
+// refused by name rather than read as "<=".
+var errorsItem = regexp.MustCompile(`^errors\s*(<=?)\s*([0-9]+(?:\.[0-9]+)?)\s*%$`)
 
-// sloItem is "metric:pP<=value[unit]"; "<" is accepted for "<=".
-var sloItem = regexp.MustCompile(`^([a-z0-9_]+):p([0-9]+(?:\.[0-9]+)?)\s*<=?\s*([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)\s*(ms|s|us|µs)?$`)
+// sloItem is "metric:pP<=value unit"; the operator and the unit are
+// captured so that a "<" and a bare number are refused by name.
+var sloItem = regexp.MustCompile(`^([a-z0-9_]+):p([0-9]+(?:\.[0-9]+)?)\s*(<=?)\s*([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)\s*(ms|s|us|µs)?$`)
 
 // ParseSLO parses --slo: comma-separated objectives such as
 // "ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s,errors<=1%". Metrics are
-// --goodput's (ttft, tpot, e2el; e2e is accepted for e2el) and itl; a
-// value without a unit is in milliseconds, as --goodput's are. An SLO
+// --goodput's (ttft, tpot, e2el; e2e is accepted for e2el) and itl. An
+// objective holds when the percentile is at most its bound, so it is
+// written "<=": a "<" is refused with the form meant, since reading it as
+// "<=" would silently change what the user wrote, and a strict bound on a
+// figure measured to the microsecond tells nothing more. A bound names its
+// unit (ms, s, us): a bare number is refused, since --goodput reads
+// milliseconds and a reader of "ttft:p99<=2" may mean seconds. An SLO
 // without an errors objective gets errors<=DefaultMaxErrorPercent%, last.
 func ParseSLO(s string) (SLO, error) {
 	var out SLO
@@ -54,7 +61,10 @@ func ParseSLO(s string) (SLO, error) {
 			continue
 		}
 		if m := errorsItem.FindStringSubmatch(item); m != nil {
-			pct, _ := strconv.ParseFloat(m[1], 64)
+			if m[1] == "<" {
+				return nil, fmt.Errorf("invalid objective %q: an objective is a bound the share may reach; write errors<=%s%% (\"<\" is not read as \"<=\")", item, m[2])
+			}
+			pct, _ := strconv.ParseFloat(m[2], 64)
 			if pct > 100 {
 				return nil, fmt.Errorf("invalid objective %q: the share of failed requests must be at most 100%%", item)
 			}
@@ -85,8 +95,14 @@ func ParseSLO(s string) (SLO, error) {
 		if !(p > 0 && p < 100) {
 			return nil, fmt.Errorf("invalid objective %q: the percentile must be above 0 and below 100", item)
 		}
-		v, _ := strconv.ParseFloat(m[3], 64)
-		unit := map[string]float64{"": 1, "ms": 1, "s": 1000, "us": 0.001, "µs": 0.001}[m[4]]
+		if m[5] == "" {
+			return nil, fmt.Errorf("invalid objective %q: name the unit of %s: %sms, %ss or %sus", item, m[4], m[4], m[4], m[4])
+		}
+		if m[3] == "<" {
+			return nil, fmt.Errorf("invalid objective %q: an objective is a bound the percentile may reach; write %s:p%s<=%s%s (\"<\" is not read as \"<=\")", item, m[1], m[2], m[4], m[5])
+		}
+		v, _ := strconv.ParseFloat(m[4], 64)
+		unit := map[string]float64{"ms": 1, "s": 1000, "us": 0.001, "µs": 0.001}[m[5]]
 		ms := v * unit
 		if !(ms > 0) || math.IsInf(ms, 0) {
 			return nil, fmt.Errorf("invalid objective %q: the bound must be a positive duration", item)

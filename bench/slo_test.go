@@ -17,7 +17,14 @@ func TestParseSLO(t *testing.T) {
 	}{
 		{in: "ttft:p99<=500ms", want: SLO{{MetricTTFT, 99, 500, 0}}},
 		{in: "ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s", want: SLO{{MetricTTFT, 99, 500, 0}, {MetricITL, 99, 50, 0}, {MetricE2EL, 90, 10000, 0}}},
-		{in: " tpot:p99.9 <= 40 , e2el:p50<2.5s ", want: SLO{{MetricTPOT, 99.9, 40, 0}, {MetricE2EL, 50, 2500, 0}}},
+		{in: " tpot:p99.9 <= 40ms , e2el:p50<=2.5s ", want: SLO{{MetricTPOT, 99.9, 40, 0}, {MetricE2EL, 50, 2500, 0}}},
+		// "<" is refused with the form meant, never read as "<=".
+		{in: "ttft:p99<500ms", wantErr: `invalid objective "ttft:p99<500ms": an objective is a bound the percentile may reach; write ttft:p99<=500ms ("<" is not read as "<=")`},
+		{in: "errors<1%", wantErr: `write errors<=1%`},
+		// A bare number names no unit: refused, with the units to choose.
+		{in: "tpot:p99.9<=40", wantErr: `invalid objective "tpot:p99.9<=40": name the unit of 40: 40ms, 40s or 40us`},
+		{in: "ttft:p99<2", wantErr: "name the unit of 2"},
+		{in: "ttft:p50<=300ms", want: SLO{{MetricTTFT, 50, 300, 0}}},
 		{in: "itl:p95<=800us", want: SLO{{MetricITL, 95, 0.8, 0}}},
 		{in: "", wantErr: "no objective"},
 		{in: "ttft<=500ms", wantErr: "want metric:pP<=value"},
@@ -31,7 +38,7 @@ func TestParseSLO(t *testing.T) {
 		// The errors objective: given, it replaces the default; 0% and
 		// 100% are the ends of its range.
 		{in: "ttft:p99<=500ms,errors<=5%", want: SLO{{MetricTTFT, 99, 500, 0}, {MetricErrors, 0, 0, 5}}},
-		{in: "errors<0%,itl:p50<=20ms", want: SLO{{MetricErrors, 0, 0, 0}, {MetricITL, 50, 20, 0}}},
+		{in: "errors<=0%,itl:p50<=20ms", want: SLO{{MetricErrors, 0, 0, 0}, {MetricITL, 50, 20, 0}}},
 		{in: "errors<=100%", want: SLO{{MetricErrors, 0, 0, 100}}},
 		{in: "errors<=101%", wantErr: "at most 100%"},
 		{in: "errors<=1", wantErr: "want errors<=P%"},
