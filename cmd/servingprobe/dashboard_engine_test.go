@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -147,64 +148,106 @@ func get(t *testing.T, url string) []byte {
 	return b
 }
 
+// engineUnderTest is one vLLM-named engine the client-vs-server dashboard
+// is checked against: the servingprobe target that probes it and the
+// Prometheus job that scrapes its /metrics.
+type engineUnderTest struct {
+	name, target, job string
+	// statesTiming: the engine states its own per-request timing in its
+	// responses, so the daemon exports the server-stated TTFT for it.
+	statesTiming bool
+}
+
+// enginesUnderTest are llm-d-inference-sim (vLLM's names from its own
+// code) and the demo simulator (vLLM's names from ours, and the families
+// llm-d lacks: preemptions, and prefix-cache counters, which llm-d counts
+// only in its KV-cache mode). Neither exports every family: each query
+// must be proven on the engines that export what it reads, and on one at
+// least.
+var enginesUnderTest = []engineUnderTest{
+	{name: "llm-d-inference-sim", target: "llmd", job: "vllm"},
+	{name: "the simulator", target: "sim-vllm-chat", job: "simulator", statesTiming: true},
+}
+
 // engineVars select what the client-vs-server dashboard shows for one
-// target and the vLLM job behind it, as its description asks users to.
-func engineVars() map[string]string {
+// target and the job behind it, as its description asks users to.
+func engineVars(e engineUnderTest) map[string]string {
 	v := promtest.Vars("1m", "1m")
-	v["target"], v["server_job"] = "llmd", "vllm"
+	v["target"], v["server_job"] = e.target, e.job
 	return v
 }
 
-// checkClientVsServerOnEngine evaluates every panel query of the
-// client-vs-server dashboard, at the instant at, for the llmd target and
-// the vllm job, and requires each to return at least one sample, every
-// one a finite number: with the 1m rate window the probes of the last
-// minute and the llmd window are in every histogram. The queries that read
-// only SGLang's names cannot have data from a vLLM; they are evaluated
-// (they must not fail) and listed, and TestDashboardsAgainstDaemon's
+// serverName matches an engine metric name in an expression.
+var serverName = regexp.MustCompile(`\b(?:vllm|sglang):[a-z0-9_]+`)
+
+// checkClientVsServerOnEngines evaluates every panel query of the
+// client-vs-server dashboard, at the instant at, for each engine under
+// test, and requires each query that reads a vLLM family the engine
+// exports to return at least one sample, every one a finite number: with
+// the 1m rate window the probes of the last minute (and the llmd window)
+// are in every histogram. A query reading only families the engine does
+// not export is listed as not applicable to it; every query that reads
+// vLLM's names must be proven on one engine at least. The queries that
+// read only SGLang's names cannot have data from a vLLM; they are
+// evaluated (they must not fail) and listed, and TestDashboardsAgainstDaemon's
 // renamed stand-in is what gives them data.
-func checkClientVsServerOnEngine(ctx context.Context, t *testing.T, prom *promtest.Server, at time.Time) {
+func checkClientVsServerOnEngines(ctx context.Context, t *testing.T, prom *promtest.Server, at time.Time) {
 	t.Helper()
 	queries, err := promtest.DashboardQueries(dashboards.FS, "client-vs-server.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	checks := prom.CheckQueries(ctx, queries, engineVars(), at, at, time.Second)
-	proven := 0
-	for _, c := range checks {
-		if c.Kind != promtest.KindPanel {
-			continue
+	exported := func(job, name string) bool {
+		r, err := prom.Query(ctx, fmt.Sprintf(`count({__name__=%q, job=%q})`, name, job), at)
+		if err != nil {
+			t.Fatal(err)
 		}
-		switch {
-		case c.Err != nil:
-			t.Errorf("%s: %v\n%s", c.Name(), c.Err, c.Substituted)
-		case readsOnly(c.Expr, "sglang:"):
-			t.Logf("not applicable to vLLM (reads only sglang: names): %s", c.Name())
-		case strings.Contains(c.Expr, "servingprobe_server_time_to_first_token_seconds") ||
-			strings.Contains(c.Expr, "servingprobe_time_to_first_token_outside_server_seconds"):
-			// These series exist only for a server that states its own
-			// per-request timing; llm-d-inference-sim states none, so the
-			// daemon exports none for it (never a zero). The demo
-			// simulator states its timing in this test, which proves the
-			// panel on data in the dashboard-wide check.
-			t.Logf("not applicable to llm-d-inference-sim (it states no per-request timing): %s", c.Name())
-		case !c.Result.Finite():
-			t.Errorf("%s against llm-d-inference-sim: %d series, %d float samples (%d NaN, %d infinite), want at least one, all finite\n%s",
-				c.Name(), c.Result.Series, c.Result.Floats, c.Result.NaN, c.Result.Inf, c.Substituted)
-		default:
-			proven++
-			t.Logf("ok against llm-d-inference-sim: %s: %d series", c.Name(), c.Result.Series)
+		return r.HasValues()
+	}
+	proven := map[string]bool{}
+	for _, e := range enginesUnderTest {
+		checks := prom.CheckQueries(ctx, queries, engineVars(e), at, at, time.Second)
+		for _, c := range checks {
+			if c.Kind != promtest.KindPanel {
+				continue
+			}
+			applicable := false
+			for _, n := range serverName.FindAllString(c.Expr, -1) {
+				applicable = applicable || strings.HasPrefix(n, "vllm:") && exported(e.job, n)
+			}
+			switch {
+			case c.Err != nil:
+				t.Errorf("%s: %v\n%s", c.Name(), c.Err, c.Substituted)
+			case readsOnly(c.Expr, "sglang:"):
+				t.Logf("not applicable to vLLM (reads only sglang: names): %s", c.Name())
+			case !e.statesTiming && (strings.Contains(c.Expr, "servingprobe_server_time_to_first_token_seconds") ||
+				strings.Contains(c.Expr, "servingprobe_time_to_first_token_outside_server_seconds")):
+				// These series exist only for a server that states its own
+				// per-request timing; llm-d-inference-sim states none, so
+				// the daemon exports none for it (never a zero).
+				t.Logf("not applicable to %s (it states no per-request timing): %s", e.name, c.Name())
+			case !applicable && !strings.Contains(c.Expr, "servingprobe_"):
+				t.Logf("not applicable to %s (it exports none of the families the query reads): %s", e.name, c.Name())
+			case !c.Result.Finite():
+				t.Errorf("%s against %s: %d series, %d float samples (%d NaN, %d infinite), want at least one, all finite\n%s",
+					c.Name(), e.name, c.Result.Series, c.Result.Floats, c.Result.NaN, c.Result.Inf, c.Substituted)
+			default:
+				proven[c.Name()] = true
+				t.Logf("ok against %s: %s: %d series", e.name, c.Name(), c.Result.Series)
+			}
 		}
 	}
-	if proven == 0 {
-		t.Error("no client-vs-server query was checked against the engine")
+	for _, q := range queries {
+		if q.Kind == promtest.KindPanel && !readsOnly(q.Expr, "sglang:") && !proven[q.Name()] {
+			t.Errorf("%s was proven against no engine", q.Name())
+		}
 	}
 }
 
 // readsOnly says whether every server metric an expression names has the
 // prefix (and it names at least one).
 func readsOnly(expr, prefix string) bool {
-	names := regexp.MustCompile(`\b(?:vllm|sglang):[a-z_]+`).FindAllString(expr, -1)
+	names := serverName.FindAllString(expr, -1)
 	for _, n := range names {
 		if !strings.HasPrefix(n, prefix) {
 			return false
@@ -228,6 +271,16 @@ var serverFamilyRenames = map[string]string{
 	"vllm:num_requests_running":          "sglang:num_running_reqs",
 }
 
+// simulatorFamilyRenames are the families the stand-in takes from the demo
+// simulator's vLLM names, because llm-d-inference-sim has none of them:
+// preemptions, and the prefix-cache hits against the prompt tokens they
+// are a share of (SGLang's cached_tokens over prompt_tokens).
+var simulatorFamilyRenames = map[string]string{
+	"vllm:num_preemptions":   "sglang:num_retracted_requests",
+	"vllm:prefix_cache_hits": "sglang:cached_tokens",
+	"vllm:prompt_tokens":     "sglang:prompt_tokens",
+}
+
 // renameFamilies rewrites a text exposition: the families in renames keep
 // their samples under the new name, every other line is dropped.
 func renameFamilies(r io.Reader, renames map[string]string) ([]byte, error) {
@@ -245,7 +298,7 @@ func renameFamilies(r io.Reader, renames map[string]string) ([]byte, error) {
 			name = line[:i]
 		}
 		family := name
-		for _, suf := range []string{"_bucket", "_sum", "_count"} {
+		for _, suf := range []string{"_bucket", "_sum", "_count", "_total", "_created"} {
 			if b, ok := strings.CutSuffix(name, suf); ok && renames[b] != "" {
 				family = b
 			}

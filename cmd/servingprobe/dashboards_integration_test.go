@@ -68,8 +68,6 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 	}
 	began := time.Now()
 	llmd := startLLMDSim(t, llmdSim(t))
-	standin := httptest.NewServer(sglangStandin(llmd + "/metrics"))
-	t.Cleanup(standin.Close)
 
 	simCfg := simulator.DefaultConfig()
 	simCfg.FaultRates = map[simulator.Fault]float64{simulator.Fault500: 0.05}
@@ -82,6 +80,10 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 	}
 	simSrv := httptest.NewServer(sim.Handler())
 	t.Cleanup(simSrv.Close)
+	standin := httptest.NewServer(sglangStandin(
+		standinSource{llmd + "/metrics", serverFamilyRenames},
+		standinSource{simSrv.URL + "/metrics", simulatorFamilyRenames}))
+	t.Cleanup(standin.Close)
 
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "servingprobe.yml")
@@ -104,6 +106,10 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 			Targets: []promtest.ScrapeTarget{
 				{Job: "servingprobe", URL: base + "/metrics"},
 				{Job: "vllm", URL: llmd + "/metrics"},
+				// The demo simulator's own /metrics, in vLLM's names: the
+				// engine families llm-d-inference-sim lacks (preemptions,
+				// prefix-cache counters without its KV-cache mode).
+				{Job: "simulator", URL: simSrv.URL + "/metrics"},
 				{Job: "sglang-standin", URL: standin.URL + "/metrics"},
 			},
 			NativeHistograms: native,
@@ -169,9 +175,14 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 				withData := 0
 				for _, c := range checks {
 					bug, known := knownEmpty[string(c.Kind)+" "+c.Title]
+					why, layout := standinLayoutOnly[c.Title+" ["+c.RefID+"]"]
 					switch {
 					case c.Err != nil:
 						t.Errorf("%s: %v\n%s", c.Name(), c.Err, c.Substituted)
+					case layout && c.Result.HasValues():
+						t.Errorf("%s has data now: remove it from standinLayoutOnly (%s)", c.Name(), why)
+					case layout:
+						t.Logf("not applicable to the SGLang stand-in: %s: %s", c.Name(), why)
 					case known && c.Result.HasValues():
 						t.Errorf("%s has data now: remove it from knownEmpty (%s)", c.Name(), bug)
 					case known:
@@ -188,11 +199,20 @@ func TestDashboardsAgainstDaemon(t *testing.T) {
 				}
 				t.Logf("%d of %d dashboard queries have data", withData, len(checks))
 				checkRulesHealthy(ctx, t, prom, start)
-				checkClientVsServerOnEngine(ctx, t, prom, end)
+				checkClientVsServerOnEngines(ctx, t, prom, end)
 			})
 		}
 	})
 	t.Logf("setup, bench and checks took %v", time.Since(began).Round(100*time.Millisecond))
+}
+
+// standinLayoutOnly lists SGLang queries, by panel title and refId, that
+// read a bucket bound of SGLang's own layout. The stand-in serves
+// llm-d-inference-sim's histograms, in vLLM's layout, under SGLang's names,
+// so it has no such bound; the query's name and label are proven by its
+// vLLM twin in the same panel, which reads the same expression.
+var standinLayoutOnly = map[string]string{
+	"Server queue time resolution [B]": "SGLang's first queue-time bound is 0.1 s; vLLM's layout, which the stand-in serves, starts at 0.3 s",
 }
 
 // knownEmpty lists dashboard queries, by kind and title, that are known to
@@ -289,24 +309,36 @@ func waitHTTP(t *testing.T, url string, timeout time.Duration) {
 	}
 }
 
-// sglangStandin serves the families of the text exposition at metricsURL
-// that the client-vs-server dashboard reads, renamed from vLLM's names to
-// SGLang's (serverFamilyRenames), and nothing else.
-func sglangStandin(metricsURL string) http.Handler {
+// standinSource is one exposition the SGLang stand-in reads and the
+// families it takes from it, renamed.
+type standinSource struct {
+	url     string
+	renames map[string]string
+}
+
+// sglangStandin serves the families of the text expositions at the
+// sources that the client-vs-server dashboard reads, renamed from vLLM's
+// names to SGLang's, and nothing else. The sources' renamed families must
+// not overlap: the stand-in would expose one family twice.
+func sglangStandin(sources ...standinSource) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp, err := http.Get(metricsURL)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		out, err := renameFamilies(resp.Body, serverFamilyRenames)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
+		var all []byte
+		for _, src := range sources {
+			resp, err := http.Get(src.url)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			out, err := renameFamilies(resp.Body, src.renames)
+			resp.Body.Close()
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			all = append(all, out...)
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		_, _ = w.Write(out)
+		_, _ = w.Write(all)
 	})
 }
 
