@@ -196,17 +196,17 @@ func wordPieces(w string, f func(string) bool) bool {
 }
 
 func (t *Tokenizer) encode(dst []int, text string) []int {
-	dst, _, _ = t.encodeContext(nil, dst, text, false)
+	dst, _, _ = t.encodeContext(context.Background(), dst, text, false)
 	return dst
 }
 
-// encodeContext is encode that stops, with ctx's error, once ctx is done
-// (a nil ctx never is). With count, ids past countBatch are counted in n
+// encodeContext is encode that stops, with ctx's error, once ctx is done.
+// With count, ids past countBatch are counted in n
 // and dropped from dst.
 func (t *Tokenizer) encodeContext(ctx context.Context, dst []int, text string, count bool) (_ []int, n int, err error) {
 	since := 0 // bytes of words since ctx was last looked at
 	word := func(w string) bool {
-		if since += len(w); ctx != nil && since > ctxCheckBytes {
+		if since += len(w); since > ctxCheckBytes {
 			since = 0
 			if err = ctx.Err(); err != nil {
 				return false
