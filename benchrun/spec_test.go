@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,25 +69,83 @@ func TestSpecJSONPatch(t *testing.T) {
 }
 
 // TestValidateNamesFields: one validation, each problem named by its
-// field, spelt as the CLI's flag or the API's key.
+// field, a key of the Spec's JSON (SpecKeys), which the API shows as it is
+// and the CLI spells as the flag that sets it.
 func TestValidateNamesFields(t *testing.T) {
 	s := DefaultSpec()
 	s.BaseURL, s.NumPrompts, s.RandomRangeRatio = "http://h", 0, 1.5
 	s.Sweep = &SweepSpec{Mode: bench.SweepSLO, By: bench.ByRequestRate, Precision: 2, Start: 1, Max: 8, MaxPoints: 4, SLO: bench.SLO{{}}}
+	s.Profile.PrefillURLs = []string{"http://p"}
 	err := s.Validate()
 	var p Problems
 	if !errors.As(err, &p) {
 		t.Fatalf("Validate() = %v, want Problems", err)
 	}
-	cli, api := p.Format(FlagName), p.Error()
-	for _, w := range []string{"--num-prompts: must be at least 1, got 0", "--random-range-ratio: must be between 0 and 1, got 1.5", "--slo-precision: must be in (0, 1), got 2"} {
-		if !strings.Contains(cli, w) {
-			t.Errorf("CLI form lacks %q:\n%s", w, cli)
+	keys := SpecKeys()
+	for _, q := range p {
+		if q.Field != "" && !slices.Contains(keys, q.Field) {
+			t.Errorf("problem %q names %q, which is no key of SpecKeys", q.Msg, q.Field)
 		}
 	}
+	cli := p.Format(func(k string) string { return "<" + k + ">" })
+	for _, w := range []string{"<num_prompts>: must be at least 1, got 0", "<random_range_ratio>: must be between 0 and 1, got 1.5", "<sweep.slo_precision>: must be in (0, 1), got 2", "<profile.pd_separated>: must be set"} {
+		if !strings.Contains(cli, w) {
+			t.Errorf("Format lacks %q:\n%s", w, cli)
+		}
+	}
+	api := p.Error()
 	for _, w := range []string{"num_prompts: must be at least 1", "random_range_ratio:", "sweep.slo_precision:"} {
 		if !strings.Contains(api, w) {
 			t.Errorf("API form lacks %q:\n%s", w, api)
+		}
+	}
+}
+
+// TestSpecKeys: the keys are the JSON's, nested objects dotted, and the
+// Spec fields the JSON leaves out are not among them.
+func TestSpecKeys(t *testing.T) {
+	keys := SpecKeys()
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{
+		{"backend", true},
+		{"dataset_name", true},     // bench.Params, embedded
+		{"random_input_len", true}, // datasets.Options, embedded in it
+		{"cache_report", true},     // bench.CacheCostParams, embedded in that
+		{"profile.enabled", true},
+		{"sweep.slo_max", true},
+		{"sweep.request_rates", true},
+		{"shard", true},
+		{"profile", false}, // an object: its keys are listed
+		{"sweep", false},
+		{"insecure", false}, // the CLI's only
+		{"details", false},
+		{"Details", false},
+		{"chat_template", false},
+	} {
+		if got := slices.Contains(keys, tc.key); got != tc.want {
+			t.Errorf("SpecKeys() has %q: %v, want %v", tc.key, got, tc.want)
+		}
+	}
+	// Every top-level key is one the JSON writes (the omitempty ones when
+	// set).
+	s := DefaultSpec()
+	s.Shard, s.RunID, s.StartAt = &Shard{Index: 0, Count: 2}, "r", "2026-01-01T00:00:00Z"
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, ".") {
+			continue
+		}
+		if _, ok := m[k]; !ok {
+			t.Errorf("key %q is not in a Spec's JSON", k)
 		}
 	}
 }

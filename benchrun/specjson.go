@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -350,32 +352,37 @@ func (p Problems) Format(name func(field string) string) string {
 	return strings.Join(lines, "\n")
 }
 
-// FlagName is the bench flag that sets a Spec's JSON key: the key with
-// dashes ("num_prompts" is --num-prompts); a sweep's keys are the sweep
-// flags ("sweep.slo_max" is --slo-max, "sweep.request_rates"
-// --sweep-request-rates, "sweep.auto" --sweep).
-func FlagName(field string) string {
-	if k, ok := strings.CutPrefix(field, "profile."); ok {
-		switch k {
-		case "enabled":
-			return "--profile"
-		case "prefill_url", "decode_url":
-			return "--profile-" + strings.ReplaceAll(k, "_", "-")
-		case "pd_separated":
-			return "--pd-separated"
+// SpecKeys are every key a Spec's JSON may carry, sorted: the keys of
+// its objects are dotted ("profile.enabled", "sweep.slo_max"), as a
+// Problem names them. The bench CLI's test holds its flags to these, so
+// that a flag and the body key it sets cannot drift apart.
+func SpecKeys() []string {
+	var keys []string
+	var walk func(prefix string, t reflect.Type)
+	walk = func(prefix string, t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case name == "-":
+			case name == "" && f.Anonymous:
+				walk(prefix, f.Type)
+			case name == "" && !f.IsExported():
+			case f.Type == reflect.TypeFor[Profile]():
+				walk(prefix+name+".", f.Type)
+			case f.Type == reflect.TypeFor[*SweepSpec]():
+				walk(prefix+name+".", reflect.TypeFor[sweepJSON]())
+			default:
+				if name == "" {
+					name = f.Name
+				}
+				keys = append(keys, prefix+name)
+			}
 		}
-		return "--profile-" + strings.ReplaceAll(k, "_", "-")
 	}
-	if k, ok := strings.CutPrefix(field, "sweep."); ok {
-		switch {
-		case k == "auto":
-			return "--sweep"
-		case strings.HasPrefix(k, "slo"):
-			return "--" + strings.ReplaceAll(k, "_", "-")
-		}
-		return "--sweep-" + strings.ReplaceAll(k, "_", "-")
-	}
-	return "--" + strings.ReplaceAll(field, "_", "-")
+	walk("", reflect.TypeFor[Spec]())
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // problems collects Problems; a nil result means none.

@@ -55,10 +55,40 @@ type benchFlags struct {
 	// runs is --runs and the interleaved A/B set (bench_runs.go).
 	runs runsFlags
 
-	// set records which flags the user gave; keys maps a flag to the
-	// Spec's JSON key it sets, for --remote.
+	// set records which flags the user gave; keys maps each flag to the
+	// Spec's JSON key it sets and back.
 	set  map[string]*bool
-	keys map[string]string
+	keys flagKeys
+}
+
+// flagKeys is the one mapping between the bench flags and the JSON keys
+// of the Spec they set (a bench window body's names, benchrun.SpecKeys),
+// written as each flag is registered (binder.flag): --remote translates
+// the flags given into body keys with it, and the Spec's Problems, which
+// name keys, name flags with it. A key set by several flags (an older or
+// vLLM's name) is named by the first registered.
+type flagKeys struct {
+	key  map[string]string // flag name → JSON key
+	flag map[string]string // JSON key → flag name
+}
+
+func (k *flagKeys) add(name, key string) {
+	if k.key == nil {
+		k.key, k.flag = map[string]string{}, map[string]string{}
+	}
+	k.key[name] = key
+	if _, ok := k.flag[key]; !ok {
+		k.flag[key] = name
+	}
+}
+
+// flagName is "--" and the flag that sets a Spec's JSON key; a key that
+// no flag sets is shown as it is.
+func (k *flagKeys) flagName(key string) string {
+	if name, ok := k.flag[key]; ok {
+		return "--" + name
+	}
+	return key
 }
 
 // flagValue is a bench flag's value: argparse's habits for kingpin. The
@@ -322,7 +352,7 @@ type binder struct {
 // that is no bench parameter); its default is v's current value.
 func (b *binder) flag(name, key, help string, v kingpin.Value) *kingpin.FlagClause {
 	if key != "" {
-		b.f.keys[name] = key
+		b.f.keys.add(name, key)
 	}
 	if n, ok := v.(interface{ setName(string) }); ok {
 		n.setName(name)
@@ -340,7 +370,7 @@ func (b *binder) flag(name, key, help string, v kingpin.Value) *kingpin.FlagClau
 // bool registers a boolean flag.
 func (b *binder) bool(name, key, help string, p *bool) {
 	if key != "" {
-		b.f.keys[name] = key
+		b.f.keys.add(name, key)
 	}
 	set := new(bool)
 	b.f.set[name] = set
@@ -361,7 +391,7 @@ func key(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
 func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	f := &benchFlags{spec: benchrun.DefaultSpec(), host: "0.0.0.0", mooncakeWorkload: "conversation",
-		set: map[string]*bool{}, keys: map[string]string{}, runs: runsFlags{n: 1, pause: DefaultRunsPause}}
+		set: map[string]*bool{}, runs: runsFlags{n: 1, pause: DefaultRunsPause}}
 	f.spec.Stats = bench.StatsExact
 	b := &binder{cmd: cmd, f: f, tr: &listTracker{}}
 	s, o := &f.spec, &f.spec.Options
@@ -462,13 +492,13 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	b.bool("plot-throughput", "", "After the table, plot output tokens/s and requests in flight over the run, in text (80 columns).", &f.plotThroughput)
 	local("report", "Write a self-contained HTML report of the run (or of every sweep point) to this file, after the results. If only the report fails, bench says so and exits 3.", stringValue(&f.report))
 	b.strings("profile-activities", "profile.activities", "Profiler activities (CPU GPU CUDA_PROFILER XPU MEM).", &s.Profile.Activities)
-	p("profile-start-step", "Profiler start step.", intValue(&s.Profile.StartStep))
-	p("profile-steps", "Profiler steps (the server stops by itself).", intValue(&s.Profile.Steps))
-	p("profile-num-steps", "Profiler steps (the server stops by itself).", intValue(&s.Profile.NumSteps))
+	b.flag("profile-start-step", "profile.start_step", "Profiler start step.", intValue(&s.Profile.StartStep))
+	b.flag("profile-steps", "profile.steps", "Profiler steps (the server stops by itself).", intValue(&s.Profile.Steps))
+	b.flag("profile-num-steps", "profile.num_steps", "Profiler steps (the server stops by itself).", intValue(&s.Profile.NumSteps))
 	b.bool("profile-by-stage", "profile.by_stage", "Profile by stage.", &s.Profile.ByStage)
 	b.strings("profile-stages", "profile.stages", "Profiler stages.", &s.Profile.Stages)
-	p("profile-output-dir", "Profiler output directory.", stringValue(&s.Profile.OutputDir))
-	p("profile-prefix", "Profiler file prefix.", stringValue(&s.Profile.Prefix))
+	b.flag("profile-output-dir", "profile.output_dir", "Profiler output directory.", stringValue(&s.Profile.OutputDir))
+	b.flag("profile-prefix", "profile.prefix", "Profiler file prefix.", stringValue(&s.Profile.Prefix))
 
 	b.strings("server-metrics", "server_metrics", "The server's Prometheus endpoint, read at the start and end of the measured run and sampled each second through it for the Server metrics block (repeat for a second source). Default: the base URL's /metrics, when it answers.", &s.ServerMetrics)
 	b.bool("no-server-metrics", "no_server_metrics", "Do not read the server's metrics.", &s.NoServerMetrics)
@@ -569,7 +599,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 // track registers a flag's set-by-user record and its JSON key.
 func (b *binder) track(name, key string) *bool {
 	if key != "" {
-		b.f.keys[name] = key
+		b.f.keys.add(name, key)
 	}
 	set := new(bool)
 	b.f.set[name] = set
@@ -683,7 +713,7 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 	if err := s.Validate(); err != nil {
 		var p benchrun.Problems
 		if errors.As(err, &p) {
-			return s, errors.New(p.Format(benchrun.FlagName))
+			return s, errors.New(p.Format(f.keys.flagName))
 		}
 		return s, err
 	}

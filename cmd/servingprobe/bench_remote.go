@@ -78,12 +78,12 @@ func (f *benchFlags) remoteBody(s benchrun.Spec) ([]byte, error) {
 		}
 	}
 	send := map[string]bool{"num_prompts": true, "seed": true, "burstiness": true, "warmup_requests": true}
-	names := slices.Sorted(maps.Keys(f.keys))
+	names := slices.Sorted(maps.Keys(f.keys.key))
 	for _, name := range names {
 		if !f.given(name) {
 			continue
 		}
-		k, _, _ := strings.Cut(f.keys[name], ".")
+		k, _, _ := strings.Cut(f.keys.key[name], ".")
 		if !slices.Contains(benchapi.BodyKeys, k) {
 			return nil, fmt.Errorf("--%s cannot be used with --remote: the daemon's config defines the target and its module", name)
 		}
