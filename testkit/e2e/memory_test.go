@@ -44,8 +44,9 @@ func peakRSS(t *testing.T, pid int) int64 {
 // request (beyond it the count is an estimate, and its source says so),
 // and the count gives up at the probe's deadline. The daemon, which also
 // probes the target on its own schedule, must answer /probe within the
-// timeout (plus slack for a shared machine), stay under 1.5 GB, and
-// still stop on SIGTERM.
+// timeout (plus slack for a shared machine), stay under 1.5 GB, refuse
+// an output-heavy bench window over its memory budget, and still stop on
+// SIGTERM.
 func TestBigWordProbeIsBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binary against 48 MiB answers")
@@ -56,7 +57,8 @@ func TestBigWordProbeIsBounded(t *testing.T) {
 	cfg := hostile.Config([]hostile.Target{{
 		Name: "big", URL: bw.URL(), Interval: 30 * time.Second, Timeout: timeout,
 		MaxResponseBytes: 64 << 20, MaxEventBytes: 16 << 20,
-	}}, "")
+	}}, fmt.Sprintf("bench:\n  results_dir: %q\n  max_body_bytes: 4096\n  max_prompts: 10000\n  max_request_rate: 50\n"+
+		"  max_concurrency: 8\n  max_duration: 2m\n", t.TempDir()))
 	path := filepath.Join(t.TempDir(), "servingprobe.yml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -89,6 +91,17 @@ func TestBigWordProbeIsBounded(t *testing.T) {
 	// after 41 of its words: still a 41 MiB word to count.)
 	if !strings.Contains(string(body), "token_source=tokenizer_estimate") {
 		t.Errorf("/probe answered %.600s, want a result whose token_source is tokenizer_estimate", body)
+	}
+
+	// The issue's output-heavy window: 10,000 requests of 131,072 output
+	// tokens at concurrency 4 was accepted (202) and grew about 65 MB/s
+	// until the daemon died at 5.8 GB. Its outputs alone are about
+	// 62,000 MiB of what the record keeps, so it is refused, naming the
+	// fields to lower, and nothing runs.
+	code, msg := do(t, http.MethodPost, p.url("/api/v1/benches"),
+		`{"target":"big","dataset_name":"random","num_prompts":10000,"random_input_len":1,"random_output_len":131072,"max_concurrency":4,"request_rate":50}`)
+	if code != http.StatusUnprocessableEntity || !strings.Contains(msg, "random_output_len") || !strings.Contains(msg, "more than a window may hold") {
+		t.Errorf("POST the output-heavy window = %d %.300s, want 422 naming random_output_len and the budget", code, msg)
 	}
 	p.stop(t)
 }
