@@ -3,11 +3,17 @@ package dashboards
 import (
 	"encoding/json"
 	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v2"
+
 	"github.com/servingprobe/servingprobe/dashboards/internal/mixin"
+	"github.com/servingprobe/servingprobe/dashboards/promtest"
 )
 
 // layoutPanel is the part of a panel the layout tests read.
@@ -222,5 +228,79 @@ func TestClientVsServerGapNotClipped(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("%d gap panels, want TTFT, ITL and E2E", n)
+	}
+}
+
+// TestOverviewQueriesOnSeries evaluates overview queries with promtool on
+// synthetic series: the last-success age of a module that never succeeded
+// is -1 (mapped to "never") instead of missing, and each fleet column is
+// the worst module of its target, not a pool.
+func TestOverviewQueriesOnSeries(t *testing.T) {
+	pt := promtool(t)
+	exprs := map[string]string{}
+	for _, p := range layoutPanels(t, "overview.json") {
+		for i, tg := range p.Targets {
+			exprs[p.Title+" "+string(rune('A'+i))] = tg.Expr
+		}
+	}
+	vars := promtest.Vars("1m", "1m")
+	vars["module"] = "m2" // the row of the module that never succeeded
+	sub := func(key string) string {
+		e, ok := exprs[key]
+		if !ok {
+			t.Fatalf("overview has no query %q", key)
+		}
+		s, err := promtest.Substitute(e, vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	type sample struct {
+		Labels string  `yaml:"labels"`
+		Value  float64 `yaml:"value"`
+	}
+	type exprTest struct {
+		Expr       string   `yaml:"expr"`
+		EvalTime   string   `yaml:"eval_time"`
+		ExpSamples []sample `yaml:"exp_samples"`
+	}
+	ls := func(module string) string {
+		return `{job="servingprobe", target="a", module="` + module + `", model="x"}`
+	}
+	allModules := promtest.Vars("1m", "1m")
+	fleetErr, err := promtest.Substitute(exprs["Fleet A"], allModules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := map[string]any{
+		"evaluation_interval": "1m",
+		"tests": []any{map[string]any{
+			"interval": "1m",
+			"input_series": []map[string]string{
+				{"series": "servingprobe_last_probe_timestamp_seconds" + ls("m1"), "values": "0+60x10"},
+				{"series": "servingprobe_last_success_timestamp_seconds" + ls("m1"), "values": "0+60x10"},
+				{"series": "servingprobe_last_probe_timestamp_seconds" + ls("m2"), "values": "0+60x10"},
+				{"series": "target:servingprobe_availability_slo_errors:ratio_rate5m" + ls("m1"), "values": "0x10"},
+				{"series": "target:servingprobe_availability_slo_errors:ratio_rate5m" + ls("m2"), "values": "0.5x10"},
+			},
+			"promql_expr_test": []exprTest{
+				{Expr: sub("Last probe age B"), EvalTime: "5m", ExpSamples: []sample{{Labels: `{target="a"}`, Value: -1}}},
+				{Expr: sub("Last probe age A"), EvalTime: "5m", ExpSamples: []sample{{Labels: `{target="a"}`, Value: 0}}},
+				{Expr: fleetErr, EvalTime: "5m", ExpSamples: []sample{{Labels: `{target="a"}`, Value: 0.5}}},
+			},
+		}},
+	}
+	b, err := yaml.Marshal(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "overview_test.yaml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(pt, "test", "rules", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s\n%s", err, out, b)
 	}
 }

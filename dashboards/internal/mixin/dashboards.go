@@ -373,7 +373,7 @@ func (c Config) fleetTable() *Panel {
 	desc := fmt.Sprintf("One line per target, each number the worst module of the target over the last 5m or 1h, from rules.yaml's records (the series the alerts read). "+
 		"5m error ratio: failed over finished probes, red above the availability budget (1 - %[1]v). TTFT p50 and p99: red above the SLO threshold %[2]ss. "+
 		"Burn 1h: how many times faster than sustainable the %[3]s budget burns; orange above 6, red above 14.4 (the paging levels). "+
-		"Budget left: the share of the %[3]s error budget not yet spent, below 0 when it is overspent. A target with no line has no recorded series yet (no probe in 5m, or rules.yaml not loaded).",
+		"Budget left: the share of the %[3]s error budget not yet spent, below 0 when it is overspent; over the records the last %[3]s holds, so in the first days of the records it extrapolates from few probes. A target with no line has no recorded series yet (no probe in 5m, or rules.yaml not loaded).",
 		c.AvailabilitySLOTarget, c.TTFTThresholdSeconds, sloPeriod)
 	return &Panel{
 		Type: "table", Title: "Fleet", Description: desc, Targets: targets,
@@ -473,8 +473,8 @@ sum by (target) (increase(servingprobe_requests_total{%[1]s, outcome!="canceled"
 	b.add(c.runbook(timeseries("Probe success ratio", "Successful over finished probes over 5m per target (canceled excluded), from rules.yaml's availability SLI, as the alerts read it. The line is the availability SLO target.", "percentunit",
 		Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(c.AvailabilitySLOTarget)}}},
 		q(fmt.Sprintf("1 - max by (target) (%s{%s})", sliErrors("availability", "5m"), moduleSel), "{{target}}")), "ServingprobeProbeFailures"), 8, 7)
-	b.add(c.runbook(timeseries("Probe errors by outcome", "Failed probes per second, by target and outcome.", "reqps", thresholds(),
-		q(fmt.Sprintf(`sum by (target, outcome) (rate(servingprobe_requests_total{%s, outcome!="success"}[%s]))`, probeSel, rateInterval), "{{target}} {{outcome}}")), "ServingprobeProbeFailures"), 8, 7)
+	b.add(c.runbook(timeseries("Probe errors by outcome", "Failed probes per second, by target and outcome; only outcomes that occurred, so that a fleet of healthy targets draws no line (No data means no failure).", "reqps", thresholds(),
+		q(fmt.Sprintf(`sum by (target, outcome) (rate(servingprobe_requests_total{%s, outcome!="success"}[%s])) > 0`, probeSel, rateInterval), "{{target}} {{outcome}}")), "ServingprobeProbeFailures"), 8, 7)
 	b.add(timeseries("Throughput", "Probes per second (all outcomes) and tokens per second of successful probes, over the selected targets.", "short", thresholds(),
 		q(fmt.Sprintf(`sum(rate(servingprobe_requests_total{%s}[%s]))`, probeSel, rateInterval), "probes/s"),
 		q(fmt.Sprintf(`sum(rate(servingprobe_generation_tokens_total{%s}[%s]))`, probeSel, rateInterval), "output tokens/s"),
@@ -673,26 +673,26 @@ func (c Config) ClientVsServer() *Dashboard {
 		q(serverQuantile("0.5", vllmQueue...), "vLLM p50"),
 		q(serverQuantile("0.99", vllmQueue...), "vLLM p99"),
 		q(serverQuantile("0.5", sglangQueue...), "SGLang p50"),
-		q(serverQuantile("0.99", sglangQueue...), "SGLang p99")), 8, 8)
-	kv := timeseries("Server KV cache usage",
-		optionalDescription+"The fraction of the engine's KV cache in use, the highest over its instances (vLLM's kv_cache_usage_perc, 1 is full; SGLang's token_usage of its token pool). Near 1, new requests wait or running ones are preempted.", "percentunit", thresholds(),
-		q(serverGauge("max", vllmKVUsage...), "vLLM"),
-		q(serverGauge("max", sglangKVUsage...), "SGLang"))
-	kv.FieldConfig.Defaults.Min, kv.FieldConfig.Defaults.Max = ptr(0.0), ptr(1.0)
-	b.add(kv, 8, 8)
-	b.add(timeseries("Server waiting and running requests",
-		optionalDescription+"Requests the engine holds waiting for a slot and requests it is running, summed over its instances. Waiting above 0 means requests queue inside the engine; compare with the queue time.", "short", thresholds(),
-		q(serverGauge("sum", vllmWaiting...), "vLLM waiting"),
-		q(serverGauge("sum", vllmRunning...), "vLLM running"),
-		q(serverGauge("sum", sglangWaiting...), "SGLang waiting"),
-		q(serverGauge("sum", sglangRunning...), "SGLang running")), 8, 8)
+		q(serverQuantile("0.99", sglangQueue...), "SGLang p99")), 6, 8)
 	res := timeseries("Server queue time resolution",
 		optionalDescription+"The share of queued requests whose wait fell in the lowest bucket of the engine's queue-time histogram: at most "+vllmQueueFirstBucket+" s for vLLM (its request-latency buckets, which llm-d-inference-sim copies), at most "+sglangQueueFirstBucket+" s for SGLang (its first bucket, 0, holds only zero waits). "+
 			"Near 1, the queue-time quantiles are interpolations inside that bucket: the wait is below its bound, and the panel cannot say by how much.", "percentunit", thresholds(),
 		q(firstBucketShare(vllmQueue[0], vllmQueueFirstBucket), "vLLM ≤ "+vllmQueueFirstBucket+" s"),
 		q(firstBucketShare(sglangQueue[0], sglangQueueFirstBucket), "SGLang ≤ "+sglangQueueFirstBucket+" s"))
 	res.FieldConfig.Defaults.Max = ptr(1.0)
-	b.add(res, 8, 8)
+	b.add(res, 6, 8)
+	kv := timeseries("Server KV cache usage",
+		optionalDescription+"The fraction of the engine's KV cache in use, the highest over its instances (vLLM's kv_cache_usage_perc, 1 is full; SGLang's token_usage of its token pool). Near 1, new requests wait or running ones are preempted.", "percentunit", thresholds(),
+		q(serverGauge("max", vllmKVUsage...), "vLLM"),
+		q(serverGauge("max", sglangKVUsage...), "SGLang"))
+	kv.FieldConfig.Defaults.Min, kv.FieldConfig.Defaults.Max = ptr(0.0), ptr(1.0)
+	b.add(kv, 6, 8)
+	b.add(timeseries("Server waiting and running requests",
+		optionalDescription+"Requests the engine holds waiting for a slot and requests it is running, summed over its instances. Waiting above 0 means requests queue inside the engine; compare with the queue time.", "short", thresholds(),
+		q(serverGauge("sum", vllmWaiting...), "vLLM waiting"),
+		q(serverGauge("sum", vllmRunning...), "vLLM running"),
+		q(serverGauge("sum", sglangWaiting...), "SGLang waiting"),
+		q(serverGauge("sum", sglangRunning...), "SGLang running")), 6, 8)
 	c.engineRows(b)
 	return b.d
 }
@@ -769,7 +769,7 @@ func serverRatio(pairs [][2]string) string {
 func (c Config) engineRows(b *builder) {
 	b.row("Engine", "")
 	b.add(timeseries("Server prefill vs decode time",
-		optionalDescription+"p50 and p99 of the time vLLM spent per request in its PREFILL phase (the prompt, up to the first token) and its DECODE phase (the output after it). When TTFT grows and prefill does not, the wait is in the queue; when E2E grows with decode, the batch is full.", "s", thresholds(),
+		optionalDescription+"p50 and p99 of the time vLLM spent per request in its PREFILL phase (the prompt, up to the first token) and its DECODE phase (the output after it). When TTFT grows and prefill does not, the wait is in the queue; when E2E grows with decode, the batch is full. Both use vLLM's request-latency buckets, whose lowest ends at "+vllmQueueFirstBucket+" s: a phase shorter than that reads as an interpolation inside it (a p50 of about "+vllmQueueFirstBucket+"/2 s), as Server queue time resolution explains.", "s", thresholds(),
 		q(ClassicQuantile("0.5", vllmPrefill, serverSel, "", rateInterval), "prefill p50"),
 		q(ClassicQuantile("0.99", vllmPrefill, serverSel, "", rateInterval), "prefill p99"),
 		q(ClassicQuantile("0.5", vllmDecode, serverSel, "", rateInterval), "decode p50"),
