@@ -3,13 +3,13 @@ package datasets
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/servingprobe/servingprobe/internal/chatmsg"
 )
 
-// Message is one chat turn.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
+// Message is one chat turn. It is declared in internal/chatmsg, so that
+// the tokenizer renders a chat history without importing datasets.
+type Message = chatmsg.Message
 
 // Prompt is one request's input, as bench_serving's dataset row.
 type Prompt struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/tokenizer/hub"
 )
 
@@ -27,14 +26,28 @@ func unsupported(format string, a ...any) error {
 // hfLoad loads a tokenizer.json with the Rust Hugging Face library. It is
 // set only in builds with the hftokenizers tag (backend_hf.go); nil means
 // the pure-Go loader is the only one.
-var hfLoad func(path string) (datasets.Tokenizer, error)
+var hfLoad func(path string) (Any, error)
 
-// ResolveAny is Resolve for callers that need only a datasets.Tokenizer
-// (the bench, the daemon's modules, servingprobe tokenize): the pure-Go
+// Any is a tokenizer of either loader: the pure-Go Tokenizer, or the Rust
+// library's (hftokenizers) in a binary built with its tag. Its methods are
+// those of datasets.Tokenizer, which every tokenizer here satisfies (the
+// datasets package's tests assert it); it is declared here so that the
+// tokenizer does not import datasets and the parquet reader it links.
+type Any interface {
+	Encode(text string, addSpecialTokens bool) ([]int, error)
+	Decode(ids []int, skipSpecialTokens bool) (string, error)
+	// NumSpecialTokensToAdd is how many tokens Encode adds with
+	// addSpecialTokens (for example, a BOS).
+	NumSpecialTokensToAdd() int
+	VocabSize() int
+}
+
+// ResolveAny is Resolve for callers that need only an Any (the bench, the
+// daemon's modules, servingprobe tokenize): the pure-Go
 // loader first, and for what it does not support, the Rust library when
 // the binary is built with the hftokenizers tag. Without the tag the error
 // says how to get it.
-func ResolveAny(ctx context.Context, spec string, h *hub.Client) (datasets.Tokenizer, error) {
+func ResolveAny(ctx context.Context, spec string, h *hub.Client) (Any, error) {
 	t, err := Resolve(ctx, spec, h)
 	if err == nil {
 		return t, nil

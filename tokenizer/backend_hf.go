@@ -3,10 +3,9 @@
 package tokenizer
 
 import (
-	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/tokenizer/hftokenizers"
 )
 
 func init() {
-	hfLoad = func(path string) (datasets.Tokenizer, error) { return hftokenizers.Load(path) }
+	hfLoad = func(path string) (Any, error) { return hftokenizers.Load(path) }
 }

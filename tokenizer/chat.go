@@ -13,7 +13,7 @@ import (
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
 
-	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/chatmsg"
 )
 
 // ErrNoChatTemplate is returned by ApplyChatTemplate when
@@ -66,7 +66,7 @@ func (e errRaised) Error() string { return "chat template raised: " + e.msg }
 
 // Render renders messages. extra adds or overrides template variables (for
 // example enable_thinking for Qwen3).
-func (c *ChatTemplate) Render(messages []datasets.Message, addGenerationPrompt bool, extra map[string]any) (string, error) {
+func (c *ChatTemplate) Render(messages []chatmsg.Message, addGenerationPrompt bool, extra map[string]any) (string, error) {
 	msgs := make([]map[string]any, len(messages))
 	for i, m := range messages {
 		msgs[i] = map[string]any{"role": m.Role, "content": m.Content}
@@ -100,7 +100,7 @@ func (c *ChatTemplate) Render(messages []datasets.Message, addGenerationPrompt b
 
 // ApplyChatTemplate renders messages with the tokenizer's default chat
 // template, as transformers' apply_chat_template(tokenize=False).
-func (t *Tokenizer) ApplyChatTemplate(messages []datasets.Message, addGenerationPrompt bool) (string, error) {
+func (t *Tokenizer) ApplyChatTemplate(messages []chatmsg.Message, addGenerationPrompt bool) (string, error) {
 	t.chatOnce.Do(func() {
 		if t.config.ChatTemplate == "" {
 			t.chatErr = ErrNoChatTemplate

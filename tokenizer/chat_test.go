@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/servingprobe/servingprobe/datasets"
+	"github.com/servingprobe/servingprobe/internal/chatmsg"
 )
 
 // The expected strings come from @huggingface/jinja rendering the same
@@ -22,10 +22,10 @@ func TestChatTemplateQwen3(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cases []struct {
-		Name                string             `json:"name"`
-		Messages            []datasets.Message `json:"messages"`
-		AddGenerationPrompt bool               `json:"add_generation_prompt"`
-		Want                string             `json:"want"`
+		Name                string            `json:"name"`
+		Messages            []chatmsg.Message `json:"messages"`
+		AddGenerationPrompt bool              `json:"add_generation_prompt"`
+		Want                string            `json:"want"`
 	}
 	if err := json.Unmarshal(data, &cases); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestChatTemplateHelpers(t *testing.T) {
 				t.Fatal(err)
 			}
 			ct.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
-			got, err := ct.Render([]datasets.Message{{Role: "user", Content: "hi"}}, true, nil)
+			got, err := ct.Render([]chatmsg.Message{{Role: "user", Content: "hi"}}, true, nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Render() error = %v, want %q", err, tc.wantErr)

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-
-	"github.com/servingprobe/servingprobe/datasets"
 )
 
 // Server is a tokenizer that asks the serving engine itself, through the
@@ -34,7 +32,7 @@ type Server struct {
 	maxModelLen int
 }
 
-var _ datasets.Tokenizer = (*Server)(nil)
+var _ Any = (*Server)(nil)
 
 // NewServer returns a tokenizer for the server at baseURL (for example
 // http://localhost:8000); model is sent as "model" and may be empty.
@@ -120,7 +118,7 @@ func (s *Server) EncodeContext(ctx context.Context, text string, addSpecialToken
 	return r.Tokens, nil
 }
 
-// Encode implements datasets.Tokenizer.
+// Encode implements Any.
 func (s *Server) Encode(text string, addSpecialTokens bool) ([]int, error) {
 	return s.EncodeContext(context.Background(), text, addSpecialTokens)
 }
@@ -141,7 +139,7 @@ func (s *Server) DecodeContext(ctx context.Context, ids []int) (string, error) {
 	return "", fmt.Errorf("/detokenize: response has neither prompt nor text")
 }
 
-// Decode implements datasets.Tokenizer. skipSpecialTokens cannot be passed
+// Decode implements Any. skipSpecialTokens cannot be passed
 // to the server and is ignored.
 func (s *Server) Decode(ids []int, _ bool) (string, error) {
 	return s.DecodeContext(context.Background(), ids)

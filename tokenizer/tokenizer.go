@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
-
-	"github.com/servingprobe/servingprobe/datasets"
 )
 
 // Tokenizer is a HF tokenizer.json tokenizer: normalizer, added tokens,
@@ -34,7 +32,7 @@ type Tokenizer struct {
 	chatErr  error
 }
 
-var _ datasets.Tokenizer = (*Tokenizer)(nil)
+var _ Any = (*Tokenizer)(nil)
 
 // New builds a tokenizer from the bytes of tokenizer.json and, optionally
 // (nil), tokenizer_config.json.

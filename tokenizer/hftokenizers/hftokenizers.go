@@ -13,8 +13,6 @@ import (
 	"sync"
 
 	"github.com/daulet/tokenizers"
-
-	"github.com/servingprobe/servingprobe/datasets"
 )
 
 // Tokenizer is a Rust HF tokenizer. The Rust library's encode and decode
@@ -26,8 +24,6 @@ type Tokenizer struct {
 	once       sync.Once
 	numSpecial int
 }
-
-var _ datasets.Tokenizer = (*Tokenizer)(nil)
 
 // Load reads a tokenizer.json file, a .json.gz, or a directory holding
 // tokenizer.json(.gz).
@@ -70,7 +66,7 @@ func toU32(ids []int) ([]uint32, error) {
 	return out, nil
 }
 
-// Encode implements datasets.Tokenizer.
+// Encode implements tokenizer.Any.
 func (t *Tokenizer) Encode(text string, addSpecialTokens bool) ([]int, error) {
 	ids, _ := t.tk.Encode(text, addSpecialTokens)
 	out := make([]int, len(ids))
@@ -80,7 +76,7 @@ func (t *Tokenizer) Encode(text string, addSpecialTokens bool) ([]int, error) {
 	return out, nil
 }
 
-// Decode implements datasets.Tokenizer.
+// Decode implements tokenizer.Any.
 func (t *Tokenizer) Decode(ids []int, skipSpecialTokens bool) (string, error) {
 	u, err := toU32(ids)
 	if err != nil {
@@ -89,7 +85,7 @@ func (t *Tokenizer) Decode(ids []int, skipSpecialTokens bool) (string, error) {
 	return t.tk.Decode(u, skipSpecialTokens), nil
 }
 
-// NumSpecialTokensToAdd implements datasets.Tokenizer by encoding the empty
+// NumSpecialTokensToAdd implements tokenizer.Any by encoding the empty
 // string both ways, once.
 func (t *Tokenizer) NumSpecialTokensToAdd() int {
 	t.once.Do(func() {
@@ -100,7 +96,7 @@ func (t *Tokenizer) NumSpecialTokensToAdd() int {
 	return t.numSpecial
 }
 
-// VocabSize implements datasets.Tokenizer. The Rust binding reports the
+// VocabSize implements tokenizer.Any. The Rust binding reports the
 // size including added tokens, unlike tokenizer.Tokenizer.VocabSize.
 func (t *Tokenizer) VocabSize() int { return int(t.tk.VocabSize()) }
 
