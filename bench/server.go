@@ -91,6 +91,29 @@ func fmtCount(v float64) string {
 
 func ms(v float64) string { return pyfmt.Fixed2(v * 1000) }
 
+// estimateText is a bucket estimate as the table prints it: the
+// interpolated value, or "≤ upper" when it fell in the first bucket, where
+// the interpolation says nothing (a queue time whose waits are all
+// microseconds reads as half the first bucket's width), or "> lower" past
+// the last finite bound.
+func estimateText(e servermetrics.Estimate) string {
+	switch {
+	case math.IsInf(e.Upper, 1):
+		return "> " + ms(e.Lower)
+	case e.Lower == 0 && e.Upper > 0:
+		return "≤ " + ms(e.Upper)
+	}
+	return ms(e.Value)
+}
+
+// ServerAboveOurs reports whether the server's estimate e (seconds) lies
+// wholly above our figure ours (ms): its bucket's lower bound is above
+// ours, so the server's true percentile exceeds ours whatever the
+// interpolation. Within the bucket, the two cannot be told apart.
+func ServerAboveOurs(ours float64, e servermetrics.Estimate) bool {
+	return e.Lower*1000 > ours
+}
+
 func bucketText(e servermetrics.Estimate) string {
 	if math.IsInf(e.Upper, 1) {
 		return fmt.Sprintf("> %s", ms(e.Lower))
@@ -116,13 +139,16 @@ func (s *Summary) writeServer(t *tableWriter) {
 				continue
 			}
 			t.row("Server "+name+" mean (ms):", ms(l.Mean))
-			t.row("Server "+name+" P50/P90/P99 (ms):", ms(l.P50.Value)+" / "+ms(l.P90.Value)+" / "+ms(l.P99.Value))
+			t.row("Server "+name+" P50/P90/P99 (ms):", estimateText(l.P50)+" / "+estimateText(l.P90)+" / "+estimateText(l.P99))
 			t.row("  from buckets (ms):", bucketText(l.P50)+" / "+bucketText(l.P90)+" / "+bucketText(l.P99))
-			if l.P99.Lower == 0 && l.P99.Upper > 0 && !math.IsInf(l.P99.Upper, 1) {
+			switch {
+			case l.P99.Lower == 0 && l.P99.Upper > 0 && !math.IsInf(l.P99.Upper, 1):
 				// Every percentile is in the first bucket: the layout
 				// cannot resolve them (vLLM's queue time starts at 300
 				// ms), and the interpolated values say only that.
-				t.row("  resolution:", "all in the first bucket, (0, "+ms(l.P99.Upper)+"] ms; the mean is exact")
+				t.row("  resolution:", "all in the first bucket, (0, "+ms(l.P99.Upper)+"] ms; the mean ("+ms(l.Mean)+") is exact")
+			case l.P50.Lower == 0 && l.P50.Upper > 0:
+				t.row("  resolution:", "P50 in the first bucket, (0, "+ms(l.P50.Upper)+"] ms, which its buckets cannot resolve; the mean ("+ms(l.Mean)+") is exact")
 			}
 		}
 		if len(r.Latencies) > 0 {
@@ -130,9 +156,14 @@ func (s *Summary) writeServer(t *tableWriter) {
 		}
 		if gap, ok := s.ServerTTFTGap(r); ok {
 			t.row("TTFT ours - server P50/P90/P99 (ms):", pyfmt.Fixed2(gap[0])+" / "+pyfmt.Fixed2(gap[1])+" / "+pyfmt.Fixed2(gap[2]))
+			l, _ := r.Latency(servermetrics.TTFT)
+			ours := [3]float64{s.TTFT.Median, s.TTFT.P90, s.TTFT.P99}
 			for i, p := range []string{"P50", "P90", "P99"} {
-				if gap[i] < 0 {
-					t.row("TTFT disagreement:", fmt.Sprintf("the server's %s exceeds ours by %s ms (a bucket estimate, another clock start, or other traffic)", p, pyfmt.Fixed2(-gap[i])))
+				// Only a disagreement the buckets resolve: where ours
+				// lies in the server's bucket, a negative gap is the
+				// interpolation's, not the server's.
+				if e := [3]servermetrics.Estimate{l.P50, l.P90, l.P99}[i]; gap[i] < 0 && ServerAboveOurs(ours[i], e) {
+					t.row("TTFT disagreement:", fmt.Sprintf("the server's %s lies in %s ms, wholly above our %s ms (another clock start, or other traffic)", p, bucketText(e), pyfmt.Fixed2(ours[i])))
 				}
 			}
 		}

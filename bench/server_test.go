@@ -26,11 +26,17 @@ func TestServerBlock(t *testing.T) {
 	if err := s.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
+	if strings.Contains(b.String(), "disagreement") {
+		t.Errorf("a disagreement within the server's bucket is stated:\n%s", b.String())
+	}
 	for _, want := range []string{
-		"Server TTFT P50/P90/P99 (ms):            50.00 / 75.00 / 80.00",
+		"Server TTFT P50/P90/P99 (ms):            50.00 / 75.00 / > 80.00",
 		"  from buckets (ms):                     (40.00, 60.00] / (60.00, 80.00] / > 80.00",
 		"TTFT ours - server P50/P90/P99 (ms):     5.00 / -5.00 / 0.00",
-		"TTFT disagreement:                       the server's P90 exceeds ours by 5.00 ms",
+		// P90: ours (70) lies in the server's bucket (60, 80]: the -5 is
+		// the interpolation's, and no disagreement is stated. P99: the
+		// server's bucket lies wholly above our 80 only past its lower
+		// bound, which 80 is not.
 		"Token counts:                            the server counted 20 more prompt tokens",
 		"Prefix cache hit rate:                   25.00%",
 		"KV cache usage peak/mean:                50.00% / 25.00%",
@@ -74,12 +80,62 @@ func TestServerBlockFirstBucket(t *testing.T) {
 	if err := s.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(`\n  resolution: +all in the first bucket, \(0, 300\.00\] ms; the mean is exact`)
+	re := regexp.MustCompile(`\n  resolution: +all in the first bucket, \(0, 300\.00\] ms; the mean \(0\.20\) is exact`)
 	if n := len(re.FindAllString(b.String(), -1)); n != 1 {
 		t.Errorf("%d resolution rows, want 1 (queue time, not E2E whose P99 left the first bucket):\n%s", n, b.String())
 	}
 	if i, j := strings.Index(b.String(), "Server queue time P50"), re.FindStringIndex(b.String()); i < 0 || j == nil || j[0] < i {
 		t.Errorf("the resolution row does not follow the queue time's percentiles:\n%s", b.String())
+	}
+	// A P50 of 150 ms beside a mean of 0.2 ms is the first bucket's
+	// interpolation: it prints as the bucket, never as 150.
+	for _, want := range []string{
+		"Server queue time P50/P90/P99 (ms):      ≤ 300.00 / ≤ 300.00 / ≤ 300.00",
+		"Server E2E P50/P90/P99 (ms):             ≤ 300.00 / ≤ 300.00 / 400.00",
+		"  resolution:                            P50 in the first bucket, (0, 300.00] ms, which its buckets cannot resolve; the mean (200.00) is exact",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "150.00") {
+		t.Errorf("an interpolation inside the first bucket is printed as a value:\n%s", b.String())
+	}
+}
+
+// TestServerDisagreement: a server percentile is said to exceed ours only
+// where its bucket lies wholly above ours; within the bucket the two
+// cannot be told apart and nothing is said.
+func TestServerDisagreement(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ours float64
+		e    servermetrics.Estimate
+		want bool
+	}{
+		{"ours inside the bucket", 413, servermetrics.Estimate{Value: 0.5, Lower: 0.25, Upper: 0.5}, false},
+		{"ours at the bucket's lower bound", 250, servermetrics.Estimate{Value: 0.3, Lower: 0.25, Upper: 0.5}, false},
+		{"bucket wholly above", 180, servermetrics.Estimate{Value: 0.3, Lower: 0.25, Upper: 0.5}, true},
+		{"first bucket", 0.1, servermetrics.Estimate{Value: 0.15, Lower: 0, Upper: 0.3}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ServerAboveOurs(tc.ours, tc.e); got != tc.want {
+				t.Errorf("ServerAboveOurs(%v, %+v) = %v, want %v", tc.ours, tc.e, got, tc.want)
+			}
+		})
+	}
+	s := &Summary{TTFT: Stats{Median: 180, P90: 413, P99: 600}}
+	s.Server = []servermetrics.Report{{Source: "http://h/metrics", Engine: "vllm", PrefixHitRate: math.NaN(),
+		Latencies: []servermetrics.Latency{{Kind: servermetrics.TTFT, Count: 10, Mean: 0.3,
+			P50: servermetrics.Estimate{Value: 0.3, Lower: 0.25, Upper: 0.5}, P90: servermetrics.Estimate{Value: 0.5, Lower: 0.25, Upper: 0.5},
+			P99: servermetrics.Estimate{Value: 0.75, Lower: 0.5, Upper: 1}}}}}
+	var b bytes.Buffer
+	if err := s.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(b.String(), "TTFT disagreement:"); got != 1 ||
+		!strings.Contains(b.String(), "the server's P50 lies in (250.00, 500.00] ms, wholly above our 180.00 ms") {
+		t.Errorf("want one disagreement, the P50's (the P90's 87 ms lie within its bucket):\n%s", b.String())
 	}
 }
 
