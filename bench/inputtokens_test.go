@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,9 @@ func TestInputTokenLinesAddUp(t *testing.T) {
 		{"image: the server counts the template and images", "image", 40, 300, 360, false, 3 * 20},
 		{"completions: the server's count is the dataset's", "random", 100, 0, 100, false, 0},
 		{"dataset counts in compat", "image", 40, 300, 360, true, 0},
+		// A server that counts fewer tokens than our tokenizer: no
+		// negative template count, the mismatch named instead.
+		{"the server counts fewer: another tokenizer", "random", 100, 0, 80, false, -3 * 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var results []prober.Result
@@ -56,6 +60,13 @@ func TestInputTokenLinesAddUp(t *testing.T) {
 				got[m[1]], _ = strconv.Atoi(m[2])
 			}
 			total, text, vision, tmpl := got["Total input tokens"], got["Total input text tokens"], got["Total input vision tokens"], got["Chat template and other server tokens"]
+			if tc.wantTemplate < 0 {
+				want := "Tokenizer mismatch:                      the server counted 60 fewer input tokens than our tokenizer; it is not the server model's (--tokenizer)"
+				if _, shown := got["Chat template and other server tokens"]; shown || !strings.Contains(b.String(), want) {
+					t.Errorf("a negative template count: want no template line and %q:\n%s", want, b.String())
+				}
+				return
+			}
 			if total != text+vision+tmpl {
 				t.Errorf("total %d != text %d + vision %d + template %d:\n%s", total, text, vision, tmpl, b.String())
 			}

@@ -86,8 +86,14 @@ func (s *Summary) writeTable(t *tableWriter) error {
 	if s.DatasetName == "image" || s.DatasetName == "mmmu" {
 		t.int("Total input vision tokens:", s.TotalInputVisionTokens)
 	}
-	if n := s.TemplateInputTokens(); n != 0 {
+	switch n := s.TemplateInputTokens(); {
+	case n > 0:
 		t.int("Chat template and other server tokens:", n)
+	case n < 0:
+		// A template adds tokens, it never takes any away: a server that
+		// counted fewer than the dataset's text tokens counts with
+		// another tokenizer, and a negative count would hide that.
+		t.row("Tokenizer mismatch:", fmt.Sprintf("the server counted %d fewer input tokens than our tokenizer; it is not the server model's (--tokenizer)", -n))
 	}
 	emb := s.Embedding
 	if !emb {
