@@ -19,6 +19,14 @@ type metricRow struct {
 	get          func(*bench.Summary) float64
 }
 
+// bucketRows are the rows that are a server's bucket estimates, with the
+// bucket each run's fell in: two runs whose estimates share a bucket
+// differ by nothing the histogram resolves.
+var bucketRows = map[string]func(*bench.Summary) (servermetrics.Estimate, bool){
+	"Server TTFT P50 (ms, bucket estimate)": serverBucket(servermetrics.TTFT, func(l servermetrics.Latency) servermetrics.Estimate { return l.P50 }),
+	"Server TTFT P99 (ms, bucket estimate)": serverBucket(servermetrics.TTFT, func(l servermetrics.Latency) servermetrics.Estimate { return l.P99 }),
+}
+
 // neutralRows are neither better nor worse when they differ: how long the
 // model reasoned, how full the KV cache ran.
 var neutralRows = map[string]bool{"Reasoning tokens": true, "Server KV cache usage peak (%)": true}
@@ -84,6 +92,32 @@ func server(get func(*servermetrics.Report) float64) func(*bench.Summary) float6
 		}
 		return get(&s.Server[0])
 	}
+}
+
+// serverBucket is the bucket of a server latency's percentile estimate,
+// false where the run did not read one.
+func serverBucket(k servermetrics.Kind, get func(servermetrics.Latency) servermetrics.Estimate) func(*bench.Summary) (servermetrics.Estimate, bool) {
+	return func(s *bench.Summary) (servermetrics.Estimate, bool) {
+		if len(s.Server) == 0 || s.Server[0].Missing != "" {
+			return servermetrics.Estimate{}, false
+		}
+		if l, ok := s.Server[0].Latency(k); ok && l.Count > 0 {
+			return get(l), true
+		}
+		return servermetrics.Estimate{}, false
+	}
+}
+
+// sameBucket reports whether the row is a bucket estimate that falls in
+// the same bucket in both runs, and that bucket.
+func (row metricRow) sameBucket(a, b *bench.Summary) (servermetrics.Estimate, bool) {
+	bucket := bucketRows[row.name]
+	if bucket == nil {
+		return servermetrics.Estimate{}, false
+	}
+	ea, oka := bucket(a)
+	eb, okb := bucket(b)
+	return ea, oka && okb && ea.Lower == eb.Lower && ea.Upper == eb.Upper
 }
 
 func serverLatency(k servermetrics.Kind, get func(servermetrics.Latency) float64) func(*bench.Summary) float64 {
@@ -169,6 +203,12 @@ func compareSections(runs []Run) []section {
 			}
 			if math.IsNaN(v) || math.IsNaN(base) {
 				b.WriteString(`<td class="num">–</td><td class="num">–</td><td></td>`)
+				continue
+			}
+			if e, ok := row.sameBucket(runs[0].Summary, r.Summary); ok {
+				// Both interpolations inside one bucket: the histogram
+				// cannot tell them apart, so no difference is stated.
+				fmt.Fprintf(&b, `<td class="num" colspan="2">same bucket, (%.2f, %.2f] ms</td><td></td>`, e.Lower*1000, e.Upper*1000)
 				continue
 			}
 			diff := v - base

@@ -2,11 +2,13 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/servermetrics"
 )
 
 // ciRun is a summary with intervals on its mean TTFT and mean ITL only.
@@ -44,5 +46,38 @@ func TestCompareColoursOnlySignificant(t *testing.T) {
 		if !regexp.MustCompile(tc.want).MatchString(page) {
 			t.Errorf("%s: the comparison lacks %s", tc.name, tc.want)
 		}
+	}
+}
+
+// TestCompareServerSameBucket: two runs whose server TTFT P50 estimates
+// (bucket interpolations) fall in one bucket state no difference, but the
+// bucket; estimates in different buckets show their difference.
+func TestCompareServerSameBucket(t *testing.T) {
+	withServer := func(p50, lo, hi float64) *bench.Summary {
+		s := ciRun(100, 10)
+		s.Server = []servermetrics.Report{{Source: "http://h/metrics", Engine: "vllm", PrefixHitRate: math.NaN(),
+			Latencies: []servermetrics.Latency{{Kind: servermetrics.TTFT, Count: 10, Mean: p50,
+				P50: servermetrics.Estimate{Value: p50, Lower: lo, Upper: hi}, P90: servermetrics.Estimate{Value: hi, Lower: lo, Upper: hi},
+				P99: servermetrics.Estimate{Value: hi, Lower: lo, Upper: hi}}}}}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		cand *bench.Summary
+		want string
+	}{
+		{"same bucket", withServer(0.197, 0.1, 0.25), `<tr><td>Server TTFT P50 \(ms, bucket estimate\)</td><td class="num">110.00</td><td class="num">197.00</td><td class="num" colspan="2">same bucket, \(100.00, 250.00\] ms</td><td></td></tr>`},
+		{"other bucket", withServer(0.3, 0.25, 0.5), `<tr><td>Server TTFT P50 \(ms, bucket estimate\)</td><td class="num">110.00</td><td class="num">300.00</td><td class="num ">\+190.00</td>`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			runs := []Run{{Name: "base", Summary: withServer(0.11, 0.1, 0.25)}, {Name: "new", Summary: tc.cand}}
+			if err := Write(&b, runs, Options{Now: time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)}); err != nil {
+				t.Fatal(err)
+			}
+			if !regexp.MustCompile(tc.want).MatchString(b.String()) {
+				t.Errorf("the comparison lacks %s", tc.want)
+			}
+		})
 	}
 }
