@@ -109,6 +109,7 @@ type Metrics struct {
 	lag     *prometheus.HistogramVec
 
 	targetInfo *prometheus.GaugeVec
+	tlsExpiry  *prometheus.GaugeVec
 
 	reloadSuccess, reloadTimestamp prometheus.Gauge
 
@@ -207,6 +208,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "target_info",
 			Help: "Descriptive labels of a configured target, always 1: its model, backend, where the token counts of its last successful request came from (token_source: usage, meta_info, tokenizer, requested, events, or unknown before the first success), and where the reasoning count of its last successful request that reasoned came from (reasoning_token_source: usage when the server stated the count, named as in token_source; counted when we added up the tokens of its reasoning events; none before any request reasoned).",
 		}, []string{labelTarget, labelModel, labelBackend, labelTokenSource, labelReasoningSource}),
+		// Per target, not module: every module of a target dials the same
+		// host. Created at the first response over TLS, never for http://.
+		tlsExpiry: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "tls_cert_expiry_timestamp_seconds",
+			Help: "Unix time in seconds at which the TLS certificate chain of the target's last response over TLS expires: the earliest NotAfter of the chain the client verified (of the certificates the server sent, with verification off). Absent until a response over TLS arrives.",
+		}, []string{labelTarget}),
 		reloadSuccess: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "config_last_reload_successful",
 			Help: "Whether the last configuration load or reload succeeded (1) or not (0).",
@@ -303,7 +310,7 @@ func (m *Metrics) probeGaugeVecs() []*prometheus.MetricVec {
 // targetVecs are every vector with a target label.
 func (m *Metrics) targetVecs() []*prometheus.MetricVec {
 	return append(append(m.perRequestVecs(), m.probeGaugeVecs()...),
-		m.skipped.MetricVec, m.lag.MetricVec, m.targetInfo.MetricVec,
+		m.skipped.MetricVec, m.lag.MetricVec, m.targetInfo.MetricVec, m.tlsExpiry.MetricVec,
 		m.benchRunning.MetricVec, m.benchLastStart.MetricVec, m.benchLastEnd.MetricVec, m.benchRuns.MetricVec,
 		m.benchReqThroughput.MetricVec, m.benchOutThroughput.MetricVec, m.benchCompleted.MetricVec, m.benchFailed.MetricVec,
 		m.benchRate.MetricVec, m.benchConcurrency.MetricVec, m.benchPoint.MetricVec,

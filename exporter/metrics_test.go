@@ -72,6 +72,10 @@ func newTestMetrics() (*prometheus.Registry, *Metrics) {
 func TestGoldenExposition(t *testing.T) {
 	reg, m := newTestMetrics()
 	obs := m.Observer(ModeProbe)
+	// Over TLS: the certificate chain's expiry becomes a gauge of the target.
+	tlsOK := successResult("vllm", "chat", "whatever the server echoes")
+	tlsOK.TLSCertExpiry = t0.Add(90 * 24 * time.Hour)
+	obs.Observe(tlsOK)
 	fail := prober.Result{Target: "vllm", Module: "chat", Scheduled: t0, Sent: t0, End: t0.Add(time.Second),
 		Outcome: prober.OutcomeHTTP5xx, HTTPStatus: 503}
 	obs.Observe(fail)

@@ -34,6 +34,9 @@ func (o *observer) Observe(r prober.Result) {
 	}
 	if ok {
 		o.record(r, model)
+		if !r.TLSCertExpiry.IsZero() {
+			o.m.tlsExpiry.WithLabelValues(r.Target).Set(unixSeconds(r.TLSCertExpiry))
+		}
 	}
 	s.mu.RUnlock()
 	if ok && r.Outcome == prober.OutcomeSuccess {

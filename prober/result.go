@@ -185,10 +185,13 @@ type Result struct {
 	Server ServerTimings `json:"server_timings,omitzero"`
 	// RequestPath is the path the request was sent to (no host, no
 	// query), so that a 404 can be read against the base URL it came from.
-	RequestPath string  `json:"request_path,omitzero"`
-	HTTPStatus  int     `json:"http_status,omitzero"`
-	Outcome     Outcome `json:"outcome"`
-	Err         string  `json:"error,omitzero"` // human-readable; never a label
+	RequestPath string `json:"request_path,omitzero"`
+	HTTPStatus  int    `json:"http_status,omitzero"`
+	// TLSCertExpiry is CertExpiry of the connection the response came
+	// on, on reused connections too; zero without TLS or a response.
+	TLSCertExpiry time.Time `json:"tls_cert_expiry,omitzero"`
+	Outcome       Outcome   `json:"outcome"`
+	Err           string    `json:"error,omitzero"` // human-readable; never a label
 
 	// Clock says what stamped the response's arrival times (and the
 	// start): the kernel's receive times, the process's clock, or both.

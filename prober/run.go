@@ -264,6 +264,7 @@ func (p *Prober) run(ctx context.Context, prompt datasets.Prompt, res *Result) e
 	body := resp.Body
 	defer func() { drain(body) }()
 	res.HTTPStatus = resp.StatusCode
+	res.TLSCertExpiry = CertExpiry(resp.TLS)
 	kc, userStart := p.requestConn(tr, resp, res)
 	if resp.StatusCode != http.StatusOK {
 		snippet, rerr := io.ReadAll(io.LimitReader(body, maxErrorBody))
