@@ -91,6 +91,26 @@ type Options struct {
 	// SpeedBenchOutputLen is every speed-bench request's output length.
 	SpeedBenchOutputLen int `json:"speed_bench_output_len"`
 
+	// vLLM's dataset flags (vllm bench serve): sonnet, prefix_repetition,
+	// spec_bench, random-mm and hf, and random's shared prefix.
+	RandomPrefixLen              int     `json:"random_prefix_len"`
+	SonnetInputLen               int     `json:"sonnet_input_len"`
+	SonnetOutputLen              int     `json:"sonnet_output_len"`
+	SonnetPrefixLen              int     `json:"sonnet_prefix_len"`
+	PrefixRepetitionPrefixLen    int     `json:"prefix_repetition_prefix_len"`
+	PrefixRepetitionSuffixLen    int     `json:"prefix_repetition_suffix_len"`
+	PrefixRepetitionNumPrefixes  int     `json:"prefix_repetition_num_prefixes"`
+	PrefixRepetitionOutputLen    int     `json:"prefix_repetition_output_len"`
+	SpecBenchCategory            string  `json:"spec_bench_category"`
+	SpecBenchOutputLen           int     `json:"spec_bench_output_len"`
+	RandomMMBaseItemsPerRequest  int     `json:"random_mm_base_items_per_request"`
+	RandomMMNumMMItemsRangeRatio float64 `json:"random_mm_num_mm_items_range_ratio"`
+	RandomMMLimitMMPerPrompt     string  `json:"random_mm_limit_mm_per_prompt"`
+	RandomMMBucketConfig         string  `json:"random_mm_bucket_config"`
+	HFSubset                     string  `json:"hf_subset"`
+	HFSplit                      string  `json:"hf_split"`
+	HFOutputLen                  int     `json:"hf_output_len"` // 0: each row's reply, else 256
+
 	// TraceOrder says the run replays trace timestamps: burstgpt and
 	// azure-trace then take their rows in file order, each at its time,
 	// instead of drawing them. Set by the run from --use-trace-timestamps.
@@ -126,6 +146,18 @@ func DefaultOptions() Options {
 		MooncakeNumRounds:      1,
 		SpeedBenchOutputLen:    512,
 		FixedOutputLen:         16,
+		// vLLM's defaults (vllm/benchmarks/datasets).
+		SonnetInputLen:              550,
+		SonnetOutputLen:             150,
+		SonnetPrefixLen:             200,
+		PrefixRepetitionPrefixLen:   256,
+		PrefixRepetitionSuffixLen:   256,
+		PrefixRepetitionNumPrefixes: 10,
+		PrefixRepetitionOutputLen:   128,
+		SpecBenchOutputLen:          256,
+		RandomMMBaseItemsPerRequest: 1,
+		RandomMMLimitMMPerPrompt:    DefaultRandomMMLimit,
+		RandomMMBucketConfig:        DefaultRandomMMBucketConfig,
 	}
 }
 
@@ -133,7 +165,7 @@ type constructor func(opts Options, tok Tokenizer) (Dataset, error)
 
 // constructors maps --dataset-name values to datasets.
 var constructors = map[string]constructor{
-	"random":                  newRandom,
+	"random":                  newRandomWithPrefix,
 	"random-ids":              newRandomIDs,
 	"sharegpt":                newShareGPT,
 	"generated-shared-prefix": newGSP,
@@ -154,6 +186,12 @@ var constructors = map[string]constructor{
 	"azure-trace":             newAzureTrace,
 	"audio":                   newAudio,
 	"dynamic":                 newDynamic,
+	// vLLM's datasets (vllm bench serve).
+	"sonnet":            newSonnet,
+	"prefix_repetition": newPrefixRepetition,
+	"spec_bench":        newSpecBench,
+	"random-mm":         newRandomMM,
+	"hf":                newHF,
 }
 
 // aliases are older names of datasets, each for the dataset that makes the
