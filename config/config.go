@@ -135,6 +135,40 @@ type Module struct {
 	// http_client_config, where they are secrets; Validate refuses them here.
 	Headers map[string]string `yaml:"headers,omitempty"`
 	Seed    int64             `yaml:"seed"`
+
+	// Answer shape and answer checks (docs/checks.md). ResponseFormat,
+	// Tools and ToolChoice are OpenAI's fields, kept as written (JSON
+	// values); each backend sends them in its own field. Checks says what
+	// a probe verifies of each answer, beside timing it.
+	ResponseFormat map[string]any `yaml:"response_format,omitempty"`
+	Tools          []any          `yaml:"tools,omitempty"`
+	ToolChoice     any            `yaml:"tool_choice,omitempty"`
+	Checks         AnswerChecks   `yaml:"checks,omitempty"`
+}
+
+// AnswerChecks are the checks a module runs on each answer (docs/checks.md).
+// The zero value checks nothing.
+type AnswerChecks struct {
+	// JSONSchema: the answer parses as JSON and, when response_format is
+	// a json_schema, validates against its schema.
+	JSONSchema bool `yaml:"json_schema,omitempty"`
+	// ToolCall: the model called one of the declared tools, with
+	// arguments that parse and validate against that tool's parameters.
+	ToolCall bool `yaml:"tool_call,omitempty"`
+	// Regex is searched for in the answer (unanchored, Go's RE2 syntax).
+	Regex string `yaml:"regex,omitempty"`
+	// Contains must occur in the answer; Equals must be the whole answer
+	// once white space at both ends is trimmed.
+	Contains string `yaml:"contains,omitempty"`
+	Equals   string `yaml:"equals,omitempty"`
+	// NoReasoningInContent: no reasoning markers in the answer text, and
+	// not an empty answer with all the output in reasoning.
+	NoReasoningInContent bool `yaml:"no_reasoning_in_content,omitempty"`
+}
+
+// Any reports whether at least one check is set.
+func (c AnswerChecks) Any() bool {
+	return c.JSONSchema || c.ToolCall || c.Regex != "" || c.Contains != "" || c.Equals != "" || c.NoReasoningInContent
 }
 
 // Bench holds the limits that protect targets from HTTP-triggered load.

@@ -90,7 +90,7 @@ func TestLoadBad(t *testing.T) {
 	}{
 		{"bad-unknown-field.yml", []string{
 			`config file "testdata/bad-unknown-field.yml": line 6: targets[0].intervall: unknown key (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
-			`line 10: modules["m"].max_tokens: unknown key (allowed: apply_chat_template, dataset, dataset_path, extra_body, headers, ignore_eos, include_usage, input_len, lora, output_len, prompt, range_ratio, seed, stream, temperature, tokenizer, top_p)`,
+			`line 10: modules["m"].max_tokens: unknown key (allowed: apply_chat_template, checks, dataset, dataset_path, extra_body, headers, ignore_eos, include_usage, input_len, lora, output_len, prompt, range_ratio, response_format, seed, stream, temperature, tokenizer, tool_choice, tools, top_p)`,
 		}},
 		{"bad-typo-hides-url.yml", []string{
 			// The misspelt key does not hide the invalid URL below it.

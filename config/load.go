@@ -89,6 +89,13 @@ func (m *Module) UnmarshalYAML(unmarshal func(any) error) error {
 	if m.ExtraBody != nil {
 		m.ExtraBody = jsonValue(m.ExtraBody).(map[string]any)
 	}
+	if m.ResponseFormat != nil {
+		m.ResponseFormat = jsonValue(m.ResponseFormat).(map[string]any)
+	}
+	if m.Tools != nil {
+		m.Tools = jsonValue(m.Tools).([]any)
+	}
+	m.ToolChoice = jsonValue(m.ToolChoice)
 	return nil
 }
 

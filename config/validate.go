@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -160,9 +161,61 @@ func (m Module) validate(v *validator, p string) {
 	if m.TopP != nil && (math.IsNaN(*m.TopP) || *m.TopP <= 0 || *m.TopP > 1) {
 		v.add(p+".top_p", "must be in (0, 1]")
 	}
+	m.validateAnswer(v, p)
 	for name := range m.Headers {
 		if slices.Contains(credentialHeaders, strings.ToLower(name)) {
 			v.add(fmt.Sprintf("%s.headers[%q]", p, name), "credentials belong in the target's http_client_config, where they are kept secret")
+		}
+	}
+}
+
+// validateAnswer checks response_format, tools, tool_choice and checks
+// for their shape; the prober compiles the schemas (config has no JSON
+// Schema validator) when it builds the module's probes.
+func (m Module) validateAnswer(v *validator, p string) {
+	rf := ""
+	if m.ResponseFormat != nil {
+		rf, _ = m.ResponseFormat["type"].(string)
+		switch rf {
+		case "json_object", "text":
+		case "json_schema":
+			js, _ := m.ResponseFormat["json_schema"].(map[string]any)
+			if _, ok := js["schema"].(map[string]any); !ok {
+				v.add(p+".response_format.json_schema.schema", "must be set to a JSON Schema object, as OpenAI's response_format writes it")
+			}
+		default:
+			v.add(p+".response_format.type", "must be json_object, json_schema or text")
+		}
+	}
+	for i, t := range m.Tools {
+		tp := fmt.Sprintf("%s.tools[%d]", p, i)
+		tm, _ := t.(map[string]any)
+		fn, _ := tm["function"].(map[string]any)
+		if typ, _ := tm["type"].(string); typ != "function" {
+			v.add(tp+".type", "must be function")
+		}
+		if name, _ := fn["name"].(string); name == "" {
+			v.add(tp+".function.name", "must be set")
+		}
+		if params, ok := fn["parameters"]; ok {
+			if _, ok := params.(map[string]any); !ok {
+				v.add(tp+".function.parameters", "must be a JSON Schema object")
+			}
+		}
+	}
+	if m.ToolChoice != nil && len(m.Tools) == 0 {
+		v.add(p+".tool_choice", "needs tools")
+	}
+	c := m.Checks
+	if c.JSONSchema && rf != "json_object" && rf != "json_schema" {
+		v.add(p+".checks.json_schema", "needs response_format of type json_object or json_schema")
+	}
+	if c.ToolCall && len(m.Tools) == 0 {
+		v.add(p+".checks.tool_call", "needs tools")
+	}
+	if c.Regex != "" {
+		if _, err := regexp.Compile(c.Regex); err != nil {
+			v.add(p+".checks.regex", "invalid regular expression %q: %v", c.Regex, err)
 		}
 	}
 }

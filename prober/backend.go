@@ -72,7 +72,16 @@ type Delta struct {
 	// CacheDetails is sglang's split of the cached prompt tokens by cache
 	// tier, when the event carries one; nil otherwise.
 	CacheDetails *CacheDetails
-	Done         bool // [DONE] or a terminal event
+	// ToolCalls are the tool-call fragments the event carries (their
+	// arguments are in Text too: they are output); Run assembles them.
+	ToolCalls []ToolCallDelta
+	// Answer is the part of Text that is the answer's content, when
+	// AnswerSet: a decoder that reads an event mixing reasoning, content
+	// and tool calls says which part is which. Unset, all of Text is the
+	// answer's unless Reasoning.
+	Answer    string
+	AnswerSet bool
+	Done      bool // [DONE] or a terminal event
 }
 
 // HasUsage reports whether the event carried a usage block.
@@ -114,6 +123,11 @@ type RequestOptions struct {
 	// NoTraceparent sends no traceparent header of our own (a header
 	// in Headers is still sent, and its trace id recorded).
 	NoTraceparent bool
+	// ResponseFormat, Tools and ToolChoice are the module's, in OpenAI's
+	// shape; each protocol sends them in its own fields (answerformat.go).
+	ResponseFormat map[string]any
+	Tools          []any
+	ToolChoice     any
 }
 
 // Backend is one wire protocol. Every Backend is one of this package's
@@ -173,6 +187,10 @@ func (d *Delta) set(v Delta, err error) error {
 // callers to it).
 type BackendInfo struct {
 	Name string
+	// ResponseFormat: the protocol can ask for structured output (a
+	// module's response_format), in its own field; Tools: it can declare
+	// tools (a module's tools and tool_choice). See answerformat.go.
+	ResponseFormat, Tools bool
 	// Protocol is the wire protocol (one Backend implementation each),
 	// for messages and tests; callers decide by the traits below.
 	Protocol string
@@ -368,11 +386,11 @@ func newEmbeddings() Backend  { return openAIEmbeddings{} }
 // The traits every name of a protocol shares; the table below adds each
 // name's own.
 var (
-	generateTraits = BackendInfo{Protocol: ProtocolSGLangGenerate, Path: pathGenerate, Images: true,
+	generateTraits = BackendInfo{Protocol: ProtocolSGLangGenerate, Path: pathGenerate, Images: true, ResponseFormat: true,
 		SamplingFlags: true, LogprobFields: true, SpecAccept: true, newBackend: newSGLang}
-	completionsTraits = BackendInfo{Protocol: ProtocolOpenAICompletions, Path: pathCompletions,
+	completionsTraits = BackendInfo{Protocol: ProtocolOpenAICompletions, Path: pathCompletions, ResponseFormat: true,
 		SamplingFlags: true, VLLMSampling: true, LogprobsCount: true, TextChunks: true, newBackend: newCompletions}
-	chatTraits = BackendInfo{Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true, Audio: true,
+	chatTraits = BackendInfo{Protocol: ProtocolOpenAIChat, Path: pathChat, Chat: true, Images: true, Audio: true, ResponseFormat: true, Tools: true,
 		SamplingFlags: true, VLLMSampling: true, ChatTemplateKwargs: true, TextChunks: true, SpecAcceptUnstreamed: true, newBackend: newChat}
 	embeddingsTraits = BackendInfo{Protocol: ProtocolOpenAIEmbeddings, Path: pathEmbeddings, Embedding: true, newBackend: newEmbeddings}
 )
@@ -420,9 +438,9 @@ var backends = map[string]BackendInfo{
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newTruss},
 	// Not bench_serving's: ollama's native API (its OpenAI routes work with
 	// openai and openai-chat). 11434 is ollama's port.
-	"ollama": {Protocol: ProtocolOllama, Path: pathOllamaGenerate, DefaultPort: 11434, APIRoot: ollamaAPIRoot,
+	"ollama": {Protocol: ProtocolOllama, Path: pathOllamaGenerate, DefaultPort: 11434, APIRoot: ollamaAPIRoot, ResponseFormat: true,
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newOllama},
-	"ollama-chat": {Protocol: ProtocolOllama, Path: pathOllamaChat, Chat: true, DefaultPort: 11434, APIRoot: ollamaAPIRoot,
+	"ollama-chat": {Protocol: ProtocolOllama, Path: pathOllamaChat, Chat: true, DefaultPort: 11434, APIRoot: ollamaAPIRoot, ResponseFormat: true, Tools: true,
 		ReadyPath: pathModels, FlushCachePath: pathFlushCache, newBackend: newOllamaChat},
 	// Not bench_serving's either: OpenAI's Responses API and Anthropic's
 	// Messages API, which vLLM, sglang (Responses) and ollama serve beside

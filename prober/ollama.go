@@ -92,6 +92,12 @@ func (b ollama) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, 
 			body = append(body, field{"images", ollamaImages(p.Images)})
 		}
 	}
+	if b.chat && len(o.Tools) > 0 {
+		body = append(body, field{"tools", o.Tools}) // ollama has no tool_choice
+	}
+	if f := ollamaFormat(o.ResponseFormat); f != nil {
+		body = append(body, field{"format", f})
+	}
 	body = append(body, field{"stream", o.Stream}, field{"options", ollamaOptions(o, p)})
 	o.BaseURL = trimAPIRoot(o.BaseURL, ollamaAPIRoot) // http://host:11434/api is the server's own base URL
 	req, err := newJSONRequest(o, path, body, p)
@@ -144,7 +150,10 @@ func (ollama) Decode(ev SSEEvent) (Delta, error) {
 		text = append(append(text, m.Thinking...), m.Content...)
 		for _, tc := range m.ToolCalls {
 			text = append(append(text, tc.Function.Name...), tc.Function.Arguments...)
+			// ollama sends each call whole, its arguments as an object.
+			d.ToolCalls = append(d.ToolCalls, ToolCallDelta{Index: -1, Name: tc.Function.Name, Arguments: string(tc.Function.Arguments)})
 		}
+		d.Answer, d.AnswerSet = m.Content, true
 	}
 	d.Text = text
 	// Thinking alone is reasoning; a line with any answer text (or a tool

@@ -103,6 +103,7 @@ func (openAIChat) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request
 	if p.LoRA != "" {
 		body = append(body, field{"lora_path", p.LoRA})
 	}
+	body = append(body, openAIAnswerFields(o, true)...)
 	return newJSONRequest(o, pathChat, body, p)
 }
 
@@ -111,10 +112,33 @@ type chatDelta struct {
 	ReasoningContent *string `json:"reasoning_content"`
 	Reasoning        *string `json:"reasoning"` // vLLM's newer name
 	ToolCalls        []struct {
+		Index    *int   `json:"index"` // streamed deltas carry it; a whole message's calls need not
+		ID       string `json:"id"`
 		Function struct {
+			Name      string `json:"name"`
 			Arguments string `json:"arguments"`
 		} `json:"function"`
 	} `json:"tool_calls"`
+}
+
+// answer returns the delta's content and its tool-call fragments.
+func (d *chatDelta) answer() (string, []ToolCallDelta) {
+	if d == nil {
+		return "", nil
+	}
+	var content string
+	if d.Content != nil {
+		content = *d.Content
+	}
+	var calls []ToolCallDelta
+	for _, tc := range d.ToolCalls {
+		i := -1
+		if tc.Index != nil {
+			i = *tc.Index
+		}
+		calls = append(calls, ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	return content, calls
 }
 
 // reasoningOnly reports whether the delta carries reasoning and nothing
@@ -201,6 +225,13 @@ func decodeChatJSON(data []byte) (Delta, error) {
 			!(ch.Delta.text() != "" && !ch.Delta.reasoningOnly()) && !(ch.Message.text() != "" && !ch.Message.reasoningOnly())
 		if ch.FinishReason != nil {
 			d.FinishReason = *ch.FinishReason
+		}
+		// An event that mixes parts says which is the answer (the fast
+		// scanner reads only events of one part, where Reasoning says it).
+		content, calls := ch.Delta.answer()
+		mcontent, mcalls := ch.Message.answer()
+		if d.ToolCalls = append(calls, mcalls...); len(d.ToolCalls) > 0 || (content+mcontent != string(d.Text) && !d.Reasoning) {
+			d.Answer, d.AnswerSet = content+mcontent, true
 		}
 	}
 	return d, nil

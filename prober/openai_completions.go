@@ -46,7 +46,7 @@ func completionsBody(o RequestOptions, p datasets.Prompt) object {
 }
 
 func (b openAICompletions) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Request, error) {
-	return newJSONRequest(o, b.path, completionsBody(o, p), p)
+	return newJSONRequest(o, b.path, append(completionsBody(o, p), openAIAnswerFields(o, false)...), p)
 }
 
 type completionsChunk struct {

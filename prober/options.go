@@ -22,11 +22,14 @@ func ModuleOptions(t config.Target, m config.Module) RequestOptions {
 		}
 		return *p
 	}
+	// An answer that is judged must end where the model ends it: with
+	// ignore_eos a JSON answer runs on past its closing brace.
+	judged := m.Checks.Any() || m.ResponseFormat != nil || len(m.Tools) > 0
 	return RequestOptions{
 		BaseURL:      strings.TrimRight(t.URL, "/"),
 		Model:        t.Model,
 		Stream:       boolOr(m.Stream, true),
-		IgnoreEOS:    boolOr(m.IgnoreEOS, true),
+		IgnoreEOS:    boolOr(m.IgnoreEOS, !judged),
 		Temperature:  m.Temperature,
 		TopP:         m.TopP,
 		IncludeUsage: boolOr(m.IncludeUsage, true),
@@ -35,6 +38,10 @@ func ModuleOptions(t config.Target, m config.Module) RequestOptions {
 		// A traceparent set by http_client_config is added below us, by
 		// its round tripper: ours would make it a second, invalid one.
 		NoTraceparent: t.NoTraceparent || clientSetsHeader(t, TraceparentHeader),
+
+		ResponseFormat: maps.Clone(m.ResponseFormat),
+		Tools:          m.Tools,
+		ToolChoice:     m.ToolChoice,
 	}
 }
 

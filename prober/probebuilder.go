@@ -96,7 +96,12 @@ func buildProbe(o ProbeBuilderOptions, t config.Target, moduleName string, m con
 			prompts[i].LoRA = m.LoRA
 		}
 	}
+	checks, err := moduleChecker(info, m)
+	if err != nil {
+		return nil, err
+	}
 	base := Prober{
+		Checks:  checks,
 		Client:  client,
 		Backend: info.New(),
 		Name:    t.Backend,

@@ -177,6 +177,16 @@ type Result struct {
 	RequestedOutputTokens int `json:"requested_output_tokens,omitzero"`
 
 	GeneratedText string `json:"generated_text,omitzero"`
+	// Answer is the answer's content alone (no reasoning field, no tool
+	// call), what the answer checks read; kept only when the module has
+	// checks (it repeats most of GeneratedText), and never written out.
+	Answer string `json:"-"`
+	// ToolCalls are the answer's tool calls, assembled from the stream's
+	// fragments by index (see ToolCall).
+	ToolCalls []ToolCall `json:"tool_calls,omitzero"`
+	// Checks are the module's answer checks on this answer, in
+	// CheckNames order; empty when it has none or the request failed.
+	Checks []CheckResult `json:"checks,omitzero"`
 	FinishReason  string `json:"finish_reason,omitzero"`
 	// SpecAcceptLength is sglang's meta_info.spec_accept_length, 0 if absent.
 	SpecAcceptLength float64 `json:"spec_accept_length,omitzero"`

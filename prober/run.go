@@ -83,6 +83,8 @@ type Prober struct {
 	// leaves Run, so that every surface gets the same redacted text. Nil
 	// redacts nothing.
 	Redactor *config.Redactor
+	// Checks judges each answer (see Checker.Check); nil checks nothing.
+	Checks *Checker
 }
 
 // drainTimeout bounds how long Run waits, after the stream ended, for the
@@ -142,6 +144,7 @@ func (p *Prober) Run(ctx context.Context, prompt datasets.Prompt, scheduled time
 		res.Err = p.Redactor.Redact(err.Error())
 	}
 	p.countTokens(ctx, prompt, &res)
+	res.Checks = p.Checks.Check(&res)
 	return res
 }
 
@@ -397,6 +400,8 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 		// max_tokens with a short answer does not pin much memory.
 		res.Events = make([]Event, 0, min(res.RequestedOutputTokens, maxPresizedEvents))
 	}
+	var answer []byte // the answer's content, kept only for the checks
+	keepAnswer := p.Checks != nil
 	err := func() error {
 		for i := 0; ; i++ {
 			ev, at, err := sr.Next()
@@ -470,6 +475,16 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 				n := len(text)
 				text = d.AppendText(text)
 				newText = len(text) - n
+				switch {
+				case !keepAnswer:
+				case d.AnswerSet:
+					answer = append(answer, d.Answer...)
+				case !d.Reasoning && len(d.ToolCalls) == 0:
+					answer = append(answer, text[n:]...)
+				}
+			}
+			if len(d.ToolCalls) > 0 {
+				res.ToolCalls = appendToolCalls(res.ToolCalls, d.ToolCalls)
 			}
 
 			// New tokens, from a cumulative count when the server gives one
@@ -525,6 +540,12 @@ func (p *Prober) streamClocked(body io.Reader, format StreamFormat, res *Result,
 		res.Events = nil // as if never sized: "events" stays omitted
 	}
 	res.GeneratedText = string(text)
+	if keepAnswer {
+		if cumulative { // sglang's /generate: the latest full text is the answer
+			answer = text
+		}
+		res.Answer = string(answer)
+	}
 	switch {
 	case perEventCT && final.Source != "":
 		res.EventTokensSource = final.Source

@@ -41,6 +41,9 @@ func (sglangGenerate) NewRequest(o RequestOptions, p datasets.Prompt) (*http.Req
 	if o.TopP != nil && *o.TopP < 1 {
 		sp = append(sp, field{"top_p", pyFloat(*o.TopP)})
 	}
+	if js := sglangJSONSchema(o.ResponseFormat); js != "" {
+		sp = append(sp, field{"json_schema", js})
+	}
 	var lora any // null, as bench_serving sends it
 	if p.LoRA != "" {
 		lora = p.LoRA
