@@ -32,6 +32,9 @@ func ParseRecord(line []byte) (*Summary, error) {
 			return nil, fmt.Errorf("decode record: servingprobe: %w", err)
 		}
 	}
+	if isVLLMResult(v.top) {
+		return parseVLLMResult(v.top) // vllmresult.go
+	}
 	s := &Summary{}
 	for _, rows := range [][]recordField{recordStandard, recordExtras} {
 		if err := readFields(s, rows, v.top, &v); err != nil {

@@ -56,6 +56,7 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 	if err != nil {
 		return err
 	}
+	f.vllm.model, f.vllm.tokenizer = prep.Model, prep.TokenizerName
 	if s.Sweep != nil {
 		return runSweep(ctx, env, f, prep, renv)
 	}
@@ -90,15 +91,26 @@ func benchOnce(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.P
 // writeBenchOutput prints the table and appends the JSONL record.
 func writeBenchOutput(w io.Writer, sum *bench.Summary, f *benchFlags, p bench.Params) error {
 	defer sum.SpooledDetails.Close() // the record is their last reader
-	if err := f.writeTable(w, sum); err != nil {
+	path := f.outputFile
+	if f.vllm.on {
+		// vLLM's block and result file; the JSONL only when asked.
+		name, err := f.vllm.write(w, sum, p, f.spec)
+		if err != nil {
+			return err
+		}
+		if path == "" {
+			path = name
+		}
+	} else if err := f.writeTable(w, sum); err != nil {
 		return err
 	}
-	path := f.outputFile
-	if path == "" {
+	if path == "" && !f.vllm.on {
 		path = bench.DefaultOutputFile(p, time.Now())
 	}
-	if err := sum.AppendJSONL(path, bench.JSONOptions{Strict: f.strictJSON, Details: f.outputDetails}); err != nil {
-		return fmt.Errorf("write results: %w", err)
+	if (!f.vllm.on || f.outputFile != "") && path != "" {
+		if err := sum.AppendJSONL(path, bench.JSONOptions{Strict: f.strictJSON, Details: f.outputDetails}); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
 	}
 	if f.plotThroughput {
 		if err := sum.Timeline(100).WritePlot(w); err != nil {

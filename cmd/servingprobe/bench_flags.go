@@ -54,6 +54,8 @@ type benchFlags struct {
 	gate gateFlags
 	// runs is --runs and the interleaved A/B set (bench_runs.go).
 	runs runsFlags
+	// vllm is vllm bench serve's own flags (bench_vllm.go).
+	vllm vllmFlags
 
 	// set records which flags the user gave; keys maps each flag to the
 	// Spec's JSON key it sets and back.
@@ -589,6 +591,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	b.bool("strict-json", "", "Write an infinite request rate as the string \"inf\" instead of bench_serving's bare Infinity, so that the JSONL is valid JSON.", &f.strictJSON)
 	b.cmd.Flag("max-duration", "Stop the measured run after this long (cancelling requests in flight); 0 means no limit.").Default("0s").IsSetByUser(b.track("max-duration", "max_duration")).DurationVar(&s.MaxDuration)
 
+	addVLLMFlags(b, f)
 	addRemoteFlags(cmd, &f.remote)
 	addSweepFlags(b, &f.sweep)
 
@@ -707,6 +710,7 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 		}
 	}
 	s.Sweep = sw
+	f.vllm.apply(&s, f, bad)
 	if len(errs) > 0 {
 		return s, errors.Join(errs...)
 	}

@@ -17,6 +17,9 @@ var cliOnlyFlags = []string{
 	"host", "port", "output-file", "output-details", "print-requests", "disable-tqdm", "plot-throughput",
 	"report", "strict-json", "baseline", "fail-on", "runs", "runs-pause-sec", "ab-base-url", "ab-output-file",
 	"shard-count", "mooncake-workload",
+	// vLLM's output and request flags (bench_vllm.go).
+	"save-result", "save-detailed", "append-result", "result-dir", "result-filename", "metadata", "label", "endpoint",
+	"logprobs", "tokenizer-mode", "random-batch-size", "output-len", "ignore-eos",
 }
 
 // cliOnlyKeys are keys of Spec fields that a flag sets but a bench

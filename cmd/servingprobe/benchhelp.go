@@ -47,6 +47,13 @@ var benchHelpGroups = []struct {
 	{"Sweeps and SLO searches", []string{"sweep", "sweep-request-rates", "sweep-max-concurrency", "sweep-points", "sweep-cooldown",
 		"slo", "slo-search", "slo-precision", "slo-start", "slo-max", "slo-max-points", "slo-point-samples", "slo-point-time", "slo-idle-timeout", "slo-budget"}},
 	{"Runs and the regression gate (see docs/compare.md)", []string{"runs", "runs-pause-sec", "ab-base-url", "ab-output-file", "baseline", "fail-on"}},
+	{"vLLM's bench serve (any of these, or a vLLM dataset, makes a vLLM-style run)", []string{"save-result", "save-detailed", "append-result",
+		"result-dir", "result-filename", "metadata", "label", "endpoint-type", "endpoint", "logprobs", "tokenizer-mode", "num-warmups",
+		"input-len", "output-len", "ignore-eos", "random-prefix-len", "random-batch-size", "sonnet-input-len", "sonnet-output-len",
+		"sonnet-prefix-len", "prefix-repetition-prefix-len", "prefix-repetition-suffix-len", "prefix-repetition-num-prefixes",
+		"prefix-repetition-output-len", "spec-bench-output-len", "spec-bench-category", "random-mm-base-items-per-request",
+		"random-mm-num-mm-items-range-ratio", "random-mm-limit-mm-per-prompt", "random-mm-bucket-config", "hf-subset", "hf-split",
+		"hf-output-len"}},
 	{"Remote run on a daemon", []string{"remote", "remote.target", "remote.module", "remote.basic-auth-user", "remote.basic-auth-password-file",
 		"remote.tls-ca-file", "remote.tls-cert-file", "remote.tls-key-file", "remote.tls-insecure-skip-verify", "remote.poll-interval"}},
 }
@@ -54,7 +61,10 @@ var benchHelpGroups = []struct {
 // benchHelpIntro says how the flags read, so that each need not.
 const benchHelpIntro = "The flags are bench_serving's, with its names and defaults, and more. As with its argument parser, a flag may be " +
 	"shortened to any unambiguous prefix, and of a flag given twice the last wins, except for a flag shown with \"...\", " +
-	"which takes several values, after one flag or repeated. A boolean flag is turned on by its name alone."
+	"which takes several values, after one flag or repeated. A boolean flag is turned on by its name alone. " +
+	"A flag or dataset only vllm bench serve has makes the run vLLM-style: the flags both tools share then mean what vLLM means " +
+	"(backend openai, no warmup, ignore_eos only for random data, percentiles ttft,tpot,itl at 99), vLLM's result block is printed " +
+	"and --save-result writes vLLM's result file instead of the JSONL (docs/bench.md lists the differences)."
 
 // isBenchHelp reports whether args ask for bench's help: bench with -h
 // or --help before any "--", or help bench.
