@@ -69,7 +69,9 @@ func TestVLLMDatasets(t *testing.T) {
 				t.Errorf("%d distinct prefixes, want 3: %v", len(prefixes), prefixes)
 			}
 		}},
-		{"random prefix", "random", func(o *datasets.Options) { o.RandomPrefixLen, o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = 20, 10, 5, 1 }, 4, func(t *testing.T, ps []datasets.Prompt) {
+		{"random prefix", "random", func(o *datasets.Options) {
+			o.RandomPrefixLen, o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = 20, 10, 5, 1
+		}, 4, func(t *testing.T, ps []datasets.Prompt) {
 			for _, p := range ps {
 				if p.Text[:30] != ps[0].Text[:30] || p.PromptLen != 30 {
 					t.Errorf("prompt %.40q len %d: want the shared prefix and 20+10 tokens", p.Text, p.PromptLen)
