@@ -54,6 +54,9 @@ type Target struct {
 	// target's requests (one is sent by default, so that the server's
 	// trace of a probe can be found from its exemplar).
 	NoTraceparent bool `yaml:"no_traceparent,omitempty"`
+	// CapacityCheck, when set, runs an SLO search on the target on a
+	// schedule (capacity.go).
+	CapacityCheck *CapacityCheck `yaml:"capacity_check,omitempty"`
 }
 
 // SecretURL is a URL whose password, if it has one, is a secret: it

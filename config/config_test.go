@@ -89,12 +89,12 @@ func TestLoadBad(t *testing.T) {
 		want []string // every line of the error, in order
 	}{
 		{"bad-unknown-field.yml", []string{
-			`config file "testdata/bad-unknown-field.yml": line 6: targets[0].intervall: unknown key (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
+			`config file "testdata/bad-unknown-field.yml": line 6: targets[0].intervall: unknown key (allowed: backend, capacity_check, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
 			`line 10: modules["m"].max_tokens: unknown key (allowed: apply_chat_template, checks, dataset, dataset_path, extra_body, headers, ignore_eos, include_usage, input_len, lora, output_len, prompt, range_ratio, response_format, seed, stream, temperature, tokenizer, tool_choice, tools, top_p)`,
 		}},
 		{"bad-typo-hides-url.yml", []string{
 			// The misspelt key does not hide the invalid URL below it.
-			`config file "testdata/bad-typo-hides-url.yml": line 5: targets[0].intervall: unknown key (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
+			`config file "testdata/bad-typo-hides-url.yml": line 5: targets[0].intervall: unknown key (allowed: backend, capacity_check, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
 			`line 8: targets[1].url: scheme must be http or https, got "ftp"`,
 			// prometheus/common's types are walked like ours.
 			`line 11: targets[1].http_client_config.basic_auth.usr: unknown key (allowed: password, password_file, password_ref, username, username_file, username_ref)`,
@@ -126,7 +126,7 @@ func TestLoadBad(t *testing.T) {
 			`line 8: targets[1].name: duplicate target name "a" (also targets[0])`,
 			`line 11: targets[1].modules[1]: unknown module "x"`,
 			`line 12: targets[1].no_traceparent: must be true or false, got "maybe"`,
-			`line 13: targets[1].intervall: unknown key (allowed: backend, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
+			`line 13: targets[1].intervall: unknown key (allowed: backend, capacity_check, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
 			`line 17: bench.max_duration: must be a duration such as 30s or 1m, got "forever"`,
 		}},
 		{"bad-many.yml", []string{
@@ -166,6 +166,15 @@ func TestLoadBad(t *testing.T) {
 		}},
 		{"bad-adhoc.yml", []string{
 			`config file "testdata/bad-adhoc.yml": line 8: probe_api.adhoc_url_allowlist: must list at least one pattern when allow_adhoc_targets is true`,
+		}},
+		{"bad-capacity-check.yml", []string{
+			`config file "testdata/bad-capacity-check.yml": line 6: targets[0].capacity_check.slo: must be set, such as 'ttft:p90<=2s'`,
+			"line 7: targets[0].capacity_check.every: must be at least 10m (a check is minutes of load), got 1m",
+			`line 8: targets[0].capacity_check.at: want a local time of day as HH:MM, such as "03:00", got "3am"`,
+			"line 9: targets[0].capacity_check.budget: must not exceed every (1m), got 10m",
+			`line 10: targets[0].capacity_check.module: must be one of the target's modules, got "other"`,
+			"line 16: targets[1].capacity_check.every: must be a whole number of days (24h, 48h, ...) when at is set, got 1d12h",
+			"line 19: targets[1].capacity_check.evry: unknown key (allowed: at, budget, every, module, slo)",
 		}},
 		{"bad-retention.yml", []string{
 			`config file "testdata/bad-retention.yml": line 9: bench.results_retention_count: must be 0 (no bound) or positive, got -1`,

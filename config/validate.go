@@ -120,6 +120,7 @@ func (t Target) validate(v *validator, p string, modules map[string]Module, k Ch
 			v.add(q, "duplicate of an earlier entry")
 		}
 	}
+	t.CapacityCheck.validate(v, p+".capacity_check", t)
 }
 
 var credentialHeaders = []string{"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"}
