@@ -73,6 +73,10 @@ type HistoryEntry struct {
 	ServerTimings *prober.ServerTimings `json:"server_timings,omitempty"`
 	// Text is the start of the generated text.
 	Text string `json:"text,omitempty"`
+	// Checks are the answer checks' verdicts (prober.CheckResult), their
+	// reasons sanitized; a failed or unjudged check keeps the entry among
+	// the failures, as a failed request does.
+	Checks []prober.CheckResult `json:"checks,omitempty"`
 	// Log holds the probe's own log lines, at every level; List formats
 	// them from logs, redacted with red.
 	Log string `json:"log,omitempty"`
@@ -134,7 +138,7 @@ func (h *History) Add(e HistoryEntry) {
 	h.next++
 	e.ID = h.next
 	h.recent.add(e)
-	if !e.Success {
+	if !e.Success || !e.checksPassed() {
 		h.failures.add(e)
 	}
 }
@@ -229,6 +233,10 @@ func entryOf(r prober.Result, model string, mode Mode, logs *probeLog, red *conf
 		itl:              slices.Clip(itl[:min(len(itl), maxHistoryITL)]),
 	}
 	e.ServerTTFTSeconds, e.OutsideServerTTFTSeconds = opt(sm.ServerTTFT), opt(sm.OutsideServerTTFT)
+	for _, c := range r.Checks {
+		c.Reason = red.Sanitize(c.Reason, maxCheckReason)
+		e.Checks = append(e.Checks, c)
+	}
 	if sm.Reasoning {
 		e.TTFATSeconds = opt(sm.TTFAT)
 		e.AnswerTPOTSeconds = opt(sm.AnswerTPOT)

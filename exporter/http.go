@@ -316,6 +316,7 @@ func resultText(r prober.Result) string {
 	if r.TraceID != "" {
 		fmt.Fprintf(&b, "trace_id: %s\n", r.TraceID)
 	}
+	answerChecksText(&b, r.Checks)
 	return b.String()
 }
 

@@ -80,6 +80,9 @@ type targetView struct {
 	Last *HistoryEntry
 	// Health is the success ratio from servingprobe_requests_total.
 	Health healthFigures
+	// Answers is the answer checks' pass rate over the kept results, with
+	// the last failure's reason; empty for a module without checks.
+	Answers string
 	// Quantiles in seconds over the kept successes, -1 when none.
 	TTFT50, TTFT99, ITL50, ITL99, E2E50 float64
 	// Charts of the kept results, oldest first.
@@ -141,6 +144,7 @@ func targetViews(cfg *config.Config, recent []HistoryEntry, health func(target, 
 			v.TTFTChart = sparkline(ttftLine, "TTFT of each kept probe")
 			v.ITLChart = sparkline(itlLine, "median ITL of each kept probe")
 			v.OutcomeChart = outcomeStrip(outcomes)
+			v.Answers = answersCell(es)
 			out = append(out, v)
 		}
 	}
@@ -249,7 +253,7 @@ var landingTmpl = template.Must(template.Must(template.New("landing").Funcs(benc
 {{range .Targets}}<tr class="target">
 <td>{{.Target}}</td><td>{{.Module}}</td><td>{{.Model}}<br><span class="dim">{{.Backend}}</span></td>
 <td>{{with .Last}}<span class="{{if .Success}}ok{{else}}bad{{end}}">{{.Outcome}}</span><br><span class="dim">{{time .Time}}</span>{{if .Error}}<br><span class="err">{{trunc .Error}}</span>{{end}}{{else}}<span class="dim">no probe has ended yet</span>{{end}}</td>
-<td>{{health .Health}}</td><td>{{msPair .TTFT50 .TTFT99}}</td><td>{{msPair .ITL50 .ITL99}}</td><td>{{ms .E2E50}}</td>
+<td>{{health .Health}}{{with .Answers}}<br><span class="dim">{{.}}</span>{{end}}</td><td>{{msPair .TTFT50 .TTFT99}}</td><td>{{msPair .ITL50 .ITL99}}</td><td>{{ms .E2E50}}</td>
 <td>{{.TTFTChart}}</td><td>{{.ITLChart}}</td><td>{{.OutcomeChart}}</td>
 </tr>
 {{end}}</table></div>

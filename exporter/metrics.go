@@ -32,6 +32,7 @@ const (
 	// token_source, rather than on the reasoning counter: see its help.
 	labelReasoningSource = "reasoning_token_source"
 	labelResult          = "result"
+	labelCheck           = "check"
 )
 
 // requestLabels is L: every per-request metric carries these.
@@ -106,6 +107,8 @@ type Metrics struct {
 	probeSuccess, lastSuccess, lastProbe *prometheus.GaugeVec
 
 	skipped *prometheus.CounterVec
+	// answerChecks counts the answer checks' verdicts (answerchecks.go).
+	answerChecks *prometheus.CounterVec
 	lag     *prometheus.HistogramVec
 
 	targetInfo *prometheus.GaugeVec
@@ -201,6 +204,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "probes_skipped_total",
 			Help: "Probe ticks skipped because max_in_flight probes of the target and module were still running.",
 		}, []string{labelTarget, labelModule}),
+		answerChecks: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "answer_checks_total",
+			Help: "Answer checks of continuous probes that answered, by check (json_schema, tool_call, regex, contains, equals, no_reasoning_in_content, as the module configures them) and result: pass, fail (the answer is wrong by the check), or error (it could not be judged: the answer was cut at the requested length). A request that failed is not judged; its latency is recorded whatever the checks say.",
+		}, []string{labelTarget, labelModule, labelCheck, labelResult}),
 		lag: f.NewHistogramVec(histogramOpts("scheduler_lag_seconds",
 			"Scheduler lag of continuous probes, in seconds: the moment a probe started minus its planned tick.",
 			queueBuckets), []string{labelTarget, labelModule}),
@@ -310,7 +317,7 @@ func (m *Metrics) probeGaugeVecs() []*prometheus.MetricVec {
 // targetVecs are every vector with a target label.
 func (m *Metrics) targetVecs() []*prometheus.MetricVec {
 	return append(append(m.perRequestVecs(), m.probeGaugeVecs()...),
-		m.skipped.MetricVec, m.lag.MetricVec, m.targetInfo.MetricVec, m.tlsExpiry.MetricVec,
+		m.skipped.MetricVec, m.answerChecks.MetricVec, m.lag.MetricVec, m.targetInfo.MetricVec, m.tlsExpiry.MetricVec,
 		m.benchRunning.MetricVec, m.benchLastStart.MetricVec, m.benchLastEnd.MetricVec, m.benchRuns.MetricVec,
 		m.benchReqThroughput.MetricVec, m.benchOutThroughput.MetricVec, m.benchCompleted.MetricVec, m.benchFailed.MetricVec,
 		m.benchRate.MetricVec, m.benchConcurrency.MetricVec, m.benchPoint.MetricVec,

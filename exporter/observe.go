@@ -109,6 +109,9 @@ func (o *observer) record(r prober.Result, model string) {
 	if o.mode != ModeProbe {
 		return
 	}
+	if t := m.series.targets[r.Target]; t != nil {
+		m.recordAnswerChecks(&r, t.Checks[r.Module])
+	}
 	gl := lv[:3]
 	end := r.End
 	if end.IsZero() {

@@ -17,6 +17,9 @@ type TargetSeries struct {
 	// Model is the configured model; empty means auto-detected.
 	Model   string
 	Modules []string
+	// Checks holds the answer checks of the target's modules, by module
+	// name (prober.ModuleCheckNames); modules without checks are absent.
+	Checks map[string][]prober.CheckName
 }
 
 // targetState is what seriesState knows of one target.
@@ -105,6 +108,7 @@ func (m *Metrics) SetTargets(targets []TargetSeries) {
 				s.deleteModule(name, mod)
 			}
 		}
+		m.resetAnswerChecks(name, old.TargetSeries, nt)
 		if nt.Backend != old.Backend || model != old.model {
 			m.targetInfo.DeletePartialMatch(prometheus.Labels{labelTarget: name})
 			old.tokenSource, old.reasoningSource = unknownTokenSource, noReasoningSource
@@ -127,6 +131,7 @@ func (m *Metrics) SetTargets(targets []TargetSeries) {
 func (s *seriesState) create(t *targetState) {
 	m := s.m
 	t.setInfo(m)
+	m.createAnswerChecks(t)
 	m.benchRunning.WithLabelValues(t.Name)
 	for _, r := range BenchResults {
 		m.benchRuns.WithLabelValues(t.Name, string(r))
@@ -172,6 +177,7 @@ func (s *seriesState) deleteModule(name, module string) {
 		v.DeletePartialMatch(l)
 	}
 	s.m.skipped.DeletePartialMatch(l)
+	s.m.answerChecks.DeletePartialMatch(l)
 	s.m.lag.DeletePartialMatch(l)
 }
 

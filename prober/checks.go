@@ -131,9 +131,8 @@ func NewChecker(m config.Module) (*Checker, error) {
 	if !c.Any() {
 		return nil, nil
 	}
-	k := &Checker{contains: c.Contains, equals: c.Equals}
+	k := &Checker{checks: ModuleCheckNames(c), contains: c.Contains, equals: c.Equals}
 	if c.JSONSchema {
-		k.checks = append(k.checks, CheckJSONSchema)
 		if js, ok := m.ResponseFormat["json_schema"].(map[string]any); ok {
 			s, err := compileSchema(js["schema"])
 			if err != nil {
@@ -143,7 +142,6 @@ func NewChecker(m config.Module) (*Checker, error) {
 		}
 	}
 	if c.ToolCall {
-		k.checks = append(k.checks, CheckToolCall)
 		k.tools = map[string]*jsonschema.Schema{}
 		for i, t := range m.Tools {
 			tm, _ := t.(map[string]any)
@@ -160,23 +158,30 @@ func NewChecker(m config.Module) (*Checker, error) {
 		}
 	}
 	if c.Regex != "" {
-		k.checks = append(k.checks, CheckRegex)
 		re, err := regexp.Compile(c.Regex)
 		if err != nil {
 			return nil, fmt.Errorf("checks.regex: %w", err)
 		}
 		k.regex = re
 	}
-	if c.Contains != "" {
-		k.checks = append(k.checks, CheckContains)
-	}
-	if c.Equals != "" {
-		k.checks = append(k.checks, CheckEquals)
-	}
-	if c.NoReasoningInContent {
-		k.checks = append(k.checks, CheckNoReasoningInContent)
-	}
 	return k, nil
+}
+
+// ModuleCheckNames lists the checks c sets, in CheckNames order: the
+// label values of a module's answer-check series, created when the config
+// loads.
+func ModuleCheckNames(c config.AnswerChecks) []CheckName {
+	var out []CheckName
+	for _, n := range CheckNames {
+		on := map[CheckName]bool{
+			CheckJSONSchema: c.JSONSchema, CheckToolCall: c.ToolCall, CheckRegex: c.Regex != "",
+			CheckContains: c.Contains != "", CheckEquals: c.Equals != "", CheckNoReasoningInContent: c.NoReasoningInContent,
+		}[n]
+		if on {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // compileSchema compiles one JSON Schema given as a decoded JSON value.
