@@ -55,10 +55,13 @@ var known = func() map[string]Kind {
 	for _, n := range Names {
 		m[n.Metric] = n.Kind
 	}
+	for _, n := range requestNames {
+		m[n.Metric] = n.Kind
+	}
 	return m
 }()
 
-func isCounterKind(k Kind) bool { return slices.Contains(CounterKinds, k) }
+func isCounterKind(k Kind) bool { return k == Requests || slices.Contains(CounterKinds, k) }
 func isGaugeKind(k Kind) bool   { return slices.Contains(GaugeKinds, k) }
 
 // Parse reads Prometheus text exposition. A family whose name is not in

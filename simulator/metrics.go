@@ -98,6 +98,10 @@ type engineMetrics struct {
 	itl                                *histogram
 	promptTokens, generationTokens     uint64
 	prefixQueries, prefixHits, preempt uint64
+	// completed counts the admitted requests that ended, as vLLM's
+	// request_success_total and sglang's num_requests_total count them:
+	// the served traffic a live headroom divides by a capacity.
+	completed uint64
 }
 
 func newEngineMetrics(names MetricsNames, model string, created time.Time) *engineMetrics {
@@ -153,6 +157,7 @@ func (m *engineMetrics) observe(r *record) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.queue.observe(sec(r.admitted))
+	m.completed++
 	m.promptTokens += uint64(r.promptTokens)
 	m.prefixQueries += uint64(r.promptTokens)
 	m.prefixHits += uint64(r.cachedTokens)
@@ -292,6 +297,7 @@ func (m *engineMetrics) families(g gauges) []family {
 			{name: "sglang:num_queue_reqs", help: "The number of requests in the waiting queue.", typ: "gauge", labels: sched, value: float64(g.waiting)},
 			{name: "sglang:num_retracted_requests", help: "Total number of retracted requests.", typ: "counter", labels: sched, value: float64(m.preempt)},
 			{name: "sglang:queue_time_seconds", help: "Histogram of queueing time in seconds.", typ: "histogram", labels: sched, hist: clone(m.queue)},
+			{name: "sglang:num_requests", help: "Number of requests processed.", typ: "counter", labels: tok, value: float64(m.completed)},
 			{name: "sglang:prompt_tokens", help: "Number of prefill tokens processed.", typ: "counter", labels: tok, value: float64(m.promptTokens)},
 			{name: "sglang:generation_tokens", help: "Number of generation tokens processed.", typ: "counter", labels: tok, value: float64(m.generationTokens)},
 			{name: "sglang:cached_tokens", help: "Number of cached prompt tokens.", typ: "counter", labels: tok, value: float64(m.prefixHits)},
@@ -308,6 +314,7 @@ func (m *engineMetrics) families(g gauges) []family {
 		{name: "vllm:prefix_cache_queries", help: "Prefix cache queries, in terms of number of queried tokens.", typ: "counter", labels: ls, value: float64(m.prefixQueries)},
 		{name: "vllm:prefix_cache_hits", help: "Prefix cache hits, in terms of number of cached tokens.", typ: "counter", labels: ls, value: float64(m.prefixHits)},
 		{name: "vllm:num_preemptions", help: "Cumulative number of preemption from the engine.", typ: "counter", labels: ls, value: float64(m.preempt)},
+		{name: "vllm:request_success", help: "Count of successfully processed requests.", typ: "counter", labels: ls, value: float64(m.completed)},
 		{name: "vllm:prompt_tokens", help: "Number of prefill tokens processed.", typ: "counter", labels: ls, value: float64(m.promptTokens)},
 		{name: "vllm:generation_tokens", help: "Number of generation tokens processed.", typ: "counter", labels: ls, value: float64(m.generationTokens)},
 		{name: "vllm:time_to_first_token_seconds", help: "Histogram of time to first token in seconds.", typ: "histogram", labels: ls, hist: clone(m.ttft)},

@@ -257,6 +257,10 @@ func TestMetricsExposition(t *testing.T) {
 				wantCounters["sglang:cached_tokens"] = float64(cached)
 				wantCounters["sglang:num_retracted_requests"] = 0
 			}
+			// The completed-request counter, which live headroom reads.
+			if n, _, ok := servermetrics.CompletedRequests(snap); !ok || n != 3 {
+				t.Errorf("CompletedRequests = %v (stated %v), want 3", n, ok)
+			}
 			for n, v := range wantCounters {
 				if got, ok := snap.Counters[n]; !ok || got != v {
 					t.Errorf("counter %s = %v (present %v), want %v", n, got, ok, v)
