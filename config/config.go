@@ -139,6 +139,19 @@ type Module struct {
 	Headers map[string]string `yaml:"headers,omitempty"`
 	Seed    int64             `yaml:"seed"`
 
+	// Conversations and the prefix cache (docs/conversations.md). Turns
+	// and TurnInputLen shape a conversation module (dataset conversation):
+	// Turns requests per probe, the first InputLen tokens long, each later
+	// one adding TurnInputLen tokens after the server's real answers.
+	// CacheBust starts each single-turn probe's prompt with a random
+	// prefix, so that no prefix cache can serve it. SessionHeader names a
+	// header that carries one id per conversation, for routers that keep
+	// a session on the replica holding its cache.
+	Turns         int    `yaml:"turns,omitempty"`
+	TurnInputLen  int    `yaml:"turn_input_len,omitempty"`
+	CacheBust     bool   `yaml:"cache_bust,omitempty"`
+	SessionHeader string `yaml:"session_header,omitempty"`
+
 	// Answer shape and answer checks (docs/checks.md). ResponseFormat,
 	// Tools and ToolChoice are OpenAI's fields, kept as written (JSON
 	// values); each backend sends them in its own field. Checks says what

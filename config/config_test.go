@@ -90,7 +90,7 @@ func TestLoadBad(t *testing.T) {
 	}{
 		{"bad-unknown-field.yml", []string{
 			`config file "testdata/bad-unknown-field.yml": line 6: targets[0].intervall: unknown key (allowed: backend, capacity_check, http_client_config, interval, max_event_bytes, max_in_flight, max_response_bytes, model, modules, name, no_server_metrics, no_traceparent, server_metrics, timeout, url)`,
-			`line 10: modules["m"].max_tokens: unknown key (allowed: apply_chat_template, checks, dataset, dataset_path, extra_body, headers, ignore_eos, include_usage, input_len, lora, output_len, prompt, range_ratio, response_format, seed, stream, temperature, tokenizer, tool_choice, tools, top_p)`,
+			`line 10: modules["m"].max_tokens: unknown key (allowed: apply_chat_template, cache_bust, checks, dataset, dataset_path, extra_body, headers, ignore_eos, include_usage, input_len, lora, output_len, prompt, range_ratio, response_format, seed, session_header, stream, temperature, tokenizer, tool_choice, tools, top_p, turn_input_len, turns)`,
 		}},
 		{"bad-typo-hides-url.yml", []string{
 			// The misspelt key does not hide the invalid URL below it.
@@ -179,6 +179,17 @@ func TestLoadBad(t *testing.T) {
 		{"bad-retention.yml", []string{
 			`config file "testdata/bad-retention.yml": line 9: bench.results_retention_count: must be 0 (no bound) or positive, got -1`,
 			`line 10: bench.results_retention_bytes: must be 0 (no bound) or positive, got -5`,
+		}},
+		{"bad-conversation.yml", []string{
+			`config file "testdata/bad-conversation.yml": line 10: modules["conv"].turns: must be between 1 and 8`,
+			`line 11: modules["conv"].turn_input_len: must be at least 1`,
+			`line 12: modules["conv"].cache_bust: only for single-turn modules: a conversation's first turn always starts with a fresh random prefix`,
+			`line 13: modules["conv"].session_header: "x session" is not a valid HTTP header name`,
+			`line 16: modules["single"].turns: only used by dataset conversation (dataset is "random")`,
+			`line 17: modules["single"].turn_input_len: only used by dataset conversation (dataset is "random")`,
+			`line 18: modules["single"].session_header: must not be X-Request-Id, which carries each request's own id`,
+			`line 21: modules["ids"].cache_bust: needs a text prompt: dataset random-ids sends token ids`,
+			`line 22: modules["ids"].session_header: also set in headers: the session id would replace it`,
 		}},
 		{"bad-regexp.yml", []string{
 			"config file \"testdata/bad-regexp.yml\": line 10: probe_api.adhoc_url_allowlist[0]: invalid regular expression \"http://(unclosed\": error parsing regexp: missing closing ): `^(?:http://(unclosed)$`",

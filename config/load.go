@@ -56,6 +56,7 @@ var (
 var moduleDatasets = map[string]bool{
 	"fixed": true, "random": true, "random-ids": true, "sharegpt": true, "custom": true,
 	"generated-shared-prefix": true, "image": true, "mooncake": true,
+	"conversation": true,
 }
 
 // UnmarshalYAML applies DefaultTarget before decoding.

@@ -163,6 +163,7 @@ func (m Module) validate(v *validator, p string) {
 		v.add(p+".top_p", "must be in (0, 1]")
 	}
 	m.validateAnswer(v, p)
+	m.validateConversation(v, p)
 	for name := range m.Headers {
 		if slices.Contains(credentialHeaders, strings.ToLower(name)) {
 			v.add(fmt.Sprintf("%s.headers[%q]", p, name), "credentials belong in the target's http_client_config, where they are kept secret")

@@ -91,6 +91,14 @@ type Options struct {
 	// SpeedBenchOutputLen is every speed-bench request's output length.
 	SpeedBenchOutputLen int `json:"speed_bench_output_len"`
 
+	// ConversationTurns and ConversationTurnInputLen shape the
+	// conversation dataset: that many user turns, the first
+	// RandomInputLen tokens long and each later one
+	// ConversationTurnInputLen tokens, every turn asking RandomOutputLen
+	// tokens. 0 means the defaults: 3 turns, later turns of 64 tokens.
+	ConversationTurns        int `json:"conversation_turns"`
+	ConversationTurnInputLen int `json:"conversation_turn_input_len"`
+
 	// vLLM's dataset flags (vllm bench serve): sonnet, prefix_repetition,
 	// spec_bench, random-mm and hf, and random's shared prefix.
 	RandomPrefixLen              int     `json:"random_prefix_len"`
@@ -186,6 +194,7 @@ var constructors = map[string]constructor{
 	"azure-trace":             newAzureTrace,
 	"audio":                   newAudio,
 	"dynamic":                 newDynamic,
+	"conversation":            newConversation,
 	// vLLM's datasets (vllm bench serve).
 	"sonnet":            newSonnet,
 	"prefix_repetition": newPrefixRepetition,

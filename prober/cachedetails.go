@@ -78,3 +78,13 @@ func applyCacheDetails(res *Result, d *CacheDetails) {
 		res.CachedTokens = d.Total()
 	}
 }
+
+// CachedPromptTokens is the part of a request's prompt the server said it
+// took from its prefix cache rather than computing it: OpenAI's and
+// vLLM's usage.prompt_tokens_details.cached_tokens, sglang's
+// cached_tokens (the tiers' sum with cache details), Anthropic's
+// cache_read_input_tokens, llama.cpp's timings.cache_n. 0 where the
+// server states none (ollama states only the tokens it evaluated).
+func CachedPromptTokens(r Result) int {
+	return max(r.CachedTokens, r.Server.PromptCachedCount, 0)
+}

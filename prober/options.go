@@ -71,5 +71,8 @@ func ModuleDataset(m config.Module) (string, datasets.Options) {
 	o.FixedPrompt, o.FixedOutputLen = m.Prompt, m.OutputLen
 	o.RandomInputLen, o.RandomOutputLen, o.RandomRangeRatio = m.InputLen, m.OutputLen, m.RangeRatio
 	o.SharegptOutputLen = m.OutputLen
+	if n := m.ConversationTurns(); n > 0 {
+		o.ConversationTurns, o.ConversationTurnInputLen = n, m.ConversationTurnInputLen()
+	}
 	return m.Dataset, o
 }

@@ -84,6 +84,12 @@ func buildProbe(o ProbeBuilderOptions, t config.Target, moduleName string, m con
 	if m.Dataset == "fixed" {
 		n = 1
 	}
+	if m.ConversationTurns() > 0 && !info.Chat {
+		// A conversation resends its history as chat messages; a
+		// completions or generate request would send the last user
+		// message alone, and its turns would all be cold.
+		return nil, fmt.Errorf("dataset conversation needs a chat backend (backend %s sends no message history)", t.Backend)
+	}
 	prompts, err := ds.Generate(n, mrand.New(mrand.NewPCG(uint64(m.Seed), 0)))
 	if err != nil {
 		return nil, fmt.Errorf("generate prompts: %w", err)
@@ -153,9 +159,20 @@ func buildProbe(o ProbeBuilderOptions, t config.Target, moduleName string, m con
 			detectMu.Unlock()
 		}
 		prompt := prompts[(next.Add(1)-1)%uint64(len(prompts))]
-		r := p.Run(ctx, prompt, time.Time{})
-		r.RequestID = id
-		logProbeResult(logger, r)
+		var r Result
+		if m.SessionHeader != "" {
+			p.Options.Headers[m.SessionHeader] = newSessionID()
+		}
+		if prompt.MultiTurn {
+			r = runConversation(ctx, p, prompt, logger)
+		} else {
+			if m.CacheBust {
+				prompt = withFreshPrefix(prompt)
+			}
+			r = p.Run(ctx, prompt, time.Time{})
+			r.RequestID = id
+			logProbeResult(logger, r)
+		}
 		if t.Model == "" && r.Outcome != OutcomeSuccess {
 			// The server may have restarted with another model.
 			detectMu.Lock()

@@ -219,4 +219,12 @@ type Result struct {
 	BytesRead  int64 `json:"bytes_read,omitzero"`
 
 	Trace Trace `json:"trace,omitzero"`
+
+	// Turn is the 1-based turn of a conversation probe's request (a
+	// module with dataset conversation), 0 for every other request.
+	// Before holds, on the last request a conversation probe sent, the
+	// results of its earlier turns in order: a probe is one Result, and
+	// the scheduler hands each earlier turn to the observers first.
+	Turn   int      `json:"turn,omitzero"`
+	Before []Result `json:"-"`
 }

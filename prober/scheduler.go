@@ -278,18 +278,24 @@ func (s *Scheduler) probeOnce(ctx context.Context, j Job, planned time.Time, log
 		level.Debug(logger).Log("msg", "Probe result dropped", "reason", "loop stopped", "outcome", r.Outcome)
 		return
 	}
-	if r.Target == "" {
-		r.Target = j.Target
-	}
-	if r.Module == "" {
-		r.Module = j.Module
-	}
-	if r.Scheduled.IsZero() {
-		r.Scheduled = planned
-	}
-	// The probe logs its own one line (the ProbeFunc knows its request);
-	// the scheduler adds none, so that a probe is one debug line.
-	for _, o := range s.o.Observers {
-		o.Observe(r)
+	// A conversation probe's earlier turns are requests of their own:
+	// each is observed, in order, before the last.
+	before := r.Before
+	r.Before = nil
+	for _, e := range append(before, r) {
+		if e.Target == "" {
+			e.Target = j.Target
+		}
+		if e.Module == "" {
+			e.Module = j.Module
+		}
+		if e.Scheduled.IsZero() {
+			e.Scheduled = planned
+		}
+		// The probe logs its own one line per request (the ProbeFunc
+		// knows its requests); the scheduler adds none.
+		for _, o := range s.o.Observers {
+			o.Observe(e)
+		}
 	}
 }

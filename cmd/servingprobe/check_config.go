@@ -19,6 +19,11 @@ func addCheckConfigCommand(app *kingpin.Application) func(context.Context, *cliE
 			return &exitError{code: 1}
 		}
 		fmt.Fprintf(env.Stdout, "%s: valid (%d targets, %d modules)\n", *path, len(c.Targets), len(c.Modules))
+		// Warnings go to stderr and leave the exit code at 0: the file is
+		// valid, it may just measure something else than its reader thinks.
+		for _, w := range c.Warnings() {
+			fmt.Fprintln(env.Stderr, "warning:", w)
+		}
 		return nil
 	}
 }

@@ -25,7 +25,7 @@ func TestCheckConfig(t *testing.T) {
 		wantStdout string
 		wantStderr string
 	}{
-		{"valid", []string{"check-config", "--config.file=../../examples/servingprobe.yml"}, 0, "valid (2 targets, 3 modules)", ""},
+		{"valid", []string{"check-config", "--config.file=../../examples/servingprobe.yml"}, 0, "valid (2 targets, 3 modules)", `warning: modules["short_chat"]: dataset fixed sends the same prompt on every probe`},
 		{"invalid", []string{"check-config", "--config.file=../../config/testdata/bad-many.yml"}, 1, "", `targets[1].modules[1]: unknown module "x"`},
 		{"missing", []string{"check-config", "--config.file=does-not-exist.yml"}, 1, "", "does-not-exist.yml"},
 		{"bad flag", []string{"check-config", "--no-such-flag"}, 2, "", "unknown long flag"},
