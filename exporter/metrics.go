@@ -109,7 +109,8 @@ type Metrics struct {
 	skipped *prometheus.CounterVec
 	// answerChecks counts the answer checks' verdicts (answerchecks.go).
 	answerChecks *prometheus.CounterVec
-	lag     *prometheus.HistogramVec
+
+	lag *prometheus.HistogramVec
 
 	targetInfo *prometheus.GaugeVec
 	tlsExpiry  *prometheus.GaugeVec

@@ -187,7 +187,8 @@ type Result struct {
 	// Checks are the module's answer checks on this answer, in
 	// CheckNames order; empty when it has none or the request failed.
 	Checks []CheckResult `json:"checks,omitzero"`
-	FinishReason  string `json:"finish_reason,omitzero"`
+
+	FinishReason string `json:"finish_reason,omitzero"`
 	// SpecAcceptLength is sglang's meta_info.spec_accept_length, 0 if absent.
 	SpecAcceptLength float64 `json:"spec_accept_length,omitzero"`
 	// Server holds the durations and counts the server stated for the
