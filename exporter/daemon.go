@@ -315,7 +315,13 @@ func (d *Daemon) withHistory(pf prober.ProbeFunc) prober.ProbeFunc {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return r
 		}
-		d.history.Add(entryOf(r, r.Model, ModeProbe, logs, d.state.Load().red))
+		red := d.state.Load().red
+		// A conversation's turns are requests of their own; the probe's
+		// log lines go with its last.
+		for _, e := range r.Before {
+			d.history.Add(entryOf(e, e.Model, ModeProbe, &probeLog{}, red))
+		}
+		d.history.Add(entryOf(r, r.Model, ModeProbe, logs, red))
 		return r
 	}
 }
@@ -338,6 +344,14 @@ func targetSeries(cfg *config.Config) []TargetSeries {
 					ts.Checks = map[string][]prober.CheckName{}
 				}
 				ts.Checks[mod] = c
+			}
+		}
+		for _, mod := range t.Modules {
+			if n := cfg.Modules[mod].ConversationTurns(); n > 0 {
+				if ts.Turns == nil {
+					ts.Turns = map[string]int{}
+				}
+				ts.Turns[mod] = n
 			}
 		}
 		out = append(out, ts)

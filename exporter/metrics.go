@@ -124,6 +124,9 @@ type Metrics struct {
 	benchRate, benchConcurrency, benchPoint    *prometheus.GaugeVec
 	benchCapacityRate, benchCapacityConc       *prometheus.GaugeVec
 
+	// turns are the per-turn series of conversation probes (turns.go).
+	turns *turnMetrics
+
 	series *seriesState
 }
 
@@ -283,6 +286,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Highest max concurrency at which every objective held in the last completed SLO search over concurrencies on the target; 0 when none did.",
 		}, []string{labelTarget}),
 	}
+	m.turns = newTurnMetrics(f)
 	m.series = newSeriesState(m)
 	return m
 }
@@ -307,6 +311,7 @@ func (m *Metrics) perRequestVecs() []*prometheus.MetricVec {
 	for _, h := range append(m.requestHistograms(), m.statedHistograms()...) {
 		vs = append(vs, h.MetricVec)
 	}
+	vs = append(vs, m.turns.vecs()...)
 	return append(vs, m.requests.MetricVec, m.promptTokens.MetricVec, m.genTokens.MetricVec, m.reasoningTokens.MetricVec)
 }
 

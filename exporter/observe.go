@@ -112,6 +112,9 @@ func (o *observer) record(r prober.Result, model string) {
 	if t := m.series.targets[r.Target]; t != nil {
 		m.recordAnswerChecks(&r, t.Checks[r.Module])
 	}
+	if r.Turn > 0 {
+		m.turns.record(r, model, m.series.targets[r.Target].Turns[r.Module], sm, ex)
+	}
 	gl := lv[:3]
 	end := r.End
 	if end.IsZero() {

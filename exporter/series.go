@@ -20,6 +20,9 @@ type TargetSeries struct {
 	// Checks holds the answer checks of the target's modules, by module
 	// name (prober.ModuleCheckNames); modules without checks are absent.
 	Checks map[string][]prober.CheckName
+	// Turns holds the turns of the target's conversation modules, by
+	// module name; other modules have no per-turn series.
+	Turns map[string]int
 }
 
 // targetState is what seriesState knows of one target.
@@ -106,6 +109,8 @@ func (m *Metrics) SetTargets(targets []TargetSeries) {
 		for _, mod := range old.Modules {
 			if !slices.Contains(nt.Modules, mod) {
 				s.deleteModule(name, mod)
+			} else if nt.Turns[mod] < old.Turns[mod] {
+				m.turns.deleteModule(name, mod)
 			}
 		}
 		m.resetAnswerChecks(name, old.TargetSeries, nt)
@@ -149,6 +154,7 @@ func (s *seriesState) create(t *targetState) {
 		for _, o := range prober.Outcomes {
 			m.requests.WithLabelValues(append(lv, string(o))...)
 		}
+		m.turns.create(t.Name, mod, t.model, t.Turns[mod])
 	}
 }
 
