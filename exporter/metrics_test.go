@@ -59,7 +59,8 @@ func newTestMetrics() (*prometheus.Registry, *Metrics) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	m.SetTargets([]TargetSeries{
-		{Name: "vllm", Backend: "vllm-chat", Model: "qwen", Modules: []string{"chat"}},
+		{Name: "vllm", Backend: "vllm-chat", Model: "qwen", Modules: []string{"chat"},
+			Checks: map[string][]prober.CheckName{"chat": {prober.CheckJSONSchema}}},
 		{Name: "auto", Backend: "sglang", Modules: []string{"gen"}},
 	})
 	m.ReloadSucceeded(t0)
