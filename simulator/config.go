@@ -78,6 +78,11 @@ const (
 	// FaultJSONNotStream answers a stream request with the whole
 	// non-streaming JSON body, as a server that ignores "stream" does.
 	FaultJSONNotStream Fault = "json-not-stream"
+	// FaultMalformedToolCall streams a chat request's tool call (one that
+	// declares tools) with its arguments cut short of their closing
+	// brace: a well-formed stream whose answer is wrong, for the answer
+	// checks.
+	FaultMalformedToolCall Fault = "malformed-tool-call"
 )
 
 // Faults lists every injectable fault in a stable order. The order is the
@@ -89,6 +94,7 @@ var Faults = []Fault{
 	FaultResetMidStream, FaultMalformedChunk, FaultErrorInStream,
 	FaultAbortInStream, FaultNoDone, FaultTruncate,
 	Fault401, Fault403, FaultHTML200, FaultJSONNotStream,
+	FaultMalformedToolCall,
 }
 
 // ParseFault returns the Fault named s.

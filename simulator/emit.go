@@ -22,6 +22,7 @@ type gen struct {
 	rng          *rand.Rand
 	text         []byte // the text generated so far, kept only to check histories
 	stateMetrics bool   // Config.StateMetrics
+	tool         *toolCall // the answer is this tool call (streamed chat only)
 }
 
 // appendMetrics appends vLLM's per-request metrics object, as a key of
@@ -42,6 +43,9 @@ func (g *gen) appendMetrics(b []byte) []byte {
 func (g *gen) finishReason() string {
 	if g.aborted {
 		return "abort"
+	}
+	if g.tool != nil {
+		return "tool_calls"
 	}
 	if g.eos {
 		return "stop"
@@ -215,17 +219,38 @@ func (e *chatEmitter) begin(sw *streamWriter, _ *gen) error {
 func (e *chatEmitter) tokens(sw *streamWriter, g *gen, k int, final bool) error {
 	b := append(sw.buf, "data: "...)
 	b = append(b, e.head...)
-	b = append(b, `"choices":[{"index":0,"delta":{"content":"`...)
-	b, _ = drawTokens(g, k, b, nil)
+	if g.tool != nil {
+		b = appendToolFragments(b, g, k)
+	} else {
+		b = append(b, `"choices":[{"index":0,"delta":{"content":"`...)
+		b, _ = drawTokens(g, k, b, nil)
+		b = append(b, '"')
+	}
 	if final {
-		b = append(b, `"},"logprobs":null,"finish_reason":"`...)
+		b = append(b, `},"logprobs":null,"finish_reason":"`...)
 		b = append(b, g.finishReason()...)
 		b = append(b, `","stop_reason":null}]}`+"\n\n"...)
 	} else {
-		b = append(b, `"},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+		b = append(b, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 	}
 	sw.buf = b
 	return sw.commit(ChunkToken, k)
+}
+
+// appendToolFragments opens a chat chunk's choice with a delta carrying
+// the tool call's next k fragments (as vLLM streams one call, index 0);
+// the caller closes the delta.
+func appendToolFragments(b []byte, g *gen, k int) []byte {
+	b = append(b, `"choices":[{"index":0,"delta":{"tool_calls":[`...)
+	for i := 0; i < k; i++ {
+		if j := g.emitted + i; j < len(g.tool.frags) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, g.tool.frags[j]...)
+		}
+	}
+	return append(b, ']') // the server counts the k tokens emitted after the chunk
 }
 
 func (e *chatEmitter) usage(sw *streamWriter, g *gen) error {

@@ -21,6 +21,8 @@ type genRequest struct {
 	minTokens    int
 	ignoreEOS    bool
 	includeUsage bool
+	// tool is the tool call a chat request's tools ask for; nil otherwise.
+	tool *toolCall
 }
 
 // apiError is a request the simulator refuses, as the real server would.
@@ -155,6 +157,9 @@ type chatBody struct {
 	Stream              bool           `json:"stream"`
 	StreamOptions       *streamOptions `json:"stream_options"`
 	N                   *int           `json:"n"`
+	// Tools and ToolChoice make the answer a tool call (toolcall.go).
+	Tools      []chatTool      `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // messageText is a message's text: a string, or the text parts of a list of
@@ -224,6 +229,7 @@ func (s *Server) parseChat(body []byte) (genRequest, *apiError) {
 	req := genRequest{
 		model: s.cfg.Model, stream: b.Stream, promptTokens: len(ids) + images, promptIDs: ids, minTokens: b.MinTokens,
 		ignoreEOS: b.IgnoreEOS, includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage,
+		tool: newToolCall(b.Tools, b.ToolChoice),
 	}
 	// vLLM prefers max_completion_tokens and falls back to max_tokens.
 	mt := b.MaxCompletionTokens

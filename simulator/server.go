@@ -329,8 +329,16 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 	kv := s.kvBlocks(req.promptTokens + n)
 	s.kvUsed.Add(kv)
 	defer s.kvUsed.Add(-kv)
+	if req.tool != nil && ep == EndpointChat && req.stream {
+		// A tool call is as long as its fragments and ends by itself.
+		req.tool.plan(id, fault == FaultMalformedToolCall)
+		n, eos = min(len(req.tool.frags), max(req.maxTokens, 1)), true
+	}
 	g := &gen{id: id, model: req.model, created: arrived.Unix(), arrived: arrived, admitted: admitted, promptTokens: req.promptTokens, n: n, eos: eos, rng: rng,
 		stateMetrics: s.cfg.StateMetrics}
+	if ep == EndpointChat && req.stream {
+		g.tool = req.tool
+	}
 	if s.replies != nil {
 		g.text = make([]byte, 0, 8*n)
 	}

@@ -61,6 +61,10 @@ var faultMatrix = []faultRow{
 	{name: "tls_garbage_server", url: func(s *servers) string { return s.garbage.URL() }, want: prober.OutcomeConnectError},
 	// Every answer a server can give to a well-formed request comes from
 	// the simulator's fault catalogue, one row per fault.
+	// A well-formed stream: the request succeeds (on a module without
+	// tools the answer is plain text); the answer checks judge the call
+	// (TestSimulatorToolCallChecks).
+	{name: "malformed_tool_call", simFault: simulator.FaultMalformedToolCall, want: prober.OutcomeSuccess},
 	{name: "http_401", simFault: simulator.Fault401, want: prober.OutcomeHTTP4xx},
 	{name: "http_403", simFault: simulator.Fault403, want: prober.OutcomeHTTP4xx},
 	// A model the simulator does not serve (the target's model is the
