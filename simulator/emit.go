@@ -20,8 +20,8 @@ type gen struct {
 	aborted      bool // the server aborted it (FaultAbortInStream)
 	emitted      int
 	rng          *rand.Rand
-	text         []byte // the text generated so far, kept only to check histories
-	stateMetrics bool   // Config.StateMetrics
+	text         []byte    // the text generated so far, kept only to check histories
+	stateMetrics bool      // Config.StateMetrics
 	tool         *toolCall // the answer is this tool call (streamed chat only)
 }
 
