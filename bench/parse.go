@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -20,24 +21,46 @@ import (
 // show. It reads bench_serving's own records as well as ours (Python's bare
 // Infinity and NaN included); what a record does not hold stays zero.
 // Embedding is such a field: a reader that knows the run's backend sets it
-// from the backend's traits.
+// from the backend's traits. An SLO search's answer line is no run: it is
+// refused, and ParseLine reads it.
 func ParseRecord(line []byte) (*Summary, error) {
+	s, a, err := ParseLine(line)
+	if err == nil && a != nil {
+		return nil, errors.New("decode record: the line is an SLO search's answer (servingprobe.search_answer), not a run")
+	}
+	return s, err
+}
+
+// ParseLine reads one line of a bench JSONL file: a run's record (s, as
+// ParseRecord reads it) or an SLO search's answer (a, the line
+// SearchAnswer.Line wrote after the search's points). Exactly one of s
+// and a is set when err is nil.
+func ParseLine(line []byte) (s *Summary, a *SearchAnswer, err error) {
 	clean := pythonToJSON(line)
 	var v recordView
 	if err := json.Unmarshal(clean, &v.top); err != nil {
-		return nil, fmt.Errorf("decode record: %w", err)
+		return nil, nil, fmt.Errorf("decode record: %w", err)
 	}
 	if raw, ok := present(v.top["servingprobe"]); ok {
 		if err := json.Unmarshal(raw, &v.sp); err != nil {
-			return nil, fmt.Errorf("decode record: servingprobe: %w", err)
+			return nil, nil, fmt.Errorf("decode record: servingprobe: %w", err)
 		}
 	}
-	if isVLLMResult(v.top) {
-		return parseVLLMResult(v.top) // vllmresult.go
+	if a, err := readAnswerLine(&v); a != nil || err != nil {
+		if err != nil {
+			return nil, nil, fmt.Errorf("decode record: %w", err)
+		}
+		return nil, a, nil
 	}
+	s, err = parseRun(clean, &v)
+	return s, nil, err
+}
+
+// parseRun is ParseLine for a run's record.
+func parseRun(clean []byte, v *recordView) (*Summary, error) {
 	s := &Summary{}
 	for _, rows := range [][]recordField{recordStandard, recordExtras} {
-		if err := readFields(s, rows, v.top, &v); err != nil {
+		if err := readFields(s, rows, v.top, v); err != nil {
 			return nil, fmt.Errorf("decode record: %w", err)
 		}
 	}

@@ -3,8 +3,11 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -361,6 +364,7 @@ var recordServingprobe = slices.Concat(
 	stats("e2e_latency_including_client_queue", func(s *Summary) *Stats { return &s.E2EIncludingQueue }, number, "mean", "median", "p99"),
 	[]recordField{
 		block(appendReasoning, readReasoning),
+		block((*Summary).validityRecord, (*Summary).readValidity),
 		block(func(s *Summary, r record) record {
 			if len(s.Goodput) == 0 {
 				return r
@@ -621,5 +625,66 @@ func readReasoning(s *Summary, spFlat map[string]json.RawMessage, v *recordView)
 		r.AnswerITLPercentiles = append(r.AnswerITLPercentiles, PercentileValue{P: p, Value: jsonNumber(spFlat["p"+percentileWord(p)+"_answer_itl_ms"])})
 	}
 	s.Reasoning = r
+	return nil
+}
+
+// searchAnswerKey is the key, in the servingprobe object, of an SLO
+// search's answer line: the line the CLI and a bench window append after
+// the search's last point, {"servingprobe": {"search_answer": {...}}}. The
+// points are written as they end, before the answer is known, so the
+// answer is a line of its own; it has no key of bench_serving's, so that
+// no reader takes it for a run (ParseLine tells it apart, ParseRecord
+// refuses it).
+const searchAnswerKey = "search_answer"
+
+// Line is the answer's JSONL line, with its newline.
+func (a *SearchAnswer) Line() ([]byte, error) {
+	line, err := json.Marshal(map[string]map[string]*SearchAnswer{"servingprobe": {searchAnswerKey: a}})
+	if err != nil {
+		return nil, fmt.Errorf("encode the search answer: %w", err)
+	}
+	return append(line, '\n'), nil
+}
+
+// readAnswerLine is the answer a line holds, nil for a run's record.
+func readAnswerLine(v *recordView) (*SearchAnswer, error) {
+	raw, ok := present(v.sp[searchAnswerKey])
+	if !ok {
+		return nil, nil
+	}
+	if len(v.top) != 1 {
+		return nil, fmt.Errorf("servingprobe.%s: an answer line holds nothing else, this one has %d keys", searchAnswerKey, len(v.top))
+	}
+	a := &SearchAnswer{}
+	if err := json.Unmarshal(raw, a); err != nil {
+		return nil, fmt.Errorf("servingprobe.%s: %w", searchAnswerKey, err)
+	}
+	return a, nil
+}
+
+// AppendJSONL appends the answer's line to path, after the search's
+// points, as Summary.AppendJSONL appends a run's record (a failed append
+// leaves the file as it was).
+func (a *SearchAnswer) AppendJSONL(path string) error {
+	line, err := a.Line()
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	canRead := true
+	if errors.Is(err, os.ErrPermission) {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		canRead = false
+	}
+	if err != nil {
+		return err
+	}
+	err = appendRecord(f, canRead, func(w io.Writer) error { _, err := w.Write(line); return err })
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("append %s: %w", path, err)
+	}
 	return nil
 }

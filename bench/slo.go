@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -169,6 +170,39 @@ type Verdict struct {
 	// high percentile is decided by a handful of requests.
 	Samples int  `json:"samples"`
 	Enough  bool `json:"enough_samples"`
+}
+
+// MarshalJSON writes a verdict with value_ms null when the run had no
+// sample (NaN, which encoding/json refuses), so that the API and a search
+// answer's line can carry a broken objective that measured nothing.
+func (v Verdict) MarshalJSON() ([]byte, error) {
+	type plain Verdict
+	w := struct {
+		plain
+		ValueMs *float64 `json:"value_ms"`
+	}{plain: plain(v)}
+	if !math.IsNaN(v.ValueMs) {
+		w.ValueMs = &v.ValueMs
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads MarshalJSON's form: a null or absent value_ms is
+// NaN, no sample, as Check leaves it.
+func (v *Verdict) UnmarshalJSON(b []byte) error {
+	type plain Verdict
+	w := struct {
+		*plain
+		ValueMs *float64 `json:"value_ms"`
+	}{plain: (*plain)(v)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	v.ValueMs = math.NaN()
+	if w.ValueMs != nil {
+		v.ValueMs = *w.ValueMs
+	}
+	return nil
 }
 
 // MinSamples is how many samples make the p-th percentile mean

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -28,43 +29,108 @@ type SweepRow struct {
 }
 
 // SearchAnswer is what an SLO search found, and the search settings its
-// answer names.
+// answer names: the one answer of a search. The engine fills it as the
+// search runs (benchrun.SweepResult embeds it), the CLI and a bench window
+// store it in the JSONL after the points (Line), and every surface (the
+// sweep table, the report, the API, the landing page and the capacity
+// gauge) reads it; none derives a capacity from the points again. Words
+// is the one rendering of it in words.
 type SearchAnswer struct {
+	// SLO is the objectives as given; By what the search varied
+	// (ByRequestRate or ByMaxConcurrency).
+	SLO string `json:"slo"`
+	By  string `json:"by"`
 	// Capacity is the highest value that met every objective (0: none
 	// did), Bound the lowest that failed (0: none did, the search
 	// stopped at its maximum or its point limit), Broke the objectives
 	// that failed at Bound, and GridPoints how many points a fixed grid
 	// at the same precision over the values tried would run.
-	Capacity, Bound float64
-	Broke           []Verdict
-	GridPoints      int
+	Capacity   float64   `json:"capacity"`
+	Bound      float64   `json:"bound"`
+	Broke      []Verdict `json:"broke,omitempty"`
+	GridPoints int       `json:"grid_points"`
 	// Exhausted says the search stopped at MaxPoints before reaching its
 	// precision.
-	Exhausted bool
+	Exhausted bool `json:"exhausted,omitempty"`
 	// Interrupted says the search ended before its answer; Capacity and
 	// Bound are then only the highest passing and the lowest failing
 	// value its points measured. OverBudget says its Budget ran out.
-	Interrupted, OverBudget bool
+	Interrupted bool `json:"interrupted,omitempty"`
+	OverBudget  bool `json:"over_budget,omitempty"`
 	// Saturation is the completion capacity the concurrency ramp
 	// measured (req/s; 0: no ramp ran), reached with PeakConcurrency
 	// requests in flight; RampStop says why the ramp stopped climbing.
-	Saturation      float64
-	PeakConcurrency int
-	RampStop        string
+	Saturation      float64 `json:"completion_capacity,omitempty"`
+	PeakConcurrency int     `json:"peak_concurrency,omitempty"`
+	RampStop        string  `json:"ramp_stop,omitempty"`
 	// Confirmed says the answer passed twice; Disagreements counts the
 	// answers whose second run failed, and Unstable says there were too
 	// many for an answer.
-	Confirmed     bool
-	Disagreements int
-	Unstable      bool
+	Confirmed     bool `json:"confirmed,omitempty"`
+	Disagreements int  `json:"disagreements,omitempty"`
+	Unstable      bool `json:"unstable,omitempty"`
 	// TooFewBelow, when set, is the rate (req/s) below which a point
 	// could not complete MinPointRequests within PointTime.
-	TooFewBelow float64
+	TooFewBelow float64 `json:"too_few_below,omitempty"`
+	// PointCount and RequestCount are the points the search ran, anchors
+	// included, and the requests they sent; NotIdlePoints the 1-based
+	// points that started on a server not back at its idle state.
+	PointCount    int   `json:"points"`
+	RequestCount  int   `json:"requests"`
+	NotIdlePoints []int `json:"not_idle_points,omitempty"`
 
-	// The search's settings, as the answer names them.
-	Precision                      float64
-	IdleTimeout, Budget, PointTime time.Duration
-	MaxPoints, MinPointRequests    int
+	// The search's settings, as the answer names them (durations are
+	// written as Go durations, "30s", so that they read back exactly).
+	Precision        float64       `json:"precision"`
+	IdleTimeout      time.Duration `json:"-"`
+	Budget           time.Duration `json:"-"`
+	PointTime        time.Duration `json:"-"`
+	MaxPoints        int           `json:"max_points"`
+	MinPointRequests int           `json:"min_point_requests"`
+}
+
+// searchAnswerJSON is SearchAnswer with its durations as strings.
+type searchAnswerJSON struct {
+	IdleTimeout string `json:"idle_timeout"`
+	Budget      string `json:"budget"`
+	PointTime   string `json:"point_time"`
+}
+
+// MarshalJSON writes the answer with its durations as Go durations.
+func (a SearchAnswer) MarshalJSON() ([]byte, error) {
+	type plain SearchAnswer
+	return json.Marshal(struct {
+		plain
+		searchAnswerJSON
+	}{plain(a), searchAnswerJSON{a.IdleTimeout.String(), a.Budget.String(), a.PointTime.String()}})
+}
+
+// UnmarshalJSON reads MarshalJSON's form.
+func (a *SearchAnswer) UnmarshalJSON(b []byte) error {
+	type plain SearchAnswer
+	var w struct {
+		*plain
+		searchAnswerJSON
+	}
+	w.plain = (*plain)(a)
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		key string
+		s   string
+		to  *time.Duration
+	}{{"idle_timeout", w.searchAnswerJSON.IdleTimeout, &a.IdleTimeout}, {"budget", w.searchAnswerJSON.Budget, &a.Budget}, {"point_time", w.searchAnswerJSON.PointTime, &a.PointTime}} {
+		if d.s == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.key, err)
+		}
+		*d.to = v
+	}
+	return nil
 }
 
 // FormatValue prints a point's value in its unit (req/s or a concurrency).
@@ -118,19 +184,21 @@ func (r *SweepTable) Write(w io.Writer) error {
 			s.ITL.Median, s.ITL.P99, s.E2ELatency.P90, good, p.Info.Verdict(s))
 	}
 	if r.Mode == SweepSLO {
-		b.WriteString(r.Answer(by))
+		b.WriteString(r.Search.Words())
 	}
 	b.WriteString(strings.Repeat("=", 110) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// Answer states what an SLO search found, how sure it is, and what it
-// cost next to a fixed grid. Its statements about points are read from
-// SweepInfo.SearchVerdict, as the table's result column is.
-func (r *SweepTable) Answer(by string) string {
+// Words states what an SLO search found, how sure it is, and what it
+// cost next to a fixed grid: the answer's one rendering, which the sweep
+// table, the report, the API's answer and the landing page print. It
+// reads only the answer, so that a surface holding the answer (read back
+// from the JSONL, say) prints the same words as the console did.
+func (a *SearchAnswer) Words() string {
 	var b strings.Builder
-	a := &r.Search
+	by := a.By
 	what := "request rate"
 	if by == ByMaxConcurrency {
 		what = "concurrency"
@@ -139,32 +207,29 @@ func (r *SweepTable) Answer(by string) string {
 		fmt.Fprintf(&b, "Completion capacity: %s, measured by the concurrency ramp at %d in flight (it stopped: %s); a rate at or above it queues without end.\n",
 			FormatValue(ByRequestRate, a.Saturation), a.PeakConcurrency, a.RampStop)
 	}
-	var busy []string
-	for _, p := range r.Points {
-		if p.Info.NotIdle {
-			busy = append(busy, fmt.Sprint(p.Info.Index))
+	if len(a.NotIdlePoints) > 0 {
+		busy := make([]string, len(a.NotIdlePoints))
+		for i, p := range a.NotIdlePoints {
+			busy[i] = fmt.Sprint(p)
 		}
-	}
-	if len(busy) > 0 {
 		fmt.Fprintf(&b, "The server was not back at its idle state within %s before point %s: a point there may have started on an earlier one's queue.\n",
 			a.IdleTimeout, strings.Join(busy, ", "))
 	}
 	if a.Interrupted {
 		// Only what was measured: no answer, no grid to compare with.
 		if a.OverBudget {
-			fmt.Fprintf(&b, "The search's budget (--slo-budget, slo_budget in a bench window: %s) ran out after %d points, before its answer.\n", a.Budget, len(r.Points))
+			fmt.Fprintf(&b, "The search's budget (--slo-budget, slo_budget in a bench window: %s) ran out after %d points, before its answer.\n", a.Budget, a.PointCount)
 		} else {
-			fmt.Fprintf(&b, "The search was interrupted after %d points, before its answer.\n", len(r.Points))
+			fmt.Fprintf(&b, "The search was interrupted after %d points, before its answer.\n", a.PointCount)
 		}
-		held, failedAt := r.Measured()
 		switch {
-		case held > 0:
-			fmt.Fprintf(&b, "The SLO held at %s (the highest %s measured to hold)", FormatValue(by, held), what)
+		case a.Capacity > 0:
+			fmt.Fprintf(&b, "The SLO held at %s (the highest %s measured to hold)", FormatValue(by, a.Capacity), what)
 		default:
 			fmt.Fprintf(&b, "No point measured held the SLO")
 		}
-		if failedAt > 0 {
-			fmt.Fprintf(&b, "; it failed at %s.\n", FormatValue(by, failedAt))
+		if a.Bound > 0 {
+			fmt.Fprintf(&b, "; it failed at %s.\n", FormatValue(by, a.Bound))
 		} else {
 			fmt.Fprintf(&b, "; no point measured failed it.\n")
 		}
@@ -204,14 +269,28 @@ func (r *SweepTable) Answer(by string) string {
 	if a.Exhausted {
 		fmt.Fprintf(&b, "Stopped after the most runs allowed (--slo-max-points, slo_max_points in a bench window: %d), before reaching the precision.\n", a.MaxPoints)
 	}
-	reqs := 0
-	for _, p := range r.Points {
-		reqs += p.Summary.Requests
+	per := 0
+	if a.PointCount > 0 {
+		per = a.RequestCount / a.PointCount
 	}
-	per := reqs / len(r.Points)
 	fmt.Fprintf(&b, "%d points, %d requests; a fixed grid at the same precision over the values tried would run %d points (about %d requests).\n",
-		len(r.Points), reqs, a.GridPoints, a.GridPoints*per)
+		a.PointCount, a.RequestCount, a.GridPoints, a.GridPoints*per)
 	return b.String()
+}
+
+// HasCapacity says whether the answer gives a capacity to export: not
+// when it found no stable answer, nor when the search was interrupted
+// (cancelled, or a point failed to run), whose figures are only what its
+// points measured. A search whose budget ran out gives the highest value
+// its points held at, as its words say.
+func (a *SearchAnswer) HasCapacity() bool {
+	return !a.Unstable && (!a.Interrupted || a.OverBudget)
+}
+
+// Knee is the value the answer marks on a sweep's curves (the capacity,
+// or the highest value measured to hold), and false when it marks none.
+func (a *SearchAnswer) Knee() (float64, bool) {
+	return a.Capacity, !a.Unstable && a.Capacity > 0
 }
 
 // Measured is the highest value a counted point held at and the lowest

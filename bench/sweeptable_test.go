@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -52,8 +53,6 @@ func TestSweepTableWrite(t *testing.T) {
 // it was handed (the point limit, the point time, the precision), not
 // defaults of its own.
 func TestSearchAnswerNamesSettings(t *testing.T) {
-	pass := SweepRow{Info: SweepInfo{Mode: SweepSLO, By: ByRequestRate, Index: 1, Value: 8, SLO: []Verdict{{Pass: true}}}, Summary: &Summary{Requests: 40}}
-	fail := SweepRow{Info: SweepInfo{Mode: SweepSLO, By: ByRequestRate, Index: 2, Value: 9, SLO: []Verdict{{Pass: false}}}, Summary: &Summary{Requests: 20}}
 	for _, tc := range []struct {
 		name   string
 		search SearchAnswer
@@ -66,20 +65,67 @@ func TestSearchAnswerNamesSettings(t *testing.T) {
 			[]string{"No request rate tried meets the SLO (the lowest, 9 req/s, did not)", "below 0.25 req/s a point completes fewer than 12 requests within --slo-point-time (48s)"}},
 		{"unstable", SearchAnswer{Unstable: true, Disagreements: 2, Precision: 0.05},
 			[]string{"No stable answer: 2 times a request rate that held failed", "the precision (5%)"}},
-		{"ramp and idle", SearchAnswer{Capacity: 8, Bound: 9, Saturation: 9.5, PeakConcurrency: 16, RampStop: "throughput flat", IdleTimeout: 45 * time.Second},
+		{"ramp and idle", SearchAnswer{Capacity: 8, Bound: 9, Saturation: 9.5, PeakConcurrency: 16, RampStop: "throughput flat", IdleTimeout: 45 * time.Second, NotIdlePoints: []int{1}},
 			[]string{"Completion capacity: 9.5 req/s, measured by the concurrency ramp at 16 in flight (it stopped: throughput flat)",
 				"not back at its idle state within 45s before point 1:"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			first := pass
-			first.Info.NotIdle = tc.search.IdleTimeout > 0
-			tab := &SweepTable{Mode: SweepSLO, SLO: "ttft:p99<=100ms", Points: []SweepRow{first, fail}, Search: tc.search}
-			got := tab.Answer(ByRequestRate)
+			a := tc.search
+			a.SLO, a.By, a.PointCount, a.RequestCount = "ttft:p99<=100ms", ByRequestRate, 2, 60
+			got := a.Words()
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
-					t.Errorf("Answer() = %q\nlacks %q", got, w)
+					t.Errorf("Words() = %q\nlacks %q", got, w)
 				}
 			}
+			// The table prints the same words.
+			tab := &SweepTable{Mode: SweepSLO, SLO: a.SLO, Search: a, Points: []SweepRow{{Info: SweepInfo{Mode: SweepSLO, By: ByRequestRate, Index: 1, Value: 8}, Summary: &Summary{}}}}
+			var b strings.Builder
+			if err := tab.Write(&b); err != nil || !strings.Contains(b.String(), got) {
+				t.Errorf("the table (%v) does not print the answer's words %q:\n%s", err, got, b.String())
+			}
 		})
+	}
+}
+
+// TestSearchAnswerLine: the answer's JSONL line reads back (ParseLine) as
+// the same answer, in the same words, NaN verdicts and durations
+// included; ParseRecord refuses it as a run, and a run's record is no
+// answer.
+func TestSearchAnswerLine(t *testing.T) {
+	for _, a := range []SearchAnswer{
+		{SLO: "ttft:p99<=100ms", By: ByRequestRate, Capacity: 47.123456789, Bound: 51.7, Confirmed: true, GridPoints: 9, PointCount: 8, RequestCount: 900,
+			Saturation: 51.7, PeakConcurrency: 8, RampStop: "throughput flat", Precision: 0.1, IdleTimeout: time.Minute, Budget: 5 * time.Minute,
+			PointTime: 30 * time.Second, MaxPoints: 20, MinPointRequests: 10, NotIdlePoints: []int{3},
+			Broke: []Verdict{{Objective: Objective{Metric: MetricTTFT, Percentile: 99, MaxMs: 100}, ValueMs: math.NaN(), Samples: 0}}},
+		{SLO: "ttft:p99<=100ms", By: ByRequestRate, Unstable: true, Disagreements: 2, Capacity: 5, Bound: 5.4, Precision: 0.05, PointCount: 11, RequestCount: 1100,
+			Broke: []Verdict{{Objective: Objective{Metric: MetricErrors, MaxPercent: 1}, ValueMs: math.NaN(), ValuePercent: 4.5, Samples: 200}}},
+		{SLO: "e2el:p90<=2s", By: ByMaxConcurrency, Interrupted: true, OverBudget: true, Capacity: 12, Budget: 1500 * time.Millisecond, PointCount: 3},
+	} {
+		line, err := a.Line()
+		if err != nil {
+			t.Fatalf("Line(%+v): %v", a, err)
+		}
+		s, got, err := ParseLine(line)
+		if err != nil || s != nil || got == nil {
+			t.Fatalf("ParseLine(%s) = %v, %v, %v; want the answer alone", line, s, got, err)
+		}
+		if got.Words() != a.Words() {
+			t.Errorf("read back, the answer says\n%s\nwritten, it said\n%s", got.Words(), a.Words())
+		}
+		if got.IdleTimeout != a.IdleTimeout || got.Budget != a.Budget || got.PointTime != a.PointTime || got.Capacity != a.Capacity ||
+			len(got.Broke) != len(a.Broke) || (len(a.Broke) > 0 && !math.IsNaN(got.Broke[0].ValueMs)) {
+			t.Errorf("read back %+v, want %+v", got, a)
+		}
+		if _, err := ParseRecord(line); err == nil || !strings.Contains(err.Error(), "answer") {
+			t.Errorf("ParseRecord(answer line) = %v, want an error naming the answer", err)
+		}
+	}
+	rec, err := (&Summary{Backend: "sglang", Requests: 1, Completed: 1}).Record(JSONOptions{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, a, err := ParseLine(rec); err != nil || s == nil || a != nil {
+		t.Errorf("ParseLine(a run's record) = %v, %v, %v; want the run", s, a, err)
 	}
 }

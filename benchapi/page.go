@@ -2,7 +2,6 @@ package benchapi
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/servingprobe/servingprobe/bench"
@@ -109,10 +108,7 @@ func (b *Windows) landingWindows() []exporter.BenchWindow {
 			r.mu.Unlock()
 		}
 		if sw := v.Sweep; sw != nil {
-			w.Sweep = fmt.Sprintf("%s sweep, %d points", sw.Mode, len(sw.Records))
-			if sw.Capacity != nil {
-				w.Sweep = fmt.Sprintf("SLO search, %d points: capacity %s", len(sw.Records), bench.FormatValue(sw.By, *sw.Capacity))
-			}
+			w.Sweep = sw.Landing()
 		}
 		out = append(out, w)
 	}

@@ -88,9 +88,10 @@ func daemonSweep(ctx context.Context, prep *benchrun.Prepared, env benchrun.Env,
 		return Output{}, runErr
 	}
 	sw, h := sweepOutput(res, records)
-	if runErr != nil {
-		// A search cut short has no answer to export.
-		h.Capacity = nil
+	if sw.Search != nil && len(runs) > 0 {
+		// The report states the answer the API does: it closes the
+		// search's points, as its line does in a JSONL file.
+		runs[len(runs)-1].Search = sw.Search
 	}
 	html, repErr := reportHTML(id, runs)
 	return Output{Sweep: sw, Headline: h, Report: html, ReportError: repErr}, runErr

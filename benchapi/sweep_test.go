@@ -3,6 +3,7 @@ package benchapi
 import (
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"os"
@@ -80,7 +81,7 @@ func TestBenchSweepWindow(t *testing.T) {
 			t.Errorf("progress %+v at the end, want the last point's, of 120", view.Progress)
 		}
 		sw := view.Sweep
-		if sw.Mode != "slo" || sw.By != "request_rate" || sw.Capacity == nil || sw.Bound == nil || !strings.Contains(sw.Answer, "Highest request rate meeting the SLO") {
+		if sw.Mode != "slo" || sw.By != "request_rate" || sw.Search == nil || !strings.Contains(sw.Answer(), "Highest request rate meeting the SLO") {
 			t.Fatalf("sweep %+v", sw)
 		}
 		completed := 0.0
@@ -125,14 +126,14 @@ func TestBenchSweepWindow(t *testing.T) {
 				best = max(best, v)
 			}
 		}
-		if len(sw.Records) < 3 || best != *sw.Capacity {
-			t.Errorf("%d records, highest passing %v, capacity %v", len(sw.Records), best, *sw.Capacity)
+		if len(sw.Records) < 3 || best != sw.Search.Capacity {
+			t.Errorf("%d records, highest passing %v, capacity %v", len(sw.Records), best, sw.Search.Capacity)
 		}
-		if *sw.Capacity < 47 || *sw.Capacity > 51.7 {
-			t.Errorf("capacity %v req/s, want 47 to 51.7\n%s", *sw.Capacity, sw.Answer)
+		if sw.Search.Capacity < 47 || sw.Search.Capacity > 51.7 {
+			t.Errorf("capacity %v req/s, want 47 to 51.7\n%s", sw.Search.Capacity, sw.Answer())
 		}
-		if got := metricValue(t, e.d, "benchCapacityRate", "sim"); got != *sw.Capacity {
-			t.Errorf("bench_last_slo_capacity_requests_per_second = %v, the API says %v", got, *sw.Capacity)
+		if got := metricValue(t, e.d, "benchCapacityRate", "sim"); got != sw.Search.Capacity {
+			t.Errorf("bench_last_slo_capacity_requests_per_second = %v, the API says %v", got, sw.Search.Capacity)
 		}
 		if got := metricValue(t, e.d, "benchRate", "sim"); got != 0 {
 			t.Errorf("bench_request_rate = %v after the run, want 0", got)
@@ -184,8 +185,12 @@ func TestBenchSweepWindow(t *testing.T) {
 		}
 		page, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if want := fmt.Sprintf("capacity %s", bench.FormatValue("request_rate", *sw.Capacity)); !strings.Contains(string(page), want) {
+		if want := fmt.Sprintf("Highest request rate meeting the SLO: %s", bench.FormatValue("request_rate", sw.Search.Capacity)); !strings.Contains(string(page), want) {
 			t.Errorf("landing page lacks %q", want)
+		}
+		// The report states the API's answer, in its words.
+		if want := template.HTMLEscapeString(strings.SplitN(sw.Answer(), "\n", 2)[0]); !strings.Contains(string(rpage), want) {
+			t.Errorf("the report lacks the answer's first line %q", want)
 		}
 	})
 }
@@ -265,20 +270,32 @@ bench:
 
 // TestSweepOutputUnstable: a search with no stable answer gives no
 // capacity, in the API or in the gauge, and its answer says why; the
-// capacity of a stable one is the answer's.
+// capacity of a stable one is the answer's. The API's JSON carries the
+// answer itself and its words.
 func TestSweepOutputUnstable(t *testing.T) {
 	slo := bench.SLO{{Metric: bench.MetricTTFT, Percentile: 99, MaxMs: 100}}
 	pts := []benchrun.SweepPoint{{Summary: &bench.Summary{Requests: 10},
 		Info: bench.SweepInfo{Mode: bench.SweepSLO, By: bench.ByRequestRate, Index: 1, Value: 5, SLO: []bench.Verdict{{Objective: slo[0], Pass: true}}}}}
 	res := &benchrun.SweepResult{Spec: benchrun.SweepSpec{Mode: bench.SweepSLO, SLO: slo, Precision: 0.1}, Points: pts,
-		Capacity: 5, Bound: 5.4, Disagreements: 2, Unstable: true}
+		SearchAnswer: bench.SearchAnswer{By: bench.ByRequestRate, Capacity: 5, Bound: 5.4, Disagreements: 2, Unstable: true, PointCount: 1, RequestCount: 10}}
 	o, h := sweepOutput(res, nil)
-	if o.Capacity != nil || o.Bound != nil || h.Capacity != nil || !strings.Contains(o.Answer, "No stable answer") {
-		t.Errorf("unstable search: capacity %v, bound %v, gauge %v, answer %q", o.Capacity, o.Bound, h.Capacity, o.Answer)
+	if o.Search == nil || !o.Search.Unstable || h.CapacityBy != "" || !strings.Contains(o.Answer(), "No stable answer") {
+		t.Errorf("unstable search: answer %+v, gauge %q %v, words %q", o.Search, h.CapacityBy, h.Capacity, o.Answer())
 	}
 	res.Unstable, res.Disagreements, res.Confirmed = false, 0, true
 	o, h = sweepOutput(res, nil)
-	if o.Capacity == nil || *o.Capacity != 5 || h.Capacity == nil || h.Capacity.Value != 5 || !strings.Contains(o.Answer, "5 req/s (held twice") {
-		t.Errorf("stable search: capacity %v, gauge %v, answer %q", o.Capacity, h.Capacity, o.Answer)
+	if h.CapacityBy != bench.ByRequestRate || h.Capacity != 5 || !strings.Contains(o.Answer(), "5 req/s (held twice") {
+		t.Errorf("stable search: gauge %q %v, words %q", h.CapacityBy, h.Capacity, o.Answer())
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Search *bench.SearchAnswer `json:"search"`
+		Answer string              `json:"answer"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || got.Search == nil || got.Search.Capacity != 5 || got.Answer != o.Answer() {
+		t.Errorf("the API's JSON %s (%v): want the answer and its words", b, err)
 	}
 }

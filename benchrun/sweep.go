@@ -178,48 +178,17 @@ type SweepPoint struct {
 	Summary *bench.Summary
 }
 
-// SweepResult is a finished sweep or search.
+// SweepResult is a finished sweep or search. For an SLO search, its
+// answer is the embedded bench.SearchAnswer, filled as the search runs:
+// the one answer that the table, the JSONL, the API and the gauges read.
+// A rate at or above its Saturation (the completion capacity the
+// concurrency ramp measured) queues without end, so Saturation is the
+// search's bound until a point fails lower, and the answer is strictly
+// below it.
 type SweepResult struct {
 	Spec   SweepSpec
 	Points []SweepPoint
-	// For an SLO search: Capacity is the highest value that met every
-	// objective (0: none did), Bound the lowest that failed (0: none
-	// did, the search stopped at Max or at MaxPoints), Broke the
-	// objectives that failed at Bound, and GridPoints how many points a
-	// fixed grid at the same precision over the values tried would run.
-	Capacity, Bound float64
-	Broke           []bench.Verdict
-	GridPoints      int
-	// Exhausted says the search stopped at MaxPoints before reaching its
-	// precision.
-	Exhausted bool
-	// Interrupted says the search ended before its answer (cancelled, or
-	// a point failed to run, or OverBudget): Capacity and Bound are then
-	// only the highest passing and the lowest failing value its points
-	// measured.
-	Interrupted bool
-	// OverBudget says the search's Budget ran out before its answer.
-	OverBudget bool
-	// Saturation is the completion capacity the concurrency ramp measured
-	// (req/s; 0: no ramp ran), reached with PeakConcurrency requests in
-	// flight, and RampStop why the ramp stopped climbing. A rate at or
-	// above Saturation queues without end, so it is the search's bound
-	// until a point fails lower, and the answer is strictly below it.
-	Saturation      float64
-	PeakConcurrency int
-	RampStop        string
-	// Confirmed says the answer passed twice: at its point of the
-	// bracket and at a second run of the same rate. Disagreements counts
-	// the answers whose second run failed; at maxDisagreements the
-	// search is Unstable: the server's verdicts vary more than its
-	// precision, and it gives no answer.
-	Confirmed     bool
-	Disagreements int
-	Unstable      bool
-	// TooFewBelow, when set, is the rate (req/s) below which a point
-	// could not complete minPointRequests within PointTime: the search
-	// failed down to it and went no lower.
-	TooFewBelow float64
+	bench.SearchAnswer
 }
 
 // errBudget is the cause of a search's context when its budget runs out.
@@ -413,6 +382,13 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		}
 		out.Summary.Sweep = &pt.Info
 		res.Points = append(res.Points, pt)
+		if search {
+			res.PointCount++
+			res.RequestCount += out.Summary.Requests
+			if notIdle {
+				res.NotIdlePoints = append(res.NotIdlePoints, pt.Info.Index)
+			}
+		}
 		if onPoint != nil {
 			if err := onPoint(pt); err != nil {
 				return nil, err
@@ -538,6 +514,10 @@ func (p *Prepared) autoSweep(w SweepSpec, res *SweepResult, run func(float64, st
 // bracket spanning a factor of ten costs no more than one spanning a
 // factor of two near the answer.
 func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(float64, string, int) (*SweepPoint, error)) error {
+	// The settings the answer's words name, as this search ran with them.
+	a := &res.SearchAnswer
+	a.SLO, a.By, a.Precision, a.IdleTimeout = w.SLO.String(), by, w.Precision, w.IdleTimeout
+	a.Budget, a.PointTime, a.MaxPoints, a.MinPointRequests = w.Budget, w.PointTime, w.MaxPoints, minPointRequests
 	integer := by == bench.ByMaxConcurrency
 	round := func(v float64) float64 {
 		if integer {

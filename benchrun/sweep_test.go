@@ -150,10 +150,11 @@ func TestInterruptedSearchAnswer(t *testing.T) {
 			[]string{"No point measured held the SLO; it failed at 90 req/s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &SweepResult{Spec: SweepSpec{Mode: bench.SweepSLO, Budget: 20 * time.Second}, Points: tc.points, Capacity: 99, Bound: 100, GridPoints: 3}
+			r := &SweepResult{Spec: SweepSpec{Mode: bench.SweepSLO, Budget: 20 * time.Second}, Points: tc.points,
+				SearchAnswer: bench.SearchAnswer{Capacity: 99, Bound: 100, GridPoints: 3, PointCount: len(tc.points), Budget: 20 * time.Second}}
 			r.stopped()
 			r.OverBudget = tc.name == "out of budget"
-			got := r.Answer(bench.ByRequestRate)
+			got := r.Words()
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("answer %q lacks %q", got, w)
@@ -273,7 +274,7 @@ func TestSLOSearchTooFewBelow(t *testing.T) {
 	if !slices.Equal(tried, []float64{2, 1, 0.5}) || res.Capacity != 0 || res.TooFewBelow != 10.0/30 {
 		t.Errorf("tried %v, capacity %v, too few below %v", tried, res.Capacity, res.TooFewBelow)
 	}
-	if got := res.Answer(bench.ByRequestRate); !strings.Contains(got, "Lower rates were not tried: below 0.3333 req/s a point completes fewer than 10 requests within --slo-point-time (30s)") {
+	if got := res.Words(); !strings.Contains(got, "Lower rates were not tried: below 0.3333 req/s a point completes fewer than 10 requests within --slo-point-time (30s)") {
 		t.Errorf("answer %q", got)
 	}
 }
@@ -339,7 +340,7 @@ func TestSLOSearchDisagreement(t *testing.T) {
 				t.Errorf("unstable %v disagreements %d capacity %v confirmed %v; want %v %d %v", res.Unstable, res.Disagreements, res.Capacity, res.Confirmed,
 					tc.unstable, tc.disagreements, tc.capacity)
 			}
-			got := res.Answer(bench.ByRequestRate)
+			got := res.Words()
 			if !strings.Contains(got, tc.answerHas) || (tc.answerNot != "" && strings.Contains(got, tc.answerNot)) {
 				t.Errorf("answer %q: want %q, not %q", got, tc.answerHas, tc.answerNot)
 			}
@@ -434,7 +435,7 @@ func TestSummaryAgreesWithTable(t *testing.T) {
 				}
 			}
 		}
-		answer := r.Answer(bench.ByRequestRate)
+		answer := r.Words()
 		wantHeld := "No point measured held the SLO"
 		if held > 0 {
 			wantHeld = "The SLO held at " + bench.FormatValue(bench.ByRequestRate, held)

@@ -61,16 +61,13 @@ type BenchHeadline struct {
 	ServerTTFTP50Ms, ServerTTFTP99Ms float64
 	// ServerMissing says why the run has no server TTFT; "" when it has.
 	ServerMissing string
-	// Capacity is the answer of an SLO search; nil for other runs.
-	Capacity *BenchCapacity
-}
-
-// BenchCapacity is what an SLO search found: the highest value of what it
-// varied (By: "request_rate" or "max_concurrency") at which every objective
-// held, 0 when none did.
-type BenchCapacity struct {
-	By    string
-	Value float64
+	// CapacityBy and Capacity are an SLO search's capacity, as the window
+	// code maps the search's one answer to them: what the search varied
+	// ("request_rate" or "max_concurrency") and the highest value at which
+	// every objective held (0 when none did). CapacityBy is "" for a run
+	// that is no search and for a search whose answer gives no capacity.
+	CapacityBy string
+	Capacity   float64
 }
 
 // BenchWindow is one bench window as the landing page lists it.

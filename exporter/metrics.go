@@ -406,12 +406,12 @@ func (m *Metrics) BenchFinished(target string, end time.Time, result BenchStatus
 	m.benchOutThroughput.WithLabelValues(target).Set(h.OutputThroughput)
 	m.benchCompleted.WithLabelValues(target).Set(float64(h.Completed))
 	m.benchFailed.WithLabelValues(target).Set(float64(h.Failed))
-	if c := h.Capacity; c != nil {
+	if h.CapacityBy != "" {
 		g := m.benchCapacityRate
-		if c.By == "max_concurrency" {
+		if h.CapacityBy == "max_concurrency" {
 			g = m.benchCapacityConc
 		}
-		g.WithLabelValues(target).Set(c.Value)
+		g.WithLabelValues(target).Set(h.Capacity)
 	}
 }
 

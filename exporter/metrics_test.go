@@ -90,10 +90,10 @@ func TestGoldenExposition(t *testing.T) {
 	m.BenchStarted("vllm", t0)
 	m.BenchPoint("vllm", t0.Add(time.Second), 8, 64)
 	m.BenchFinished("vllm", t0.Add(time.Minute), BenchSucceeded, BenchHeadline{RequestThroughput: 9.5, OutputThroughput: 1200, Completed: 570, Failed: 3,
-		Capacity: &BenchCapacity{By: "request_rate", Value: 12.5}})
+		CapacityBy: "request_rate", Capacity: 12.5})
 	m.BenchStarted("auto", t0)
 	m.BenchFinished("auto", t0.Add(time.Minute), BenchSucceeded, BenchHeadline{RequestThroughput: 2, OutputThroughput: 300, Completed: 120,
-		Capacity: &BenchCapacity{By: "max_concurrency", Value: 24}})
+		CapacityBy: "max_concurrency", Capacity: 24})
 
 	got, err := exposition(reg)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -33,10 +34,18 @@ type Run struct {
 	// Name labels the run in comparisons (its file and line, by default).
 	Name    string
 	Summary *bench.Summary
+	// Search is the answer of the SLO search this run closed: the answer
+	// line that followed it in its file, or the answer a live search
+	// handed over with its last point; nil otherwise. A sweep's page
+	// states it, and never derives a capacity from the points.
+	Search *bench.SearchAnswer
 }
 
 // Load reads every record of JSONL files as runs, named after the file
-// (and the line, when a file holds several).
+// (and the line, when a file holds several). An SLO search's answer line
+// is no run: it is attached to the run before it, the search's last
+// point (Run.Search), and one with no run before it in its file is an
+// error.
 func Load(paths ...string) ([]Run, error) {
 	var runs []Run
 	for _, p := range paths {
@@ -52,10 +61,17 @@ func Load(paths ...string) ([]Run, error) {
 			if len(b) == 0 {
 				continue
 			}
-			s, err := bench.ParseRecord(b)
+			s, a, err := bench.ParseLine(b)
+			if err == nil && a != nil && len(here) == 0 {
+				err = errors.New("an SLO search's answer with no point before it")
+			}
 			if err != nil {
 				f.Close()
 				return nil, fmt.Errorf("%s:%d: %w", p, line, err)
+			}
+			if a != nil {
+				here[len(here)-1].Search = a
+				continue
 			}
 			here = append(here, Run{Name: fmt.Sprintf("%s:%d", filepath.Base(p), line), Summary: s})
 		}

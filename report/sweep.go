@@ -11,14 +11,23 @@ import (
 
 // sweepSections draws a sweep or SLO search: one row per point, and each
 // latency against the output throughput the point reached, with the SLO's
-// bounds and the highest passing point (the knee) marked.
+// bounds and, for a search, its answer marked (the knee). The answer is
+// the one the search stored (Run.Search), stated in its own words, so that
+// the page says what the console said; a search without one (a file
+// written before the answer was stored) says so rather than derive one
+// from the points.
 func sweepSections(runs []Run) []section {
 	var b strings.Builder
 	b.WriteString(`<table class="compare"><tr><th>point</th><th>value</th><th>achieved req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>E2E p90</th><th>result</th></tr>`)
-	var knee *Run
+	var answer *bench.SearchAnswer
+	search := false
 	for i := range runs {
 		r := &runs[i]
 		s, w := r.Summary, r.Summary.Sweep
+		search = search || w.Mode == bench.SweepSLO
+		if r.Search != nil {
+			answer = r.Search
+		}
 		// The result column is the console sweep table's, from the
 		// same function: pass or what broke, and "(few samples)".
 		verdict, cls := w.Verdict(s), ""
@@ -26,10 +35,6 @@ func sweepSections(runs []Run) []section {
 			cls = "better"
 			if !w.Passed() {
 				cls = "worse"
-			} else if w.Role == "" && (knee == nil || w.Value > knee.Summary.Sweep.Value) {
-				// An SLO search's anchors are no rate it tried: the
-				// answer is among its points.
-				knee = r
 			}
 		}
 		fmt.Fprintf(&b, `<tr><td>%d</td><td class="num">%.4g</td><td class="num">%.2f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="%s">%s</td></tr>`,
@@ -38,8 +43,15 @@ func sweepSections(runs []Run) []section {
 	}
 	b.WriteString(`</table>`)
 	note := fmt.Sprintf("%s sweep over %s, %d points.", runs[0].Summary.Sweep.Mode, runs[0].Summary.Sweep.By, len(runs))
-	if knee != nil {
-		note += fmt.Sprintf(" Highest point meeting every objective: %.4g (%.1f output tok/s), marked on the curves.", knee.Summary.Sweep.Value, knee.Summary.OutputThroughput)
+	knee := kneeOf(runs, answer)
+	switch {
+	case answer != nil:
+		b.WriteString(answerHTML(answer))
+		if knee != nil {
+			note += fmt.Sprintf(" The answer, %s (%.1f output tok/s), is marked on the curves.", bench.FormatValue(answer.By, answer.Capacity), knee.Summary.OutputThroughput)
+		}
+	case search:
+		note += " " + NoSearchAnswer
 	}
 	var charts []template.HTML
 	for _, m := range []struct {
@@ -70,6 +82,43 @@ func sweepSections(runs []Run) []section {
 		charts = append(charts, c.SVG())
 	}
 	return []section{{Title: "Sweep", Note: note, Table: template.HTML(b.String()), Charts: charts}}
+}
+
+// NoSearchAnswer is what a search's page says when its file holds no
+// answer line.
+const NoSearchAnswer = "This file holds no search answer (it was written before servingprobe stored the answer after the points): the points are shown as measured, and no capacity is derived from them."
+
+// answerHTML is the answer's words, one paragraph a line, as the console
+// printed them (bench.SearchAnswer.Words).
+func answerHTML(a *bench.SearchAnswer) string {
+	var b strings.Builder
+	b.WriteString(`<div class="answer">`)
+	for _, line := range strings.Split(strings.TrimSuffix(a.Words(), "\n"), "\n") {
+		fmt.Fprintf(&b, `<p class="answer">%s</p>`, template.HTMLEscapeString(line))
+	}
+	b.WriteString(`</div>`)
+	return b.String()
+}
+
+// kneeOf is the point the answer marks: a search point (no anchor) at the
+// answer's value that held, the last such one run; nil when the answer
+// marks none.
+func kneeOf(runs []Run, a *bench.SearchAnswer) *Run {
+	if a == nil {
+		return nil
+	}
+	v, ok := a.Knee()
+	if !ok {
+		return nil
+	}
+	var knee *Run
+	for i := range runs {
+		w := runs[i].Summary.Sweep
+		if w.Role == "" && w.Value == v && w.Passed() {
+			knee = &runs[i]
+		}
+	}
+	return knee
 }
 
 // order sorts the points by x, keeping the ys with them.

@@ -200,6 +200,9 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 				}
 				runs = append(runs, report.Run{Name: fmt.Sprintf("point %d", i+1), Summary: s})
 			}
+			if len(runs) > 0 {
+				runs[len(runs)-1].Search = view.Sweep.Search
+			}
 			if err := writeReport(env.Stdout, f.report, runs); err != nil {
 				return err
 			}

@@ -93,7 +93,9 @@ func (f *sweepFlags) spec() (*benchrun.SweepSpec, error) {
 }
 
 // runSweep runs every point as a full bench run: its table and JSONL
-// record (with the "sweep" object) as it ends, then the sweep table.
+// record (with the "sweep" object) as it ends, then the sweep table and,
+// for an SLO search, its answer's line after the points, so that the
+// report and anything else that reads the file states this answer.
 func runSweep(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Prepared, renv benchrun.Env) error {
 	var stop func()
 	var points []report.Run
@@ -115,6 +117,18 @@ func runSweep(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Pr
 	if res != nil {
 		if werr := res.Table().Write(env.Stdout); werr != nil {
 			return errors.Join(err, werr)
+		}
+		if res.Spec.Mode == bench.SweepSLO && len(res.Points) > 0 {
+			path := f.outputFile
+			if path == "" {
+				path = bench.DefaultOutputFile(prep.Spec.RunParams(), time.Now())
+			}
+			if werr := res.SearchAnswer.AppendJSONL(path); werr != nil {
+				return errors.Join(err, fmt.Errorf("write results: %w", werr))
+			}
+			if len(points) > 0 {
+				points[len(points)-1].Search = &res.SearchAnswer
+			}
 		}
 	}
 	if f.report != "" && len(points) > 0 {
@@ -161,8 +175,8 @@ func writeRemoteSweep(w io.Writer, sw *benchapi.SweepOutput, f *benchFlags) erro
 		}
 		fmt.Fprintf(w, "%5d %12s %12.1f tok/s%s\n", rec.Sweep.Index, pyfmt.Float(rec.Sweep.Value), rec.OutputThroughput, verdict)
 	}
-	if sw.Answer != "" {
-		fmt.Fprintln(w, sw.Answer)
+	if a := sw.Answer(); a != "" {
+		fmt.Fprintln(w, a)
 	}
 	if len(sw.Records) == 0 {
 		return nil
@@ -195,6 +209,16 @@ func writeRemoteSweep(w io.Writer, sw *benchapi.SweepOutput, f *benchFlags) erro
 			return fmt.Errorf("decode a sweep record: %w", err)
 		}
 		buf.WriteByte('\n')
+	}
+	if sw.Search != nil {
+		// The search's answer after its points, as a local search writes
+		// it.
+		line, err := sw.Search.Line()
+		if err != nil {
+			out.Close()
+			return err
+		}
+		buf.Write(line)
 	}
 	if _, err := out.Write(buf.Bytes()); err != nil {
 		out.Close()

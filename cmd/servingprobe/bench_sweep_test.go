@@ -31,15 +31,32 @@ func sweepArgs(url, out string, numPrompts int, extra ...string) []string {
 		"--output-file", out, "--disable-tqdm", "--ready-check-timeout-sec", "10"}, extra...)
 }
 
-// readRecords decodes every JSONL record of path.
+// readRecords decodes every JSONL record of path: the runs, without an
+// SLO search's answer line (readAnswer).
 func readRecords(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	recs, _ := readLines(t, path)
+	return recs
+}
+
+// readAnswer is the SLO search answer line of path, nil when it has none;
+// it must be the file's last line.
+func readAnswer(t *testing.T, path string) map[string]any {
+	t.Helper()
+	_, a := readLines(t, path)
+	return a
+}
+
+// readLines decodes every line of path: the runs' records, and an SLO
+// search's answer ({"servingprobe": {"search_answer": ...}}), which must
+// come last.
+func readLines(t *testing.T, path string) (recs []map[string]any, answer map[string]any) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var recs []map[string]any
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
@@ -47,9 +64,16 @@ func readRecords(t *testing.T, path string) []map[string]any {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("%s: record %d does not parse: %v\n%q", path, len(recs)+1, err, sc.Bytes())
 		}
+		if answer != nil {
+			t.Fatalf("%s: a line after the search's answer: %q", path, sc.Bytes())
+		}
+		if sp, _ := r["servingprobe"].(map[string]any); len(r) == 1 && sp["search_answer"] != nil {
+			answer = sp["search_answer"].(map[string]any)
+			continue
+		}
 		recs = append(recs, r)
 	}
-	return recs
+	return recs, answer
 }
 
 // runCLISim runs the command line that args gives for the simulator
@@ -131,9 +155,12 @@ func TestBenchSLOSearchFindsCapacity(t *testing.T) {
 	}
 	t.Logf("SLO search: %v req/s in %d points (%d requests); a grid would run %d points", got, points, requests, grid)
 
-	recs := readRecords(t, out)
+	recs, answer := readLines(t, out)
 	if len(recs) != points {
 		t.Fatalf("%d JSONL records, want one per point (%d)", len(recs), points)
+	}
+	if c, _ := answer["capacity"].(float64); answer == nil || bench.FormatValue(bench.ByRequestRate, c) != m[1]+" req/s" || answer["points"] != float64(points) {
+		t.Errorf("the file's answer line %v: want capacity %v over %d points", answer, got, points)
 	}
 	passed, failed := map[float64]bool{}, map[float64]bool{}
 	for i, r := range recs {
