@@ -52,6 +52,14 @@ func (c *chatRecorder) start(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// requests returns a copy of the recorded requests: the handler's writes
+// reach the test through a socket, which the race detector does not see.
+func (c *chatRecorder) requests() []recordedChat {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]recordedChat(nil), c.reqs...)
+}
+
 func buildTestProbe(t *testing.T, url string, m config.Module) ProbeFunc {
 	t.Helper()
 	tgt := config.DefaultTarget
@@ -88,8 +96,9 @@ func TestConversationProbe(t *testing.T) {
 		}
 		results = append(append(results, r.Before...), r)
 	}
-	if len(rec.reqs) != 6 {
-		t.Fatalf("server saw %d requests, want 6 (two conversations of 3 turns)", len(rec.reqs))
+	reqs := rec.requests()
+	if len(reqs) != 6 {
+		t.Fatalf("server saw %d requests, want 6 (two conversations of 3 turns)", len(reqs))
 	}
 	for i, r := range results {
 		if r.Turn != i%3+1 || r.Outcome != OutcomeSuccess || r.Module != "conv" {
@@ -98,12 +107,12 @@ func TestConversationProbe(t *testing.T) {
 		if got := CachedPromptTokens(r); got != 40 {
 			t.Errorf("result %d: CachedPromptTokens = %d, want the usage's 40", i, got)
 		}
-		if rec.reqs[i].reqID != r.RequestID || r.RequestID == "" {
-			t.Errorf("result %d: request id %q, the server saw %q", i, r.RequestID, rec.reqs[i].reqID)
+		if reqs[i].reqID != r.RequestID || r.RequestID == "" {
+			t.Errorf("result %d: request id %q, the server saw %q", i, r.RequestID, reqs[i].reqID)
 		}
 	}
 	for c := range 2 {
-		turns := rec.reqs[3*c : 3*c+3]
+		turns := reqs[3*c : 3*c+3]
 		for k, req := range turns {
 			if len(req.messages) != 2*k+1 {
 				t.Fatalf("conversation %d turn %d: %d messages, want %d", c, k+1, len(req.messages), 2*k+1)
@@ -122,7 +131,7 @@ func TestConversationProbe(t *testing.T) {
 			}
 		}
 	}
-	a, b := rec.reqs[0], rec.reqs[3]
+	a, b := reqs[0], reqs[3]
 	if !strings.HasPrefix(a.messages[0].Content, "[sp-session-") || prefixOf(a.messages[0].Content) == prefixOf(b.messages[0].Content) {
 		t.Errorf("first messages %.40q and %.40q: want each to start with its own fresh prefix", a.messages[0].Content, b.messages[0].Content)
 	}
@@ -155,7 +164,8 @@ func TestCacheBust(t *testing.T) {
 					t.Fatalf("probe: outcome %s turn %d before %d, want a single successful request", r.Outcome, r.Turn, len(r.Before))
 				}
 			}
-			a, b := rec.reqs[0].messages[0].Content, rec.reqs[1].messages[0].Content
+			reqs := rec.requests()
+			a, b := reqs[0].messages[0].Content, reqs[1].messages[0].Content
 			if tc.bust {
 				if !strings.HasSuffix(a, "\nping") || prefixOf(a) == prefixOf(b) {
 					t.Errorf("prompts %q and %q: want the module's prompt after a prefix of each probe's own", a, b)
