@@ -188,6 +188,19 @@ func TestBenchSweepWindow(t *testing.T) {
 		if want := fmt.Sprintf("Highest request rate meeting the SLO: %s", bench.FormatValue("request_rate", sw.Search.Capacity)); !strings.Contains(string(page), want) {
 			t.Errorf("landing page lacks %q", want)
 		}
+		// A restarted daemon reads the window back from its results file
+		// and shows the same answer, on its landing page and in its API.
+		restarted := &Windows{logger: log.NewNopLogger(), runs: map[string]*benchRun{}, o: Options{MaxListed: 10}}
+		if err := restarted.load(e.d.Config().Bench.ResultsDir); err != nil {
+			t.Fatal(err)
+		}
+		before, after := e.b.landingWindows(), restarted.landingWindows()
+		if len(after) != 1 || len(before) != 1 || after[0].Sweep != before[0].Sweep || !strings.Contains(after[0].Sweep, strings.SplitN(sw.Answer(), "\n", 2)[0]) {
+			t.Errorf("after a restart the landing page says %+v, before it said %+v", after, before)
+		}
+		if r := restarted.runs[id]; r == nil || r.view.Sweep == nil || r.view.Sweep.Answer() != sw.Answer() {
+			t.Errorf("after a restart the API's answer differs from %q", sw.Answer())
+		}
 		// The report states the API's answer, in its words.
 		if want := template.HTMLEscapeString(strings.SplitN(sw.Answer(), "\n", 2)[0]); !strings.Contains(string(rpage), want) {
 			t.Errorf("the report lacks the answer's first line %q", want)
