@@ -3,6 +3,7 @@ package benchrun
 import (
 	"context"
 	"net/url"
+	"strings"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -27,6 +28,14 @@ func serverMetricsURLs(s Spec) (urls []string, explicit bool) {
 		return nil, false
 	}
 	return []string{(&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/metrics"}).String()}, false
+}
+
+// ServerMetricsURLs are the endpoints a bench window on t reads
+// (serverMetricsURLs of its ModuleSpec), for the daemon's own reads of the
+// same server between windows (live headroom).
+func ServerMetricsURLs(t config.Target) []string {
+	urls, _ := serverMetricsURLs(Spec{BaseURL: strings.TrimRight(t.URL, "/"), ServerMetrics: t.ServerMetricsURLs(), NoServerMetrics: t.NoServerMetrics})
+	return urls
 }
 
 // serverWatches are the reads of one measured run. explicit is whether

@@ -123,6 +123,8 @@ type Metrics struct {
 	benchCompleted, benchFailed                *prometheus.GaugeVec
 	benchRate, benchConcurrency, benchPoint    *prometheus.GaugeVec
 	benchCapacityRate, benchCapacityConc       *prometheus.GaugeVec
+	// capacity are the scheduled capacity checks' gauges (capacity.go).
+	capacity *capacityMetrics
 
 	// turns are the per-turn series of conversation probes (turns.go).
 	turns *turnMetrics
@@ -287,6 +289,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{labelTarget}),
 	}
 	m.turns = newTurnMetrics(f)
+	m.capacity = newCapacityMetrics(f)
 	m.series = newSeriesState(m)
 	return m
 }
@@ -327,7 +330,8 @@ func (m *Metrics) targetVecs() []*prometheus.MetricVec {
 		m.benchRunning.MetricVec, m.benchLastStart.MetricVec, m.benchLastEnd.MetricVec, m.benchRuns.MetricVec,
 		m.benchReqThroughput.MetricVec, m.benchOutThroughput.MetricVec, m.benchCompleted.MetricVec, m.benchFailed.MetricVec,
 		m.benchRate.MetricVec, m.benchConcurrency.MetricVec, m.benchPoint.MetricVec,
-		m.benchCapacityRate.MetricVec, m.benchCapacityConc.MetricVec)
+		m.benchCapacityRate.MetricVec, m.benchCapacityConc.MetricVec,
+		m.capacity.capacity.MetricVec, m.capacity.lowerBound.MetricVec, m.capacity.timestamp.MetricVec, m.capacity.headroom.MetricVec)
 }
 
 // ReloadSucceeded records a successful configuration load at t.

@@ -94,6 +94,9 @@ func TestGoldenExposition(t *testing.T) {
 	m.BenchStarted("auto", t0)
 	m.BenchFinished("auto", t0.Add(time.Minute), BenchSucceeded, BenchHeadline{RequestThroughput: 2, OutputThroughput: 300, Completed: 120,
 		CapacityBy: "max_concurrency", Capacity: 24})
+	// A scheduled capacity check's capacity and the headroom beside it.
+	m.CapacityChecked("vllm", t0.Add(2*time.Minute), 11.8, false)
+	m.SetHeadroom("vllm", 0.25, true)
 
 	got, err := exposition(reg)
 	if err != nil {

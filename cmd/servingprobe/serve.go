@@ -130,6 +130,8 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
+	// Targets' capacity_check searches, as bench windows of their own.
+	defer benches.ScheduleCapacityChecks(runCtx, benchapi.CapacityOptions{})()
 	runDone := make(chan error, 1)
 	go func() { runDone <- d.Run(runCtx) }()
 
