@@ -127,6 +127,8 @@ type Accumulator struct {
 	// requests counts every result added, notStreamed those asked for
 	// without streaming.
 	requests, notStreamed int
+	// valid counts the answer checks' verdicts.
+	valid Validity
 	outcomes              map[prober.Outcome]int
 	clocks                map[prober.Clock]int
 	good                  int
@@ -191,6 +193,7 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		panic("bench: Accumulator.Add after Summary")
 	}
 	a.requests++
+	a.valid.addChecks(r.Checks)
 	if !r.Stream {
 		a.notStreamed++
 	}
@@ -418,6 +421,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 
 		Requests:             a.requests,
 		NotStreamed:          a.notStreamed,
+		Valid:                a.valid,
 		NotSent:              max(p.Planned-a.requests, 0),
 		Stopped:              p.Stopped,
 		Failed:               a.requests - a.completed,

@@ -364,6 +364,7 @@ var recordServingprobe = slices.Concat(
 	stats("e2e_latency_including_client_queue", func(s *Summary) *Stats { return &s.E2EIncludingQueue }, number, "mean", "median", "p99"),
 	[]recordField{
 		block(appendReasoning, readReasoning),
+		block((*Summary).validityRecord, (*Summary).readValidity),
 		block(func(s *Summary, r record) record {
 			if len(s.Goodput) == 0 {
 				return r

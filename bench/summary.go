@@ -355,6 +355,9 @@ type Summary struct {
 	// Reasoning is the answer phase of a run in which some request
 	// reasoned before answering; nil otherwise.
 	Reasoning *ReasoningSummary `json:"reasoning,omitempty"`
+	// Valid is the answer checks' verdicts by check; nil for a run
+	// without checks (the table's "Valid responses" block).
+	Valid Validity `json:"valid_responses,omitempty"`
 	// EmbeddingBatch is the inputs per request of a run whose embedding
 	// rows were lists; nil for every other run.
 	EmbeddingBatch *EmbeddingBatch `json:"embedding_batch,omitempty"`
