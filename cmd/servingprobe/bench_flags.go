@@ -425,6 +425,8 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	p("random-input-len", "Input tokens of the random datasets.", intValue(&o.RandomInputLen))
 	p("random-output-len", "Output tokens of the random datasets.", intValue(&o.RandomOutputLen))
 	p("random-range-ratio", "Lengths are uniform on [max(1, L*r), L].", floatValue(&o.RandomRangeRatio))
+	p("conversation-turns", "conversation: user turns per conversation, each resending the history (default 3).", intValue(&o.ConversationTurns))
+	p("conversation-turn-input-len", "conversation: input tokens of every user turn after the first, which takes --random-input-len (default 64).", intValue(&o.ConversationTurnInputLen))
 
 	p("audio-duration", "audio: seconds of each clip (16 kHz mono 16-bit WAV noise).", floatValue(&o.AudioDuration))
 	p("audio-count", "audio: clips per request (0: the text alone).", intValue(&o.AudioCount))

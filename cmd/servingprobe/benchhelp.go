@@ -26,6 +26,7 @@ var benchHelpGroups = []struct {
 	{"Random datasets (random, random-ids)", []string{"random-input-len", "random-output-len", "random-range-ratio"}},
 	{"Image datasets (image, mmmu)", []string{"image-count", "random-image-count", "image-resolution", "image-format", "image-content",
 		"random-image-num-images", "random-image-resolution"}},
+	{"Conversation dataset (chat backends)", []string{"conversation-turns", "conversation-turn-input-len"}},
 	{"Dynamic dataset", []string{"dynamic-workload-path"}},
 	{"Audio dataset (chat backends)", []string{"audio-duration", "audio-count", "random-audio-count"}},
 	{"Generated shared prefix dataset", []string{"gsp-num-groups", "gsp-prompts-per-group", "gsp-system-prompt-len", "gsp-question-len",
