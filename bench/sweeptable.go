@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 )
@@ -63,6 +64,23 @@ type SearchAnswer struct {
 	Saturation      float64 `json:"completion_capacity,omitempty"`
 	PeakConcurrency int     `json:"peak_concurrency,omitempty"`
 	RampStop        string  `json:"ramp_stop,omitempty"`
+	// BoundedBy names the limit of ours that capped the answer (one of
+	// the Bounded* values) and BoundLimit its value (req/s, a
+	// concurrency, or seconds for the budget): the search stopped there
+	// before any point the server failed, so the server's capacity is at
+	// least Capacity and not known above it. "" when a point that failed
+	// the SLO bounds the answer. Every surface says "at least" for it, and
+	// the capacity gauges export it as a lower bound only.
+	BoundedBy  string  `json:"bounded_by,omitempty"`
+	BoundLimit float64 `json:"bound_limit,omitempty"`
+	// SteadyErrors, when set, is a share of failed requests that did not
+	// fall with the load: the one-at-a-time anchor failed about as often
+	// as a search point that failed only its errors objective. Walking
+	// the rate down would then only find a point whose few requests
+	// happened to avoid the failures, so the search judged the errors
+	// objective against twice that share (Allowed) and answers what the
+	// latency objectives allow.
+	SteadyErrors *SteadyErrors `json:"steady_errors,omitempty"`
 	// Confirmed says the answer passed twice; Disagreements counts the
 	// answers whose second run failed, and Unstable says there were too
 	// many for an answer.
@@ -87,6 +105,75 @@ type SearchAnswer struct {
 	PointTime        time.Duration `json:"-"`
 	MaxPoints        int           `json:"max_points"`
 	MinPointRequests int           `json:"min_point_requests"`
+}
+
+// The limits of ours that can bound a search's answer (SearchAnswer.BoundedBy).
+const (
+	// BoundedRequestRate: the run's own request rate (--request-rate,
+	// bench.max_request_rate in a bench window) paced the concurrency
+	// ramp, or was the highest rate searched, and the SLO held there.
+	BoundedRequestRate = "max_request_rate"
+	// BoundedConcurrency: the run's own max concurrency (or the ramp's
+	// cap, MaxRampConcurrency) stopped the ramp while the throughput
+	// still rose, or was the highest concurrency searched.
+	BoundedConcurrency = "max_concurrency"
+	// BoundedSLOMax: the SLO held up to the search's maximum (slo_max).
+	BoundedSLOMax = "slo_max"
+	// BoundedBudget: the search's time budget ran out first.
+	BoundedBudget = "slo_budget"
+)
+
+// SteadyErrors is the share of requests that failed whatever the load
+// (SearchAnswer.SteadyErrors).
+type SteadyErrors struct {
+	// Percent is the share of requests, in percent, that failed one at a
+	// time and at the first search point that failed only on errors,
+	// taken together over their Requests (cancelled ones left out).
+	Percent  float64 `json:"percent"`
+	Requests int     `json:"requests"`
+	// Outcomes counts those failures by outcome (http_5xx, ...).
+	Outcomes map[string]int `json:"outcomes"`
+	// Allowed is the error share (percent) the search then allowed at a
+	// point: twice Percent, or the objective's own if larger, so that
+	// errors rising with the load still fail a point.
+	Allowed float64 `json:"allowed_percent"`
+}
+
+// outcomes lists the failures as "http_5xx: 12, timeout: 1", most first.
+func (e *SteadyErrors) outcomes() string {
+	type kv struct {
+		k string
+		n int
+	}
+	var l []kv
+	for k, n := range e.Outcomes {
+		l = append(l, kv{k, n})
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i].n > l[j].n || (l[i].n == l[j].n && l[i].k < l[j].k) })
+	parts := make([]string, len(l))
+	for i, x := range l {
+		parts[i] = fmt.Sprintf("%s: %d", x.k, x.n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// LowerBound says whether the capacity is only a lower bound: a limit
+// of ours, not the server, bounded it.
+func (a *SearchAnswer) LowerBound() bool { return a.BoundedBy != "" }
+
+// boundWords names the limit that bounded the answer, with where it is set.
+func (a *SearchAnswer) boundWords() string {
+	switch a.BoundedBy {
+	case BoundedRequestRate:
+		return fmt.Sprintf("the request rate limit, %s (--request-rate; bench.max_request_rate in a bench window)", FormatValue(ByRequestRate, a.BoundLimit))
+	case BoundedConcurrency:
+		return fmt.Sprintf("the concurrency limit, %d in flight (--max-concurrency; bench.max_concurrency in a bench window)", int(a.BoundLimit))
+	case BoundedSLOMax:
+		return fmt.Sprintf("the search's maximum, %s (--slo-max, slo_max in a bench window)", FormatValue(a.By, a.BoundLimit))
+	case BoundedBudget:
+		return fmt.Sprintf("the search's budget, %s (--slo-budget, slo_budget in a bench window)", a.Budget)
+	}
+	return a.BoundedBy
 }
 
 // searchAnswerJSON is SearchAnswer with its durations as strings.
@@ -215,6 +302,10 @@ func (a *SearchAnswer) Words() string {
 		fmt.Fprintf(&b, "The server was not back at its idle state within %s before point %s: a point there may have started on an earlier one's queue.\n",
 			a.IdleTimeout, strings.Join(busy, ", "))
 	}
+	if e := a.SteadyErrors; e != nil {
+		fmt.Fprintf(&b, "%.1f%% of requests fail at every rate tried (%s), independent of load: one at a time as often as under load. The errors objective cannot hold at any rate; the search allowed up to %.1f%% at a point and judged the latency objectives.\n",
+			e.Percent, e.outcomes(), e.Allowed)
+	}
 	if a.Interrupted {
 		// Only what was measured: no answer, no grid to compare with.
 		if a.OverBudget {
@@ -233,6 +324,9 @@ func (a *SearchAnswer) Words() string {
 		} else {
 			fmt.Fprintf(&b, "; no point measured failed it.\n")
 		}
+		if a.LowerBound() {
+			fmt.Fprintf(&b, "Bounded by %s: the capacity is at least %s, not a measure of the server's own.\n", a.boundWords(), FormatValue(by, a.Capacity))
+		}
 		return b.String()
 	}
 	switch {
@@ -245,10 +339,16 @@ func (a *SearchAnswer) Words() string {
 			fmt.Fprintf(&b, "Lower rates were not tried: below %s a point completes fewer than %d requests within --slo-point-time (%s), too few to decide.\n",
 				FormatValue(by, a.TooFewBelow), a.MinPointRequests, a.PointTime)
 		}
+	case a.LowerBound():
+		fmt.Fprintf(&b, "%s meeting the SLO: at least %s, bounded by %s, not by the server: no point failed the SLO below that limit, so the server's own capacity is not known above it.\n",
+			capitalize(what), FormatValue(by, a.Capacity), a.boundWords())
 	case a.Bound == 0:
 		fmt.Fprintf(&b, "The SLO holds at every %s tried, up to %s: the limit is higher (raise --slo-max, slo_max in a bench window).\n", what, FormatValue(by, a.Capacity))
 	default:
-		held := "held twice"
+		held, meeting := "held twice", "the SLO"
+		if a.SteadyErrors != nil {
+			meeting = "the latency objectives"
+		}
 		if !a.Confirmed {
 			held = "held once, not confirmed"
 		}
@@ -256,8 +356,8 @@ func (a *SearchAnswer) Words() string {
 		if a.Bound == a.Saturation {
 			breaks = "below the completion capacity, " + FormatValue(by, a.Bound)
 		}
-		fmt.Fprintf(&b, "Highest %s meeting the SLO: %s (%s; %s; the limit is within %.0f%% of the answer).\n",
-			what, FormatValue(by, a.Capacity), held, breaks, 100*(a.Bound-a.Capacity)/a.Capacity)
+		fmt.Fprintf(&b, "Highest %s meeting %s: %s (%s; %s; the limit is within %.0f%% of the answer).\n",
+			what, meeting, FormatValue(by, a.Capacity), held, breaks, 100*(a.Bound-a.Capacity)/a.Capacity)
 	}
 	if len(a.Broke) > 0 {
 		var parts []string
@@ -308,4 +408,12 @@ func (r *SweepTable) Measured() (held, failedAt float64) {
 		}
 	}
 	return held, failedAt
+}
+
+// capitalize upper-cases the first letter of an ASCII phrase.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -84,7 +84,7 @@ func rampNext(steps []rampStep, limit int) (next int, why string) {
 		return 0, fmt.Sprintf("the server queued %.0f of the %d requests in flight", last.Waiting, last.Concurrency)
 	}
 	if last.Concurrency >= limit {
-		return 0, fmt.Sprintf("the ramp's cap (%d)", limit)
+		return 0, rampCapWhy(limit)
 	}
 	return min(2*last.Concurrency, limit), ""
 }

@@ -395,3 +395,68 @@ func TestSLOSearchSlowServerBudget(t *testing.T) {
 		t.Logf("slow server: %d points, %s measured\n%s", len(res.Points), measured.Round(time.Second), table[strings.LastIndex(table, "budget"):])
 	})
 }
+
+// TestSLOSearchBoundedByOurLimit: a bench window paces every ramp step at
+// its bench.max_request_rate and searches no higher (slo_max defaults to
+// it). Against a server with far more room (256 slots) the ramp's
+// "completion capacity" is that rate, ours; the answer must say the SLO
+// held up to our limit, at least, and not give a rate below it as the
+// server's capacity.
+func TestSLOSearchBoundedByOurLimit(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 20*time.Millisecond, 2*time.Millisecond
+	cfg.TTFTJitter, cfg.ITLJitter, cfg.PrefillPerToken = 0, 0, 0
+	cfg.MaxRunningRequests = 256
+	synctest.Test(t, func(t *testing.T) {
+		srv := serveSim(t, cfg, nil)
+		defer srv.close()
+		s := searchSpec(t, srv.url, 8, 0, "ttft:p99<=500ms", func(w *SweepSpec) { w.Cooldown, w.Max = 0, 20 })
+		s.RequestRate = 20
+		res, table := runSearchResult(t, srv, s)
+		a := res.SearchAnswer
+		if a.BoundedBy != bench.BoundedRequestRate || a.BoundLimit != 20 || a.Capacity != 20 || !a.LowerBound() {
+			t.Errorf("bounded by %q at %v, capacity %v; want max_request_rate at 20, capacity 20\n%s", a.BoundedBy, a.BoundLimit, a.Capacity, table)
+		}
+		if !strings.Contains(table, "Request rate meeting the SLO: at least 20 req/s, bounded by the request rate limit, 20 req/s") {
+			t.Errorf("the answer does not name the limit that bounded it:\n%s", table)
+		}
+		if strings.Contains(table, "Highest request rate meeting the SLO") {
+			t.Errorf("a bounded answer is stated as the server's capacity:\n%s", table)
+		}
+	})
+}
+
+// TestSLOSearchSteadyErrors: a server that answers 5% of its requests
+// with a 503 at every load, one at a time too. The search once walked
+// down to a rate whose few requests happened to avoid them (1.8 req/s
+// against a completion capacity of 88). Now it names the errors as
+// independent of load and answers what the latency objective allows:
+// a rate near the completion capacity, not a small fraction of it.
+func TestSLOSearchSteadyErrors(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 20*time.Millisecond, 2*time.Millisecond
+	cfg.TTFTJitter, cfg.ITLJitter, cfg.PrefillPerToken = 0, 0, 0
+	cfg.MaxRunningRequests = 8
+	cfg.FaultRates = map[simulator.Fault]float64{simulator.Fault503: 0.05}
+	cfg.Seed = 3
+	synctest.Test(t, func(t *testing.T) {
+		srv := serveSim(t, cfg, nil)
+		defer srv.close()
+		s := searchSpec(t, srv.url, 32, 0, "ttft:p99<=200ms", func(w *SweepSpec) { w.Cooldown = 0 })
+		s.WarmupRequests = 0 // a failed warmup ends the search (see TestSLOSearchFailuresCount)
+		res, table := runSearchResult(t, srv, s)
+		e := res.SteadyErrors
+		if e == nil || e.Outcomes["http_5xx"] == 0 || !(e.Percent > 1 && e.Percent < 15) {
+			t.Fatalf("steady errors %+v; want about 5%% http_5xx\n%s", e, table)
+		}
+		if !regexp.MustCompile(`[\d.]+% of requests fail at every rate tried \(http_5xx: \d+\), independent of load`).MatchString(table) {
+			t.Errorf("the answer does not name the load-independent errors:\n%s", table)
+		}
+		if a := res.SearchAnswer; !(a.Capacity > a.Saturation/2 && a.Capacity < a.Saturation) {
+			t.Errorf("answer %v req/s against a completion capacity of %v: want more than half of it, below it\n%s", a.Capacity, a.Saturation, table)
+		}
+		if !strings.Contains(table, "Highest request rate meeting the latency objectives") {
+			t.Errorf("the answer does not say which objectives it holds:\n%s", table)
+		}
+	})
+}

@@ -189,6 +189,13 @@ type SweepResult struct {
 	Spec   SweepSpec
 	Points []SweepPoint
 	bench.SearchAnswer
+	// rampCap is the concurrency at which the ramp stopped only because
+	// it reached its cap (0: it stopped for the server's sake).
+	rampCap int
+	// judge is the SLO the search's points are judged by: the spec's,
+	// or, once the errors proved not to fall with the load
+	// (SteadyErrors), the same with the errors objective at its Allowed.
+	judge bench.SLO
 }
 
 // errBudget is the cause of a search's context when its budget runs out.
@@ -302,7 +309,11 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 				conc = c
 			}
 		}
-		q, err := p.at(rate, conc, w.SLO)
+		slo := w.SLO
+		if res.judge != nil {
+			slo = res.judge
+		}
+		q, err := p.at(rate, conc, slo)
 		if err != nil {
 			return nil, err
 		}
@@ -323,7 +334,7 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 			case "synchronous":
 				q.Pacer = firstN{next: q.Pacer, n: syncAnchorRequests}
 			case "":
-				q.watch = newPointWatch(w.SLO, w.PointSamples, q.Prompts.Requests())
+				q.watch = newPointWatch(slo, w.PointSamples, q.Prompts.Requests())
 			}
 		}
 		kv := []any{"msg", "Sweep point", "index", len(res.Points) + 1}
@@ -340,7 +351,7 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		if err != nil {
 			return nil, err
 		}
-		if search && role == "" && out.Summary.Stopped == bench.EndedBudget && measuredNothing(w.SLO.Check(&out.Summary)) {
+		if search && role == "" && out.Summary.Stopped == bench.EndedBudget && measuredNothing(slo.Check(&out.Summary)) {
 			// The budget ran out before the point ended a request it
 			// could judge (the idle wait and the warm-up spent what was
 			// left; a request the deadline cut is not the server's
@@ -363,8 +374,8 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 			// the server sustained.
 			pt.Info.Value = out.Summary.RequestThroughput
 		}
-		if len(w.SLO) > 0 {
-			pt.Info.SLO = w.SLO.Check(&out.Summary)
+		if len(slo) > 0 {
+			pt.Info.SLO = slo.Check(&out.Summary)
 			pt.Info.Ended, pt.Info.Samples = pointEnd(out.Summary.Stopped, pt.Info.SLO)
 			hint := "raise --num-prompts"
 			switch {
@@ -412,6 +423,10 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 		}
 		if errors.Is(err, errBudget) && (ctx.Err() == nil || errors.Is(context.Cause(ctx), errBudget)) {
 			res.OverBudget = true
+			if res.Capacity > 0 {
+				// What held is only what the budget let the search reach.
+				res.BoundedBy, res.BoundLimit = bench.BoundedBudget, w.Budget.Seconds()
+			}
 			return res, nil
 		}
 		return res, err
@@ -526,6 +541,7 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 		return v
 	}
 	var lo, hi float64 // highest pass, lowest fail (or the capacity); 0: not yet
+	var syncPt *SweepPoint // the one-at-a-time anchor, when the search ran one
 	start, down, geometric := w.Start, 0.0, false
 	if start == 0 && !integer {
 		sync, err := p.ramp(res, 0, run)
@@ -541,6 +557,14 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 		}
 		hi = top
 		start, geometric = min(top/(1+w.Precision), w.Max), true
+		syncPt = sync
+		if r := p.Spec.RequestRate; r > 0 && !math.IsInf(r, 1) && top*(1+rampGain) >= r {
+			// The ramp's steps were paced at the run's own request rate
+			// and reached it: the completion capacity is our limit, not
+			// the server's, and no bound on the search. It may go up to
+			// Max; if the SLO holds there, the answer names the limit.
+			hi = 0
+		}
 	}
 	if start == 0 {
 		start = 1
@@ -551,6 +575,9 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 	}
 	done := func() error {
 		res.Capacity, res.Bound = lo, hi
+		if lo > 0 && !res.Unstable {
+			res.BoundedBy, res.BoundLimit = p.boundedBy(w, by, res, hi, lo)
+		}
 		// The grid covers the values tried and, after the anchors, the
 		// whole range they placed the search in.
 		pts := searchPoints(res.Points)
@@ -628,6 +655,10 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 			return done()
 		case pt.Info.Passed():
 			lo = v
+		case res.judge == nil && syncPt != nil && steadyErrors(res, w.SLO, syncPt, pt):
+			// The errors do not fall with the load: the point is judged
+			// again, by the relaxed errors objective (res.judge).
+			continue
 		default:
 			hi = v
 			res.Broke = failed(pt.Info.SLO)
@@ -669,9 +700,13 @@ func (p *Prepared) ramp(res *SweepResult, total int, run func(float64, string, i
 	}
 	steps := []rampStep{stepOf(1, sync)}
 	for {
-		c, why := rampNext(steps, rampLimit(p.Spec.MaxConcurrency))
+		limit := rampLimit(p.Spec.MaxConcurrency)
+		c, why := rampNext(steps, limit)
 		if c == 0 {
 			res.RampStop = why
+			if why == rampCapWhy(limit) {
+				res.rampCap = limit
+			}
 			break
 		}
 		pt, err := run(float64(c), "ramp", total)
@@ -743,4 +778,71 @@ func gridPoints(pts []SweepPoint, precision float64) int {
 		lo, hi = min(lo, p.Info.Value), max(hi, p.Info.Value)
 	}
 	return int(math.Ceil(math.Log(hi/lo)/math.Log(1+precision))) + 1
+}
+
+// rampCapWhy is why the ramp stops at its cap (rampNext).
+func rampCapWhy(limit int) string { return fmt.Sprintf("the ramp's cap (%d)", limit) }
+
+// boundedBy names the limit of ours that bounded a search whose highest
+// passing value is lo and failing end hi (0: none), and its value; ""
+// when a point the server failed bounds it. By request rate, the ramp's
+// completion capacity is the failing end until a point fails lower: when
+// the ramp stopped at its concurrency cap, that capacity is ours.
+func (p *Prepared) boundedBy(w SweepSpec, by string, res *SweepResult, hi, lo float64) (string, float64) {
+	switch {
+	case hi == 0 && lo >= w.Max:
+		// The SLO held up to the search's maximum; in a bench window
+		// that is the daemon's limit unless the body lowered it.
+		if by == bench.ByRequestRate && p.Spec.RequestRate > 0 && w.Max >= p.Spec.RequestRate {
+			return bench.BoundedRequestRate, p.Spec.RequestRate
+		}
+		if by == bench.ByMaxConcurrency && p.Spec.MaxConcurrency > 0 && w.Max >= float64(p.Spec.MaxConcurrency) {
+			return bench.BoundedConcurrency, float64(p.Spec.MaxConcurrency)
+		}
+		return bench.BoundedSLOMax, w.Max
+	case hi > 0 && hi == res.Saturation && res.rampCap > 0:
+		return bench.BoundedConcurrency, float64(res.rampCap)
+	}
+	return "", 0
+}
+
+// steadyErrors decides whether a search point that failed shows errors
+// that do not fall with the load: it failed only its errors objective,
+// and one request at a time (the synchronous anchor) failed more than the
+// objective allows and at least half as often as the point. It then sets
+// res.SteadyErrors and res.judge, the SLO with the errors objective at
+// twice the pooled share, and says so.
+func steadyErrors(res *SweepResult, slo bench.SLO, sync, pt *SweepPoint) bool {
+	i := slices.IndexFunc(slo, func(o bench.Objective) bool { return o.Metric == bench.MetricErrors })
+	if i < 0 {
+		return false
+	}
+	for _, v := range pt.Info.SLO {
+		if !v.Pass && v.Metric != bench.MetricErrors {
+			return false
+		}
+	}
+	share := func(s *bench.Summary) (failed, requests int) {
+		c := s.Outcomes[prober.OutcomeCanceled]
+		return s.Failed - c, s.Requests - c
+	}
+	sf, sn := share(sync.Summary)
+	pf, pn := share(pt.Summary)
+	syncPct, ptPct := bench.ErrorPercent(sf, sn), bench.ErrorPercent(pf, pn)
+	if sf == 0 || syncPct <= slo[i].MaxPercent || 2*syncPct < ptPct {
+		return false
+	}
+	e := &bench.SteadyErrors{Percent: bench.ErrorPercent(sf+pf, sn+pn), Requests: sn + pn, Outcomes: map[string]int{}}
+	for _, s := range []*bench.Summary{sync.Summary, pt.Summary} {
+		for o, n := range s.Outcomes {
+			if o != prober.OutcomeSuccess && o != prober.OutcomeCanceled && n > 0 {
+				e.Outcomes[string(o)] += n
+			}
+		}
+	}
+	e.Allowed = max(slo[i].MaxPercent, 2*e.Percent)
+	res.SteadyErrors = e
+	res.judge = slices.Clone(slo)
+	res.judge[i].MaxPercent = e.Allowed
+	return true
 }
