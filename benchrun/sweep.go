@@ -540,7 +540,7 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 		}
 		return v
 	}
-	var lo, hi float64 // highest pass, lowest fail (or the capacity); 0: not yet
+	var lo, hi float64     // highest pass, lowest fail (or the capacity); 0: not yet
 	var syncPt *SweepPoint // the one-at-a-time anchor, when the search ran one
 	start, down, geometric := w.Start, 0.0, false
 	if start == 0 && !integer {
