@@ -115,6 +115,13 @@ type Config struct {
 	CapacityRegressionRatio float64 `yaml:"capacity_regression_ratio"`
 	CapacityRegressionFor   string  `yaml:"capacity_regression_for"`
 
+	// CapacityHeadroomRatio: a target's live headroom (1 minus the
+	// server's completed-request rate over the capacity its last
+	// capacity_check found) held under this for CapacityHeadroomFor: its
+	// traffic runs close to the rate at which its SLO breaks.
+	CapacityHeadroomRatio float64 `yaml:"capacity_headroom_ratio"`
+	CapacityHeadroomFor   string  `yaml:"capacity_headroom_for"`
+
 	// RunbookURL is the base of every alert's runbook_url; the anchor is the
 	// lower-cased alert name.
 	RunbookURL string `yaml:"runbook_url"`
@@ -149,6 +156,8 @@ func Default() Config {
 		ReloadFailedFor:          "5m",
 		CapacityRegressionRatio:  0.8,
 		CapacityRegressionFor:    "10m",
+		CapacityHeadroomRatio:    0.2,
+		CapacityHeadroomFor:      "15m",
 		RunbookURL:               "https://github.com/servingprobe/servingprobe/blob/main/docs/runbook.md",
 	}
 }
@@ -214,6 +223,7 @@ func (c Config) Validate() error {
 		"probe_failure_window":       c.ProbeFailureWindow,
 		"no_probe_results_for":       c.NoProbeResultsFor, "reload_failed_for": c.ReloadFailedFor,
 		"capacity_regression_for": c.CapacityRegressionFor,
+		"capacity_headroom_for":   c.CapacityHeadroomFor,
 	} {
 		if !validDuration(d) {
 			errs = append(errs, fmt.Errorf("%s: %q is not a Prometheus duration", name, d))
@@ -242,6 +252,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.CapacityRegressionRatio > 0 && c.CapacityRegressionRatio < 1) {
 		errs = append(errs, errors.New("capacity_regression_ratio: must be in (0, 1)"))
+	}
+	if !(c.CapacityHeadroomRatio > 0 && c.CapacityHeadroomRatio < 1) {
+		errs = append(errs, errors.New("capacity_headroom_ratio: must be in (0, 1)"))
 	}
 	if c.RegressionFactor <= 1 {
 		errs = append(errs, errors.New("regression_factor: must be > 1"))

@@ -520,6 +520,9 @@ func (c Config) Bench() *Dashboard {
 		q(fmt.Sprintf(`label_replace(max by (target) (servingprobe_bench_last_slo_capacity_requests_per_second{%[1]s}), "by", "req/s", "", "")
 or
 label_replace(max by (target) (servingprobe_bench_last_slo_capacity_max_concurrency{%[1]s}), "by", "concurrency", "", "")`, selTarget), "{{by}} {{target}}")), 12, 8)
+	b.add(timeseries("Capacity and load", "The capacity the target's last scheduled capacity check found (capacity_check), and the requests per second the server completed over the last minute, every client's, by its own counter: capacity × (1 − headroom). ServingprobeCapacityHeadroomLow fires when the load holds within 20% of the capacity. No load line for a server that states no completed-request counter (llama.cpp).", "reqps", thresholds(),
+		q(fmt.Sprintf("max by (target) (servingprobe_capacity_requests_per_second{%s})", selTarget), "capacity {{target}}"),
+		q(fmt.Sprintf("max by (target) (servingprobe_capacity_requests_per_second{%[1]s} * (1 - servingprobe_capacity_headroom_ratio{%[1]s}))", selTarget), "load {{target}}")), 24, 8)
 
 	b.row("Bench requests", "")
 	b.add(timeseries("Bench throughput", "Requests per second by outcome and tokens per second of successful bench requests.", "short", thresholds(),

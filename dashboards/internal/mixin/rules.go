@@ -485,6 +485,19 @@ max by (%[1]s) (servingprobe_probe_success{%[2]s}) == 0`, byTarget, c.Selector, 
 		fmt.Sprintf("The last SLO search of a bench window on {{ $labels.target }} found a capacity of {{ $value }} (requests per second, or concurrent requests), below %s times its median over the %s before yesterday.",
 			fmtFloat(c.CapacityRegressionRatio), c.BaselineWindow))
 
+	// Live headroom: the traffic a server serves against the capacity its
+	// last scheduled check found. The description gives the capacity's
+	// age, since one found weeks ago may no longer be the server's.
+	add(rule{
+		Alert: "ServingprobeCapacityHeadroomLow",
+		Expr:  fmt.Sprintf("servingprobe_capacity_headroom_ratio{%s} < %s", c.Selector, fmtFloat(c.CapacityHeadroomRatio)),
+		For:   c.CapacityHeadroomFor,
+	}, "warning", "A target serves close to its capacity.",
+		"{{ $labels.target }} has {{ $value | humanizePercentage }} headroom: the requests it completed over the last minute, from every client, are that far below the capacity its last capacity check found"+
+			` ({{ with printf "servingprobe_capacity_requests_per_second{job='%s',instance='%s',target='%s'}" $labels.job $labels.instance $labels.target | query }}{{ . | first | value | printf "%.4g" }}{{ end }} requests per second,`+
+			` found {{ with printf "time() - servingprobe_capacity_check_timestamp_seconds{job='%s',instance='%s',target='%s'}" $labels.job $labels.instance $labels.target | query }}{{ . | first | value | humanizeDuration }}{{ end }} ago).`+
+			fmt.Sprintf(" Under %.4g%%, a little more traffic breaks its SLO.", 100*c.CapacityHeadroomRatio))
+
 	add(rule{
 		Alert: "ServingprobeConfigReloadFailed",
 		Expr:  fmt.Sprintf("servingprobe_config_last_reload_successful{%s} == 0", c.Selector),
