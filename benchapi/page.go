@@ -109,6 +109,10 @@ func (b *Windows) landingWindows() []exporter.BenchWindow {
 		}
 		if sw := v.Sweep; sw != nil {
 			w.Sweep = sw.Landing()
+			if v.Tag == CapacityTag {
+				// The schedule's windows, told from those a caller started.
+				w.Sweep = "Scheduled capacity check: " + w.Sweep
+			}
 		}
 		out = append(out, w)
 	}

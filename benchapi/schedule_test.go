@@ -484,6 +484,14 @@ bench:
 			t.Fatalf("capacity check windows %+v, want one that succeeded with an answer", checks)
 		}
 		t.Logf("the check's answer: %s", checks[0].Sweep.Answer())
+		// The page lists it with the others, marked as the schedule's.
+		marked := false
+		for _, w := range b.landingWindows() {
+			marked = marked || (w.ID == checks[0].ID && strings.HasPrefix(w.Sweep, "Scheduled capacity check: SLO search"))
+		}
+		if !marked {
+			t.Errorf("the landing page does not list check %s as a scheduled capacity check: %+v", checks[0].ID, b.landingWindows())
+		}
 		headroomAfter := func(wait time.Duration) float64 {
 			t.Helper()
 			time.Sleep(wait)
