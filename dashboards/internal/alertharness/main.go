@@ -41,11 +41,11 @@ var Scenarios = []Scenario{
 	{Name: "TTFT ×1.5", TTFTFactor: 1.5, Expect: "ServingprobeTTFTRegression", Within: 15 * time.Minute},
 	{Name: "TTFT ×2", TTFTFactor: 2, Expect: "ServingprobeTTFTRegression", Within: 10 * time.Minute},
 	{Name: "TTFT ×3 (p99 under the SLO threshold)", TTFTFactor: 3, Expect: "ServingprobeTTFTRegression"},
-	{Name: "TTFT ×10 (above the SLO threshold)", TTFTFactor: 10, Expect: "ServingprobeTTFTErrorBudgetBurnFast"},
+	{Name: "TTFT ×10 (above the SLO threshold)", TTFTFactor: 10, Expect: "ServingprobeTTFTErrorBudgetBurnFast", Within: 5 * time.Minute},
 	{Name: "ITL and TPOT ×1.5", ITLFactor: 1.5, Expect: "ServingprobeITLRegression"},
 	{Name: "ITL and TPOT ×2", ITLFactor: 2, Expect: "ServingprobeITLRegression"},
 	{Name: "5% of probes fail", FailRatio: 0.05},
-	{Name: "20% of probes fail", FailRatio: 0.2, Expect: "ServingprobeProbeFailures", Within: 10 * time.Minute},
+	{Name: "20% of probes fail", FailRatio: 0.2, Expect: "ServingprobeAvailabilityErrorBudgetBurnFast", Within: 10 * time.Minute},
 	{Name: "100% of probes fail", FailRatio: 1, Expect: "ServingprobeTargetDown", Within: 3 * time.Minute},
 	{Name: "one target of three down", FailRatio: 1, OtherTargets: 2, Expect: "ServingprobeTargetDown", Within: 3 * time.Minute},
 }

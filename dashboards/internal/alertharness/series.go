@@ -289,4 +289,6 @@ func (r Run) writeSeries(m Model, w io.Writer) {
 		t.write(w)
 	}
 	fmt.Fprintf(w, "  - series: 'servingprobe_config_last_reload_successful{job=\"servingprobe\", instance=\"sp:9090\"}'\n    values: '%s'\n", reload)
+	// Every scrape succeeds: the exporter's own alerts read up.
+	fmt.Fprintf(w, "  - series: 'up{job=\"servingprobe\", instance=\"sp:9090\"}'\n    values: '%s'\n", reload)
 }

@@ -102,6 +102,36 @@ type Config struct {
 	// time to page (60s + 1m + one interval).
 	TargetDownAfterSeconds float64 `yaml:"target_down_after_seconds"`
 	TargetDownFor          string  `yaml:"target_down_for"`
+	// MajorityBadRatio: the fast burn-rate page also fires, with no `for`,
+	// when more than this share of a target's probes was bad over the last
+	// 5m (and the window holds MajorityBadMinProbes probes). A catastrophe
+	// then pages in minutes: a burn-rate pair cannot fire before its long
+	// window holds burn × (1 − target) bad probes, 8.6 minutes of probes
+	// that all fail for the 1h window at 99%, and 21.6 minutes of a fifth
+	// failing at 99.5%.
+	MajorityBadRatio     float64 `yaml:"majority_bad_ratio"`
+	MajorityBadMinProbes int     `yaml:"majority_bad_min_probes"`
+	// ExporterDownFor: no replica of the exporter scraped successfully for
+	// this long pages (nothing else can fire then); ReplicaDownFor is the
+	// `for` of the warning that one replica of several is down or gone.
+	ExporterDownFor string `yaml:"exporter_down_for"`
+	ReplicaDownFor  string `yaml:"replica_down_for"`
+	// SchedulerLagAlertSeconds: the p90 of the prober's scheduler lag over
+	// regression_window above it, held for SchedulerLagFor, warns that the
+	// prober itself is starved (it is far above prober_lag_seconds, the
+	// guard of the ITL and TPOT alerts: a probe that starts a second late
+	// has lost a fraction of its interval, not just its token gaps).
+	SchedulerLagAlertSeconds float64 `yaml:"scheduler_lag_alert_seconds"`
+	SchedulerLagFor          string  `yaml:"scheduler_lag_for"`
+	// ProbesSkippedMax: more skipped probe ticks than this over 10m warn. A
+	// skipped tick is a probe that never ran, so it is in no SLI: a target
+	// slow enough that probes pile up would otherwise look healthier than
+	// it is.
+	ProbesSkippedMax float64 `yaml:"probes_skipped_max"`
+	// TLSCertExpiryDays: a target whose certificate chain expires within
+	// this many days warns.
+	TLSCertExpiryDays float64 `yaml:"tls_cert_expiry_days"`
+
 	// ProbeStaleAfterSeconds: no probe finished for this long means the
 	// scheduler stopped. Keep it several probe intervals long.
 	ProbeStaleAfterSeconds float64 `yaml:"probe_stale_after_seconds"`
@@ -153,6 +183,14 @@ func Default() Config {
 		TargetDownFor:            "1m",
 		ProbeStaleAfterSeconds:   300,
 		NoProbeResultsFor:        "5m",
+		MajorityBadRatio:         0.5,
+		MajorityBadMinProbes:     5,
+		ExporterDownFor:          "2m",
+		ReplicaDownFor:           "5m",
+		SchedulerLagAlertSeconds: 1,
+		SchedulerLagFor:          "10m",
+		ProbesSkippedMax:         2,
+		TLSCertExpiryDays:        14,
 		ReloadFailedFor:          "5m",
 		CapacityRegressionRatio:  0.8,
 		CapacityRegressionFor:    "10m",
@@ -181,11 +219,19 @@ type BurnWindow struct {
 	LongSeconds float64
 	Burn        float64
 	Page        bool // page (critical) or ticket (warning)
+	// Quick marks a pair that only makes a page come sooner than the
+	// workbook's: Validate does not require the probe rate to meet its
+	// guard, since a pair whose long window holds too few probes stays
+	// silent and the 1h pair pages as before.
+	Quick bool
 }
 
 // BurnWindows are the SRE workbook's pairs: 2% of the budget in 1h, 5% in 6h
-// (page), 10% in 1d and 10% in 3d (ticket).
+// (page), 10% in 1d and 10% in 3d (ticket), and before them the 1h pair's
+// burn over 15m: a fifth of probes failing at 99.5% crosses 14.4× the
+// sustainable rate over 15m after 5.4 minutes, over 1h only after 21.6.
 var BurnWindows = []BurnWindow{
+	{Long: "15m", Short: "5m", LongSeconds: 900, Burn: 14.4, Page: true, Quick: true},
 	{Long: "1h", Short: "5m", LongSeconds: 3600, Burn: 14.4, Page: true},
 	{Long: "6h", Short: "30m", LongSeconds: 6 * 3600, Burn: 6, Page: true},
 	{Long: "1d", Short: "2h", LongSeconds: 86400, Burn: 3},
@@ -193,7 +239,7 @@ var BurnWindows = []BurnWindow{
 }
 
 // SLIWindows are every window a burn-rate alert reads.
-var SLIWindows = []string{"5m", "30m", "1h", "2h", "6h", "1d", "3d"}
+var SLIWindows = []string{"5m", "15m", "30m", "1h", "2h", "6h", "1d", "3d"}
 
 // MinEvents is the minimum-event guard of a burn-rate window pair: the
 // smallest number of events in the long window for which a single bad event
@@ -222,6 +268,7 @@ func (c Config) Validate() error {
 		"regression_baseline_window": c.RegressionBaselineWindow,
 		"probe_failure_window":       c.ProbeFailureWindow,
 		"no_probe_results_for":       c.NoProbeResultsFor, "reload_failed_for": c.ReloadFailedFor,
+		"exporter_down_for": c.ExporterDownFor, "replica_down_for": c.ReplicaDownFor, "scheduler_lag_for": c.SchedulerLagFor,
 		"capacity_regression_for": c.CapacityRegressionFor,
 		"capacity_headroom_for":   c.CapacityHeadroomFor,
 	} {
@@ -242,6 +289,9 @@ func (c Config) Validate() error {
 			target float64
 		}{{"latency", c.LatencySLOTarget}, {"availability", c.AvailabilitySLOTarget}} {
 			for _, w := range BurnWindows {
+				if w.Quick {
+					continue
+				}
 				have := w.LongSeconds / c.ProbeIntervalSeconds
 				if need := MinEvents(w.Burn, slo.target); have < float64(need) {
 					errs = append(errs, fmt.Errorf("%s SLO %v: a %s window holds %.0f probes at one per %vs, the guard needs %d; probe more often or lower the target",
@@ -308,6 +358,21 @@ func (c Config) Validate() error {
 	}
 	if c.ProbeStaleAfterSeconds < 3*c.ProbeIntervalSeconds {
 		errs = append(errs, errors.New("probe_stale_after_seconds: must be at least 3 probe intervals"))
+	}
+	if !(c.MajorityBadRatio >= 0.5 && c.MajorityBadRatio < 1) {
+		errs = append(errs, errors.New("majority_bad_ratio: must be in [0.5, 1): a page with no `for` needs most probes bad"))
+	}
+	if c.MajorityBadMinProbes < 3 {
+		errs = append(errs, errors.New("majority_bad_min_probes: must be at least 3, so that one or two bad probes alone cannot page"))
+	}
+	if !(c.SchedulerLagAlertSeconds > c.ProberLagSeconds) {
+		errs = append(errs, errors.New("scheduler_lag_alert_seconds: must be above prober_lag_seconds"))
+	}
+	if c.ProbesSkippedMax < 0 {
+		errs = append(errs, errors.New("probes_skipped_max: must be >= 0"))
+	}
+	if !(c.TLSCertExpiryDays > 0) {
+		errs = append(errs, errors.New("tls_cert_expiry_days: must be > 0"))
 	}
 	if c.Selector == "" {
 		errs = append(errs, errors.New("selector: must be set"))

@@ -178,6 +178,13 @@ or
 )`, byTarget, TTFT.Name, sel, strings.ReplaceAll(re, `\`, `\\`), w, c.TTFTThresholdSeconds)
 }
 
+// benchRunning selects the targets on which a bench window ran at some time
+// in the last w: its probes share the server with load the operator asked
+// for, so they neither spend the error budget nor page.
+func (c Config) benchRunning(w string) string {
+	return fmt.Sprintf("(max by (job, target) (max_over_time(servingprobe_bench_running{%s}[%s])) > 0)", c.Selector, w)
+}
+
 func (c Config) availabilityEvents(w string) string {
 	return fmt.Sprintf(`sum by (%s) (rate(servingprobe_requests_total{%s}[%s]))`, byTarget,
 		join(c.Selector, `mode="probe"`, `outcome!="canceled"`), w)
@@ -288,7 +295,11 @@ func (c Config) Rules() ruleFile {
 			if lagGuarded(h) {
 				q = fmt.Sprintf("(%s unless on (%s) %s)", q, lagBy, c.proberLagging(c.RegressionBaselineWindow, off))
 			}
-			lags = append(lags, fmt.Sprintf(`label_replace(%s, "lag", "%s", "", "")`, q, l))
+			// Without model: a target whose model changed keeps its
+			// baseline, when a regression is most likely (the exporter
+			// deletes the old model's series, so a baseline keyed on
+			// model would be empty for as long as the lags reach back).
+			lags = append(lags, fmt.Sprintf(`label_replace(max without (model) (%s), "lag", "%s", "", "")`, q, l))
 		}
 		baseline = append(baseline, rule{
 			Record: BaselineRecord(h),
@@ -303,19 +314,30 @@ func (c Config) Rules() ruleFile {
 	slo = append(slo,
 		rule{Record: sliHourly("availability"), Expr: strings.ReplaceAll(c.availabilityEvents("1h"), "rate(", "increase(")},
 		rule{Record: sliHourly("ttft"), Expr: strings.ReplaceAll(c.ttftEvents("1h"), "rate(", "increase(")},
-		rule{Record: sliBad("availability"), Expr: c.availabilityBad("5m")},
-		rule{Record: sliEvents("availability", "5m"), Expr: c.availabilityEvents("5m")},
-		rule{Record: sliBad("ttft"), Expr: c.ttftBad("5m")},
-		rule{Record: sliEvents("ttft", "5m"), Expr: c.ttftEvents("5m")},
+		// The 5m rates the long windows add up leave out the 5m windows
+		// that saw a bench window: probes next to load the operator asked
+		// for do not spend the budget (see benchRunning).
+		rule{Record: sliBad("availability"), Expr: fmt.Sprintf("(\n%s\n)\nunless on (job, target)\n%s", c.availabilityBad("5m"), c.benchRunning("5m"))},
+		rule{Record: sliEvents("availability", "5m"), Expr: fmt.Sprintf("%s\nunless on (job, target)\n%s", c.availabilityEvents("5m"), c.benchRunning("5m"))},
+		rule{Record: sliBad("ttft"), Expr: fmt.Sprintf("(\n%s\n)\nunless on (job, target)\n%s", c.ttftBad("5m"), c.benchRunning("5m"))},
+		rule{Record: sliEvents("ttft", "5m"), Expr: fmt.Sprintf("(\n%s\n)\nunless on (job, target)\n%s", c.ttftEvents("5m"), c.benchRunning("5m"))},
 	)
-	direct := map[string]bool{"5m": true, c.ProbeFailureWindow: true}
+	// Windows up to an hour read the raw counters: exact, cheap, and
+	// without the lag of a sum of 5m rates (whose window reaches 5m
+	// further back, so that a step reads later by half of that).
+	// The page's windows (5m, 15m, 1h) read the raw counters: exact,
+	// cheap, and without the lag of a sum of 5m rates, whose window reaches
+	// 5m further back so that a step reads later by half of that. The fast
+	// alert leaves out a target while its windows saw a bench window
+	// (benchRunning); the other windows are sums of the 5m rates above,
+	// which leave bench windows out themselves.
+	direct := map[string]bool{"5m": true, "15m": true, "1h": true, c.ProbeFailureWindow: true}
 	windows = append([]string{}, SLIWindows...)
 	if !slices.Contains(windows, c.ProbeFailureWindow) {
 		windows = append(windows, c.ProbeFailureWindow)
 	}
 	for _, w := range windows {
 		if direct[w] {
-			// Read from the raw counters: exact, and cheap over short windows.
 			slo = append(slo,
 				rule{Record: sliErrors("availability", w), Expr: c.availabilityErrors(w)},
 				rule{Record: sliErrors("ttft", w), Expr: c.ttftErrors(w)})
@@ -430,7 +452,8 @@ func (c Config) Alerts() ruleFile {
 		}
 		add(rule{
 			Alert: "Servingprobe" + strings.ReplaceAll(h.Title, " ", "") + "Regression",
-			Expr: fmt.Sprintf("(\n  %[1]s%[3]s\n  > %[4]s * %[5]s\n)\nand\n(\n  %[2]s%[3]s\n  > %[4]s * %[5]s\n)%[6]s",
+			// The baseline has no model label (see Rules), hence ignoring.
+			Expr: fmt.Sprintf("(\n  %[1]s%[3]s\n  > ignoring (model) group_left\n  %[4]s * %[5]s\n)\nand\n(\n  %[2]s%[3]s\n  > ignoring (model) group_left\n  %[4]s * %[5]s\n)%[6]s",
 				QuantileRecord(h, c.RegressionWindow), QuantileRecord(h, c.RegressionShortWindow), sel, f, BaselineRecord(h), guard),
 			For: c.RegressionFor,
 		}, "warning", fmt.Sprintf("Probe %s regressed against the same hour of the last days.", h.Title),
@@ -471,6 +494,59 @@ max by (%[1]s) (servingprobe_probe_success{%[2]s}) == 0`, byTarget, c.Selector, 
 	}, "warning", "No probe results reach Prometheus.",
 		fmt.Sprintf("{{ if $labels.target }}The last probe to %s finished more than %ss ago: its probe loop has stopped.{{ else }}Prometheus has no servingprobe_last_probe_timestamp_seconds series for {%s}: the exporter is down, not scraped, or has no targets.{{ end }}",
 			who, fmtFloat(c.ProbeStaleAfterSeconds), strings.ReplaceAll(c.Selector, `"`, `'`)))
+
+	// The prober watches itself: each of these is a way for every other
+	// alert to go quiet while targets are broken.
+	add(rule{
+		Alert: "ServingprobeExporterDown",
+		Expr:  fmt.Sprintf("absent(up{%s} == 1)", c.Selector),
+		For:   c.ExporterDownFor,
+	}, "critical", "No servingprobe replica is scraped.",
+		fmt.Sprintf("Prometheus scraped no replica of servingprobe ({%s}) successfully for %s: nothing probes the inference targets, so none of their alerts can fire.",
+			strings.ReplaceAll(c.Selector, `"`, `'`), c.ExporterDownFor))
+
+	// One replica of several: absent() sees the others. A replica that
+	// fails its scrapes reads up == 0; one that its service discovery
+	// dropped (a Kubernetes pod that is not ready) has no up at all, so
+	// the job counts fewer replicas up than over most of the last hour.
+	add(rule{
+		Alert: "ServingprobeReplicaDown",
+		Expr: fmt.Sprintf("up{%[1]s} == 0\nor\n(\n  count by (job) (up{%[1]s} == 1)\n  < quantile_over_time(0.5, count by (job) (up{%[1]s} == 1)[1h:1m])\n)", c.Selector),
+		For: c.ReplicaDownFor,
+	}, "warning", "A servingprobe replica is down or gone.",
+		"{{ if $labels.instance }}Prometheus cannot scrape servingprobe at {{ $labels.instance }}{{ else }}Only {{ $value }} replicas of servingprobe ({{ $labels.job }}) are up, fewer than over most of the last hour: one stopped or left service discovery{{ end }}. The other replicas keep probing.")
+
+	add(rule{
+		Alert: "ServingprobeSchedulerLagging",
+		Expr:  fmt.Sprintf(`%s > %s`, LagRecord(c.RegressionWindow), fmtFloat(c.SchedulerLagAlertSeconds)),
+		For:   c.SchedulerLagFor,
+	}, "warning", "servingprobe starts its probes late.",
+		fmt.Sprintf("The %s p90 scheduler lag of probes to {{ $labels.target }} (module {{ $labels.module }}) is {{ $value | humanizeDuration }}, above %ss: the prober is starved of CPU or blocked, and its timings read late.",
+			c.RegressionWindow, fmtFloat(c.SchedulerLagAlertSeconds)))
+
+	add(rule{
+		Alert: "ServingprobeProbesSkipped",
+		Expr:  fmt.Sprintf(`sum by (%s) (increase(servingprobe_probes_skipped_total{%s}[10m])) > %s`, lagBy, c.Selector, fmtFloat(c.ProbesSkippedMax)),
+		For:   "1m",
+	}, "warning", "servingprobe skips probes.",
+		"{{ $value | printf \"%.0f\" }} probe ticks of {{ $labels.target }} (module {{ $labels.module }}) were skipped over the last 10m because max_in_flight probes were still running. Skipped probes count in no SLI, so the target is worse than its error ratio says.")
+
+	add(rule{
+		Alert: "ServingprobeTLSCertificateExpiring",
+		Expr: fmt.Sprintf("min by (job, target) (servingprobe_tls_cert_expiry_timestamp_seconds{%s}) - time() < %s * 86400",
+			c.Selector, fmtFloat(c.TLSCertExpiryDays)),
+		For: "10m",
+	}, "warning", "A target's TLS certificate expires soon.",
+		fmt.Sprintf("The certificate chain servingprobe verified for {{ $labels.target }} expires in {{ $value | humanizeDuration }}, within %s days.", fmtFloat(c.TLSCertExpiryDays)))
+
+	// Regression baselines ignore model, so a change keeps them; this says
+	// that the latency after it is a new model's, not a regression alone.
+	add(rule{
+		Alert: "ServingprobeTargetModelChanged",
+		Expr: fmt.Sprintf("group by (job, target, model) (servingprobe_target_info{%[1]s})\nand on (job, target)\ncount by (job, target) (group by (job, target, model) (max_over_time(servingprobe_target_info{%[1]s}[1h]))) > 1", c.Selector),
+		For:  "1m",
+	}, "warning", "A target's model changed.",
+		"{{ $labels.target }} now serves {{ $labels.model }} and served another model within the last hour. Latency alerts compare it with the same hour of past days, whatever model served then: read a regression now as the new model's.")
 
 	var capacity []string
 	for _, g := range []string{"servingprobe_bench_last_slo_capacity_requests_per_second", "servingprobe_bench_last_slo_capacity_max_concurrency"} {
@@ -515,17 +591,32 @@ max by (%[1]s) (servingprobe_probe_success{%[2]s}) == 0`, byTarget, c.Selector, 
 		}
 		for _, page := range []bool{true, false} {
 			var parts, desc []string
+			if page {
+				// Most probes bad over 5m: a catastrophe, paged at once.
+				parts = append(parts, fmt.Sprintf("(\n  %[1]s / (1 - %[2]s) > %[3]s / (1 - %[2]s)\n  and\n  %[4]s * 300 >= %[5]d\n)\nunless on (job, target)\n%[6]s",
+					sliErrors(slo.sli, "5m"), fmtFloat(target), fmtFloat(c.MajorityBadRatio), sliEvents(slo.sli, "5m"), c.MajorityBadMinProbes, c.benchRunning("5m")))
+				desc = append(desc, fmt.Sprintf("more than %s of probes bad over 5m", fmtFloat(c.MajorityBadRatio)))
+			}
 			for _, w := range BurnWindows {
 				if w.Page != page {
 					continue
 				}
-				thr := fmt.Sprintf("(%s * (1 - %s))", fmtFloat(w.Burn), fmtFloat(target))
-				parts = append(parts, fmt.Sprintf("(\n  %s > %s\n  and\n  %s > %s\n  and\n  %s * %s >= %d\n)",
-					sliErrors(slo.sli, w.Long), thr, sliErrors(slo.sli, w.Short), thr,
-					sliEvents(slo.sli, w.Long), fmtFloat(w.LongSeconds), MinEvents(w.Burn, target)))
+				// Each term's value is the long window's burn rate, which
+				// the description states.
+				term := fmt.Sprintf("(\n  %s / (1 - %s) > %s\n  and\n  %s / (1 - %s) > %s\n  and\n  %s * %s >= %d\n)",
+					sliErrors(slo.sli, w.Long), fmtFloat(target), fmtFloat(w.Burn), sliErrors(slo.sli, w.Short), fmtFloat(target), fmtFloat(w.Burn),
+					sliEvents(slo.sli, w.Long), fmtFloat(w.LongSeconds), MinEvents(w.Burn, target))
+				if w.LongSeconds <= 3600 {
+					// Read from the raw counters, which count bench
+					// windows too: held while one was in the window.
+					term += "\nunless on (job, target)\n" + c.benchRunning(w.Long)
+				}
+				parts = append(parts, term)
 				desc = append(desc, fmt.Sprintf("%s× over %s and %s", fmtFloat(w.Burn), w.Long, w.Short))
 			}
-			name, sev, for_ := "Servingprobe"+slo.name+"ErrorBudgetBurnFast", "critical", "2m"
+			// No `for` on the page: each term's windows already hold the
+			// evidence, and a `for` only adds its length to every page.
+			name, sev, for_ := "Servingprobe"+slo.name+"ErrorBudgetBurnFast", "critical", "0s"
 			if !page {
 				name, sev, for_ = "Servingprobe"+slo.name+"ErrorBudgetBurnSlow", "warning", "15m"
 			}
@@ -535,8 +626,8 @@ max by (%[1]s) (servingprobe_probe_success{%[2]s}) == 0`, byTarget, c.Selector, 
 			}
 			add(rule{Alert: name, Expr: strings.Join(parts, "\nor\n"), For: for_}, sev,
 				fmt.Sprintf("Probes to a target burn the %s error budget too fast.", slo.title),
-				fmt.Sprintf("Probes to %s are burning the 30-day %s error budget at %s (burn rate × sustainable rate, long and short window).",
-					who, slo.what, strings.Join(desc, " or "))+split)
+				fmt.Sprintf("Probes to %s burn the 30-day %s error budget {{ $value | printf \"%%.3g\" }} times as fast as it would last, over the shortest long window of the conditions that hold (%s).",
+					who, slo.what, strings.Join(desc, "; or "))+split)
 		}
 	}
 	return ruleFile{Groups: []group{{Name: "servingprobe.alerts", Rules: rules}}}
