@@ -18,8 +18,9 @@ import (
 // no row significant; two sets of --runs 3 of one configuration pass
 // --fail-on 'ttft:median>+10%'; and a set against ollama with one slot
 // (OLLAMA_NUM_PARALLEL=1, where the other had four), a real queueing
-// slowdown at concurrency 4, fails it. Skipped without ollama (make test
-// builds it).
+// slowdown at concurrency 4, fails it. Each set is 3 runs of 8 short
+// requests, so that the test stays within about two minutes on a loaded
+// 2-core machine. Skipped without ollama (make test builds it).
 func TestCompareOllamaRuns(t *testing.T) {
 	llmtest.OllamaDir(t) // skips, saying how to build it, before the build
 	bin := binary(t)
@@ -31,9 +32,9 @@ func TestCompareOllamaRuns(t *testing.T) {
 	set := func(url, out string) {
 		t.Helper()
 		cmd := exec.Command(bin, "bench", "--backend", "ollama-chat", "--base-url", url, "--model", llmtest.OllamaModel,
-			"--dataset-name", "random", "--tokenizer", tok, "--random-input-len", "64", "--random-output-len", "16",
-			"--random-range-ratio", "1", "--num-prompts", "24", "--max-concurrency", "4", "--seed", "1",
-			"--runs", "3", "--runs-pause-sec", "1", "--output-file", out, "--disable-tqdm", "--ready-check-timeout-sec", "0")
+			"--dataset-name", "random", "--tokenizer", tok, "--random-input-len", "32", "--random-output-len", "4",
+			"--random-range-ratio", "1", "--num-prompts", "8", "--max-concurrency", "4", "--seed", "1",
+			"--runs", "3", "--runs-pause-sec", "0.5", "--output-file", out, "--disable-tqdm", "--ready-check-timeout-sec", "0")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("bench --runs 3: %v\n%s", err, b)
 		}
