@@ -127,11 +127,12 @@ type Accumulator struct {
 	// requests counts every result added, notStreamed those asked for
 	// without streaming.
 	requests, notStreamed int
-	// valid counts the answer checks' verdicts.
-	valid Validity
 	outcomes              map[prober.Outcome]int
 	clocks                map[prober.Clock]int
 	good                  int
+
+	// valid counts the answer checks' verdicts.
+	valid Validity
 
 	completed, totalIn, totalInText, totalInVision, totalOut, totalRetok int
 	// Successes that reasoned before answering, those of them whose

@@ -43,8 +43,15 @@ func ModuleSpec(t config.Target, m config.Module) Spec {
 	mo.Stream, mo.IgnoreEOS, mo.Headers = false, false, nil
 	mo.BaseURL, mo.Model = "", ""
 	s.Module = &mo
+	s.ResponseFormat, s.Tools, s.ToolChoice, s.Checks = m.ResponseFormat, m.Tools, m.ToolChoice, m.Checks
 	if m.LoRA != "" {
 		s.LoRANames = []string{m.LoRA}
 	}
 	return s
+}
+
+// answerModule is the Spec's answer keys as a module's, the shape
+// prober.ModuleChecker judges.
+func (s *Spec) answerModule() config.Module {
+	return config.Module{ResponseFormat: s.ResponseFormat, Tools: s.Tools, ToolChoice: s.ToolChoice, Checks: s.Checks}
 }

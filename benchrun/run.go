@@ -183,7 +183,12 @@ func Prepare(ctx context.Context, s Spec, env Env) (_ *Prepared, err error) {
 	if s.ServedModelName != "" {
 		sent = s.ServedModelName
 	}
+	checks, err := prober.ModuleChecker(info, s.answerModule())
+	if err != nil {
+		return nil, err
+	}
 	p := &prober.Prober{
+		Checks:  checks,
 		Client:  client,
 		Backend: info.New(),
 		Name:    s.Backend,
@@ -436,6 +441,10 @@ func requestOptions(s Spec, info prober.BackendInfo, model string) prober.Reques
 	}
 	o.BaseURL, o.Model = s.BaseURL, model
 	o.Stream, o.IgnoreEOS = !s.DisableStream, !s.DisableIgnoreEOS
+	o.ResponseFormat, o.Tools, o.ToolChoice = s.ResponseFormat, s.Tools, s.ToolChoice
+	if m := s.answerModule(); m.Checks.Any() || m.ResponseFormat != nil || len(m.Tools) > 0 {
+		o.IgnoreEOS = false // a judged answer must end where the model ends it
+	}
 	o.IncludeUsage = o.IncludeUsage && !s.Compat.NoUsage
 	o.CompatChatLength = s.Compat.ChatLength
 	o.NoTraceparent = o.NoTraceparent || s.NoTraceparent

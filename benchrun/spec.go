@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/internal/pyfmt"
 	"github.com/servingprobe/servingprobe/prober"
@@ -53,6 +54,15 @@ type Spec struct {
 	// ignore_eos and headers are this Spec's (DisableStream,
 	// DisableIgnoreEOS, Headers), set by ModuleSpec.
 	Module *prober.RequestOptions `json:"-"`
+
+	// ResponseFormat, Tools, ToolChoice and Checks are what each answer
+	// is asked to be and judged by, as a module's keys of the same names
+	// (docs/checks.md); the summary counts the verdicts ("Valid
+	// responses"). A judged answer is sent without ignore_eos.
+	ResponseFormat map[string]any      `json:"response_format"`
+	Tools          []any               `json:"tools"`
+	ToolChoice     any                 `json:"tool_choice"`
+	Checks         config.AnswerChecks `json:"checks"`
 
 	// Burstiness is the gamma shape of arrival gaps (vLLM); 1 is Poisson.
 	Burstiness float64 `json:"burstiness"`
@@ -236,6 +246,8 @@ func (s *Spec) Validate() error {
 	info, err := prober.LookupBackend(s.Backend)
 	if err != nil {
 		p.add("backend", "%v", err)
+	} else if _, err := prober.ModuleChecker(info, s.answerModule()); err != nil {
+		p.add("", "%v", err)
 	}
 	if s.BaseURL == "" {
 		p.add("", "no base URL")

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/config"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/prober"
 )
@@ -368,7 +369,7 @@ func SpecKeys() []string {
 			case name == "" && f.Anonymous:
 				walk(prefix, f.Type)
 			case name == "" && !f.IsExported():
-			case f.Type == reflect.TypeFor[Profile]():
+			case f.Type == reflect.TypeFor[Profile](), f.Type == reflect.TypeFor[config.AnswerChecks]():
 				walk(prefix+name+".", f.Type)
 			case f.Type == reflect.TypeFor[*SweepSpec]():
 				walk(prefix+name+".", reflect.TypeFor[sweepJSON]())

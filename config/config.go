@@ -167,19 +167,19 @@ type Module struct {
 type AnswerChecks struct {
 	// JSONSchema: the answer parses as JSON and, when response_format is
 	// a json_schema, validates against its schema.
-	JSONSchema bool `yaml:"json_schema,omitempty"`
+	JSONSchema bool `yaml:"json_schema,omitempty" json:"json_schema"`
 	// ToolCall: the model called one of the declared tools, with
 	// arguments that parse and validate against that tool's parameters.
-	ToolCall bool `yaml:"tool_call,omitempty"`
+	ToolCall bool `yaml:"tool_call,omitempty" json:"tool_call"`
 	// Regex is searched for in the answer (unanchored, Go's RE2 syntax).
-	Regex string `yaml:"regex,omitempty"`
+	Regex string `yaml:"regex,omitempty" json:"regex"`
 	// Contains must occur in the answer; Equals must be the whole answer
 	// once white space at both ends is trimmed.
-	Contains string `yaml:"contains,omitempty"`
-	Equals   string `yaml:"equals,omitempty"`
+	Contains string `yaml:"contains,omitempty" json:"contains"`
+	Equals   string `yaml:"equals,omitempty" json:"equals"`
 	// NoReasoningInContent: no reasoning markers in the answer text, and
 	// not an empty answer with all the output in reasoning.
-	NoReasoningInContent bool `yaml:"no_reasoning_in_content,omitempty"`
+	NoReasoningInContent bool `yaml:"no_reasoning_in_content,omitempty" json:"no_reasoning_in_content"`
 }
 
 // Any reports whether at least one check is set.

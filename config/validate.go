@@ -171,6 +171,21 @@ func (m Module) validate(v *validator, p string) {
 	}
 }
 
+// AnswerProblems returns the problems of m's response_format, tools,
+// tool_choice and checks, each prefixed with its key, as Validate reports
+// them: the one check of their shape for a module and for a bench that
+// takes the same keys (benchrun.Spec).
+func (m Module) AnswerProblems() error {
+	var v validator
+	m.validateAnswer(&v, "")
+	errs := make([]error, len(v.problems))
+	for i, p := range v.problems {
+		p.path = strings.TrimPrefix(p.path, ".")
+		errs[i] = errors.New(p.String())
+	}
+	return errors.Join(errs...)
+}
+
 // validateAnswer checks response_format, tools, tool_choice and checks
 // for their shape; the prober compiles the schemas (config has no JSON
 // Schema validator) when it builds the module's probes.

@@ -252,7 +252,10 @@ func (k *Checker) Check(r *Result) []CheckResult {
 		case CheckNoReasoningInContent:
 			res, why = checkNoReasoning(r)
 		}
-		if (res == CheckFail) && cut && (name == CheckRegex || name == CheckContains || name == CheckEquals) {
+		// An answer cut at the requested length cannot be judged: the rest
+		// might have made it right. A reasoning marker already in the
+		// content is wrong however the answer would have gone on.
+		if res == CheckFail && cut && !(name == CheckNoReasoningInContent && strings.TrimSpace(r.Answer) != "") {
 			res, why = CheckError, "answer cut at the requested length: "+why
 		}
 		out = append(out, CheckResult{Check: name, Result: res, Reason: TruncateUTF8(why, maxCheckReason)})
@@ -363,10 +366,16 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// moduleChecker refuses a module whose response_format or tools the
-// backend has no field for (they would be dropped, and every check would
-// judge an answer that was never asked for), then compiles its checks.
-func moduleChecker(info BackendInfo, m config.Module) (*Checker, error) {
+// ModuleChecker refuses a module whose response_format, tools or checks
+// are malformed (config.Module.AnswerProblems) or whose response_format or
+// tools the backend has no field for (they would be dropped, and every
+// check would judge an answer that was never asked for), then compiles its
+// checks. The daemon's probes and a bench (benchrun) both build theirs
+// here.
+func ModuleChecker(info BackendInfo, m config.Module) (*Checker, error) {
+	if err := m.AnswerProblems(); err != nil {
+		return nil, err
+	}
 	if m.ResponseFormat != nil && !info.ResponseFormat {
 		return nil, fmt.Errorf("backend %s has no field for response_format", info.Name)
 	}

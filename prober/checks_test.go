@@ -73,6 +73,10 @@ func TestCheckerCheck(t *testing.T) {
 			Result{Answer: " Paris, France\n"}, []CheckOutcome{CheckPass, CheckPass, CheckPass}, ""},
 		{"golden answers wrong", config.Module{Checks: config.AnswerChecks{Regex: `^\d+$`, Contains: "France", Equals: "Paris"}},
 			Result{Answer: "Lyon"}, []CheckOutcome{CheckFail, CheckFail, CheckFail}, "no match"},
+		{"tool call cut before its arguments", config.Module{Tools: weatherTools(), Checks: config.AnswerChecks{ToolCall: true}},
+			Result{ToolCalls: []ToolCall{{Name: "get_weather"}}, FinishReason: "length"}, []CheckOutcome{CheckError}, "cut"},
+		{"think tag in a cut answer", config.Module{Checks: config.AnswerChecks{NoReasoningInContent: true}},
+			Result{Answer: "<think>hmm", FinishReason: "length"}, []CheckOutcome{CheckFail}, "<think>"},
 		{"golden answer cut", config.Module{Checks: config.AnswerChecks{Contains: "France"}},
 			Result{Answer: "Paris is in", FinishReason: "length"}, []CheckOutcome{CheckError}, "cut"},
 		{"think tag in content", config.Module{Checks: config.AnswerChecks{NoReasoningInContent: true}},
@@ -179,9 +183,9 @@ func TestModuleCheckerRefusesUnmappedFields(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = moduleChecker(info, tc.m)
+		_, err = ModuleChecker(info, tc.m)
 		if (err == nil) != tc.ok {
-			t.Errorf("moduleChecker(%s) = %v, want ok %v", tc.backend, err, tc.ok)
+			t.Errorf("ModuleChecker(%s) = %v, want ok %v", tc.backend, err, tc.ok)
 		}
 	}
 }

@@ -102,7 +102,7 @@ func buildProbe(o ProbeBuilderOptions, t config.Target, moduleName string, m con
 			prompts[i].LoRA = m.LoRA
 		}
 	}
-	checks, err := moduleChecker(info, m)
+	checks, err := ModuleChecker(info, m)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func (g *gen) finishReason() string {
 	if g.aborted {
 		return "abort"
 	}
-	if g.tool != nil {
+	if g.tool != nil && g.eos {
 		return "tool_calls"
 	}
 	if g.eos {

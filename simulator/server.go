@@ -332,7 +332,9 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, ep Endpoint, re
 	if req.tool != nil && ep == EndpointChat && req.stream {
 		// A tool call is as long as its fragments and ends by itself.
 		req.tool.plan(id, fault == FaultMalformedToolCall)
-		n, eos = min(len(req.tool.frags), max(req.maxTokens, 1)), true
+		// Cut at max_tokens like any answer, with finish reason length.
+		n = min(len(req.tool.frags), max(req.maxTokens, 1))
+		eos = n == len(req.tool.frags)
 	}
 	g := &gen{id: id, model: req.model, created: arrived.Unix(), arrived: arrived, admitted: admitted, promptTokens: req.promptTokens, n: n, eos: eos, rng: rng,
 		stateMetrics: s.cfg.StateMetrics}

@@ -490,6 +490,7 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	b.bool("insecure", "insecure", "vLLM: do not verify the server's TLS certificate.", &s.Insecure)
 	p("request-id-prefix", "vLLM: send each measured request's x-request-id header as this prefix and the request's index (0, 1, ...).", stringValue(&s.RequestIDPrefix))
 	p("extra-request-body", "A JSON object merged into every request body, last.", jsonObjectValue(&s.ExtraBody))
+	addCheckFlags(b, s)
 	b.bool("apply-chat-template", "apply_chat_template", "Render prompts with the tokenizer's chat template.", &o.ApplyChatTemplate)
 
 	b.bool("profile", "profile.enabled", "POST /start_profile before and /stop_profile after the run.", &s.Profile.Enabled)
