@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,15 @@ func TestCompareOllamaRuns(t *testing.T) {
 	set(one.URL, slow)
 	code, out = compare(base, slow, "--fail-on", gate)
 	t.Logf("one slot against four:\n%s", out)
-	if code != 1 || !strings.Contains(out, "FAIL ttft:median>+10%") {
-		t.Errorf("one slot against four passed %s: exit %d, want 1\n%s", gate, code, out)
+	// On a quiet machine the slowdown fails the gate. On a loaded one (make
+	// test beside other work) the drift between runs can exceed it; the
+	// gate must then say the change is beyond the bound but not
+	// significant, and that the spread cannot detect a change that size.
+	switch {
+	case code == 1 && strings.Contains(out, "FAIL ttft:median>+10%"):
+	case code == 0 && regexp.MustCompile(`ok   ttft:median>\+10%: .* beyond >\+10% but not significant: .* detect a change of (\d+\.\d)% or more`).MatchString(out):
+		t.Logf("the drift between runs on this machine hides the slowdown; the gate says so")
+	default:
+		t.Errorf("one slot against four: exit %d, want a failed gate or one that says the spread cannot detect the change\n%s", code, out)
 	}
 }
