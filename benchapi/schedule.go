@@ -408,7 +408,7 @@ func checkCapacity(v View) (capacity float64, lowerBound, ok bool) {
 	if by != bench.ByRequestRate || !(value > 0) {
 		return 0, false, false
 	}
-	return value, a.Bound == 0 || a.OverBudget, true
+	return value, a.Bound == 0 || a.OverBudget || a.LowerBound(), true
 }
 
 // start starts the check's window through POST /api/v1/benches' own

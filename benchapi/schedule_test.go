@@ -116,6 +116,7 @@ func TestCheckCapacity(t *testing.T) {
 	}{
 		{"bracketed", view(exporter.BenchSucceeded, bracketed), 80, false, true},
 		{"held at every rate tried", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Capacity: 100}), 100, true, true},
+		{"bounded by our rate limit", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Capacity: 46, Bound: 50, Confirmed: true, BoundedBy: bench.BoundedConcurrency, BoundLimit: 8}), 46, true, true},
 		{"over budget", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Capacity: 40, Bound: 80, Interrupted: true, OverBudget: true}), 40, true, true},
 		{"unstable", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Capacity: 80, Bound: 88, Unstable: true}), 0, false, false},
 		{"nothing held", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Bound: 1}), 0, false, false},

@@ -71,6 +71,9 @@ func sweepOutput(res *benchrun.SweepResult, records []json.RawMessage) (*SweepOu
 		a := res.SearchAnswer
 		o.Search = &a
 		h.CapacityBy, h.Capacity = searchCapacity(o.Search)
+		if h.CapacityBy != "" {
+			h.CapacityBoundedBy = o.Search.BoundedBy
+		}
 	}
 	return o, h
 }

@@ -68,6 +68,12 @@ type BenchHeadline struct {
 	// that is no search and for a search whose answer gives no capacity.
 	CapacityBy string
 	Capacity   float64
+	// CapacityBoundedBy names the limit of ours that bounded the answer
+	// (bench.SearchAnswer.BoundedBy: max_request_rate, max_concurrency,
+	// slo_max, slo_budget); "" when a point the server failed did. A
+	// bounded capacity is exported as a lower bound only, never as the
+	// server's capacity.
+	CapacityBoundedBy string
 }
 
 // BenchWindow is one bench window as the landing page lists it.

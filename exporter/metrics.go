@@ -123,6 +123,7 @@ type Metrics struct {
 	benchCompleted, benchFailed                *prometheus.GaugeVec
 	benchRate, benchConcurrency, benchPoint    *prometheus.GaugeVec
 	benchCapacityRate, benchCapacityConc       *prometheus.GaugeVec
+	benchLowerRate, benchLowerConc             *prometheus.GaugeVec
 	// capacity are the scheduled capacity checks' gauges (capacity.go).
 	capacity *capacityMetrics
 
@@ -212,7 +213,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{labelTarget, labelModule}),
 		answerChecks: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "answer_checks_total",
-			Help: "Answer checks of continuous probes that answered, by check (json_schema, tool_call, regex, contains, equals, no_reasoning_in_content, as the module configures them) and result: pass, fail (the answer is wrong by the check), or error (it could not be judged: the answer was cut at the requested length). A request that failed is not judged; its latency is recorded whatever the checks say.",
+			Help: "Answer checks of continuous probes that answered, by check (json_schema, tool_call, regex, contains, equals, no_reasoning_in_content, as the module configures them) and result: pass, fail (the answer is wrong by the check), or error (it could not be judged: its JSON or tool call was cut at the requested length). A request that failed is not judged; its latency is recorded whatever the checks say.",
 		}, []string{labelTarget, labelModule, labelCheck, labelResult}),
 		lag: f.NewHistogramVec(histogramOpts("scheduler_lag_seconds",
 			"Scheduler lag of continuous probes, in seconds: the moment a probe started minus its planned tick.",
@@ -281,11 +282,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{labelTarget}),
 		benchCapacityRate: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "bench_last_slo_capacity_requests_per_second",
-			Help: "Highest request rate at which every objective held in the last completed SLO search over request rates on the target; 0 when none did.",
+			Help: "Highest request rate at which every objective held in the last completed SLO search over request rates on the target; 0 when none did. Absent when a limit of ours bounded that answer (see servingprobe_bench_last_slo_capacity_lower_bound_requests_per_second).",
+		}, []string{labelTarget}),
+		benchLowerRate: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_last_slo_capacity_lower_bound_requests_per_second",
+			Help: "Highest request rate at which every objective held in the last completed SLO search over request rates on the target, when a limit of ours (the run's request rate, bench.max_request_rate, its max concurrency, slo_max or slo_budget) stopped the search before the SLO broke: the server's capacity is at least this. Absent when a point the server failed bounded the answer (see servingprobe_bench_last_slo_capacity_requests_per_second).",
 		}, []string{labelTarget}),
 		benchCapacityConc: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "bench_last_slo_capacity_max_concurrency",
-			Help: "Highest max concurrency at which every objective held in the last completed SLO search over concurrencies on the target; 0 when none did.",
+			Help: "Highest max concurrency at which every objective held in the last completed SLO search over concurrencies on the target; 0 when none did. Absent when a limit of ours bounded that answer (see servingprobe_bench_last_slo_capacity_lower_bound_max_concurrency).",
+		}, []string{labelTarget}),
+		benchLowerConc: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "bench_last_slo_capacity_lower_bound_max_concurrency",
+			Help: "Highest max concurrency at which every objective held in the last completed SLO search over concurrencies on the target, when a limit of ours (bench.max_concurrency, slo_max or slo_budget) stopped the search before the SLO broke: the server's capacity is at least this. Absent when a point the server failed bounded the answer.",
 		}, []string{labelTarget}),
 	}
 	m.turns = newTurnMetrics(f)
@@ -330,7 +339,7 @@ func (m *Metrics) targetVecs() []*prometheus.MetricVec {
 		m.benchRunning.MetricVec, m.benchLastStart.MetricVec, m.benchLastEnd.MetricVec, m.benchRuns.MetricVec,
 		m.benchReqThroughput.MetricVec, m.benchOutThroughput.MetricVec, m.benchCompleted.MetricVec, m.benchFailed.MetricVec,
 		m.benchRate.MetricVec, m.benchConcurrency.MetricVec, m.benchPoint.MetricVec,
-		m.benchCapacityRate.MetricVec, m.benchCapacityConc.MetricVec,
+		m.benchCapacityRate.MetricVec, m.benchCapacityConc.MetricVec, m.benchLowerRate.MetricVec, m.benchLowerConc.MetricVec,
 		m.capacity.capacity.MetricVec, m.capacity.lowerBound.MetricVec, m.capacity.timestamp.MetricVec, m.capacity.headroom.MetricVec)
 }
 
@@ -411,11 +420,18 @@ func (m *Metrics) BenchFinished(target string, end time.Time, result BenchStatus
 	m.benchCompleted.WithLabelValues(target).Set(float64(h.Completed))
 	m.benchFailed.WithLabelValues(target).Set(float64(h.Failed))
 	if h.CapacityBy != "" {
-		g := m.benchCapacityRate
+		// A capacity and a lower bound of the same kind never stand side
+		// by side: the last search's answer is one or the other, so that
+		// the capacity alerts never read a limit of ours as the server's.
+		g, lower := m.benchCapacityRate, m.benchLowerRate
 		if h.CapacityBy == "max_concurrency" {
-			g = m.benchCapacityConc
+			g, lower = m.benchCapacityConc, m.benchLowerConc
+		}
+		if h.CapacityBoundedBy != "" {
+			g, lower = lower, g
 		}
 		g.WithLabelValues(target).Set(h.Capacity)
+		lower.DeleteLabelValues(target)
 	}
 }
 

@@ -94,6 +94,14 @@ func TestGoldenExposition(t *testing.T) {
 	m.BenchStarted("auto", t0)
 	m.BenchFinished("auto", t0.Add(time.Minute), BenchSucceeded, BenchHeadline{RequestThroughput: 2, OutputThroughput: 300, Completed: 120,
 		CapacityBy: "max_concurrency", Capacity: 24})
+	// A later search on auto that a limit of ours bounded: a lower bound,
+	// beside the concurrency capacity of the search before.
+	m.BenchStarted("auto", t0)
+	m.BenchFinished("auto", t0.Add(time.Minute), BenchSucceeded, BenchHeadline{RequestThroughput: 2, OutputThroughput: 300, Completed: 120,
+		CapacityBy: "request_rate", Capacity: 50, CapacityBoundedBy: "max_request_rate"})
+	m.BenchStarted("vllm", t0)
+	m.BenchFinished("vllm", t0.Add(time.Minute), BenchSucceeded, BenchHeadline{RequestThroughput: 9.5, OutputThroughput: 1200, Completed: 570, Failed: 3,
+		CapacityBy: "max_concurrency", Capacity: 16, CapacityBoundedBy: "max_concurrency"})
 	// A scheduled capacity check's capacity and the headroom beside it.
 	m.CapacityChecked("vllm", t0.Add(2*time.Minute), 11.8, false)
 	m.SetHeadroom("vllm", 0.25, true)
@@ -332,4 +340,30 @@ func exposition(g prometheus.Gatherer) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// TestBenchCapacityLowerBound: a search answer that a limit of ours
+// bounded replaces the target's capacity with a lower bound, and a later
+// bracketed answer replaces the lower bound, so that the capacity alerts
+// never compare a limit of ours with the server's history.
+func TestBenchCapacityLowerBound(t *testing.T) {
+	_, m := newTestMetrics()
+	for _, tc := range []struct {
+		name                 string
+		bounded              string
+		wantCapacity, wantLB int
+	}{
+		{"bracketed", "", 1, 0},
+		{"bounded by max_request_rate", "max_request_rate", 0, 1},
+		{"bracketed again", "", 1, 0},
+	} {
+		m.BenchStarted("vllm", t0)
+		m.BenchFinished("vllm", t0.Add(time.Minute), BenchSucceeded, BenchHeadline{CapacityBy: "request_rate", Capacity: 50, CapacityBoundedBy: tc.bounded})
+		if got := testutil.CollectAndCount(m.benchCapacityRate); got != tc.wantCapacity {
+			t.Errorf("%s: %d capacity series, want %d", tc.name, got, tc.wantCapacity)
+		}
+		if got := testutil.CollectAndCount(m.benchLowerRate); got != tc.wantLB {
+			t.Errorf("%s: %d lower-bound series, want %d", tc.name, got, tc.wantLB)
+		}
+	}
 }
