@@ -51,7 +51,7 @@ func TestArgparseArgs(t *testing.T) {
 			name: "the = form",
 			in:   "bench --num-prom=5 --rand=x",
 			// --rand is ambiguous whatever its value.
-			wantErr: "ambiguous option: --rand could match --random-input-len, --random-output-len, --random-range-ratio, --random-audio-count, --random-image-count, --random-image-num-images, --random-image-resolution",
+			wantErr: "ambiguous option: --rand could match --random-input-len, --random-output-len, --random-range-ratio, --random-audio-count, --random-image-count, --random-image-num-images, --random-image-resolution, --random-batch-size, --random-prefix-len, --random-mm-base-items-per-request, --random-mm-num-mm-items-range-ratio, --random-mm-limit-mm-per-prompt, --random-mm-bucket-config",
 		},
 		{
 			name:    "a value that is not the flag's number type names the flag, as argparse does",
