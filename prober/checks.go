@@ -40,10 +40,12 @@ const (
 	CheckPass CheckOutcome = "pass"
 	// CheckFail: the answer is wrong by this check.
 	CheckFail CheckOutcome = "fail"
-	// CheckError: the answer could not be judged: it was cut at the
-	// requested length (finish reason "length"), so what a longer answer
-	// would have been is unknown; raise output_len. A cut answer is not
-	// counted as wrong, so that a short output_len does not page.
+	// CheckError: the answer could not be judged: its JSON or its tool
+	// call was cut at the requested length (finish reason "length"), so
+	// whether the rest would have closed it is unknown; raise output_len.
+	// A cut structure is not counted as wrong, so that a short output_len
+	// does not page. (A golden answer cut short is wrong: it did not come
+	// within the length asked for.)
 	CheckError CheckOutcome = "error"
 )
 
@@ -252,10 +254,11 @@ func (k *Checker) Check(r *Result) []CheckResult {
 		case CheckNoReasoningInContent:
 			res, why = checkNoReasoning(r)
 		}
-		// An answer cut at the requested length cannot be judged: the rest
-		// might have made it right. A reasoning marker already in the
-		// content is wrong however the answer would have gone on.
-		if res == CheckFail && cut && !(name == CheckNoReasoningInContent && strings.TrimSpace(r.Answer) != "") {
+		// A structure cut at the requested length cannot be judged: the
+		// rest might have closed it. A golden answer is not cut short so:
+		// one that did not come within the length asked for is wrong, as
+		// is reasoning that took the whole length.
+		if res == CheckFail && cut && (name == CheckJSONSchema || name == CheckToolCall) {
 			res, why = CheckError, "answer cut at the requested length: "+why
 		}
 		out = append(out, CheckResult{Check: name, Result: res, Reason: TruncateUTF8(why, maxCheckReason)})
