@@ -169,7 +169,7 @@ func (c *capacityChecks) tick(ctx context.Context) {
 		if !seen[name] {
 			// A check removed by a reload: its gauges go with it.
 			delete(c.targets, name)
-			c.b.d.Metrics().SetHeadroom(name, 0, false)
+			c.b.d.Metrics().ForgetCapacity(name)
 		}
 	}
 }

@@ -158,7 +158,7 @@ func gauge(t *testing.T, d *exporter.Daemon, name, target string) (float64, bool
 // newCheckDaemon builds a daemon with conf (RESULTS replaced by a results
 // directory) whose windows run with run, without an HTTP server: the
 // checks start their windows through the handler itself.
-func newCheckDaemon(t *testing.T, conf string, run RunFunc) (*exporter.Daemon, *Windows) {
+func newCheckDaemon(t *testing.T, conf string, run RunFunc) (*exporter.Daemon, *Windows, string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yml")
@@ -173,7 +173,7 @@ func newCheckDaemon(t *testing.T, conf string, run RunFunc) (*exporter.Daemon, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d, b
+	return d, b, cfgPath
 }
 
 const checkConfFake = `
@@ -242,7 +242,7 @@ func (s *searchRunner) starts() []time.Time {
 func TestCapacityCheckSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sr := &searchRunner{release: make(chan struct{}), capacity: []float64{100, 50}}
-		d, b := newCheckDaemon(t, checkConfFake, sr.run)
+		d, b, _ := newCheckDaemon(t, checkConfFake, sr.run)
 		defer b.Close()
 		var served sync.Mutex
 		completed := 0.0 // the server's counter; it serves 20 req/s
@@ -348,7 +348,7 @@ func TestCapacityCheckNoCounter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sr := &searchRunner{release: make(chan struct{}), capacity: []float64{10}}
 		close(sr.release)
-		d, b := newCheckDaemon(t, checkConfFake, sr.run)
+		d, b, _ := newCheckDaemon(t, checkConfFake, sr.run)
 		defer b.Close()
 		read := func(context.Context, config.Target) (*servermetrics.Snapshot, error) {
 			return &servermetrics.Snapshot{Counters: map[string]float64{"llamacpp:prompt_tokens": 5}, Gauges: map[string]servermetrics.Gauge{}}, nil
@@ -410,7 +410,7 @@ bench:
   max_duration: 1m
   results_dir: RESULTS
 `, cfg.Model)
-		d, b := newCheckDaemon(t, conf, runnerDial(simL.Dial))
+		d, b, _ := newCheckDaemon(t, conf, runnerDial(simL.Dial))
 		read := func(ctx context.Context, _ config.Target) (*servermetrics.Snapshot, error) {
 			return servermetrics.Fetch(ctx, client, "http://sim.test/metrics", 0)
 		}
@@ -514,6 +514,45 @@ bench:
 		// 20 req/s more of a capacity c lowers the headroom by 20/c.
 		if want := 20 / capacity; math.Abs((low-high)-want) > want/4 {
 			t.Errorf("headroom fell by %.3f when the traffic rose by 20 req/s, want %.3f (20/capacity) within a quarter", low-high, want)
+		}
+	})
+}
+
+// TestCapacityCheckRemovedByReload: a reload that removes a target's
+// capacity_check removes its capacity gauges too, so that no capacity
+// stands that no check will renew.
+func TestCapacityCheckRemovedByReload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sr := &searchRunner{release: make(chan struct{}), capacity: []float64{10}}
+		close(sr.release)
+		d, b, cfgPath := newCheckDaemon(t, checkConfFake, sr.run)
+		defer b.Close()
+		stop := b.ScheduleCapacityChecks(context.Background(), CapacityOptions{FirstDelay: time.Second, FirstSpread: time.Second,
+			ReadServer: func(context.Context, config.Target) (*servermetrics.Snapshot, error) {
+				return &servermetrics.Snapshot{Counters: map[string]float64{}}, nil
+			}})
+		defer stop()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if _, ok := gauge(t, d, "servingprobe_capacity_requests_per_second", "a"); !ok {
+			t.Fatal("no capacity after the first check")
+		}
+		without := strings.Replace(checkConfFake, "    capacity_check:\n      every: 6h\n      slo: 'ttft:p90<=2s'\n      budget: 5m\n", "", 1)
+		if without == checkConfFake {
+			t.Fatal("the config's capacity_check was not found to remove")
+		}
+		if err := os.WriteFile(cfgPath, []byte(strings.ReplaceAll(without, "RESULTS", d.Config().Bench.ResultsDir)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		for _, name := range []string{"servingprobe_capacity_requests_per_second", "servingprobe_capacity_lower_bound", "servingprobe_capacity_check_timestamp_seconds"} {
+			if v, ok := gauge(t, d, name, "a"); ok {
+				t.Errorf("%s = %v after the reload removed the check", name, v)
+			}
 		}
 	})
 }

@@ -72,3 +72,13 @@ func (m *Metrics) SetHeadroom(target string, ratio float64, ok bool) {
 	}
 	m.capacity.headroom.WithLabelValues(target).Set(ratio)
 }
+
+// ForgetCapacity removes target's capacity gauges, for a capacity_check
+// that a reload removed while the target stays: a capacity no check will
+// renew must not stand as the target's.
+func (m *Metrics) ForgetCapacity(target string) {
+	c := m.capacity
+	for _, g := range []*prometheus.GaugeVec{c.capacity, c.lowerBound, c.timestamp, c.headroom} {
+		g.DeleteLabelValues(target)
+	}
+}
