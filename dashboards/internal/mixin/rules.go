@@ -511,8 +511,8 @@ max by (%[1]s) (servingprobe_probe_success{%[2]s}) == 0`, byTarget, c.Selector, 
 	// the job counts fewer replicas up than over most of the last hour.
 	add(rule{
 		Alert: "ServingprobeReplicaDown",
-		Expr: fmt.Sprintf("up{%[1]s} == 0\nor\n(\n  count by (job) (up{%[1]s} == 1)\n  < quantile_over_time(0.5, count by (job) (up{%[1]s} == 1)[1h:1m])\n)", c.Selector),
-		For: c.ReplicaDownFor,
+		Expr:  fmt.Sprintf("up{%[1]s} == 0\nor\n(\n  count by (job) (up{%[1]s} == 1)\n  < quantile_over_time(0.5, count by (job) (up{%[1]s} == 1)[1h:1m])\n)", c.Selector),
+		For:   c.ReplicaDownFor,
 	}, "warning", "A servingprobe replica is down or gone.",
 		"{{ if $labels.instance }}Prometheus cannot scrape servingprobe at {{ $labels.instance }}{{ else }}Only {{ $value }} replicas of servingprobe ({{ $labels.job }}) are up, fewer than over most of the last hour: one stopped or left service discovery{{ end }}. The other replicas keep probing.")
 
@@ -543,8 +543,8 @@ max by (%[1]s) (servingprobe_probe_success{%[2]s}) == 0`, byTarget, c.Selector, 
 	// that the latency after it is a new model's, not a regression alone.
 	add(rule{
 		Alert: "ServingprobeTargetModelChanged",
-		Expr: fmt.Sprintf("group by (job, target, model) (servingprobe_target_info{%[1]s})\nand on (job, target)\ncount by (job, target) (group by (job, target, model) (max_over_time(servingprobe_target_info{%[1]s}[1h]))) > 1", c.Selector),
-		For:  "1m",
+		Expr:  fmt.Sprintf("group by (job, target, model) (servingprobe_target_info{%[1]s})\nand on (job, target)\ncount by (job, target) (group by (job, target, model) (max_over_time(servingprobe_target_info{%[1]s}[1h]))) > 1", c.Selector),
+		For:   "1m",
 	}, "warning", "A target's model changed.",
 		"{{ $labels.target }} now serves {{ $labels.model }} and served another model within the last hour. Latency alerts compare it with the same hour of past days, whatever model served then: read a regression now as the new model's.")
 
