@@ -38,6 +38,8 @@ var benchHelpGroups = []struct {
 	{"Request", []string{"disable-stream", "disable-ignore-eos", "temperature", "top-p", "top-k", "min-p", "frequency-penalty",
 		"presence-penalty", "repetition-penalty", "chat-template-kwargs", "request-id-prefix", "extra-request-body", "return-logprob",
 		"top-logprobs-num", "token-ids-logprob", "logprob-start-len", "return-routed-experts", "cache-report", "fake-prefill"}},
+	{"Answer checks (see docs/checks.md)", []string{"response-format", "tools", "tool-choice", "check-json-schema", "check-tool-call",
+		"check-regex", "check-contains", "check-equals", "check-no-reasoning-in-content"}},
 	{"Profiling", []string{"profile", "profile-activities", "profile-start-step", "profile-steps", "profile-num-steps", "profile-by-stage",
 		"profile-stages", "profile-output-dir", "profile-prefix", "pd-separated", "profile-prefill-url", "profile-decode-url"}},
 	{"LoRA", []string{"lora-name", "lora-request-distribution", "lora-zipf-alpha", "lora-modules", "lora-assignment"}},
