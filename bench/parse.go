@@ -58,6 +58,9 @@ func ParseLine(line []byte) (s *Summary, a *SearchAnswer, err error) {
 
 // parseRun is ParseLine for a run's record.
 func parseRun(clean []byte, v *recordView) (*Summary, error) {
+	if isVLLMResult(v.top) {
+		return parseVLLMResult(v.top) // vllmresult.go
+	}
 	s := &Summary{}
 	for _, rows := range [][]recordField{recordStandard, recordExtras} {
 		if err := readFields(s, rows, v.top, v); err != nil {
