@@ -315,3 +315,26 @@ func TestBenchRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareReadsVLLMResultFiles: compare reads the result objects
+// `vllm bench serve --save-result` writes, so a vLLM run sits beside ours.
+// The two files in testdata are written by hand in the shape
+// vllm/benchmarks/serve.py gives them (main_async's result_json, then
+// benchmark()'s result dict and process_one_metric's mean_/median_/std_/
+// pXX_ keys, without --save-detailed's arrays; request_rate "inf" as vLLM
+// writes an unlimited rate), the second with twice the first's TTFT.
+func TestCompareReadsVLLMResultFiles(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "compare", "testdata/vllm-bench-serve-a.json", "testdata/vllm-bench-serve-b.json")
+	if code != 0 {
+		t.Fatalf("compare exited %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^Median TTFT \(ms\)\s+214\.00\s+428\.00\s`),
+		regexp.MustCompile(`(?m)^P99 TTFT \(ms\)\s+402\.70\s+805\.40\s`),
+		regexp.MustCompile(`(?m)^Output token throughput \(tok/s\)\s+618\.80\s+560\.10\s`),
+	} {
+		if !want.MatchString(stdout) {
+			t.Errorf("compare of two vLLM result files lacks %s:\n%s", want, stdout)
+		}
+	}
+}
