@@ -32,19 +32,11 @@ func sweepArgs(url, out string, numPrompts int, extra ...string) []string {
 }
 
 // readRecords decodes every JSONL record of path: the runs, without an
-// SLO search's answer line (readAnswer).
+// SLO search's answer line (readLines).
 func readRecords(t *testing.T, path string) []map[string]any {
 	t.Helper()
 	recs, _ := readLines(t, path)
 	return recs
-}
-
-// readAnswer is the SLO search answer line of path, nil when it has none;
-// it must be the file's last line.
-func readAnswer(t *testing.T, path string) map[string]any {
-	t.Helper()
-	_, a := readLines(t, path)
-	return a
 }
 
 // readLines decodes every line of path: the runs' records, and an SLO
