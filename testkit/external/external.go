@@ -41,6 +41,7 @@ var debianPackage = map[string]string{
 	"prometheus":              "prometheus",
 	"promtool":                "prometheus",
 	"prometheus-alertmanager": "prometheus-alertmanager",
+	"amtool":                  "prometheus-alertmanager",
 	"chromium":                "chromium",
 }
 
