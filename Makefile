@@ -56,7 +56,7 @@ $(OLLAMA_DIR)/.ready: tools/ollama/setup.sh tools/ollama/gguf_writer.go tools/ol
 # skips because something this target installs or builds is missing (the
 # skip says "needs-external:") fails the run: SERVINGPROBE_REQUIRE_EXTERNAL.
 test: deps lint $(LLMD_SIM) $(OLLAMA_DIR)/.ready
-	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(abspath $(LLMD_SIM)) SERVINGPROBE_OLLAMA=$(abspath $(OLLAMA_DIR)) SERVINGPROBE_LLAMA3_TOKENIZER=$(LLAMA3_TOKENIZER) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m -json ./... | SERVINGPROBE_REQUIRE_EXTERNAL=1 $(GO) run ./tools/testreport
+	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(abspath $(LLMD_SIM)) SERVINGPROBE_OLLAMA=$(abspath $(OLLAMA_DIR)) SERVINGPROBE_LLAMA3_TOKENIZER=$(LLAMA3_TOKENIZER) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 25m -json ./... | SERVINGPROBE_REQUIRE_EXTERNAL=1 $(GO) run ./tools/testreport
 	# The SLO search against ollama, and a target's scheduled capacity check,
 	# are capacity measurements: they build only with -tags capacity and run
 	# here, after the main run, with the machine's cores to itself
