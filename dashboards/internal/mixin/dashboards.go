@@ -516,10 +516,16 @@ func (c Config) Bench() *Dashboard {
 		q(fmt.Sprintf("max by (target) (servingprobe_bench_max_concurrency{%s})", selTarget), "max concurrency {{target}}")), 12, 8)
 	b.add(timeseries("SLO capacity", "What the last SLO search found: the highest request rate (or concurrency) at which every objective held. ServingprobeCapacityRegression fires when it falls below its recent median.", "short", thresholds(),
 		// One query: a target may have had searches of either kind, or
-		// only one, and the panel shows whichever ran.
+		// only one, and the panel shows whichever ran; a search that a
+		// limit of ours bounded exports a lower bound instead, drawn as
+		// "at least".
 		q(fmt.Sprintf(`label_replace(max by (target) (servingprobe_bench_last_slo_capacity_requests_per_second{%[1]s}), "by", "req/s", "", "")
 or
-label_replace(max by (target) (servingprobe_bench_last_slo_capacity_max_concurrency{%[1]s}), "by", "concurrency", "", "")`, selTarget), "{{by}} {{target}}")), 12, 8)
+label_replace(max by (target) (servingprobe_bench_last_slo_capacity_max_concurrency{%[1]s}), "by", "concurrency", "", "")
+or
+label_replace(max by (target) (servingprobe_bench_last_slo_capacity_lower_bound_requests_per_second{%[1]s}), "by", "req/s, at least", "", "")
+or
+label_replace(max by (target) (servingprobe_bench_last_slo_capacity_lower_bound_max_concurrency{%[1]s}), "by", "concurrency, at least", "", "")`, selTarget), "{{by}} {{target}}")), 12, 8)
 	b.add(timeseries("Capacity and load", "The capacity the target's last scheduled capacity check found (capacity_check), and the requests per second the server completed over the last minute, every client's, by its own counter: capacity × (1 − headroom). ServingprobeCapacityHeadroomLow fires when the load holds within 20% of the capacity. No load line for a server that states no completed-request counter (llama.cpp).", "reqps", thresholds(),
 		q(fmt.Sprintf("max by (target) (servingprobe_capacity_requests_per_second{%s})", selTarget), "capacity {{target}}"),
 		q(fmt.Sprintf("max by (target) (servingprobe_capacity_requests_per_second{%[1]s} * (1 - servingprobe_capacity_headroom_ratio{%[1]s}))", selTarget), "load {{target}}")), 24, 8)
