@@ -46,12 +46,12 @@ import (
 
 // RequestLogRun holds the parts of RequestFuncInput and RequestFuncOutput
 // that are the same for every request of a run. The run engine fills it
-// (benchrun's newRequestLogRun); the lines read only this and each
+// (bench/runner's newRequestLogRun); the lines read only this and each
 // request's prompt and Result.
 type RequestLogRun struct {
 	APIURL, Model string
 	// Extra is bench_serving's extra_request_body before a row's own
-	// extras are merged in, in its key order (benchrun's runExtraFields).
+	// extras are merged in, in its key order (bench/runner's runExtraFields).
 	Extra []pyfmt.Field
 	// Stream: bench_serving's multi-turn rounds ask for usage in
 	// stream_options when streaming.

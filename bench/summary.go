@@ -14,7 +14,7 @@ import (
 
 // Params are the run's parameters that the summary echoes or depends on.
 // Field names follow bench_serving's flags, and so do the JSON keys, which
-// are a bench window's body keys (benchrun.Spec embeds Params, so that a
+// are a bench window's body keys (runner.Spec embeds Params, so that a
 // parameter the record echoes is declared here once); fields that are no
 // flag have none.
 type Params struct {

@@ -10,7 +10,7 @@ import (
 )
 
 // SweepTable is a finished sweep or SLO search as its table and answer
-// show it. The engine (benchrun.SweepResult.Table) fills it from what
+// show it. The engine (runner.SweepResult.Table) fills it from what
 // ran; the table reads only this, so every number in it is one the
 // points' summaries, records and per-point tables also show.
 type SweepTable struct {
@@ -31,7 +31,7 @@ type SweepRow struct {
 
 // SearchAnswer is what an SLO search found, and the search settings its
 // answer names: the one answer of a search. The engine fills it as the
-// search runs (benchrun.SweepResult embeds it), the CLI and a bench window
+// search runs (runner.SweepResult embeds it), the CLI and a bench window
 // store it in the JSONL after the points (Line), and every surface (the
 // sweep table, the report, the API, the landing page and the capacity
 // gauge) reads it; none derives a capacity from the points again. Words

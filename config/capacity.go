@@ -29,7 +29,7 @@ type CapacityCheck struct {
 }
 
 // DefaultCapacityBudget is a check's budget when it names none: the SLO
-// search's own default (benchrun.DefaultSLOBudget).
+// search's own default (runner.DefaultSLOBudget).
 const DefaultCapacityBudget = 5 * time.Minute
 
 // minCapacityEvery keeps a check from loading the server more often than

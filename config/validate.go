@@ -174,7 +174,7 @@ func (m Module) validate(v *validator, p string) {
 // AnswerProblems returns the problems of m's response_format, tools,
 // tool_choice and checks, each prefixed with its key, as Validate reports
 // them: the one check of their shape for a module and for a bench that
-// takes the same keys (benchrun.Spec).
+// takes the same keys (runner.Spec).
 func (m Module) AnswerProblems() error {
 	var v validator
 	m.validateAnswer(&v, "")

@@ -10,10 +10,10 @@
 // (BenchHeadline, copied by the window code from the run's summary), its
 // progress (BenchProgress) and its landing-page row (BenchWindow). The
 // bench gauges are set through BenchStarted, BenchPoint and BenchFinished;
-// the window code (benchapi.Enable) registers the /api/v1/benches
+// the window code (bench/api's Enable) registers the /api/v1/benches
 // routes on the Daemon and lists its windows with SetBenchWindows. The
-// landing page's charts come from report's SVG toolkit, the one the bench
-// reports use.
+// landing page's charts come from internal/inlinesvg, so that the daemon
+// links neither bench nor its report.
 //
 // # Series
 //

@@ -373,7 +373,7 @@ func quoteShort(s string) string {
 // are malformed (config.Module.AnswerProblems) or whose response_format or
 // tools the backend has no field for (they would be dropped, and every
 // check would judge an answer that was never asked for), then compiles its
-// checks. The daemon's probes and a bench (benchrun) both build theirs
+// checks. The daemon's probes and a bench (bench/runner) both build theirs
 // here.
 func ModuleChecker(info BackendInfo, m config.Module) (*Checker, error) {
 	if err := m.AnswerProblems(); err != nil {

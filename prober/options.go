@@ -62,7 +62,7 @@ func clientSetsHeader(t config.Target, name string) bool {
 // ModuleDataset is the one mapping from a module to the dataset its
 // requests draw from: the dataset's name and its options (bench_serving's
 // defaults under the module's settings). The daemon's probes
-// (NewProbeBuilder) and a bench window of the module (benchrun.ModuleSpec)
+// (NewProbeBuilder) and a bench window of the module (runner.ModuleSpec)
 // both start from it; the module's seed seeds both draws.
 func ModuleDataset(m config.Module) (string, datasets.Options) {
 	o := datasets.DefaultOptions()

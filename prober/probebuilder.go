@@ -45,7 +45,7 @@ const requestIDHeader = "X-Request-Id"
 //
 // What a probe sends comes from ModuleOptions and what it draws from
 // ModuleDataset, the two mappings a bench window of the module
-// (benchrun.ModuleSpec) starts from too, so that a window measures what
+// (runner.ModuleSpec) starts from too, so that a window measures what
 // the module probes. The builder lives here, beside them, so that the
 // daemon's path from a config to a probe is config, prober, exporter: no
 // bench engine in between.

@@ -726,7 +726,7 @@ func (p *Prober) countOutput(ctx context.Context, text string) (int, TokenSource
 // rune), and its source says it is an estimate. It stops, reporting no
 // count, once ctx is done (with a ContextCounter). Every count of server
 // text goes through it: a request's output count here, the bench's
-// retokenized total in benchrun.
+// retokenized total in runner.
 func CountOutput(ctx context.Context, c Counter, text string) (int, TokenSource, bool) {
 	if len(text) <= maxCountBytes {
 		n, ok := countText(ctx, c, text)

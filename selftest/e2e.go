@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/runner"
 )
 
 // E2EPoint is one end-to-end run of the real bench command.
@@ -81,7 +81,7 @@ type E2EResult struct {
 	Wall, CPU time.Duration
 	// FirstRequest is from the child's start to its "Benchmark started"
 	// log line, less bench_serving's fixed pause before the measured run
-	// (benchrun.WarmupPause): resolving the server and tokenizer, and
+	// (runner.WarmupPause): resolving the server and tokenizer, and
 	// preparing the prompts, or the first of them when they are made on
 	// demand.
 	FirstRequest time.Duration
@@ -153,7 +153,7 @@ func (h *harness) e2e(ctx context.Context, p E2EPoint, outputTokens int) (E2ERes
 	for sc.Scan() {
 		line := sc.Text()
 		if first == 0 && strings.Contains(line, `msg="Benchmark started"`) {
-			first = time.Since(start) - benchrun.WarmupPause
+			first = time.Since(start) - runner.WarmupPause
 		}
 		fmt.Fprintln(h.log, line)
 	}

@@ -11,7 +11,7 @@
 package selftest
 
 import (
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/runner"
 	"github.com/servingprobe/servingprobe/prober"
 
 	"bufio"
@@ -531,7 +531,7 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 			"  first request: from the child's start to its \"Benchmark started\" line, less bench_serving's fixed %v pause: resolving\n"+
 			"  the server and tokenizer and preparing the prompts (the first of them when they are made on demand). Start-only points\n"+
 			"  stop after 1 s of requests. RSS growth: per request added since the point above with the same streams and stats\n",
-			o.E2ETokens, benchrun.WarmupPause)
+			o.E2ETokens, runner.WarmupPause)
 		fmt.Fprintln(tw, "dataset\tprompt tokens\trequests\tstreams\tstats\toutput tokens\twall s\tfirst request s\tCPU s\tCPU µs/token\tpeak RSS MiB\tRSS growth B/request\t")
 		prev := map[string]E2EResult{}
 		prevReq := map[string]int{}

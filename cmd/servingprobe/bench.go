@@ -13,9 +13,9 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/report"
+	"github.com/servingprobe/servingprobe/bench/runner"
 	"github.com/servingprobe/servingprobe/prober"
-	"github.com/servingprobe/servingprobe/report"
 )
 
 // addBenchCommand registers bench, a drop-in for python -m
@@ -47,12 +47,12 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 		return err // before the run: a bad gate loses no measurement
 	}
 	prog := &prober.Progress{}
-	renv := benchrun.Env{Logger: env.Logger, Stdout: env.Stdout, Progress: prog, Getenv: getenv, DialContext: env.Dial}
+	renv := runner.Env{Logger: env.Logger, Stdout: env.Stdout, Progress: prog, Getenv: getenv, DialContext: env.Dial}
 	if f.printRequests {
 		// bench_serving prints these lines to stdout, among its own.
 		renv.RequestLog = env.Stdout
 	}
-	prep, err := benchrun.Prepare(ctx, s, renv)
+	prep, err := runner.Prepare(ctx, s, renv)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 
 // benchOnce runs the prepared benchmark once and writes its table and
 // record; the summary is nil when the run produced none.
-func benchOnce(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Prepared, renv benchrun.Env, p bench.Params) (*bench.Summary, error) {
+func benchOnce(ctx context.Context, env *cliEnv, f *benchFlags, prep *runner.Prepared, renv runner.Env, p bench.Params) (*bench.Summary, error) {
 	stop := startProgressBar(env.Stderr, renv.Progress, !f.disableTqdm && isTerminal(env.Stderr), time.Now)
 	out, err := prep.Run(ctx, renv)
 	stop()

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/runner"
 )
 
 // addCheckFlags binds the answer's shape and checks (docs/checks.md): the
 // same keys as a module's, into the Spec's, so that a bench window's body
 // and the CLI judge answers alike.
-func addCheckFlags(b *binder, s *benchrun.Spec) {
+func addCheckFlags(b *binder, s *runner.Spec) {
 	b.flag("response-format", "response_format", "OpenAI's response_format as a JSON object ({\"type\": \"json_object\"} or {\"type\": \"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}), sent in each backend's own field (ollama's format, sglang's sampling_params.json_schema).", jsonObjectValue(&s.ResponseFormat))
 	b.flag("tools", "tools", "OpenAI's tools as a JSON array of {\"type\": \"function\", \"function\": {\"name\", \"parameters\"}} (chat backends).", jsonArrayValue(&s.Tools))
 	b.flag("tool-choice", "tool_choice", "OpenAI's tool_choice: auto, required, none, or a JSON object naming a function (needs --tools).", toolChoiceValue(&s.ToolChoice))

@@ -13,7 +13,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/runner"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/internal/envflag"
 	"github.com/servingprobe/servingprobe/internal/nearest"
@@ -27,7 +27,7 @@ import (
 // here says where the server is (host, port) and what to do with the
 // result (files, plot, report, progress bar), which are no part of it.
 type benchFlags struct {
-	spec  benchrun.Spec
+	spec  runner.Spec
 	sweep sweepFlags
 
 	host string
@@ -64,7 +64,7 @@ type benchFlags struct {
 }
 
 // flagKeys is the one mapping between the bench flags and the JSON keys
-// of the Spec they set (a bench window body's names, benchrun.SpecKeys),
+// of the Spec they set (a bench window body's names, runner.SpecKeys),
 // written as each flag is registered (binder.flag): --remote translates
 // the flags given into body keys with it, and the Spec's Problems, which
 // name keys, name flags with it. A key set by several flags (an older or
@@ -166,7 +166,7 @@ func secondsValue(p *time.Duration) flagValue {
 			if f < 0 || math.IsNaN(f) {
 				return 0, fmt.Errorf("must be at least 0, got %s", s)
 			}
-			return benchrun.Seconds(f), nil
+			return runner.Seconds(f), nil
 		}}
 }
 
@@ -392,7 +392,7 @@ func (b *binder) strings(name, key, help string, p *[]string) {
 func key(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
 func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
-	f := &benchFlags{spec: benchrun.DefaultSpec(), host: "0.0.0.0", mooncakeWorkload: "conversation",
+	f := &benchFlags{spec: runner.DefaultSpec(), host: "0.0.0.0", mooncakeWorkload: "conversation",
 		set: map[string]*bool{}, runs: runsFlags{n: 1, pause: DefaultRunsPause}}
 	f.spec.Stats = bench.StatsExact
 	b := &binder{cmd: cmd, f: f, tr: &listTracker{}}
@@ -619,7 +619,7 @@ func (f *benchFlags) given(name string) bool { p := f.set[name]; return p != nil
 // environment or several flags (the base URL, headers and API key, the
 // details the outputs need), and validates it once, every problem at
 // once, each named by its flag.
-func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error) {
+func (f *benchFlags) benchSpec(getenv func(string) string) (runner.Spec, error) {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	s := f.spec
@@ -629,7 +629,7 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 	} else if backendErr != nil {
 		bad("--backend %q: unknown backend%s (one of %s)", s.Backend, didYouMean(s.Backend, prober.BackendNames()), strings.Join(prober.BackendNames(), ", "))
 	} else {
-		u, err := benchrun.BaseURL(s.BaseURL, f.host, f.port, s.Backend)
+		u, err := runner.BaseURL(s.BaseURL, f.host, f.port, s.Backend)
 		if err != nil {
 			bad("%w", err)
 		}
@@ -718,7 +718,7 @@ func (f *benchFlags) benchSpec(getenv func(string) string) (benchrun.Spec, error
 		return s, errors.Join(errs...)
 	}
 	if err := s.Validate(); err != nil {
-		var p benchrun.Problems
+		var p runner.Problems
 		if errors.As(err, &p) {
 			return s, errors.New(p.Format(f.keys.flagName))
 		}
@@ -737,16 +737,16 @@ func didYouMean(got string, known []string) string {
 }
 
 // shardValue is --shard I/N.
-func shardValue(p **benchrun.Shard) flagValue {
-	return &scalar[*benchrun.Shard]{p: p,
-		show: func(s *benchrun.Shard) string {
+func shardValue(p **runner.Shard) flagValue {
+	return &scalar[*runner.Shard]{p: p,
+		show: func(s *runner.Shard) string {
 			if s == nil {
 				return ""
 			}
 			return s.String()
 		},
-		parse: func(v string) (*benchrun.Shard, error) {
-			s, err := benchrun.ParseShard(v)
+		parse: func(v string) (*runner.Shard, error) {
+			s, err := runner.ParseShard(v)
 			if err != nil {
 				return nil, err
 			}
@@ -757,7 +757,7 @@ func shardValue(p **benchrun.Shard) flagValue {
 // shardFromEnv is --shard-count N with the index from
 // JOB_COMPLETION_INDEX, which Kubernetes sets in each pod of an Indexed
 // Job. A --shard given too must agree with it.
-func shardFromEnv(count int, given *benchrun.Shard, getenv func(string) string) (*benchrun.Shard, error) {
+func shardFromEnv(count int, given *runner.Shard, getenv func(string) string) (*runner.Shard, error) {
 	v := getenv("JOB_COMPLETION_INDEX")
 	if v == "" {
 		if given != nil && given.Count == count {
@@ -769,7 +769,7 @@ func shardFromEnv(count int, given *benchrun.Shard, getenv func(string) string) 
 	if err != nil {
 		return nil, fmt.Errorf("--shard-count: JOB_COMPLETION_INDEX=%q is not a whole number", v)
 	}
-	sh := &benchrun.Shard{Index: i, Count: count}
+	sh := &runner.Shard{Index: i, Count: count}
 	if given != nil && *given != *sh {
 		return nil, fmt.Errorf("--shard %s disagrees with --shard-count %d and JOB_COMPLETION_INDEX=%d", given, count, i)
 	}

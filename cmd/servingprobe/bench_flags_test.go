@@ -7,7 +7,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/runner"
 )
 
 // cliOnlyFlags set nothing of the Spec: where the server is (--host and
@@ -38,7 +38,7 @@ func TestBenchFlagKeys(t *testing.T) {
 	app := kingpin.New("servingprobe", "")
 	cmd := app.Command("bench", "")
 	f := addBenchFlags(cmd)
-	keys := benchrun.SpecKeys()
+	keys := runner.SpecKeys()
 
 	for _, fl := range cmd.Model().Flags {
 		name := fl.Name
@@ -55,7 +55,7 @@ func TestBenchFlagKeys(t *testing.T) {
 		case !ok:
 			t.Errorf("--%s sets no Spec key and is not listed in cliOnlyFlags", name)
 		case !slices.Contains(keys, key) && !slices.Contains(cliOnlyKeys, key):
-			t.Errorf("--%s sets %q, which is no key of the Spec's JSON (benchrun.SpecKeys)", name, key)
+			t.Errorf("--%s sets %q, which is no key of the Spec's JSON (runner.SpecKeys)", name, key)
 		}
 	}
 	for _, k := range keys {

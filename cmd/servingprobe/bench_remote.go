@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 
 	"strings"
@@ -18,10 +15,10 @@ import (
 	promconfig "github.com/prometheus/common/config"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchapi"
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/api"
+	"github.com/servingprobe/servingprobe/bench/report"
+	"github.com/servingprobe/servingprobe/bench/runner"
 	"github.com/servingprobe/servingprobe/exporter"
-	"github.com/servingprobe/servingprobe/report"
 )
 
 // remoteFlags trigger a run on a daemon instead of running locally.
@@ -47,12 +44,12 @@ func addRemoteFlags(cmd *kingpin.CmdClause, r *remoteFlags) {
 }
 
 // remoteBody is the bench window body --remote sends: the Spec's JSON
-// keys that a body may set (benchapi.BodyKeys) and that the user gave,
+// keys that a body may set (api.BodyKeys) and that the user gave,
 // plus the prompt count, seed, burstiness and warmup, whose bench_serving
 // defaults a CLI user expects over the daemon's. Flags that set any other
 // key are refused: the daemon's config defines the server, its address,
 // tokenizer, files, headers and bodies.
-func (f *benchFlags) remoteBody(s benchrun.Spec) ([]byte, error) {
+func (f *benchFlags) remoteBody(s runner.Spec) ([]byte, error) {
 	if f.remote.target == "" {
 		return nil, fmt.Errorf("--remote needs --remote.target (a target name of the daemon's config)")
 	}
@@ -84,7 +81,7 @@ func (f *benchFlags) remoteBody(s benchrun.Spec) ([]byte, error) {
 			continue
 		}
 		k, _, _ := strings.Cut(f.keys.key[name], ".")
-		if !slices.Contains(benchapi.BodyKeys, k) {
+		if !slices.Contains(api.BodyKeys, k) {
 			return nil, fmt.Errorf("--%s cannot be used with --remote: the daemon's config defines the target and its module", name)
 		}
 		send[k] = true
@@ -144,44 +141,34 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
-	base, err := url.Parse(strings.TrimRight(f.remote.url, "/"))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") {
-		return fmt.Errorf("--remote %q: want an http(s) URL", f.remote.url)
-	}
-	c, err := f.remote.client()
+	hc, err := f.remote.client()
 	if err != nil {
 		return err
 	}
-	var view benchapi.View
-	if err := remoteCall(ctx, c, http.MethodPost, base.String()+"/api/v1/benches", body, http.StatusAccepted, &view); err != nil {
+	c, err := api.NewClient(hc, f.remote.url)
+	if err != nil {
+		return fmt.Errorf("--remote %w", err)
+	}
+	view, err := c.Start(ctx, body)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "Bench run %s accepted on %s\n", view.ID, base.Redacted())
+	fmt.Fprintf(env.Stderr, "Bench run %s accepted on %s\n", view.ID, c.Redacted())
 	show := !f.disableTqdm && isTerminal(env.Stderr)
-	tick := time.NewTicker(f.remote.pollInterval)
-	defer tick.Stop()
 	tl, ok := env.Stderr.(*termLine)
 	if !ok {
 		tl = &termLine{w: env.Stderr}
 	}
 	var meter rateMeter
-	for view.Ended == nil {
-		select {
-		case <-ctx.Done():
-			// Interrupted: cancel the remote run too, so that it does not
-			// keep loading the target.
-			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = remoteCall(cctx, c, http.MethodDelete, base.String()+"/api/v1/benches/"+view.ID, nil, http.StatusAccepted, nil)
-			cancel()
-			return ctx.Err()
-		case <-tick.C:
+	// Interrupted, Follow cancels the remote run too, so that it does not
+	// keep loading the target.
+	view, err = c.Follow(ctx, view, f.remote.pollInterval, func(v api.View) {
+		if show && v.Progress != nil && v.Progress.Total > 0 {
+			tl.redraw(progressLine(*v.Progress, meter.add(time.Now(), v.Progress.Done)), false)
 		}
-		if err := remoteCall(ctx, c, http.MethodGet, base.String()+"/api/v1/benches/"+view.ID, nil, http.StatusOK, &view); err != nil {
-			return err
-		}
-		if show && view.Progress != nil && view.Progress.Total > 0 {
-			tl.redraw(progressLine(*view.Progress, meter.add(time.Now(), view.Progress.Done)), false)
-		}
+	})
+	if err != nil {
+		return err
 	}
 	if show && view.Progress != nil && view.Progress.Total > 0 {
 		tl.redraw(progressLine(*view.Progress, meter.add(time.Now(), view.Progress.Done)), true)
@@ -221,42 +208,4 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	p := bench.Params{Backend: sum.Backend, Dataset: sum.DatasetName, NumPrompts: f.spec.NumPrompts}
 	p.RandomInputLen, p.RandomOutputLen = sum.RandomInputLen, sum.RandomOutputLen
 	return writeBenchOutput(env.Stdout, &sum, f, p)
-}
-
-// remoteCall does one API call and decodes a JSON answer into out.
-func remoteCall(ctx context.Context, c *http.Client, method, u string, body []byte, want int, out any) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		var e struct {
-			Error string `json:"error"`
-		}
-		msg := strings.TrimSpace(string(b))
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, u, resp.StatusCode, msg)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(b, out)
 }

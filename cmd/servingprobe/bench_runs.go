@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/runner"
 )
 
 // runsFlags are --runs, --runs-pause, --ab-base-url and --ab-output-file:
@@ -68,23 +68,23 @@ func abOrder(i int) int {
 // its output file with its table, pausing between runs; then it prints a
 // line across each side's runs and, for an A/B set, the comparison of
 // the second server's runs with the first's and its gate.
-func runSet(ctx context.Context, env *cliEnv, f *benchFlags, s benchrun.Spec, prep *benchrun.Prepared, renv benchrun.Env) error {
+func runSet(ctx context.Context, env *cliEnv, f *benchFlags, s runner.Spec, prep *runner.Prepared, renv runner.Env) error {
 	p := s.RunParams()
 	if f.outputFile == "" {
 		// One name for the whole set, not one a run by the clock.
 		f.outputFile = bench.DefaultOutputFile(p, time.Now())
 	}
-	sides := []*benchrun.Prepared{prep}
+	sides := []*runner.Prepared{prep}
 	files := []string{f.outputFile}
 	urls := []string{s.BaseURL}
 	if f.runs.abURL != "" {
 		sb := s
-		u, err := benchrun.BaseURL(f.runs.abURL, "", 0, s.Backend)
+		u, err := runner.BaseURL(f.runs.abURL, "", 0, s.Backend)
 		if err != nil {
 			return fmt.Errorf("--ab-base-url: %w", err)
 		}
 		sb.BaseURL = u
-		pb, err := benchrun.Prepare(ctx, sb, renv)
+		pb, err := runner.Prepare(ctx, sb, renv)
 		if err != nil {
 			return fmt.Errorf("--ab-base-url: %w", err)
 		}

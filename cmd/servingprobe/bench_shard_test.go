@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/report"
+	"github.com/servingprobe/servingprobe/bench/report"
 	"github.com/servingprobe/servingprobe/simulator"
 )
 

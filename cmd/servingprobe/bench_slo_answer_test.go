@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/benchapi"
-	"github.com/servingprobe/servingprobe/report"
+	"github.com/servingprobe/servingprobe/bench/api"
+	"github.com/servingprobe/servingprobe/bench/report"
 	"github.com/servingprobe/servingprobe/simulator"
 )
 
@@ -120,7 +120,7 @@ func TestSLOSearchAnswerOneText(t *testing.T) {
 			if a == nil {
 				t.Fatalf("report.Load: the last point carries no answer")
 			}
-			if got := (&benchapi.SweepOutput{Search: a}).Answer(); got != strings.TrimSpace(cli) {
+			if got := (&api.SweepOutput{Search: a}).Answer(); got != strings.TrimSpace(cli) {
 				t.Errorf("the API's answer\n%q\nthe CLI said\n%q", got, cli)
 			}
 		})

@@ -13,24 +13,24 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchapi"
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/api"
+	"github.com/servingprobe/servingprobe/bench/report"
+	"github.com/servingprobe/servingprobe/bench/runner"
 	"github.com/servingprobe/servingprobe/internal/pyfmt"
-	"github.com/servingprobe/servingprobe/report"
 )
 
 // sweepFlags are the sweep and SLO search flags of bench. The search's
 // settings bind into w; the four ways of sweeping are kept as given, to
 // refuse two at once and to parse the one given.
 type sweepFlags struct {
-	w                    benchrun.SweepSpec
+	w                    runner.SweepSpec
 	rates, concurrencies string
 	auto                 string
 	slo, sloSearch       string
 }
 
 func addSweepFlags(b *binder, f *sweepFlags) {
-	f.w, f.sloSearch = benchrun.DefaultSweepSpec(), "request-rate"
+	f.w, f.sloSearch = runner.DefaultSweepSpec(), "request-rate"
 	w := &f.w
 	s := func(name, key, help string, v kingpin.Value) { b.flag(name, "sweep."+key, help, v) }
 	s("sweep-request-rates", "request_rates", "Sweep: run once per request rate in this comma-separated list (req/s), each a full run with its own table and JSONL record.", stringValue(&f.rates))
@@ -54,7 +54,7 @@ func addSweepFlags(b *binder, f *sweepFlags) {
 }
 
 // spec returns the sweep the flags ask for, or nil for a single run.
-func (f *sweepFlags) spec() (*benchrun.SweepSpec, error) {
+func (f *sweepFlags) spec() (*runner.SweepSpec, error) {
 	n := 0
 	for _, set := range []bool{f.rates != "", f.concurrencies != "", f.auto != "", f.slo != ""} {
 		if set {
@@ -96,10 +96,10 @@ func (f *sweepFlags) spec() (*benchrun.SweepSpec, error) {
 // record (with the "sweep" object) as it ends, then the sweep table and,
 // for an SLO search, its answer's line after the points, so that the
 // report and anything else that reads the file states this answer.
-func runSweep(ctx context.Context, env *cliEnv, f *benchFlags, prep *benchrun.Prepared, renv benchrun.Env) error {
+func runSweep(ctx context.Context, env *cliEnv, f *benchFlags, prep *runner.Prepared, renv runner.Env) error {
 	var stop func()
 	var points []report.Run
-	onPoint := func(p benchrun.SweepPoint) error {
+	onPoint := func(p runner.SweepPoint) error {
 		points = append(points, report.Run{Name: fmt.Sprintf("point %d", p.Info.Index), Summary: p.Summary})
 		stop()
 		fmt.Fprintf(env.Stdout, "\nSweep point %d: %s\n", p.Info.Index, pointLabel(p.Info))
@@ -155,7 +155,7 @@ func pointLabel(w bench.SweepInfo) string {
 
 // writeRemoteSweep prints a daemon sweep's points and answer, and appends
 // its records to the output file as a local sweep would.
-func writeRemoteSweep(w io.Writer, sw *benchapi.SweepOutput, f *benchFlags) error {
+func writeRemoteSweep(w io.Writer, sw *api.SweepOutput, f *benchFlags) error {
 	fmt.Fprintf(w, "Sweep (%s over %s): %d points\n", sw.Mode, sw.By, len(sw.Records))
 	for _, raw := range sw.Records {
 		var rec struct {

@@ -22,7 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/runner"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/simulator"
 )
@@ -54,7 +54,7 @@ func TestBenchFlagDefaults(t *testing.T) {
 	}
 	o := datasets.DefaultOptions()
 	o.GSPGroupDistribution = "uniform"
-	want := benchrun.Spec{
+	want := runner.Spec{
 		Params: bench.Params{
 			Backend: "sglang", Dataset: "sharegpt", Options: o, NumPrompts: 1000, RequestRate: math.Inf(1),
 			Stats: bench.StatsExact,
@@ -68,8 +68,8 @@ func TestBenchFlagDefaults(t *testing.T) {
 		FlushCacheTimeout: 60 * time.Second, ReadyCheckTimeout: 60 * time.Second,
 		// Ours: bench_serving has no per-request timeout (its aiohttp
 		// session allows 6 h).
-		RequestTimeout: benchrun.DefaultRequestTimeout,
-		Profile:        benchrun.Profile{Activities: []string{"CPU", "GPU"}, StartStep: -1, Steps: -1, NumSteps: -1},
+		RequestTimeout: runner.DefaultRequestTimeout,
+		Profile:        runner.Profile{Activities: []string{"CPU", "GPU"}, StartStep: -1, Steps: -1, NumSteps: -1},
 	}
 	if diff := cmp.Diff(want, s, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(datasets.Options{}, "ChatTemplate")); diff != "" {
 		t.Errorf("defaults differ from bench_serving's (-want +got):\n%s", diff)

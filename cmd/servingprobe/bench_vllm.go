@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/runner"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/prober"
 )
@@ -93,7 +93,7 @@ func addVLLMFlags(b *binder, f *benchFlags) {
 
 // apply decides whether the run is vLLM-style and, when it is, gives the
 // spec vLLM's meaning of the flags the two tools share.
-func (v *vllmFlags) apply(s *benchrun.Spec, f *benchFlags, bad func(string, ...any)) {
+func (v *vllmFlags) apply(s *runner.Spec, f *benchFlags, bad func(string, ...any)) {
 	v.on = slices.Contains(vllmDatasets, s.Dataset) || slices.ContainsFunc(vllmOnlyFlags, f.given)
 	if !v.on {
 		return
@@ -165,7 +165,7 @@ func (v *vllmFlags) apply(s *benchrun.Spec, f *benchFlags, bad func(string, ...a
 }
 
 // run is the result file's description of the run.
-func (v *vllmFlags) run(s *bench.Summary, p bench.Params, spec benchrun.Spec, now time.Time) bench.VLLMRun {
+func (v *vllmFlags) run(s *bench.Summary, p bench.Params, spec runner.Spec, now time.Time) bench.VLLMRun {
 	r := bench.VLLMRun{Date: now, Backend: p.Backend, Label: v.label, ModelID: v.model, TokenizerID: v.tokenizer,
 		NumPrompts: p.NumPrompts, RequestRate: p.RequestRate, Burstiness: spec.Burstiness, MaxConcurrency: p.MaxConcurrency,
 		RampUp: string(spec.RampUp), RampUpStartRPS: spec.RampUpStartRPS, RampUpEndRPS: spec.RampUpEndRPS, Detailed: v.saveDetailed}
@@ -180,7 +180,7 @@ func (v *vllmFlags) run(s *bench.Summary, p bench.Params, spec benchrun.Spec, no
 }
 
 // write prints vLLM's result block and writes its result file when asked.
-func (v *vllmFlags) write(w io.Writer, sum *bench.Summary, p bench.Params, spec benchrun.Spec) (string, error) {
+func (v *vllmFlags) write(w io.Writer, sum *bench.Summary, p bench.Params, spec runner.Spec) (string, error) {
 	run := v.run(sum, p, spec, time.Now())
 	if err := sum.WriteVLLMTable(w, run); err != nil {
 		return "", err

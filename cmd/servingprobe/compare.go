@@ -10,7 +10,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/report"
+	"github.com/servingprobe/servingprobe/bench/report"
 )
 
 // Exit codes of compare and of bench --baseline: a regression the gate

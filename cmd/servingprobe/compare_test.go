@@ -13,7 +13,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchrun"
+	"github.com/servingprobe/servingprobe/bench/runner"
 	"github.com/servingprobe/servingprobe/simulator"
 	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
@@ -41,7 +41,7 @@ func simBench(t *testing.T, ttft time.Duration, seed uint64, path string) {
 		srv := &http.Server{Handler: sim.Handler()}
 		go func() { _ = srv.Serve(l) }()
 
-		s := benchrun.DefaultSpec()
+		s := runner.DefaultSpec()
 		s.Backend, s.BaseURL, s.Model = "vllm", "http://sim.test", cfg.Model
 		s.Dataset, s.Tokenizer = "random", "../../tokenizer/testdata/qwen3"
 		s.Options.RandomInputLen, s.Options.RandomOutputLen, s.Options.RandomRangeRatio = 16, 2, 1
@@ -49,7 +49,7 @@ func simBench(t *testing.T, ttft time.Duration, seed uint64, path string) {
 		s.WarmupRequests, s.ReadyCheckTimeout, s.NoServerMetrics = 0, 0, true
 		s.Details, s.DetailsNoTexts = true, true
 		ctx := t.Context()
-		p, err := benchrun.Prepare(ctx, s, benchrun.Env{})
+		p, err := runner.Prepare(ctx, s, runner.Env{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func simBench(t *testing.T, ttft time.Duration, seed uint64, path string) {
 		p.Client.Transport = tr
 		p.Prober.Client = p.Client
 		zero := time.Duration(0)
-		out, err := p.Run(ctx, benchrun.Env{PauseAfterWarmup: &zero})
+		out, err := p.Run(ctx, runner.Env{PauseAfterWarmup: &zero})
 		tr.CloseIdleConnections()
 		_ = srv.Close()
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/benchapi"
+	"github.com/servingprobe/servingprobe/bench/api"
 	"github.com/servingprobe/servingprobe/exporter"
 )
 
@@ -140,7 +140,7 @@ func fakeDaemon(t *testing.T, sum bench.Summary) (url string, calls *atomic.Int6
 		t.Fatal(err)
 	}
 	now := time.Now()
-	view := benchapi.View{ID: "b1", Target: "sim", Status: exporter.BenchSucceeded, Started: &now, Ended: &now, Summary: js}
+	view := api.View{ID: "b1", Target: "sim", Status: exporter.BenchSucceeded, Started: &now, Ended: &now, Summary: js}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		if r.Method != http.MethodPost || r.URL.Path != "/api/v1/benches" {

@@ -25,7 +25,7 @@ type cliEnv struct {
 	Logger         log.Logger
 	Slog           *slog.Logger // the same logger, for libraries that need slog
 	// Dial, if set, makes bench's connections to the server
-	// (benchrun.Env.DialContext); nil, as in main, dials the network.
+	// (runner.Env.DialContext); nil, as in main, dials the network.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/servingprobe/servingprobe/bench"
-	"github.com/servingprobe/servingprobe/report"
+	"github.com/servingprobe/servingprobe/bench/report"
 )
 
 // addMergeCommand registers merge: the records of a run's shards (bench

@@ -5,7 +5,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/servingprobe/servingprobe/report"
+	"github.com/servingprobe/servingprobe/bench/report"
 )
 
 // addReportCommand registers report: the HTML report of bench JSONL files,

@@ -25,7 +25,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
-	"github.com/servingprobe/servingprobe/benchapi"
+	"github.com/servingprobe/servingprobe/bench/api"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/prober"
@@ -122,7 +122,7 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		}
 		return err
 	}
-	benches, err := benchapi.Enable(d, benchapi.Options{Run: benchapi.Runner()})
+	benches, err := api.Enable(d, api.Options{Run: api.Runner()})
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	// Targets' capacity_check searches, as bench windows of their own.
-	defer benches.ScheduleCapacityChecks(runCtx, benchapi.CapacityOptions{})()
+	defer benches.ScheduleCapacityChecks(runCtx, api.CapacityOptions{})()
 	runDone := make(chan error, 1)
 	go func() { runDone <- d.Run(runCtx) }()
 

@@ -35,12 +35,12 @@ var allowed = map[string][]string{
 	"tokenizer/hub":          {"internal/envflag"},
 	"tokenizer/hftokenizers": {},
 	"simulator":              {"internal/rxstamp", "tokenizer", "datasets"},
-	// The run engine knows no HTTP API and no page: benchapi serves its
+	// The run engine knows no HTTP API and no page: bench/api serves its
 	// windows, report draws its runs.
-	"benchrun": {"bench", "config", "internal/pyfmt", "datasets", "prober", "servermetrics", "tokenizer", "tokenizer/hub", "internal/envflag"},
-	"benchapi": {"bench", "benchrun", "config", "internal/pyfmt", "exporter", "prober", "report", "servermetrics"},
-	"deploy":   {},
-	"report":   {"bench", "servermetrics"}, // the server block a run read
+	"bench/runner": {"bench", "config", "internal/pyfmt", "datasets", "prober", "servermetrics", "tokenizer", "tokenizer/hub", "internal/envflag"},
+	"bench/api":    {"bench", "bench/runner", "config", "internal/pyfmt", "exporter", "prober", "bench/report", "servermetrics"},
+	"deploy":       {},
+	"bench/report": {"bench", "servermetrics"}, // the server block a run read
 	// The server's own metrics, read and reduced over a run: a client
 	// of a Prometheus text endpoint, imports nothing of ours.
 	"servermetrics": {"config"}, // config.RedactURL: the endpoints' passwords never shown
@@ -71,8 +71,8 @@ var forbiddenExternal = map[string][]string{
 	"prober":        {"github.com/prometheus/client_golang"},
 	"bench":         {"github.com/prometheus/client_golang"},
 	"servermetrics": {"github.com/prometheus/client_golang"},
-	"benchrun":      {"github.com/prometheus/client_golang"},
-	"benchapi":      {"github.com/prometheus/client_golang"},
+	"bench/runner":  {"github.com/prometheus/client_golang"},
+	"bench/api":     {"github.com/prometheus/client_golang"},
 	// datasets never touches the network: it imports no HTTP client of
 	// ours (the table) and uses net/http only for DetectContentType.
 	"datasets": {"github.com/prometheus/client_golang"},
@@ -335,7 +335,7 @@ func TestDaemonLinksNoBench(t *testing.T) {
 		if !ok {
 			continue
 		}
-		for _, banned := range []string{"bench", "benchrun", "benchapi", "report"} {
+		for _, banned := range []string{"bench", "bench/runner", "bench/api", "bench/report"} {
 			if name == banned || strings.HasPrefix(name, banned+"/") {
 				t.Errorf("exporter links %s", name)
 			}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servingprobe/servingprobe/benchapi"
+	"github.com/servingprobe/servingprobe/bench/api"
 	"github.com/servingprobe/servingprobe/datasets"
 	"github.com/servingprobe/servingprobe/exporter"
 	"github.com/servingprobe/servingprobe/prober"
@@ -68,13 +68,13 @@ bench:
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := benchapi.Enable(d, benchapi.Options{Run: benchapi.Runner()})
+	b, err := api.Enable(d, api.Options{Run: api.Runner()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	start := time.Now()
-	stop := b.ScheduleCapacityChecks(context.Background(), benchapi.CapacityOptions{FirstDelay: time.Second, FirstSpread: time.Second, HeadroomEvery: time.Second})
+	stop := b.ScheduleCapacityChecks(context.Background(), api.CapacityOptions{FirstDelay: time.Second, FirstSpread: time.Second, HeadroomEvery: time.Second})
 	defer stop()
 
 	deadline := start.Add(7 * time.Minute)

@@ -21,7 +21,7 @@ import (
 // mountTmpfs mounts a tmpfs of sizeKB KiB on a new directory and returns
 // it; the test is skipped, saying why, where mounting is not permitted
 // (not root, or a container without CAP_SYS_ADMIN). The logic these tests
-// cover end to end is also tested in benchapi and bench through injected
+// cover end to end is also tested in bench/api and bench through injected
 // write errors, which need no mount.
 func mountTmpfs(t *testing.T, sizeKB int) string {
 	t.Helper()

@@ -1,0 +1,73 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/servingprobe/servingprobe/bench/runner"
+	"github.com/servingprobe/servingprobe/config"
+	"github.com/servingprobe/servingprobe/simulator"
+	"github.com/servingprobe/servingprobe/tokenizer"
+)
+
+// TestDaemonRunnerFixedLengths runs a bench window on a fixed-prompt module
+// against the simulator over loopback. Its record used to echo the
+// request's random_input_len (128 by default) while every prompt was a few
+// tokens; it must state the prompt's real length. (total_input_tokens is the
+// server's count, which the simulator estimates, so it is not compared.)
+func TestDaemonRunnerFixedLengths(t *testing.T) {
+	sim, err := simulator.New(simulator.DefaultConfig(), log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	defer srv.Close()
+	const prompt, outputLen, n = "hello there, how are you today?", 4, 3
+	tok, err := tokenizer.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := tok.Encode(prompt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := config.Target{Name: "sim", URL: srv.URL, Backend: "vllm", Model: simulator.DefaultConfig().Model}
+	spec := runner.ModuleSpec(target, config.Module{Dataset: "fixed", Prompt: prompt, OutputLen: outputLen, InputLen: 128, Seed: 1})
+	// The API's defaults for a request that names no lengths.
+	spec.NumPrompts, spec.MaxConcurrency, spec.MaxDuration, spec.ReadyCheckTimeout = n, 2, time.Minute, 0
+	job := Job{
+		ID:      "fixed",
+		Request: Request{Target: target, ModuleName: "short", Spec: spec},
+		Started: func(float64, int) {},
+		Logger:  log.NewNopLogger(),
+	}
+	out, err := Runner()(t.Context(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Completed        int     `json:"completed"`
+		RandomInputLen   int     `json:"random_input_len"`
+		RandomOutputLen  int     `json:"random_output_len"`
+		RandomRangeRatio float64 `json:"random_range_ratio"`
+	}
+	if err := json.Unmarshal(out.Record, &sum); err != nil {
+		t.Fatalf("record %s: %v", out.Record, err)
+	}
+	if sum.Completed != n {
+		t.Fatalf("completed %d of %d: %s", sum.Completed, n, out.Record)
+	}
+	// The window's report draws every request, while the summary it keeps
+	// holds no per-request data.
+	if !strings.Contains(string(out.Report), `data-chart="timeline"`) || strings.Contains(string(out.Summary), `"details"`) {
+		t.Errorf("report of %d bytes without a timeline, or details left in the summary", len(out.Report))
+	}
+	if sum.RandomInputLen != len(ids) || sum.RandomOutputLen != outputLen || sum.RandomRangeRatio != 1 {
+		t.Errorf("record lengths in/out/ratio = %d/%d/%v, want the prompt's %d/%d/1", sum.RandomInputLen, sum.RandomOutputLen, sum.RandomRangeRatio, len(ids), outputLen)
+	}
+}
