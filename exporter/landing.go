@@ -21,8 +21,7 @@ import (
 // The landing page is the page an on-call engineer opens first: one row
 // per configured target and module with its current state and small charts
 // of its kept history, then the bench windows, then the newest results.
-// Charts are inline SVG from internal/inlinesvg, which the bench reports
-// use: the page must work offline behind the web config, with no script
+// Charts are inline SVG from internal/inlinesvg: the page must work offline behind the web config, with no script
 // or file to fetch.
 
 // landingResults is how many history entries the landing page lists.
