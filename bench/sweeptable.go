@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -246,10 +248,13 @@ func (r *SweepTable) Write(w io.Writer) error {
 		SweepAuto: "Sweep: auto", SweepSLO: "SLO search: " + r.SLO,
 	}[r.Mode]
 	fmt.Fprintf(&b, "%s\n", Center(" "+title+" ", '=', 110))
-	fmt.Fprintf(&b, "%5s %12s %10s %11s %10s %10s %9s %9s %10s %9s  %s\n",
-		"point", head, "achieved", "output", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "E2E p90", "goodput", "result")
-	fmt.Fprintf(&b, "%5s %12s %10s %11s %10s %10s %9s %9s %10s %9s\n",
-		"", "", "req/s", "tok/s", "ms", "ms", "ms", "ms", "ms", "req/s")
+	cols := r.latencyColumns()
+	head1, head2 := fmt.Sprintf("%5s %12s %10s %11s", "point", head, "achieved", "output"), fmt.Sprintf("%5s %12s %10s %11s", "", "", "req/s", "tok/s")
+	for _, c := range cols {
+		head1 += fmt.Sprintf(" %*s", c.width(), c.name())
+		head2 += fmt.Sprintf(" %*s", c.width(), "ms")
+	}
+	fmt.Fprintf(&b, "%s %9s  %s\n%s %9s\n", head1, "goodput", "result", head2, "req/s")
 	for _, p := range r.Points {
 		s := p.Summary
 		value := FormatValue(by, p.Info.Value)
@@ -266,9 +271,11 @@ func (r *SweepTable) Write(w io.Writer) error {
 		if len(s.Goodput) > 0 {
 			good = fmt.Sprintf("%.2f", s.RequestGoodput)
 		}
-		fmt.Fprintf(&b, "%5d %12s %10.2f %11.1f %10.1f %10.1f %9.1f %9.1f %10.1f %9s  %s\n",
-			p.Info.Index, value, s.RequestThroughput, s.OutputThroughput, s.TTFT.Median, s.TTFT.P99,
-			s.ITL.Median, s.ITL.P99, s.E2ELatency.P90, good, p.Info.Verdict(s))
+		fmt.Fprintf(&b, "%5d %12s %10.2f %11.1f", p.Info.Index, value, s.RequestThroughput, s.OutputThroughput)
+		for _, c := range cols {
+			b.WriteString(" " + c.value(s))
+		}
+		fmt.Fprintf(&b, " %9s  %s\n", good, p.Info.Verdict(s))
 	}
 	if r.Mode == SweepSLO {
 		b.WriteString(r.Search.Words())
@@ -276,6 +283,83 @@ func (r *SweepTable) Write(w io.Writer) error {
 	b.WriteString(strings.Repeat("=", 110) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// tableColumn is one latency column of the sweep table: a metric's
+// percentile, in ms.
+type tableColumn struct {
+	metric string
+	p      float64
+}
+
+// name is the column's head: "TTFT p90".
+func (c tableColumn) name() string {
+	m := map[string]string{MetricTTFT: "TTFT", MetricITL: "ITL", MetricTPOT: "TPOT", MetricE2EL: "E2E"}[c.metric]
+	return fmt.Sprintf("%s p%s", m, percentileWord(c.p))
+}
+
+// width is the column's width: the head's, and at least the table's
+// layout of old (9 for ITL, 10 for the others).
+func (c tableColumn) width() int {
+	w := 10
+	if c.metric == MetricITL {
+		w = 9
+	}
+	return max(w, len(c.name()))
+}
+
+// value is the column's cell for a point: the summary's own percentile,
+// the one an objective on it is judged by (SLO.Check), or "-" where the
+// summary does not hold that percentile.
+func (c tableColumn) value(s *Summary) string {
+	var v float64
+	ok := true
+	switch {
+	case c.metric == MetricTTFT && c.p == 50:
+		v = s.TTFT.Median
+	case c.metric == MetricTTFT && c.p == 99:
+		v = s.TTFT.P99
+	case c.metric == MetricITL && c.p == 50:
+		v = s.ITL.Median
+	case c.metric == MetricITL && c.p == 99:
+		v = s.ITL.P99
+	case c.metric == MetricE2EL && c.p == 90:
+		v = s.E2ELatency.P90
+	default:
+		v, ok = s.percentile(c.metric, c.p)
+	}
+	if !ok || math.IsNaN(v) {
+		return fmt.Sprintf("%*s", c.width(), "-")
+	}
+	return fmt.Sprintf("%*.1f", c.width(), v)
+}
+
+// latencyColumns are the table's latency columns: a sweep's TTFT and ITL
+// at p50 and p99 and E2E at p90; an SLO search's the median TTFT and then
+// each latency objective's own percentile, so that the value an
+// objective was judged by is the one the table shows (p90 for
+// "ttft:p90<=2s", not p99).
+func (r *SweepTable) latencyColumns() []tableColumn {
+	def := []tableColumn{{MetricTTFT, 50}, {MetricTTFT, 99}, {MetricITL, 50}, {MetricITL, 99}, {MetricE2EL, 90}}
+	if r.Mode != SweepSLO {
+		return def
+	}
+	slo, err := ParseSLO(r.SLO)
+	if err != nil {
+		return def
+	}
+	cols := []tableColumn{{MetricTTFT, 50}}
+	for _, o := range slo {
+		c := tableColumn{o.Metric, o.Percentile}
+		latency := o.Metric == MetricTTFT || o.Metric == MetricITL || o.Metric == MetricTPOT || o.Metric == MetricE2EL
+		if latency && !slices.Contains(cols, c) && len(cols) < 6 {
+			cols = append(cols, c)
+		}
+	}
+	if len(cols) == 1 {
+		return def // shares alone (errors): no latency the SLO names
+	}
+	return cols
 }
 
 // Words states what an SLO search found, how sure it is, and what it

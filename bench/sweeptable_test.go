@@ -129,3 +129,33 @@ func TestSearchAnswerLine(t *testing.T) {
 		t.Errorf("ParseLine(a run's record) = %v, %v, %v; want the run", s, a, err)
 	}
 }
+
+// TestSweepTableSLOPercentiles: an SLO search's table shows each latency
+// objective's own percentile (p90 for ttft:p90), the value the point was
+// judged by, and a sweep keeps its fixed columns.
+func TestSweepTableSLOPercentiles(t *testing.T) {
+	s := &Summary{Requests: 10, Completed: 10, RequestThroughput: 5, OutputThroughput: 50}
+	s.TTFT.Median, s.TTFT.P99 = 20, 999
+	s.Percentiles = []MetricStats{
+		{Metric: MetricTTFT, Percentiles: []PercentileValue{{P: 90, Value: 123.4}}},
+		{Metric: MetricE2EL, Percentiles: []PercentileValue{{P: 50, Value: 456.7}}},
+	}
+	row := SweepRow{Info: SweepInfo{Mode: SweepSLO, By: ByRequestRate, Index: 1, Value: 5}, Summary: s}
+	tab := &SweepTable{Mode: SweepSLO, SLO: "ttft:p90<=200ms,e2el:p50<=1s,errors<=1%", Points: []SweepRow{row}}
+	var b strings.Builder
+	if err := tab.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	for _, want := range []string{"TTFT p50", "TTFT p90", "E2E p50"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("head %q lacks %q", lines[1], want)
+		}
+	}
+	if strings.Contains(lines[1], "TTFT p99") || strings.Contains(b.String(), "999.0") {
+		t.Errorf("the table shows p99, which the SLO does not name:\n%s", b.String())
+	}
+	if want := "    1            5       5.00        50.0       20.0      123.4      456.7         -  "; !strings.HasPrefix(lines[3], want) {
+		t.Errorf("row\n got %q\nwant %q...", lines[3], want)
+	}
+}
