@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 // TestSweepTableWrite: a rate sweep's table, row by row, with the values
@@ -157,5 +159,28 @@ func TestSweepTableSLOPercentiles(t *testing.T) {
 	}
 	if want := "    1            5       5.00        50.0       20.0      123.4      456.7         -  "; !strings.HasPrefix(lines[3], want) {
 		t.Errorf("row\n got %q\nwant %q...", lines[3], want)
+	}
+}
+
+// TestVerdictCut: requests a point cut in flight are said as cut, not
+// counted among its failed.
+func TestVerdictCut(t *testing.T) {
+	s := &Summary{Requests: 20, Completed: 15, Failed: 5, RequestThroughput: 3,
+		Outcomes: map[prober.Outcome]int{prober.OutcomeSuccess: 15, prober.OutcomeCanceled: 4, prober.OutcomeHTTP5xx: 1}}
+	if s.Cut() != 4 || s.ServerFailed() != 1 {
+		t.Fatalf("Cut() = %d, ServerFailed() = %d; want 4 and 1", s.Cut(), s.ServerFailed())
+	}
+	ok := Verdict{Objective: Objective{Metric: MetricTTFT, Percentile: 90, MaxMs: 100}, ValueMs: 50, Pass: true, Samples: 15, Enough: true}
+	for _, tc := range []struct {
+		info SweepInfo
+		want string
+	}{
+		{SweepInfo{Role: "synchronous", SLO: []Verdict{ok}, Samples: 15, Ended: EndedTime}, "anchor: 3 req/s completed, 1 failed [15 samples, time cap, 4 cut]"},
+		{SweepInfo{SLO: []Verdict{ok}, Samples: 15, Ended: EndedBudget}, "pass [15 samples, budget, 4 cut]"},
+		{SweepInfo{}, "1 failed [4 cut]"},
+	} {
+		if got := tc.info.Verdict(s); got != tc.want {
+			t.Errorf("Verdict() = %q, want %q", got, tc.want)
+		}
 	}
 }

@@ -4,7 +4,21 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/servingprobe/servingprobe/prober"
 )
+
+// Cut is how many of a run's requests the run cancelled itself while
+// they were in flight: at its time cap (--max-duration, an SLO search's
+// point time or budget) or once a search's point was decided. The server
+// did not fail them.
+func (s *Summary) Cut() int { return s.Outcomes[prober.OutcomeCanceled] }
+
+// ServerFailed is how many of a run's requests failed on the server's
+// side: Failed (bench_serving's count of every request that did not
+// complete) less those the run cut (Cut). It is the failed count an SLO
+// search's table, verdicts and ramp read.
+func (s *Summary) ServerFailed() int { return s.Failed - s.Cut() }
 
 // Verdict is a sweep point's result as the sweep tables print it, the
 // console's and the HTML report's alike: pass, or the objectives that
@@ -13,7 +27,7 @@ import (
 // it ended; without objectives, how many requests failed, if any; for an
 // anchor of a search, what it measured. s is the point's summary.
 func (w *SweepInfo) Verdict(s *Summary) string {
-	return w.verdictWord(s) + w.endWord()
+	return w.verdictWord(s) + w.endWord(s)
 }
 
 // SearchVerdict is whether a point counts for an SLO search's answer
@@ -38,14 +52,14 @@ func (w *SweepInfo) verdictWord(s *Summary) string {
 		if w.Role == "ramp" || w.Role == "synchronous" {
 			word = fmt.Sprintf("anchor: %.3g req/s completed", s.RequestThroughput)
 		}
-		if s.Failed > 0 {
-			word += fmt.Sprintf(", %d failed", s.Failed)
+		if n := s.ServerFailed(); n > 0 {
+			word += fmt.Sprintf(", %d failed", n)
 		}
 		return word
 	}
 	if len(vs) == 0 {
-		if s.Failed > 0 {
-			return fmt.Sprintf("%d failed", s.Failed)
+		if n := s.ServerFailed(); n > 0 {
+			return fmt.Sprintf("%d failed", n)
 		}
 		return ""
 	}
@@ -68,12 +82,20 @@ func (w *SweepInfo) verdictWord(s *Summary) string {
 }
 
 // endWord says how many samples decided a search's point and why it
-// ended before sending every prompt, and whether the server was still
-// busy when it began.
-func (w *SweepInfo) endWord() string {
+// ended before sending every prompt, how many requests in flight its end
+// cut (counted neither as failed nor in its error share), and whether
+// the server was still busy when it began.
+func (w *SweepInfo) endWord(s *Summary) string {
+	cut := ""
+	if n := s.Cut(); n > 0 {
+		cut = fmt.Sprintf(", %d cut", n)
+	}
 	if w.Samples == 0 && w.Ended == "" {
-		if w.NotIdle {
-			return " [server busy before]"
+		switch {
+		case w.NotIdle:
+			return " [server busy before" + cut + "]"
+		case cut != "":
+			return " [" + cut[2:] + "]"
 		}
 		return ""
 	}
@@ -86,9 +108,9 @@ func (w *SweepInfo) endWord() string {
 		idle = ", server busy before"
 	}
 	if why == "" {
-		return fmt.Sprintf(" [%d samples%s]", w.Samples, idle)
+		return fmt.Sprintf(" [%d samples%s%s]", w.Samples, cut, idle)
 	}
-	return fmt.Sprintf(" [%d samples, %s%s]", w.Samples, why, idle)
+	return fmt.Sprintf(" [%d samples, %s%s%s]", w.Samples, why, cut, idle)
 }
 
 // verdictValue is an objective and what the point measured of it.
@@ -99,6 +121,12 @@ func verdictValue(v Verdict) string {
 		}
 		return fmt.Sprintf("errors %.1f%%", v.ValuePercent)
 	}
+	if v.Metric == MetricValid {
+		if v.Samples == 0 {
+			return "valid no answer judged"
+		}
+		return fmt.Sprintf("valid %.1f%%", v.ValuePercent)
+	}
 	return fmt.Sprintf("%s:p%g %s", v.Metric, v.Percentile, MsOrNone(v.ValueMs))
 }
 
@@ -107,6 +135,12 @@ func verdictValue(v Verdict) string {
 func BrokeValue(v Verdict) string {
 	if v.Metric == MetricErrors {
 		return fmt.Sprintf("%s (%.1f%% of %d requests failed)", v.Objective.String(), v.ValuePercent, v.Samples)
+	}
+	if v.Metric == MetricValid {
+		if v.Samples == 0 {
+			return fmt.Sprintf("%s (no answer was judged)", v.Objective.String())
+		}
+		return fmt.Sprintf("%s (%.1f%% of %d judged answers valid)", v.Objective.String(), v.ValuePercent, v.Samples)
 	}
 	return fmt.Sprintf("%s (%s > %.1f ms)", v.Objective.String(), MsOrNone(v.ValueMs), v.MaxMs)
 }

@@ -53,7 +53,8 @@ func (o *SweepOutput) Landing() string {
 }
 
 // sweepOutput builds the API's view of a sweep and the headline the
-// gauges export: the completed and failed requests of every point, the
+// gauges export: the completed and failed requests of every point (not
+// those a point cut at its end: bench.Summary.ServerFailed), the
 // throughput of the point that reached the highest output throughput,
 // and, for a search, the capacity its answer gives (searchCapacity).
 func sweepOutput(res *runner.SweepResult, records []json.RawMessage) (*SweepOutput, exporter.BenchHeadline) {
@@ -62,7 +63,8 @@ func sweepOutput(res *runner.SweepResult, records []json.RawMessage) (*SweepOutp
 	for _, p := range res.Points {
 		o.By = p.Info.By
 		h.Completed += p.Summary.Completed
-		h.Failed += p.Summary.Failed
+		// A request a point cut at its end is not the server's failure.
+		h.Failed += p.Summary.ServerFailed()
 		if p.Summary.OutputThroughput >= h.OutputThroughput {
 			h.OutputThroughput, h.RequestThroughput = p.Summary.OutputThroughput, p.Summary.RequestThroughput
 		}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/servingprobe/servingprobe/bench"
+	"github.com/servingprobe/servingprobe/prober"
 	"github.com/servingprobe/servingprobe/simulator"
 	"github.com/servingprobe/servingprobe/testkit/llmtest"
 )
@@ -376,6 +378,31 @@ func TestSLOSearchSlowServerBudget(t *testing.T) {
 		if measured > 20*time.Second {
 			t.Errorf("the points measured for %s, over the 20 s budget", measured)
 		}
+		// The requests the budget and the point caps cut in flight are
+		// ours: canceled, never timeouts, not failed, out of the error
+		// share, and the table says how many.
+		cut := 0
+		for _, p := range res.Points {
+			s := p.Summary
+			cut += s.Cut()
+			if n := s.Outcomes[prober.OutcomeTimeout]; n > 0 {
+				t.Errorf("point %d: %d requests cut as timeouts", p.Info.Index, n)
+			}
+			if s.ServerFailed() != 0 {
+				t.Errorf("point %d: %d failed on a server that fails nothing", p.Info.Index, s.ServerFailed())
+			}
+			for _, v := range p.Info.SLO {
+				if v.Metric == bench.MetricErrors && (v.Samples != s.Requests-s.Cut() || v.ValuePercent != 0 || !v.Pass) {
+					t.Errorf("point %d: errors verdict %+v, want 0%% of its %d uncut requests", p.Info.Index, v, s.Requests-s.Cut())
+				}
+			}
+			if n := s.Cut(); n > 0 && !strings.Contains(table, fmt.Sprintf("%d cut", n)) {
+				t.Errorf("point %d cut %d requests; the table does not say so:\n%s", p.Info.Index, n, table)
+			}
+		}
+		if cut == 0 {
+			t.Errorf("no point was cut in flight: the test no longer measures a cut\n%s", table)
+		}
 		if strings.Contains(table, "Highest request rate meeting the SLO") {
 			// An answer within budget is fine too; it must be a point's.
 			return
@@ -392,7 +419,7 @@ func TestSLOSearchSlowServerBudget(t *testing.T) {
 		if failed == 0 && !strings.Contains(table, "no point measured failed it") {
 			t.Errorf("the answer claims a rate no point failed:\n%s", table)
 		}
-		t.Logf("slow server: %d points, %s measured\n%s", len(res.Points), measured.Round(time.Second), table[strings.LastIndex(table, "budget"):])
+		t.Logf("slow server: %d points, %s measured\n%s", len(res.Points), measured.Round(time.Second), table)
 	})
 }
 

@@ -240,11 +240,15 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 	var deadline time.Time
 	if search && w.Budget > 0 {
 		// The deadline is a backstop: each point is capped to end before
-		// it, so that a point is rarely cut without a summary.
+		// it, so that a point is rarely cut without a summary. It cancels
+		// rather than expires, so that a request it cuts is classified
+		// canceled, ours, as the point's own cap's are, and not a
+		// timeout, the server's failure.
 		deadline = time.Now().Add(w.Budget)
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadlineCause(ctx, deadline, errBudget)
-		defer cancel()
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		stop := time.AfterFunc(w.Budget, func() { cancel(errBudget) })
+		defer func() { stop.Stop(); cancel(nil) }()
 	}
 	pause := WarmupPause
 	if env.PauseAfterWarmup != nil {
@@ -727,9 +731,8 @@ func (p *Prepared) ramp(res *SweepResult, total int, run func(float64, string, i
 // measured.
 func stepOf(conc int, pt *SweepPoint) rampStep {
 	s := pt.Summary
-	canceled := s.Outcomes[prober.OutcomeCanceled]
 	step := rampStep{Concurrency: conc, Throughput: s.RequestThroughput, TTFTMedianMs: s.TTFT.Median,
-		ErrorPercent: bench.ErrorPercent(s.Failed-canceled, s.Requests-canceled), Waiting: -1}
+		ErrorPercent: bench.ErrorPercent(s.ServerFailed(), s.Requests-s.Cut()), Waiting: -1}
 	for _, r := range s.Server {
 		if g, ok := r.Gauge(servermetrics.Waiting); ok && g.Samples > 0 {
 			step.Waiting = max(step.Waiting, 0) + g.Peak
@@ -822,10 +825,7 @@ func steadyErrors(res *SweepResult, slo bench.SLO, sync, pt *SweepPoint) bool {
 			return false
 		}
 	}
-	share := func(s *bench.Summary) (failed, requests int) {
-		c := s.Outcomes[prober.OutcomeCanceled]
-		return s.Failed - c, s.Requests - c
-	}
+	share := func(s *bench.Summary) (failed, requests int) { return s.ServerFailed(), s.Requests - s.Cut() }
 	sf, sn := share(sync.Summary)
 	pf, pn := share(pt.Summary)
 	syncPct, ptPct := bench.ErrorPercent(sf, sn), bench.ErrorPercent(pf, pn)
