@@ -132,7 +132,8 @@ type Accumulator struct {
 	good                  int
 
 	// valid counts the answer checks' verdicts.
-	valid Validity
+	valid   Validity
+	answers Answers
 
 	completed, totalIn, totalInText, totalInVision, totalOut, totalRetok int
 	// Successes that reasoned before answering, those of them whose
@@ -195,6 +196,7 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 	}
 	a.requests++
 	a.valid.addChecks(r.Checks)
+	a.answers.add(r.Checks)
 	if !r.Stream {
 		a.notStreamed++
 	}
@@ -423,6 +425,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 		Requests:             a.requests,
 		NotStreamed:          a.notStreamed,
 		Valid:                a.valid,
+		Answers:              a.answers,
 		NotSent:              max(p.Planned-a.requests, 0),
 		Stopped:              p.Stopped,
 		Failed:               a.requests - a.completed,

@@ -297,6 +297,9 @@ func Merge(shards []*Summary) (*Summary, error) {
 		for k, v := range s.Clocks {
 			a.clocks[k] += v
 		}
+		a.valid.merge(s.Valid)
+		a.answers.Judged += s.Answers.Judged
+		a.answers.Valid += s.Answers.Valid
 		p.Planned += s.Requests + s.NotSent
 		if p.Stopped == "" {
 			p.Stopped = s.Stopped

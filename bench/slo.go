@@ -15,16 +15,27 @@ import (
 
 // Objective is one service-level objective: the Percentile-th percentile
 // of Metric is at most MaxMs milliseconds; or, for MetricErrors, at most
-// MaxPercent of the requests failed (Percentile and MaxMs are then 0).
+// MaxPercent of the requests failed; or, for MetricValid, at least
+// MinPercent of the judged answers passed every answer check (Percentile
+// and MaxMs are 0 for both shares).
 type Objective struct {
-	Metric     string  `json:"metric"` // ttft, tpot, itl, e2el or errors
+	Metric     string  `json:"metric"` // ttft, tpot, itl, e2el, errors or valid
 	Percentile float64 `json:"percentile"`
 	MaxMs      float64 `json:"max_ms"`
 	MaxPercent float64 `json:"max_percent,omitempty"`
+	MinPercent float64 `json:"min_percent,omitempty"`
 }
 
 // MetricErrors is the objective on the share of requests that failed.
 const MetricErrors = "errors"
+
+// MetricValid is the objective on the share of judged answers that passed
+// every answer check (Answers.ValidPercent).
+const MetricValid = "valid"
+
+// Share reports whether o bounds a share of requests (errors, valid)
+// rather than a latency percentile.
+func (o Objective) Share() bool { return o.Metric == MetricErrors || o.Metric == MetricValid }
 
 // DefaultMaxErrorPercent is the error objective an SLO gets when it names
 // none: a point where more than 1% of the requests fail does not meet the
@@ -39,12 +50,18 @@ type SLO []Objective
 // refused by name rather than read as "<=".
 var errorsItem = regexp.MustCompile(`^errors\s*(<=?)\s*([0-9]+(?:\.[0-9]+)?)\s*%$`)
 
+// validItem is "valid>=P%"; the operator is captured so that a ">" is
+// refused by name rather than read as ">=".
+var validItem = regexp.MustCompile(`^valid\s*(>=?)\s*([0-9]+(?:\.[0-9]+)?)\s*%$`)
+
 // sloItem is "metric:pP<=value unit"; the operator and the unit are
 // captured so that a "<" and a bare number are refused by name.
 var sloItem = regexp.MustCompile(`^([a-z0-9_]+):p([0-9]+(?:\.[0-9]+)?)\s*(<=?)\s*([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)\s*(ms|s|us|µs)?$`)
 
 // ParseSLO parses --slo: comma-separated objectives such as
-// "ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s,errors<=1%". Metrics are
+// "ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s,errors<=1%,valid>=99%".
+// valid>=P% needs answer checks: at least P% of the judged answers pass
+// every check (Answers.ValidPercent). Metrics are
 // --goodput's (ttft, tpot, e2el; e2e is accepted for e2el) and itl. An
 // objective holds when the percentile is at most its bound, so it is
 // written "<=": a "<" is refused with the form meant, since reading it as
@@ -75,6 +92,23 @@ func ParseSLO(s string) (SLO, error) {
 			errorsGiven = true
 			out = append(out, Objective{Metric: MetricErrors, MaxPercent: pct})
 			continue
+		}
+		if m := validItem.FindStringSubmatch(item); m != nil {
+			if m[1] == ">" {
+				return nil, fmt.Errorf("invalid objective %q: an objective is a bound the share may reach; write valid>=%s%% (\">\" is not read as \">=\")", item, m[2])
+			}
+			pct, _ := strconv.ParseFloat(m[2], 64)
+			if !(pct > 0 && pct <= 100) {
+				return nil, fmt.Errorf("invalid objective %q: the share of valid answers must be above 0%% and at most 100%%", item)
+			}
+			if slices.ContainsFunc(out, func(o Objective) bool { return o.Metric == MetricValid }) {
+				return nil, fmt.Errorf("invalid objective %q: valid is given twice", item)
+			}
+			out = append(out, Objective{Metric: MetricValid, MinPercent: pct})
+			continue
+		}
+		if strings.HasPrefix(item, MetricValid) {
+			return nil, fmt.Errorf("invalid objective %q: want valid>=P%%, the share of judged answers that pass every check, such as valid>=99%%", item)
 		}
 		if strings.HasPrefix(item, MetricErrors) {
 			return nil, fmt.Errorf("invalid objective %q: want errors<=P%%, such as errors<=1%%", item)
@@ -123,8 +157,11 @@ func ParseSLO(s string) (SLO, error) {
 }
 
 func (o Objective) String() string {
-	if o.Metric == MetricErrors {
+	switch o.Metric {
+	case MetricErrors:
 		return fmt.Sprintf("errors<=%s%%", strconv.FormatFloat(o.MaxPercent, 'f', -1, 64))
+	case MetricValid:
+		return fmt.Sprintf("valid>=%s%%", strconv.FormatFloat(o.MinPercent, 'f', -1, 64))
 	}
 	return fmt.Sprintf("%s:p%s<=%s", o.Metric, percentileWord(o.Percentile), time.Duration(o.MaxMs*float64(time.Millisecond)))
 }
@@ -143,7 +180,7 @@ func (s SLO) String() string {
 func (s SLO) PercentileParams(metrics []string, percentiles []float64) ([]string, []float64) {
 	metrics, percentiles = slices.Clone(metrics), slices.Clone(percentiles)
 	for _, o := range s {
-		if o.Metric == MetricErrors {
+		if o.Share() {
 			continue // counted, not a percentile
 		}
 		if !slices.Contains(metrics, o.Metric) {
@@ -160,8 +197,9 @@ func (s SLO) PercentileParams(metrics []string, percentiles []float64) ([]string
 type Verdict struct {
 	Objective
 	// ValueMs is the run's percentile; NaN when the run has no sample
-	// (and for an errors objective, whose value is ValuePercent: the
-	// share of the run's requests that failed).
+	// (and for an errors or valid objective, whose value is ValuePercent:
+	// the share of the run's requests that failed, or of its judged
+	// answers that passed every check).
 	ValueMs      float64 `json:"value_ms"`
 	ValuePercent float64 `json:"value_percent,omitempty"`
 	Pass         bool    `json:"pass"`
@@ -224,6 +262,19 @@ func (s SLO) Check(sum *Summary) []Verdict {
 			if v.Samples > 0 {
 				v.ValuePercent = ErrorPercent(sum.Failed-canceled, v.Samples)
 				v.Pass = v.ValuePercent <= o.MaxPercent
+			}
+			v.Enough = v.Samples > 0
+			out = append(out, v)
+			continue
+		}
+		if o.Metric == MetricValid {
+			// A run that judged no answer (every request failed, or the
+			// bench has no checks) fails it: nothing shows the answers
+			// were right.
+			v.Samples = sum.Answers.Judged
+			if v.Samples > 0 {
+				v.ValuePercent = sum.Answers.ValidPercent()
+				v.Pass = v.ValuePercent >= o.MinPercent
 			}
 			v.Enough = v.Samples > 0
 			out = append(out, v)

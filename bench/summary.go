@@ -358,6 +358,9 @@ type Summary struct {
 	// Valid is the answer checks' verdicts by check; nil for a run
 	// without checks (the table's "Valid responses" block).
 	Valid Validity `json:"valid_responses,omitempty"`
+	// Answers counts the judged answers as wholes: how many passed every
+	// check (Answers.ValidPercent, the share an SLO and the gate read).
+	Answers Answers `json:"valid_answers,omitzero"`
 	// EmbeddingBatch is the inputs per request of a run whose embedding
 	// rows were lists; nil for every other run.
 	EmbeddingBatch *EmbeddingBatch `json:"embedding_batch,omitempty"`

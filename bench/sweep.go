@@ -94,9 +94,16 @@ func (w *SweepInfo) record() record {
 	if len(w.SLO) > 0 {
 		vs := make([]record, len(w.SLO))
 		for i, v := range w.SLO {
-			if v.Metric == MetricErrors {
+			switch v.Metric {
+			case MetricErrors:
 				vs[i] = record{
 					{"metric", v.Metric}, {"max_percent", v.MaxPercent}, {"value_percent", v.ValuePercent},
+					{"pass", v.Pass}, {"samples", v.Samples}, {"enough_samples", v.Enough},
+				}
+				continue
+			case MetricValid:
+				vs[i] = record{
+					{"metric", v.Metric}, {"min_percent", v.MinPercent}, {"value_percent", v.ValuePercent},
 					{"pass", v.Pass}, {"samples", v.Samples}, {"enough_samples", v.Enough},
 				}
 				continue

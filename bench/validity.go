@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/servingprobe/servingprobe/prober"
@@ -51,6 +52,59 @@ func (v *Validity) addChecks(checks []prober.CheckResult) {
 	}
 }
 
+// merge adds a shard's verdicts (Merge).
+func (v *Validity) merge(o Validity) {
+	for n, c := range o {
+		if *v == nil {
+			*v = Validity{}
+		}
+		m := (*v)[n]
+		m.Passed += c.Passed
+		m.Failed += c.Failed
+		m.Errors += c.Errors
+		(*v)[n] = m
+	}
+}
+
+// Answers counts a run's judged answers as wholes, over every check at
+// once: Judged is how many answers at least one check judged (a failed
+// request is not judged), Valid how many of those passed every check. An
+// answer a check could not judge (CheckError: its JSON or tool call was
+// cut at the requested length) is not valid: the user did not get a
+// usable answer.
+type Answers struct {
+	Judged int `json:"judged"`
+	Valid  int `json:"valid"`
+}
+
+// add counts one result's verdicts; a result without any is not judged.
+func (a *Answers) add(checks []prober.CheckResult) {
+	if len(checks) == 0 {
+		return
+	}
+	a.Judged++
+	if ValidAnswer(checks) {
+		a.Valid++
+	}
+}
+
+// ValidAnswer reports whether an answer's verdicts make it valid: every
+// check passed. The SLO search's running tally counts with it too.
+func ValidAnswer(checks []prober.CheckResult) bool {
+	return !slices.ContainsFunc(checks, func(c prober.CheckResult) bool { return c.Result != prober.CheckPass })
+}
+
+// ValidPercent is the share of judged answers that passed every check, in
+// percent; NaN when no answer was judged. It is the one computation of
+// the share: the table, the record, an SLO's valid objective and the
+// regression gate's "valid" figure all read it.
+func (a Answers) ValidPercent() float64 {
+	if a.Judged == 0 {
+		return math.NaN()
+	}
+	return 100 * float64(a.Valid) / float64(a.Judged)
+}
+
 // names are v's checks in prober.CheckNames order.
 func (v Validity) names() []prober.CheckName {
 	var out []prober.CheckName
@@ -69,6 +123,9 @@ func (s *Summary) writeValidity(t *tableWriter) {
 		return
 	}
 	t.line(center("Valid responses", '-', 50))
+	if a := s.Answers; a.Judged > 0 {
+		t.row("Valid answers (all checks):", fmt.Sprintf("%d/%d (%.2f%%)", a.Valid, a.Judged, a.ValidPercent()))
+	}
 	for _, n := range s.Valid.names() {
 		c := s.Valid[n]
 		rate := "–"
@@ -82,8 +139,13 @@ func (s *Summary) writeValidity(t *tableWriter) {
 	}
 }
 
-// validityRecord is the record's "valid_responses" object.
+// validityRecord is the record's "valid_answers" object (the share is
+// written for a reader of the file; ParseRecord reads the counts) and its
+// "valid_responses" object, per check.
 func (s *Summary) validityRecord(r record) record {
+	if a := s.Answers; a.Judged > 0 {
+		r = append(r, field{"valid_answers", record{{"judged", a.Judged}, {"valid", a.Valid}, {"valid_percent", a.ValidPercent()}}})
+	}
 	if len(s.Valid) == 0 {
 		return r
 	}
@@ -99,6 +161,16 @@ func (s *Summary) validityRecord(r record) record {
 // prober does not know is refused, so that a record cannot bring a label
 // value of its own.
 func (s *Summary) readValidity(m map[string]json.RawMessage, _ *recordView) error {
+	if raw, ok := m["valid_answers"]; ok {
+		var a Answers
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return fmt.Errorf("valid_answers: %w", err)
+		}
+		if a.Judged < 0 || a.Valid < 0 || a.Valid > a.Judged {
+			return fmt.Errorf("valid_answers: %d valid of %d judged", a.Valid, a.Judged)
+		}
+		s.Answers = a
+	}
 	raw, ok := m["valid_responses"]
 	if !ok {
 		return nil

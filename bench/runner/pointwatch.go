@@ -43,10 +43,15 @@ func tailTarget(p float64, k int) int {
 
 // allowed is how many of a tally's target samples may be over its bound
 // with the objective still met: for a percentile, one fewer than
-// brokenAt; for the errors objective, MaxPercent of the target requests.
+// brokenAt; for the errors objective, MaxPercent of the target requests;
+// for the valid objective, the share of the target answers it lets be
+// invalid (100 - MinPercent).
 func (t *tally) allowed() int {
-	if t.obj.Metric == bench.MetricErrors {
+	switch t.obj.Metric {
+	case bench.MetricErrors:
 		return int(math.Floor(float64(t.target)*t.obj.MaxPercent/100 + 1e-9))
+	case bench.MetricValid:
+		return int(math.Floor(float64(t.target)*(100-t.obj.MinPercent)/100 + 1e-9))
 	}
 	return brokenAt(t.obj.Percentile, t.target) - 1
 }
@@ -150,15 +155,15 @@ func (e pointEnded) Error() string { return "the point's verdict is decided: " +
 // target is tail samples above its percentile's rank (ITL counts gaps);
 // else every objective but ITL plans one sample per request.
 //
-// The errors objective plans as many requests as the most demanding
-// percentile (sized), or every request (not sized).
+// The errors and valid objectives plan as many requests (judged answers)
+// as the most demanding percentile (sized), or every request (not sized).
 func newPointWatch(slo bench.SLO, tail, requests int) *pointWatch {
 	w := &pointWatch{sized: tail > 0}
 	most := 0
 	for _, o := range slo {
 		t := tally{obj: o}
 		switch {
-		case o.Metric == bench.MetricErrors:
+		case o.Share():
 		case tail > 0:
 			t.target = tailTarget(o.Percentile, tail)
 		case o.Metric != bench.MetricITL:
@@ -168,7 +173,7 @@ func newPointWatch(slo bench.SLO, tail, requests int) *pointWatch {
 		w.ts = append(w.ts, t)
 	}
 	for i := range w.ts {
-		if w.ts[i].obj.Metric == bench.MetricErrors {
+		if w.ts[i].obj.Share() {
 			w.ts[i].target = most
 			if tail <= 0 {
 				w.ts[i].target = requests
@@ -207,6 +212,17 @@ func (w *pointWatch) add(r *prober.Result) {
 	if r.Outcome != prober.OutcomeSuccess {
 		w.decide()
 		return
+	}
+	if len(r.Checks) > 0 {
+		invalid := !bench.ValidAnswer(r.Checks)
+		for i := range w.ts {
+			if t := &w.ts[i]; t.obj.Metric == bench.MetricValid {
+				t.samples++
+				if invalid {
+					t.over++
+				}
+			}
+		}
 	}
 	sm := bench.ResultSamples(r)
 	for i := range w.ts {

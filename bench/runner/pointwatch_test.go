@@ -194,3 +194,34 @@ func TestNewPointWatchErrors(t *testing.T) {
 		t.Errorf("cancelled requests counted: ended %q, %d samples", w.result(), w.ts[1].samples)
 	}
 }
+
+// TestNewPointWatchValid: the valid objective plans as many judged answers
+// as the most demanding percentile; an answer that failed a check counts
+// against it, one that passed every check or was not judged (a failed
+// request) does not, and the point ends once the invalid answers are
+// beyond what the objective allows of its target.
+func TestNewPointWatchValid(t *testing.T) {
+	slo := bench.SLO{{Metric: bench.MetricTTFT, Percentile: 99, MaxMs: 200}, {Metric: bench.MetricValid, MinPercent: 99}, {Metric: bench.MetricErrors, MaxPercent: 100}}
+	w := newPointWatch(slo, 10, 5000)
+	if w.ts[1].target != 1000 || w.ts[1].allowed() != 10 {
+		t.Fatalf("valid target %d, allowed %d: want 1000 and 10", w.ts[1].target, w.ts[1].allowed())
+	}
+	var cause error
+	w.begin(func(err error) { cause = err })
+	ok := prober.Result{Outcome: prober.OutcomeSuccess, Checks: []prober.CheckResult{{Check: prober.CheckRegex, Result: prober.CheckPass}}}
+	bad := prober.Result{Outcome: prober.OutcomeSuccess, Checks: []prober.CheckResult{{Check: prober.CheckRegex, Result: prober.CheckPass}, {Check: prober.CheckJSONSchema, Result: prober.CheckError}}}
+	w.add(&ok)
+	w.add(&prober.Result{Outcome: prober.OutcomeServerError})
+	if w.ts[1].samples != 1 || w.ts[1].over != 0 {
+		t.Fatalf("after a valid answer and a failed request: %d samples, %d over; want 1, 0", w.ts[1].samples, w.ts[1].over)
+	}
+	for i := range 11 {
+		w.add(&bad)
+		if got := w.result(); (i < 10) != (got == "") {
+			t.Fatalf("after %d invalid answers: ended %q", i+1, got)
+		}
+	}
+	if w.result() != bench.EndedBroken || cause == nil {
+		t.Errorf("ended %q, cause %v: want the point broken and cancelled", w.result(), cause)
+	}
+}

@@ -38,7 +38,7 @@ func addSweepFlags(b *binder, f *sweepFlags) {
 	s("sweep", "auto", "auto: measure one request at a time and the saturated throughput, then --sweep-points rates evenly between them.", enumValue(&f.auto, "auto"))
 	s("sweep-points", "points", "Rates an auto sweep runs between its two anchors.", intValue(&w.Points))
 	b.cmd.Flag("sweep-cooldown", "Pause between the points of a sweep or search.").Default(w.Cooldown.String()).IsSetByUser(b.track("sweep-cooldown", "sweep.cooldown")).DurationVar(&w.Cooldown)
-	s("slo", "slo", "SLO search: find the highest request rate (or concurrency) at which every objective holds, e.g. 'ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s'.", stringValue(&f.slo))
+	s("slo", "slo", "SLO search: find the highest request rate (or concurrency) at which every objective holds, e.g. 'ttft:p99<=500ms,itl:p99<=50ms,e2e:p90<=10s'; with answer checks, 'valid>=99%' requires that share of judged answers to pass every check.", stringValue(&f.slo))
 	s("slo-search", "slo_search", "What the SLO search varies: request-rate or max-concurrency.", enumValue(&f.sloSearch, "request-rate", "max-concurrency"))
 	s("slo-precision", "slo_precision", "Stop when the limit is bracketed within this fraction of the answer.", floatValue(&w.Precision))
 	s("slo-start", "slo_start", "The SLO search's first value (req/s or concurrency).", floatValue(&w.Start))
