@@ -196,6 +196,8 @@ func (st *Stats) byKey(name string) *float64 {
 		return &st.P95
 	case "p99":
 		return &st.P99
+	case "max":
+		return &st.Max
 	}
 	panic("bench: no Stats figure " + name)
 }
@@ -207,6 +209,10 @@ func block[H any](write func(h *H, r record) record, read func(h *H, m map[strin
 }
 
 var allStats = []string{"mean", "median", "std", "p90", "p95", "p99"}
+
+// withMax are allStats and the maximum, for the figures only the
+// servingprobe object carries.
+var withMax = append(slices.Clone(allStats), "max")
 
 // recordStandard are bench_serving's keys, in its order.
 var recordStandard = slices.Concat(
@@ -360,8 +366,18 @@ var recordServingprobe = slices.Concat(
 		block(func(s *Summary, r record) record { return append(r, s.embeddingBatchFields()...) },
 			func(s *Summary, m map[string]json.RawMessage, _ *recordView) error { return s.parseEmbeddingBatch(m) }),
 	},
-	stats("client_queue", func(s *Summary) *Stats { return &s.ClientQueue }, number, "mean", "median", "p99"),
-	stats("e2e_latency_including_client_queue", func(s *Summary) *Stats { return &s.E2EIncludingQueue }, number, "mean", "median", "p99"),
+	stats("client_queue", func(s *Summary) *Stats { return &s.ClientQueue }, number, withMax...),
+	stats("e2e_latency_including_client_queue", func(s *Summary) *Stats { return &s.E2EIncludingQueue }, number, withMax...),
+	// What the summary holds beyond bench_serving's keys, so that the
+	// record alone gives the summary back (ParseRecord): a bench window
+	// stores only its record and the API's summary is read from it.
+	stats("e2e_latency", func(s *Summary) *Stats { return &s.E2ELatency }, number, "max"),
+	stats("ttft", func(s *Summary) *Stats { return &s.TTFT }, number, "max"),
+	stats("tpot", func(s *Summary) *Stats { return &s.TPOT }, number, "max"),
+	[]recordField{
+		key("itl_samples", func(s *Summary) *int { return &s.ITLSamples }),
+		key("tpot_samples", func(s *Summary) *int { return &s.TPOTSamples }),
+	},
 	[]recordField{
 		block(appendReasoning, readReasoning),
 		block((*Summary).validityRecord, (*Summary).readValidity),

@@ -144,7 +144,7 @@ func TestBenchWindowReportWriteFailure(t *testing.T) {
 	cfg := strings.ReplaceAll(benchConfigTmpl, "RESULTS", dir)
 	e := startBenchDaemonWith(t, cfg, "", func(_ context.Context, job Job) (Output, error) {
 		job.Started(1, 1)
-		return Output{Summary: json.RawMessage(`{"completed":1}`), Report: []byte("<html></html>\n")}, nil
+		return Output{Record: json.RawMessage(`{"backend":"vllm","completed":1}`), Report: []byte("<html></html>\n")}, nil
 	})
 	failWrites(e, syscall.ENOSPC, func(path string) bool { return strings.HasSuffix(path, ".html") })
 	code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a","num_prompts":1}`)

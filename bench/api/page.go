@@ -26,23 +26,28 @@ func headlineOf(sum *bench.Summary) exporter.BenchHeadline {
 	return h
 }
 
-// hasSummary says whether a run's view holds a summary (a sweep's and a
-// failed run's do not).
-func hasSummary(v View) bool { return len(v.Summary) > 0 && string(v.Summary) != "null" }
-
-// storedHeadline is headlineOf for a run read back from its results file,
-// made once when the file is read: the summary is decoded into the type
-// that wrote it (its fields, not keys typed here, name the figures), and
-// the server blocks, which the summary's JSON leaves out, are read from
-// the record by bench.ParseRecord. Nil when the run has no summary.
-func storedHeadline(v View) *exporter.BenchHeadline {
-	var sum bench.Summary
-	if !hasSummary(v) || json.Unmarshal(v.Summary, &sum) != nil {
-		return nil
+// fromRecord reads a run's record back into the summary the API shows
+// and the headline the gauges export and the page shows: the one
+// derivation of both, for a live run when it ends and for a run loaded
+// from its results file, so that they cannot disagree. The record holds
+// every figure the summary does (bench.ParseRecord gives it back), and
+// the server blocks the summary's JSON leaves out. Nil, nil for a run
+// without a record (a sweep, a failed run) or one that cannot be read.
+func fromRecord(record json.RawMessage) (json.RawMessage, *exporter.BenchHeadline) {
+	if len(record) == 0 || string(record) == "null" {
+		return nil, nil
 	}
-	h := headlineOf(&sum)
-	h.ServerTTFTP50Ms, h.ServerTTFTP99Ms, h.ServerMissing = serverTTFT(v.Record)
-	return &h
+	sum, err := bench.ParseRecord(record)
+	if err != nil {
+		return nil, nil
+	}
+	h := headlineOf(sum)
+	sum.Details = nil
+	js, err := json.Marshal(sum)
+	if err != nil {
+		return nil, nil
+	}
+	return js, &h
 }
 
 // noServerBlock is why a run's record has no server metrics block: the
@@ -50,19 +55,6 @@ func storedHeadline(v View) *exporter.BenchHeadline {
 // /metrics is then tried, and a miss is only logged, as the CLI does) or
 // when the target turns the reads off.
 const noServerBlock = "no server metrics in the record: the target sets no_server_metrics, or names no server_metrics and its url's /metrics did not answer with a known engine's metrics (the daemon's log says why)"
-
-// serverTTFT is serverTTFTOf a record's server blocks, read back by
-// bench.ParseRecord as the report and merge read them.
-func serverTTFT(record json.RawMessage) (p50, p99 float64, missing string) {
-	if len(record) == 0 {
-		return 0, 0, "the run has no record"
-	}
-	sum, err := bench.ParseRecord(record)
-	if err != nil {
-		return 0, 0, "the record cannot be read: " + err.Error()
-	}
-	return serverTTFTOf(sum.Server)
-}
 
 // serverTTFTOf is the server's TTFT p50 and p99 (ms) of a run's server
 // blocks: the first block with a TTFT (a GPU exporter listed first has

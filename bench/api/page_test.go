@@ -108,24 +108,34 @@ func TestServerTTFTFirstBlockWithOne(t *testing.T) {
 	rec := `{"servingprobe":{"server":{"source":"http://dcgm:9400/metrics","missing":"a GPU exporter (DCGM), read for the energy only: no inference engine's metrics"},` +
 		`"server_more":[{"source":"http://e/metrics","engine":"vllm","ttft_ms":{"metric":"vllm:time_to_first_token_seconds","count":3,"mean":80.0,` +
 		`"p50":73.1,"p50_bucket":{"lower":50.0,"upper":75.0},"p90":700.0,"p90_bucket":{"lower":500.0,"upper":750.0},"p99":884.3,"p99_bucket":{"lower":750.0,"upper":1000.0}}}]}}`
-	p50, p99, why := serverTTFT([]byte(rec))
+	p50, p99, why := recordServerTTFT(t, rec)
 	if why != "" || math.Abs(p50-73.1) > 1e-9 || math.Abs(p99-884.3) > 1e-9 {
 		t.Errorf("serverTTFT = %v, %v, %q; want the engine's 73.1 and 884.3", p50, p99, why)
 	}
+}
+
+// recordServerTTFT is the server TTFT of the headline fromRecord derives
+// from a record.
+func recordServerTTFT(t *testing.T, record string) (p50, p99 float64, missing string) {
+	t.Helper()
+	_, h := fromRecord([]byte(record))
+	if h == nil {
+		t.Fatalf("fromRecord(%s) gives no headline", record)
+	}
+	return h.ServerTTFTP50Ms, h.ServerTTFTP99Ms, h.ServerMissing
 }
 
 // TestServerTTFTMissingSaysWhy: a record without the server's TTFT gives
 // a headline that says why, for each way it can lack it.
 func TestServerTTFTMissingSaysWhy(t *testing.T) {
 	for _, tc := range []struct{ name, record, want string }{
-		{"no record", ``, "the run has no record"},
 		{"no block", `{"completed":3,"servingprobe":{"requests":3}}`, noServerBlock},
 		{"not read", `{"servingprobe":{"server":{"source":"http://e/metrics","missing":"no answer within 2s"}}}`, "server metrics of http://e/metrics not read: no answer within 2s"},
 		{"no histogram", `{"servingprobe":{"server":{"source":"http://e/metrics","engine":"sglang","samples":3}}}`, "http://e/metrics has no TTFT histogram"},
 		{"no observation", `{"servingprobe":{"server":{"source":"http://e/metrics","ttft_ms":{"metric":"vllm:time_to_first_token_seconds","count":0}}}}`, "http://e/metrics counted no TTFT in the run"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p50, p99, why := serverTTFT([]byte(tc.record))
+			p50, p99, why := recordServerTTFT(t, tc.record)
 			if why != tc.want || p50 != 0 || p99 != 0 {
 				t.Errorf("serverTTFT(%s) = %v, %v, %q, want 0, 0, %q", tc.record, p50, p99, why, tc.want)
 			}
@@ -163,16 +173,16 @@ func TestLandingBenchRowShowsFailures(t *testing.T) {
 }
 
 // TestLandingBenchRowIsTheGauges: the landing page's row of a finished
-// run shows the headline the bench gauges export, the one typed value the
-// run made, not a second decoding of the summary's JSON. The run's output
-// here states a summary whose JSON disagrees with its headline, so that a
-// page that decoded the JSON again shows it.
+// run, the bench gauges and the API's summary show one value, derived
+// once from the run's record (fromRecord). The run's output here carries
+// a headline that disagrees with its record, so that a surface that took
+// the runner's own figures instead shows it.
 func TestLandingBenchRowIsTheGauges(t *testing.T) {
 	run := func(ctx context.Context, job Job) (Output, error) {
 		job.Started(1, 1)
 		return Output{
-			Summary:  []byte(`{"backend":"vllm","completed":2,"failed":0,"request_throughput":9.0,"output_throughput":90.0}`),
-			Headline: exporter.BenchHeadline{RequestThroughput: 2.5, Completed: 2},
+			Record:   []byte(`{"backend":"vllm","completed":2,"failed":0,"request_throughput":2.5,"output_throughput":90.0}`),
+			Headline: exporter.BenchHeadline{RequestThroughput: 9, Completed: 2},
 		}, nil
 	}
 	e := startBenchDaemonWith(t, strings.ReplaceAll(benchConfigTmpl, "RESULTS", t.TempDir()), "", run)
@@ -180,7 +190,10 @@ func TestLandingBenchRowIsTheGauges(t *testing.T) {
 	if code != http.StatusAccepted {
 		t.Fatalf("POST = %d %v", code, m)
 	}
-	e.waitStatus(t, m["id"].(string), "completed")
+	got := e.waitStatus(t, m["id"].(string), "completed")
+	if s, _ := got["summary"].(map[string]any); s["request_throughput"] != 2.5 {
+		t.Errorf("API summary %v, want request_throughput 2.5 from the record", got["summary"])
+	}
 	get := func(path string) string {
 		resp, err := e.client.Get(e.url + path)
 		if err != nil {

@@ -61,7 +61,6 @@ func TestBenchWindowReportError(t *testing.T) {
 	run := func(ctx context.Context, job Job) (Output, error) {
 		job.Started(0, 1)
 		return Output{
-			Summary:     json.RawMessage(`{"completed":1}`),
 			Record:      json.RawMessage(`{"backend":"vllm","completed":1}`),
 			ReportError: "report: drawing the page failed: boom",
 		}, nil

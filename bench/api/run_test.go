@@ -64,10 +64,67 @@ func TestDaemonRunnerFixedLengths(t *testing.T) {
 	}
 	// The window's report draws every request, while the summary it keeps
 	// holds no per-request data.
-	if !strings.Contains(string(out.Report), `data-chart="timeline"`) || strings.Contains(string(out.Summary), `"details"`) {
-		t.Errorf("report of %d bytes without a timeline, or details left in the summary", len(out.Report))
+	if !strings.Contains(string(out.Report), `data-chart="timeline"`) || strings.Contains(string(out.Record), `"ttfts"`) {
+		t.Errorf("report of %d bytes without a timeline, or per-request arrays left in the record", len(out.Report))
 	}
 	if sum.RandomInputLen != len(ids) || sum.RandomOutputLen != outputLen || sum.RandomRangeRatio != 1 {
 		t.Errorf("record lengths in/out/ratio = %d/%d/%v, want the prompt's %d/%d/1", sum.RandomInputLen, sum.RandomOutputLen, sum.RandomRangeRatio, len(ids), outputLen)
+	}
+}
+
+// TestRecordGivesTheSummaryBack: a window stores only its record, and the
+// summary the API shows is read back from it (fromRecord). Every figure
+// of the summary a real run makes must survive that: the record carries
+// what bench_serving's keys leave out (maxima, sample counts, the client
+// queue's spread). A figure the record dropped would read as zero.
+func TestRecordGivesTheSummaryBack(t *testing.T) {
+	sim, err := simulator.New(simulator.DefaultConfig(), log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	defer srv.Close()
+	target := config.Target{Name: "sim", URL: srv.URL, Backend: "vllm", Model: simulator.DefaultConfig().Model}
+	spec := runner.ModuleSpec(target, config.Module{Dataset: "random", InputLen: 32, OutputLen: 8, Seed: 1})
+	spec.NumPrompts, spec.MaxConcurrency, spec.MaxDuration, spec.ReadyCheckTimeout = 6, 2, time.Minute, 0
+	spec.RequestRate = 50 // some requests wait in the client's queue
+	prep, err := runner.Prepare(t.Context(), spec, runner.Env{Logger: log.NewNopLogger(), Target: &target, Module: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := prep.Run(t.Context(), runner.Env{Logger: log.NewNopLogger(), Target: &target, Module: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := out.Summary
+	live.Details = nil
+	want, err := json.Marshal(&live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := benchOutput(&live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, h := fromRecord(res.Record)
+	if h == nil {
+		t.Fatalf("record %s gives no summary", res.Record)
+	}
+	var w, g map[string]any
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatal(err)
+	}
+	for k := range w {
+		a, _ := json.Marshal(w[k])
+		b, _ := json.Marshal(g[k])
+		if string(a) != string(b) {
+			t.Errorf("summary %s: the run made %s, its record gives back %s", k, a, b)
+		}
+	}
+	if live.ClientQueue.Max == 0 || live.TTFT.Max == 0 || live.ITLSamples == 0 {
+		t.Errorf("the run measured no client queue, TTFT maximum or ITL sample (%+v): the test would compare zeros", live.ClientQueue)
 	}
 }

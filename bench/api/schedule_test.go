@@ -221,7 +221,7 @@ func (s *searchRunner) run(ctx context.Context, job Job) (Output, error) {
 		return Output{}, context.Cause(ctx)
 	}
 	if job.Request.Spec.Sweep == nil {
-		return Output{Summary: json.RawMessage(`{}`)}, nil
+		return Output{Record: json.RawMessage(`{"backend":"vllm"}`)}, nil
 	}
 	a := bench.SearchAnswer{By: bench.ByRequestRate, Capacity: c, Bound: c * 1.1, Confirmed: true}
 	return Output{Sweep: &SweepOutput{Mode: bench.SweepSLO, Search: &a}}, nil

@@ -75,10 +75,15 @@ func TestBenchSweepWindow(t *testing.T) {
 		if view.Status != "completed" || view.Sweep == nil {
 			t.Fatalf("status %s, error %q, sweep %v", view.Status, view.Error, view.Sweep)
 		}
-		// The progress counts one point: the last, whole (it read 720/120,
-		// every point's requests against one point's total).
-		if p := view.Progress; p == nil || p.Total != 120 || p.Done > 120 {
-			t.Errorf("progress %+v at the end, want the last point's, of 120", view.Progress)
+		// The ended search's progress reads as finished: every point's
+		// requests, all done (it read 69/125, the last point's, which
+		// ended early on its samples), the requests the answer counts.
+		sent := 0
+		if view.Sweep.Search != nil {
+			sent = view.Sweep.Search.RequestCount
+		}
+		if p := view.Progress; p == nil || p.Total != sent || p.Done != sent || p.Dispatched != sent || p.Failed != 0 || sent <= 120 {
+			t.Errorf("progress %+v at the end, want every point's %d requests done", view.Progress, sent)
 		}
 		sw := view.Sweep
 		if sw.Mode != "slo" || sw.By != "request_rate" || sw.Search == nil || !strings.Contains(sw.Answer(), "Highest request rate meeting the SLO") {

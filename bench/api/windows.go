@@ -43,14 +43,14 @@ type Job struct {
 
 // Output is what a finished run produced.
 type Output struct {
-	// Summary is the summary as the CLI's JSON (bench.Summary).
-	Summary json.RawMessage
-	// Record is the bench_serving JSONL record (strict JSON), written to the
-	// results file.
-	Record   json.RawMessage
+	// Record is the bench_serving JSONL record (strict JSON), written to
+	// the results file; the summary and headline are read from it.
+	Record json.RawMessage
+	// Headline is a sweep's headline (sweepOutput); a single run's is
+	// read from its Record.
 	Headline exporter.BenchHeadline
-	// Sweep is a sweep's or SLO search's points and answer; Summary and
-	// Record are then empty.
+	// Sweep is a sweep's or SLO search's points and answer; Record is
+	// then empty.
 	Sweep *SweepOutput
 	// Report is the run's HTML report, written beside the results file.
 	Report []byte
@@ -129,7 +129,9 @@ type View struct {
 	// Request is the body as sent.
 	Request  json.RawMessage          `json:"request"`
 	Progress *prober.ProgressSnapshot `json:"progress,omitempty"`
-	Summary  json.RawMessage          `json:"summary"`
+	// Summary is the run's summary as the CLI's JSON, read from Record
+	// (fromRecord); the results file does not store it.
+	Summary json.RawMessage `json:"summary"`
 	// Record is bench_serving's JSONL record of the run.
 	Record json.RawMessage `json:"record,omitempty"`
 	// Sweep holds a sweep's or SLO search's records and answer.
@@ -389,7 +391,20 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	// The summary carries the target's /server_info answer verbatim; a
 	// server that echoes request headers there would hand our credentials
 	// to the results file and the API.
-	view.Summary, view.Record = red.RedactJSON(out.Summary), red.RedactJSON(out.Record)
+	view.Record = red.RedactJSON(out.Record)
+	headline := out.Headline
+	var shown *exporter.BenchHeadline
+	if out.Sweep == nil && len(view.Record) > 0 {
+		// The headline is derived from the record once; the server's
+		// reason can quote what it answered, as the record it came from
+		// is redacted.
+		var h *exporter.BenchHeadline
+		view.Summary, h = fromRecord(view.Record)
+		if h != nil {
+			h.ServerMissing = red.Redact(h.ServerMissing)
+			headline, shown = *h, h
+		}
+	}
 	if out.Sweep != nil {
 		sw := *out.Sweep
 		sw.Records = make([]json.RawMessage, len(out.Sweep.Records))
@@ -399,6 +414,9 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 		view.Sweep = &sw
 	}
 	snap := run.progress.Snapshot()
+	if out.Sweep != nil {
+		snap = out.Sweep.Progress() // all its points', not the last one's
+	}
 	view.Progress = &snap
 	// Written before it is shown: a run the API reports as ended is on
 	// disk. A result that cannot be written is the run's result: the API
@@ -439,23 +457,15 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	if len(lost) > 0 {
 		level.Error(logger).Log("msg", "Bench result not written", "err", strings.Join(lost, "; "))
 	}
-	b.d.Metrics().BenchFinished(target, end, result, out.Headline)
+	b.d.Metrics().BenchFinished(target, end, result, headline)
 	if werr == nil {
 		// Before the end is shown, so that a client that sees it finds
 		// the directory within its retention. This run is still active,
 		// so it is not among those removed.
 		b.prune()
 	}
-	var headline *exporter.BenchHeadline
-	if hasSummary(view) {
-		h := out.Headline
-		// The server's reason can quote what it answered, as the
-		// record it came from is redacted.
-		h.ServerMissing = red.Redact(h.ServerMissing)
-		headline = &h
-	}
 	run.mu.Lock()
-	run.view, run.headline = view, headline
+	run.view, run.headline = view, shown
 	run.mu.Unlock()
 	b.mu.Lock()
 	delete(b.active, target)
@@ -478,9 +488,17 @@ func (b *Windows) writeFile(dir, id, path string, data []byte) error {
 	return w(dir, id, path, data)
 }
 
+// storedView is a view as its results file holds it: without the
+// summary, which is read back from the record (fromRecord), so that the
+// file holds each figure once.
+type storedView struct {
+	View
+	Summary json.RawMessage `json:"summary,omitempty"` // always nil: hides View.Summary
+}
+
 // writeView writes a run's view to its results file.
 func (b *Windows) writeView(v View) error {
-	line, err := json.Marshal(v)
+	line, err := json.Marshal(storedView{View: v})
 	if err != nil {
 		return err
 	}
@@ -710,7 +728,9 @@ func (b *Windows) load(dir string) error {
 		if v.Ended == nil {
 			b.interrupted(&v, path)
 		}
-		b.runs[id] = &benchRun{view: v, headline: storedHeadline(v)}
+		var h *exporter.BenchHeadline
+		v.Summary, h = fromRecord(v.Record)
+		b.runs[id] = &benchRun{view: v, headline: h}
 	}
 	b.forgetOldLocked()
 	return nil

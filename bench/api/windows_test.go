@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -77,12 +78,10 @@ func (f *fakeRunner) run(ctx context.Context, job Job) (Output, error) {
 	select {
 	case <-release:
 	case <-ctx.Done():
-		return Output{Summary: json.RawMessage(`{"completed":1}`)}, context.Cause(ctx)
+		return Output{Record: json.RawMessage(`{"backend":"vllm","completed":1}`)}, context.Cause(ctx)
 	}
 	return Output{
-		Summary:  json.RawMessage(fmt.Sprintf(`{"completed":%d}`, job.Request.Spec.NumPrompts)),
-		Record:   json.RawMessage(`{"backend":"vllm","completed":3}`),
-		Headline: exporter.BenchHeadline{RequestThroughput: 1.5, Completed: job.Request.Spec.NumPrompts},
+		Record: json.RawMessage(fmt.Sprintf(`{"backend":"vllm","completed":%d,"request_throughput":1.5}`, job.Request.Spec.NumPrompts)),
 	}, nil
 }
 
@@ -316,7 +315,7 @@ func TestBenchAPILifecycle(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, entries[0].Name()))
 	var v View
-	if err := json.Unmarshal(b, &v); err != nil || v.Status != exporter.BenchSucceeded || v.Tag != "t1" || string(v.Record) != `{"backend":"vllm","completed":3}` {
+	if err := json.Unmarshal(b, &v); err != nil || v.Status != exporter.BenchSucceeded || v.Tag != "t1" || string(v.Record) != `{"backend":"vllm","completed":3,"request_throughput":1.5}` || v.Summary != nil || bytes.Contains(b, []byte(`"summary"`)) {
 		t.Errorf("results file %s: err %v, view %+v", b, err, v)
 	}
 
