@@ -218,7 +218,7 @@ func figures() []figure {
 				ci:    func(c *CI) Interval { return st.ci(f.ci(c)) }})
 		}
 	}
-	return out
+	return append(out, validFigure)
 }
 
 // Compare puts the candidate run cand beside the baseline base: one run a
@@ -241,6 +241,9 @@ func CompareRuns(base, cand []*Summary) []Comparison {
 		if embedding && (f.name == "output_throughput" || (f.latency && !f.e2e)) {
 			continue
 		}
+		if f.name == FigureValid && !judged(base) && !judged(cand) {
+			continue // no run had answer checks
+		}
 		c := Comparison{Figure: f.name, Label: f.label, HigherBetter: f.higherBetter, Diff: Unknown}
 		for _, s := range base {
 			c.BaseRuns = append(c.BaseRuns, f.value(s))
@@ -259,6 +262,9 @@ func CompareRuns(base, cand []*Summary) []Comparison {
 			}
 		default:
 			c.byRuns()
+		}
+		if f.name == FigureValid && c.Test == TestNone {
+			c.Why = "a run judged no answer; give both sides the same answer checks"
 		}
 		out = append(out, c)
 	}
@@ -518,7 +524,8 @@ func CanonicalFigure(name string) string {
 // "ttft:p99>+5%,output_throughput<-3%". A latency is named
 // metric:statistic, metric one of ttft, tpot, itl, e2e and statistic one
 // of mean, median (or p50), p90, p95, p99; a throughput by its record key
-// (request_throughput, output_throughput, total_throughput). A bound is a
+// (request_throughput, output_throughput, total_throughput); the share of
+// valid answers as valid (FigureValid). A bound is a
 // regression's direction: a latency's is ">" and not negative, a
 // throughput's "<" and not positive; the other way round it would fail on
 // an unchanged run, so it is refused with the form meant. Every error is
@@ -543,7 +550,7 @@ func ParseGate(spec string) ([]Bound, error) {
 		b := Bound{Figure: CanonicalFigure(strings.TrimSpace(part[:i])), Op: part[i]}
 		hb, known := higher[b.Figure]
 		if !known {
-			errs = append(errs, fmt.Errorf("%q: unknown figure %q (a throughput: request_throughput, output_throughput, total_throughput; a latency: ttft, tpot, itl or e2e, then :mean, :median (or :p50), :p90, :p95 or :p99)", part, strings.TrimSpace(part[:i])))
+			errs = append(errs, fmt.Errorf("%q: unknown figure %q (a throughput: request_throughput, output_throughput, total_throughput; a latency: ttft, tpot, itl or e2e, then :mean, :median (or :p50), :p90, :p95 or :p99; with answer checks, valid)", part, strings.TrimSpace(part[:i])))
 			continue
 		}
 		num, ok := strings.CutSuffix(strings.TrimSpace(part[i+1:]), "%")

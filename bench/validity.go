@@ -189,3 +189,23 @@ func (s *Summary) readValidity(m map[string]json.RawMessage, _ *recordView) erro
 	}
 	return nil
 }
+
+// FigureValid is the comparison's and the gate's row of the share of
+// valid answers (--fail-on 'valid<-1%'): each run's
+// Answers.ValidPercent, a figure per run like every other row, so that
+// the test weighs a drop against the spread between runs. Its change is
+// in % of the baseline's share, as every row's is: 99% to 98% is -1.0%.
+const FigureValid = "valid"
+
+// validFigure is FigureValid's row; a run records no interval of its
+// share, so a single run a side shows no difference interval.
+var validFigure = figure{
+	name: FigureValid, label: "Valid answers (%)", higherBetter: true,
+	value: func(s *Summary) float64 { return s.Answers.ValidPercent() },
+	ci:    func(*CI) Interval { return Unknown },
+}
+
+// judged reports whether any of runs judged an answer.
+func judged(runs []*Summary) bool {
+	return slices.ContainsFunc(runs, func(s *Summary) bool { return s.Answers.Judged > 0 })
+}

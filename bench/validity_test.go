@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,5 +101,76 @@ func TestValidResponses(t *testing.T) {
 	rec, _ = s.Record(JSONOptions{})
 	if s.Valid != nil || s.Answers != (Answers{}) || bytes.Contains(rec, []byte("valid_answers")) || strings.Contains(table.String(), "Valid responses") || bytes.Contains(rec, []byte("valid_responses")) {
 		t.Errorf("a run without checks shows validity: %v", s.Valid)
+	}
+}
+
+// answerRuns are runs whose share of valid answers is each of pcts (of
+// 1000 judged answers), as a comparison reads them from their summaries.
+func answerRuns(pcts ...float64) []*Summary {
+	var out []*Summary
+	for _, p := range pcts {
+		out = append(out, &Summary{Completed: 1000, Requests: 1000, Answers: Answers{Judged: 1000, Valid: int(p * 10)}})
+	}
+	return out
+}
+
+// TestGateValid: the share of valid answers is a figure of a comparison
+// and of the gate, a value per run, so that a drop in validity fails a
+// gate only when it is beyond the bound and beyond the spread between
+// runs; a comparison of runs without checks has no such row, and a gate
+// on it then is an error, not a pass.
+func TestGateValid(t *testing.T) {
+	base := answerRuns(99.5, 99.6, 99.4)
+	for _, tc := range []struct {
+		name   string
+		spec   string
+		cand   []*Summary
+		failed bool
+		reason string
+		err    string
+	}{
+		{name: "a drop beyond the spread", spec: "valid<-1%", cand: answerRuns(95, 96, 94), failed: true,
+			reason: "Valid answers (%) 99.50 -> 95.00 (-4.5%), Δ in [-6.93, -2.02], beyond <-1%, significant"},
+		{name: "the same server", spec: "valid<-1%", cand: answerRuns(99.4, 99.7, 99.5), reason: "within <-1%"},
+		{name: "a drop within the spread", spec: "valid<-1%", cand: answerRuns(99.9, 90, 99.9), reason: "beyond <-1% but not significant"},
+		{name: "one run a side", spec: "valid<-1%", cand: answerRuns(97)[:1], failed: true, reason: "runs 3 v 1: judged against the bound alone"},
+		{name: "a side without checks", spec: "valid<-1%", cand: []*Summary{{Completed: 1000, Requests: 1000}},
+			err: "valid: cannot be tested: a run judged no answer; give both sides the same answer checks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bounds, err := ParseGate(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := CheckGate(bounds, CompareRuns(base, tc.cand))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("CheckGate(%s) error %v, want %q", tc.spec, err, tc.err)
+				}
+				return
+			}
+			if err != nil || len(res) != 1 {
+				t.Fatalf("CheckGate(%s) = %v, %v", tc.spec, res, err)
+			}
+			if res[0].Failed != tc.failed || !strings.Contains(res[0].Reason, tc.reason) {
+				t.Errorf("CheckGate(%s) failed %v %q, want %v containing %q", tc.spec, res[0].Failed, res[0].Reason, tc.failed, tc.reason)
+			}
+		})
+	}
+	// A validity drop is a fall: a rise as its bound would fail an
+	// unchanged run, and is refused with the form meant.
+	if _, err := ParseGate("valid>+1%"); err == nil || !strings.Contains(err.Error(), "write valid<-1%") {
+		t.Errorf("ParseGate(valid>+1%%) = %v, want it refused", err)
+	}
+	// Runs without checks: no row, so that every other comparison's
+	// table stays as it was; a gate on it says the runs lack it.
+	plain := []*Summary{{Completed: 10, Requests: 10}}
+	rows := CompareRuns(plain, plain)
+	if slices.ContainsFunc(rows, func(c Comparison) bool { return c.Figure == FigureValid }) {
+		t.Error("a comparison of runs without checks has a valid row")
+	}
+	bounds, _ := ParseGate("valid<-1%")
+	if _, err := CheckGate(bounds, rows); err == nil || !strings.Contains(err.Error(), "valid: the runs do not have this figure") {
+		t.Errorf("gate on runs without checks: %v, want an error", err)
 	}
 }
