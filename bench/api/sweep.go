@@ -8,6 +8,7 @@ import (
 	"github.com/servingprobe/servingprobe/bench"
 	"github.com/servingprobe/servingprobe/bench/runner"
 	"github.com/servingprobe/servingprobe/exporter"
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 // SweepOutput is a finished sweep or SLO search as the API shows it and
@@ -24,7 +25,17 @@ type SweepOutput struct {
 	// also shows its words under "answer" (SearchAnswer.Words), derived
 	// from it each time, never stored.
 	Search *bench.SearchAnswer `json:"search,omitempty"`
+	// progress is the ended sweep's progress, which its window shows in
+	// place of the live one (see Progress).
+	progress prober.ProgressSnapshot
 }
+
+// Progress is an ended sweep's progress: every request its points sent,
+// all done, and those the server failed (not those a point cut at its
+// end). The live progress counts one point at a time, so that a search
+// whose last point ended early on its samples would read as half done
+// (69/125) once finished.
+func (o *SweepOutput) Progress() prober.ProgressSnapshot { return o.progress }
 
 // MarshalJSON adds the answer's words, as the CLI's table prints them.
 func (o SweepOutput) MarshalJSON() ([]byte, error) {
@@ -65,10 +76,13 @@ func sweepOutput(res *runner.SweepResult, records []json.RawMessage) (*SweepOutp
 		h.Completed += p.Summary.Completed
 		// A request a point cut at its end is not the server's failure.
 		h.Failed += p.Summary.ServerFailed()
+		o.progress.Total += p.Summary.Requests
+		o.progress.Failed += p.Summary.ServerFailed()
 		if p.Summary.OutputThroughput >= h.OutputThroughput {
 			h.OutputThroughput, h.RequestThroughput = p.Summary.OutputThroughput, p.Summary.RequestThroughput
 		}
 	}
+	o.progress.Dispatched, o.progress.Done = o.progress.Total, o.progress.Total
 	if res.Spec.Mode == bench.SweepSLO && len(res.Points) > 0 {
 		a := res.SearchAnswer
 		o.Search = &a
