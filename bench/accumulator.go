@@ -225,7 +225,8 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		a.clocks[r.Clock]++
 	}
 	d := detailRow{inputLen: in, outputLen: outLen, ttft: rec.ttft, times: [4]time.Time{r.Scheduled, r.Sent, r.FirstToken, r.End},
-		err: r.Err, outcome: string(r.Outcome), traceID: r.TraceID, server: serverTimingOf(r.Server), reasoning: detailReasoningOf(&sm, rec.itlAnswer)}
+		err: r.Err, outcome: string(r.Outcome), traceID: r.TraceID, server: serverTimingOf(r.Server), reasoning: detailReasoningOf(&sm, rec.itlAnswer),
+		checks: checkFailuresOf(r.Checks)}
 	if !a.p.DetailsNoTexts {
 		d.text = r.GeneratedText
 	}

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/servingprobe/servingprobe/prober"
@@ -19,6 +21,56 @@ type detailRow struct {
 	traceID            string           // "" when the request carried none
 	server             *ServerTiming    // nil when the server stated none
 	reasoning          *DetailReasoning // nil when the request did not reason
+	checks             CheckFailures    // nil when no check judged the request
+}
+
+// CheckFailures are the verdicts of one judged answer that were not a
+// pass (prober.CheckFail, prober.CheckError), in the checks' order, each
+// with its reason: the details' check_failures entry of the request. Nil
+// is an answer no check judged (no checks, or a failed request; null in
+// the record), empty an answer that passed every check ([]), so that a
+// reader finds which requests failed which check.
+type CheckFailures []prober.CheckResult
+
+// checkFailuresOf is a result's CheckFailures.
+func checkFailuresOf(checks []prober.CheckResult) CheckFailures {
+	if len(checks) == 0 {
+		return nil
+	}
+	out := CheckFailures{}
+	for _, c := range checks {
+		if c.Result != prober.CheckPass {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// PyValue is f as the record writes it (pyfmt.Valuer): null for an answer
+// no check judged, else a list of {check, result, reason}.
+func (f CheckFailures) PyValue() any {
+	if f == nil {
+		return nil
+	}
+	out := make([]record, len(f))
+	for i, c := range f {
+		out[i] = record{{"check", string(c.Check)}, {"result", string(c.Result)}, {"reason", c.Reason}}
+	}
+	return out
+}
+
+// validate refuses a check or a result the prober does not know, so that a
+// record read back cannot bring names of its own.
+func (f CheckFailures) validate() error {
+	for _, c := range f {
+		if !slices.Contains(prober.CheckNames, c.Check) {
+			return fmt.Errorf("unknown check %q", c.Check)
+		}
+		if c.Result != prober.CheckFail && c.Result != prober.CheckError {
+			return fmt.Errorf("check %s: result %q is not a failure (want fail or error)", c.Check, c.Result)
+		}
+	}
+	return nil
 }
 
 // DetailReasoning is what the details keep of a request that reasoned
@@ -124,6 +176,13 @@ func (m *memoryDetails) add(i int, row detailRow, gaps itlRange) {
 		}
 		d.Reasoning[i] = row.reasoning
 	}
+	if row.checks != nil {
+		// Made by the first judged request, as the timings are.
+		for len(d.CheckFailures) <= i {
+			d.CheckFailures = append(d.CheckFailures, nil)
+		}
+		d.CheckFailures[i] = row.checks
+	}
 }
 
 func (m *memoryDetails) fill(s *Summary, start time.Time) {
@@ -141,6 +200,9 @@ func (m *memoryDetails) fill(s *Summary, start time.Time) {
 	}
 	for d.Reasoning != nil && len(d.Reasoning) < n {
 		d.Reasoning = append(d.Reasoning, nil)
+	}
+	for d.CheckFailures != nil && len(d.CheckFailures) < n {
+		d.CheckFailures = append(d.CheckFailures, nil)
 	}
 	s.Details = &d
 }
@@ -185,6 +247,9 @@ type DetailRequest struct {
 	// Server is what the server stated about the request's time, nil
 	// where it stated none.
 	Server *ServerTiming
+	// CheckFailures are the answer's checks that did not pass: nil where
+	// no check judged it, empty where it passed every one.
+	CheckFailures CheckFailures
 }
 
 // Measured reports whether the request has samples: a success with its
@@ -221,7 +286,8 @@ func (s *Summary) DetailRequest(i int) DetailRequest {
 	r := DetailRequest{Index: i, Outcome: entryAt(d.Outcomes, i, ""), Err: entryAt(d.Errors, i, ""),
 		InputLen: entryAt(d.InputLens, i, 0), OutputLen: entryAt(d.OutputLens, i, 0),
 		Scheduled: entryAt(d.ScheduledTimes, i, -1), Sent: entryAt(d.SentTimes, i, -1), FirstToken: entryAt(d.FirstTokenTimes, i, -1), End: entryAt(d.EndTimes, i, -1),
-		TTFT: -1, E2E: -1, TPOT: -1, ITLs: entryAt(d.ITLs, i, nil), Server: entryAt(d.ServerTimings, i, nil)}
+		TTFT: -1, E2E: -1, TPOT: -1, ITLs: entryAt(d.ITLs, i, nil), Server: entryAt(d.ServerTimings, i, nil),
+		CheckFailures: entryAt(d.CheckFailures, i, nil)}
 	r.OK = detailSucceeded(r.Outcome, r.Err, s.Compat.EmptySuccess)
 	if !r.OK || r.Sent < 0 || r.End < 0 {
 		return r

@@ -642,6 +642,9 @@ func (a *Accumulator) addDetail(i int, s *Summary, j int) error {
 	if j < len(d.ServerTimings) {
 		row.server = d.ServerTimings[j]
 	}
+	if j < len(d.CheckFailures) {
+		row.checks = d.CheckFailures[j]
+	}
 	if j < len(d.TraceIDs) {
 		row.traceID = d.TraceIDs[j]
 	}

@@ -298,6 +298,9 @@ func (s *Summary) record(o JSONOptions) ([]byte, error) {
 			if d.TraceIDs != nil {
 				r = append(r, field{"trace_ids", d.TraceIDs})
 			}
+			if d.CheckFailures != nil {
+				r = append(r, field{"check_failures", d.CheckFailures})
+			}
 		}
 	}
 	e := &pyfmt.Encoder{Strict: o.Strict}

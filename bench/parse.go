@@ -81,6 +81,14 @@ func parseRun(clean []byte, v *recordView) (*Summary, error) {
 		if d.TraceIDs != nil && len(d.TraceIDs) != len(d.TTFTs) {
 			return nil, fmt.Errorf("details: trace_ids has %d entries for %d requests (ttfts)", len(d.TraceIDs), len(d.TTFTs))
 		}
+		if d.CheckFailures != nil && len(d.CheckFailures) != len(d.TTFTs) {
+			return nil, fmt.Errorf("details: check_failures has %d entries for %d requests (ttfts)", len(d.CheckFailures), len(d.TTFTs))
+		}
+		for i, f := range d.CheckFailures {
+			if err := f.validate(); err != nil {
+				return nil, fmt.Errorf("details: check_failures[%d]: %w", i, err)
+			}
+		}
 		s.Details = &d
 	}
 	return s, nil

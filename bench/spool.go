@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/servingprobe/servingprobe/internal/pyfmt"
+	"github.com/servingprobe/servingprobe/prober"
 )
 
 // detailSpool keeps --output-details on disk: each request's row is
@@ -36,8 +37,9 @@ type detailSpool struct {
 	// row reasoned: the record then has their array, as the in-memory
 	// details do.
 	server, reasoning bool
-	// trace is set once a row carries a trace id.
-	trace bool
+	// trace is set once a row carries a trace id, checks once a row was
+	// judged.
+	trace, checks bool
 }
 
 func newDetailSpool() (*detailSpool, error) {
@@ -99,6 +101,19 @@ func (sp *detailSpool) add(i int, r detailRow, gaps itlRange) {
 	} else {
 		b = append(b, 0)
 	}
+	if r.checks != nil {
+		sp.checks = true
+		b = append(b, 1)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(r.checks)))
+		for _, c := range r.checks {
+			for _, s := range []string{string(c.Check), string(c.Result), c.Reason} {
+				b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+				b = append(b, s...)
+			}
+		}
+	} else {
+		b = append(b, 0)
+	}
 	sp.row = b
 	for len(sp.offsets) <= i {
 		sp.offsets = append(sp.offsets, -1)
@@ -157,6 +172,15 @@ func (sp *detailSpool) read(i int) (detailRow, error) {
 		rs.AnswerITLs = int(int64(u64()))
 		rs.Source = str()
 		r.reasoning = rs
+	} else {
+		b = b[1:]
+	}
+	if b[0] == 1 {
+		b = b[1:]
+		r.checks = make(CheckFailures, u32())
+		for k := range r.checks {
+			r.checks[k] = prober.CheckResult{Check: prober.CheckName(str()), Result: prober.CheckOutcome(str()), Reason: str()}
+		}
 	}
 	return r, nil
 }
@@ -185,9 +209,11 @@ func (d *SpooledDetails) Close() error {
 // detailKeys are the details' keys in the record's order; the first six
 // are bench_serving's, server_timings is written only when a request
 // stated server timings, request_reasoning only when a request reasoned,
-// trace_ids only when a request carried a trace id.
+// trace_ids only when a request carried a trace id, check_failures only
+// when a request was judged.
 var detailKeys = []string{"input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors",
-	"scheduled_times", "sent_times", "first_token_times", "end_times", "request_outcomes", "server_timings", "request_reasoning", "trace_ids"}
+	"scheduled_times", "sent_times", "first_token_times", "end_times", "request_outcomes", "server_timings", "request_reasoning", "trace_ids",
+	"check_failures"}
 
 const standardDetailKeys = 6
 
@@ -207,7 +233,8 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 		keys = keys[:standardDetailKeys]
 	} else {
 		keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool {
-			return (k == "server_timings" && !sp.server) || (k == "request_reasoning" && !sp.reasoning) || (k == "trace_ids" && !sp.trace)
+			return (k == "server_timings" && !sp.server) || (k == "request_reasoning" && !sp.reasoning) || (k == "trace_ids" && !sp.trace) ||
+				(k == "check_failures" && !sp.checks)
 		})
 	}
 	cols := make([]*detailSpool, len(keys))
@@ -265,6 +292,8 @@ func (d *SpooledDetails) write(w io.Writer, o JSONOptions) error {
 				_ = e.Value(r.reasoning)
 			case "trace_ids":
 				e.Str(r.traceID)
+			case "check_failures":
+				_ = e.Value(r.checks)
 			}
 			if _, err := c.w.Write(e.Bytes()); err != nil {
 				return fmt.Errorf("details spool: %w", err)

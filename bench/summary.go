@@ -189,6 +189,11 @@ type Details struct {
 	// carried none: a request's trace in the server's tracing backend.
 	// The array is there only when at least one request carried one.
 	TraceIDs []string `json:"trace_ids,omitempty"`
+	// CheckFailures are each request's answer checks that did not pass
+	// (see CheckFailures): null for a request no check judged, [] for
+	// one that passed every check. The array is there only when at least
+	// one request was judged.
+	CheckFailures []CheckFailures `json:"check_failures,omitempty"`
 }
 
 // ServerTiming is the time a server stated it spent on one request, as

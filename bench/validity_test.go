@@ -174,3 +174,65 @@ func TestGateValid(t *testing.T) {
 		t.Errorf("gate on runs without checks: %v, want an error", err)
 	}
 }
+
+// TestCheckFailuresDetails: --output-details names, per request, the
+// checks its answer failed (null for a request no check judged, [] for an
+// answer that passed every one), the same from memory and from the spool,
+// and reads back through the one details reader (DetailRequests).
+func TestCheckFailuresDetails(t *testing.T) {
+	results, rows := reasoningRun()
+	results[0].Checks = []prober.CheckResult{{Check: prober.CheckJSONSchema, Result: prober.CheckPass},
+		{Check: prober.CheckRegex, Result: prober.CheckFail, Reason: `no match for the regex in "x"`}}
+	results[1].Checks = []prober.CheckResult{{Check: prober.CheckJSONSchema, Result: prober.CheckPass}, {Check: prober.CheckRegex, Result: prober.CheckPass}}
+	failed := prober.Result{Outcome: prober.OutcomeServerError, Err: "HTTP 500"}
+	results = append(results, failed)
+	rows = append(rows, datasets.Prompt{PromptLen: 4, OutputLen: 5})
+	want := `"check_failures": [[{"check": "regex", "result": "fail", "reason": "no match for the regex in \"x\""}], [], null]`
+	var recs [][]byte
+	for _, spool := range []bool{false, true} {
+		s, err := Summarize(results, rows, Params{Backend: "vllm-chat", Details: true, SpoolDetails: spool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.Record(JSONOptions{Details: true})
+		s.SpooledDetails.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(rec, []byte(want)) {
+			t.Errorf("spool %v: record lacks %s:\n%s", spool, want, rec)
+		}
+		recs = append(recs, rec)
+	}
+	if !bytes.Equal(recs[0], recs[1]) {
+		t.Errorf("the spooled record differs from the in-memory one:\n%s\n%s", recs[0], recs[1])
+	}
+	back, err := ParseRecord(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []CheckFailures
+	for r := range back.DetailRequests() {
+		got = append(got, r.CheckFailures)
+	}
+	wantRows := []CheckFailures{{{Check: prober.CheckRegex, Result: prober.CheckFail, Reason: `no match for the regex in "x"`}}, {}, nil}
+	if diff := cmp.Diff(wantRows, got); diff != "" {
+		t.Errorf("DetailRequests' CheckFailures (-want +got):\n%s", diff)
+	}
+	// A record cannot bring a check of its own, nor a pass as a failure.
+	for _, bad := range []string{`[{"check": "vibes", "result": "fail"}]`, `[{"check": "regex", "result": "pass"}]`} {
+		rec := bytes.Replace(recs[0], []byte(`[], null]`), []byte(bad+`, null]`), 1)
+		if _, err := ParseRecord(rec); err == nil || !strings.Contains(err.Error(), "check_failures[1]") {
+			t.Errorf("ParseRecord with check_failures entry %s: %v, want an error naming it", bad, err)
+		}
+	}
+	// A run without checks keeps the keys it always had.
+	plain, _ := reasoningRun()
+	s, err := Summarize(plain, rows[:2], Params{Backend: "vllm-chat", Details: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := s.Record(JSONOptions{Details: true}); bytes.Contains(rec, []byte("check_failures")) {
+		t.Errorf("a run without checks writes check_failures: %s", rec)
+	}
+}
