@@ -60,6 +60,9 @@ type SearchAnswer struct {
 	// value its points measured. OverBudget says its Budget ran out.
 	Interrupted bool `json:"interrupted,omitempty"`
 	OverBudget  bool `json:"over_budget,omitempty"`
+	// OverMemory says a point outgrew the run's memory budget (a bench
+	// window's), which ended the search as the budget would.
+	OverMemory bool `json:"over_memory,omitempty"`
 	// Saturation is the completion capacity the concurrency ramp
 	// measured (req/s; 0: no ramp ran), reached with PeakConcurrency
 	// requests in flight; RampStop says why the ramp stopped climbing.
@@ -68,7 +71,8 @@ type SearchAnswer struct {
 	RampStop        string  `json:"ramp_stop,omitempty"`
 	// BoundedBy names the limit of ours that capped the answer (one of
 	// the Bounded* values) and BoundLimit its value (req/s, a
-	// concurrency, or seconds for the budget): the search stopped there
+	// concurrency, seconds for the budget, prompts for the prompt count,
+	// points for the point limit, bytes for the memory budget): the search stopped there
 	// before any point the server failed, so the server's capacity is at
 	// least Capacity and not known above it. "" when a point that failed
 	// the SLO bounds the answer. Every surface says "at least" for it, and
@@ -123,6 +127,16 @@ const (
 	BoundedSLOMax = "slo_max"
 	// BoundedBudget: the search's time budget ran out first.
 	BoundedBudget = "slo_budget"
+	// BoundedPrompts: the run's prompt count (--num-prompts; a bench
+	// window's num_prompts, within bench.max_prompts) stopped the
+	// concurrency ramp while the throughput still rose: a step at the
+	// next concurrency would not have filled its slots twice.
+	BoundedPrompts = "num_prompts"
+	// BoundedMemory: a point outgrew the memory a bench window may hold.
+	BoundedMemory = "memory_budget"
+	// BoundedMaxPoints: the SLO still held when the search ran its most
+	// points (slo_max_points).
+	BoundedMaxPoints = "slo_max_points"
 )
 
 // SteadyErrors is the share of requests that failed whatever the load
@@ -174,6 +188,12 @@ func (a *SearchAnswer) boundWords() string {
 		return fmt.Sprintf("the search's maximum, %s (--slo-max, slo_max in a bench window)", FormatValue(a.By, a.BoundLimit))
 	case BoundedBudget:
 		return fmt.Sprintf("the search's budget, %s (--slo-budget, slo_budget in a bench window)", a.Budget)
+	case BoundedPrompts:
+		return fmt.Sprintf("the prompt count, %d (--num-prompts; num_prompts, within bench.max_prompts, in a bench window): the concurrency ramp stopped where a step would not fill its slots twice", int(a.BoundLimit))
+	case BoundedMemory:
+		return fmt.Sprintf("the bench window's memory budget, %.0f MiB", a.BoundLimit/(1<<20))
+	case BoundedMaxPoints:
+		return fmt.Sprintf("the most points a search runs, %d (--slo-max-points, slo_max_points in a bench window)", int(a.BoundLimit))
 	}
 	return a.BoundedBy
 }
@@ -394,6 +414,8 @@ func (a *SearchAnswer) Words() string {
 		// Only what was measured: no answer, no grid to compare with.
 		if a.OverBudget {
 			fmt.Fprintf(&b, "The search's budget (--slo-budget, slo_budget in a bench window: %s) ran out after %d points, before its answer.\n", a.Budget, a.PointCount)
+		} else if a.OverMemory {
+			fmt.Fprintf(&b, "A point outgrew the bench window's memory budget after %d points, before the search's answer.\n", a.PointCount)
 		} else {
 			fmt.Fprintf(&b, "The search was interrupted after %d points, before its answer.\n", a.PointCount)
 		}
@@ -465,10 +487,11 @@ func (a *SearchAnswer) Words() string {
 // HasCapacity says whether the answer gives a capacity to export: not
 // when it found no stable answer, nor when the search was interrupted
 // (cancelled, or a point failed to run), whose figures are only what its
-// points measured. A search whose budget ran out gives the highest value
-// its points held at, as its words say.
+// points measured. A search that a limit of ours ended (its budget, the
+// window's memory budget) gives the highest value its points held at, as
+// its words say.
 func (a *SearchAnswer) HasCapacity() bool {
-	return !a.Unstable && (!a.Interrupted || a.OverBudget)
+	return !a.Unstable && (!a.Interrupted || a.OverBudget || a.OverMemory)
 }
 
 // Knee is the value the answer marks on a sweep's curves (the capacity,

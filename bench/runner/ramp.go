@@ -34,7 +34,19 @@ const (
 	rampRequestsPerSlot = 8
 	// rampMinRequests is the least a step sends.
 	rampMinRequests = 16
+	// rampMinRounds is the fewest rounds of its slots a step's prompts
+	// must fill: with fewer, the step's throughput is that of one burst
+	// starting together and draining, not a rate the server sustains, and
+	// the ramp stops before it (the run's prompt count bounds the
+	// capacity it measures, and the answer says so).
+	rampMinRounds = 2
 )
+
+// rampPromptsWhy is why the ramp stops short of concurrency c for a run
+// of n requests (see rampMinRounds).
+func rampPromptsWhy(n, c int) string {
+	return fmt.Sprintf("the run's %d prompts are fewer than %d rounds at concurrency %d", n, rampMinRounds, c)
+}
 
 // rampStep is what one step of the ramp measured.
 type rampStep struct {

@@ -487,3 +487,33 @@ func TestSLOSearchSteadyErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestSLOSearchBoundedByPrompts: with 40 prompts a point, the ramp
+// cannot fill 32 slots twice, so it stops at 16 in flight while the
+// throughput of a server with 256 slots still rises: the completion
+// capacity it measured is the prompt count's, and the answer below it
+// is a lower bound that names num_prompts, not the server's capacity.
+func TestSLOSearchBoundedByPrompts(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 20*time.Millisecond, 2*time.Millisecond
+	cfg.TTFTJitter, cfg.ITLJitter, cfg.PrefillPerToken = 0, 0, 0
+	cfg.MaxRunningRequests = 256
+	synctest.Test(t, func(t *testing.T) {
+		srv := serveSim(t, cfg, nil)
+		defer srv.close()
+		res, table := runSearchResult(t, srv, searchSpec(t, srv.url, 8, 40, "ttft:p99<=500ms", func(w *SweepSpec) { w.Cooldown = 0 }))
+		a := res.SearchAnswer
+		if a.RampStop != rampPromptsWhy(40, 32) || a.PeakConcurrency != 16 {
+			t.Errorf("the ramp stopped at %d in flight (%s), want at 16 for want of prompts\n%s", a.PeakConcurrency, a.RampStop, table)
+		}
+		if a.BoundedBy != bench.BoundedPrompts || a.BoundLimit != 40 || !a.LowerBound() || !(a.Capacity > 0) {
+			t.Errorf("bounded by %q at %v, capacity %v; want num_prompts at 40\n%s", a.BoundedBy, a.BoundLimit, a.Capacity, table)
+		}
+		if !strings.Contains(table, "Request rate meeting the SLO: at least ") || !strings.Contains(table, "bounded by the prompt count, 40 (--num-prompts") {
+			t.Errorf("the answer does not name the prompt count that bounded it:\n%s", table)
+		}
+		if strings.Contains(table, "Highest request rate meeting the SLO") {
+			t.Errorf("a bounded answer is stated as the server's capacity:\n%s", table)
+		}
+	})
+}

@@ -190,8 +190,10 @@ type SweepResult struct {
 	Points []SweepPoint
 	bench.SearchAnswer
 	// rampCap is the concurrency at which the ramp stopped only because
-	// it reached its cap (0: it stopped for the server's sake).
-	rampCap int
+	// it reached its cap, and rampPrompts the prompt count that stopped
+	// it (rampMinRounds) while the throughput still rose (0: it stopped
+	// for the server's sake).
+	rampCap, rampPrompts int
 	// judge is the SLO the search's points are judged by: the spec's,
 	// or, once the errors proved not to fall with the load
 	// (SteadyErrors), the same with the errors objective at its Allowed.
@@ -430,6 +432,16 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 			if res.Capacity > 0 {
 				// What held is only what the budget let the search reach.
 				res.BoundedBy, res.BoundLimit = bench.BoundedBudget, w.Budget.Seconds()
+			}
+			return res, nil
+		}
+		if errors.Is(err, ErrMemoryBudget) && ctx.Err() == nil {
+			// A point outgrew the memory a bench window may hold: a
+			// limit of ours, like the budget, and what held below it
+			// stands as a lower bound.
+			res.OverMemory = true
+			if res.Capacity > 0 {
+				res.BoundedBy, res.BoundLimit = bench.BoundedMemory, float64(env.MemoryBudget)
 			}
 			return res, nil
 		}
@@ -706,6 +718,12 @@ func (p *Prepared) ramp(res *SweepResult, total int, run func(float64, string, i
 	for {
 		limit := rampLimit(p.Spec.MaxConcurrency)
 		c, why := rampNext(steps, limit)
+		// (A search's unit tests hand it points, not prompts.)
+		if p.Prompts != nil && c > 0 && p.Prompts.Requests() < rampMinRounds*c {
+			n := p.Prompts.Requests()
+			c, why = 0, rampPromptsWhy(n, c)
+			res.rampPrompts = n
+		}
 		if c == 0 {
 			res.RampStop = why
 			if why == rampCapWhy(limit) {
@@ -790,7 +808,8 @@ func rampCapWhy(limit int) string { return fmt.Sprintf("the ramp's cap (%d)", li
 // passing value is lo and failing end hi (0: none), and its value; ""
 // when a point the server failed bounds it. By request rate, the ramp's
 // completion capacity is the failing end until a point fails lower: when
-// the ramp stopped at its concurrency cap, that capacity is ours.
+// the ramp stopped at its concurrency cap, or for want of prompts, that
+// capacity is ours.
 func (p *Prepared) boundedBy(w SweepSpec, by string, res *SweepResult, hi, lo float64) (string, float64) {
 	switch {
 	case hi == 0 && lo >= w.Max:
@@ -803,8 +822,13 @@ func (p *Prepared) boundedBy(w SweepSpec, by string, res *SweepResult, hi, lo fl
 			return bench.BoundedConcurrency, float64(p.Spec.MaxConcurrency)
 		}
 		return bench.BoundedSLOMax, w.Max
+	case hi == 0 && res.Exhausted:
+		// Still climbing when the point limit ran out.
+		return bench.BoundedMaxPoints, float64(w.MaxPoints)
 	case hi > 0 && hi == res.Saturation && res.rampCap > 0:
 		return bench.BoundedConcurrency, float64(res.rampCap)
+	case hi > 0 && hi == res.Saturation && res.rampPrompts > 0:
+		return bench.BoundedPrompts, float64(res.rampPrompts)
 	}
 	return "", 0
 }

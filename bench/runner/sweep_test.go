@@ -483,3 +483,28 @@ func TestIdleStates(t *testing.T) {
 		}
 	}
 }
+
+// TestSLOSearchExhaustedClimbing: a search whose SLO still held at every
+// point when it ran its most points has no failing end: its answer is a
+// lower bound, named by the point limit, as every other limit of ours.
+func TestSLOSearchExhaustedClimbing(t *testing.T) {
+	w := SweepSpec{Mode: bench.SweepSLO, By: bench.ByRequestRate, Precision: 0.1, Start: 2, Max: 1024, MaxPoints: 3,
+		SLO: bench.SLO{{Metric: bench.MetricTTFT, Percentile: 99, MaxMs: 100}}}
+	res := &SweepResult{Spec: w}
+	run := func(v float64, role string, _ int) (*SweepPoint, error) {
+		pt := SweepPoint{Summary: &bench.Summary{Requests: 10}, Info: bench.SweepInfo{Mode: w.Mode, By: w.By, Index: len(res.Points) + 1, Value: v,
+			SLO: []bench.Verdict{{Objective: w.SLO[0], Pass: true}}}}
+		res.Points = append(res.Points, pt)
+		return &pt, nil
+	}
+	if err := (&Prepared{}).search(w, bench.ByRequestRate, res, run); err != nil {
+		t.Fatal(err)
+	}
+	if res.Capacity != 8 || res.Bound != 0 || !res.Exhausted || res.BoundedBy != bench.BoundedMaxPoints || res.BoundLimit != 3 || !res.LowerBound() {
+		t.Errorf("capacity %v, bound %v, exhausted %v, bounded by %q at %v; want at least 8, by slo_max_points at 3",
+			res.Capacity, res.Bound, res.Exhausted, res.BoundedBy, res.BoundLimit)
+	}
+	if got := res.Words(); !strings.Contains(got, "at least 8 req/s, bounded by the most points a search runs, 3") {
+		t.Errorf("answer %q", got)
+	}
+}
