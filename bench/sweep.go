@@ -45,6 +45,13 @@ type SweepInfo struct {
 	// started on an earlier point's queue.
 	IdleWait float64 `json:"idle_wait,omitempty"`
 	NotIdle  bool    `json:"not_idle,omitempty"`
+	// Growing says an SLO search's point failed its steady state: its
+	// latency from schedule to first token kept growing through it (the
+	// median of its last third at least twice its first third's), a
+	// queue building up, so the rate is past what the server sustains
+	// even where the percentiles of the requests that completed were
+	// within the SLO.
+	Growing bool `json:"growing,omitempty"`
 }
 
 // Why an SLO search's point ended early. Every one but EndedSamples is
@@ -68,11 +75,12 @@ const (
 	EndedBudget = "budget"
 )
 
-// Passed reports whether the point met every objective: an
-// over-saturated point fails whatever the percentiles of the requests
-// that completed say, because the ones still queued were not counted.
+// Passed reports whether the point met every objective in a steady
+// state: an over-saturated point, or one whose latency kept growing,
+// fails whatever the percentiles of the requests that completed say,
+// because the ones still queued were not counted.
 func (w *SweepInfo) Passed() bool {
-	return Passed(w.SLO) && w.Ended != EndedOverSaturated
+	return Passed(w.SLO) && w.Ended != EndedOverSaturated && !w.Growing
 }
 
 func (w *SweepInfo) record() record {
@@ -126,6 +134,9 @@ func (w *SweepInfo) record() record {
 	}
 	if w.NotIdle {
 		r = append(r, field{"not_idle", true})
+	}
+	if w.Growing {
+		r = append(r, field{"growing", true})
 	}
 	return r
 }

@@ -364,9 +364,14 @@ func (r *SweepTable) latencyColumns() []tableColumn {
 	if r.Mode != SweepSLO {
 		return def
 	}
-	slo, err := ParseSLO(r.SLO)
-	if err != nil {
-		return def
+	// The objectives the points were judged by, as their verdicts hold
+	// them (the title's text need not parse back: "1m0s").
+	var slo []Verdict
+	for _, p := range r.Points {
+		if len(p.Info.SLO) > 0 {
+			slo = p.Info.SLO
+			break
+		}
 	}
 	cols := []tableColumn{{MetricTTFT, 50}}
 	for _, o := range slo {

@@ -148,8 +148,12 @@ func TestSweepTableSLOPercentiles(t *testing.T) {
 		{Metric: MetricTTFT, Percentiles: []PercentileValue{{P: 90, Value: 123.4}}},
 		{Metric: MetricE2EL, Percentiles: []PercentileValue{{P: 50, Value: 456.7}}},
 	}
-	row := SweepRow{Info: SweepInfo{Mode: SweepSLO, By: ByRequestRate, Index: 1, Value: 5}, Summary: s}
-	tab := &SweepTable{Mode: SweepSLO, SLO: "ttft:p90<=200ms,e2el:p50<=1s,errors<=1%", Points: []SweepRow{row}}
+	slo, err := ParseSLO("ttft:p90<=200ms,e2el:p50<=60s,errors<=1%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := SweepRow{Info: SweepInfo{Mode: SweepSLO, By: ByRequestRate, Index: 1, Value: 5, SLO: slo.Check(s)}, Summary: s}
+	tab := &SweepTable{Mode: SweepSLO, SLO: slo.String(), Points: []SweepRow{row}}
 	var b strings.Builder
 	if err := tab.Write(&b); err != nil {
 		t.Fatal(err)
@@ -163,7 +167,7 @@ func TestSweepTableSLOPercentiles(t *testing.T) {
 	if strings.Contains(lines[1], "TTFT p99") || strings.Contains(b.String(), "999.0") {
 		t.Errorf("the table shows p99, which the SLO does not name:\n%s", b.String())
 	}
-	if want := "    1            5       5.00        50.0       20.0      123.4      456.7         -  "; !strings.HasPrefix(lines[3], want) {
+	if want := "    1            5       5.00        50.0       20.0      123.4      456.7         -  pass"; !strings.HasPrefix(lines[3], want) {
 		t.Errorf("row\n got %q\nwant %q...", lines[3], want)
 	}
 }

@@ -71,6 +71,9 @@ func (w *SweepInfo) verdictWord(s *Summary) string {
 			out = append(out, verdictValue(v))
 		}
 	}
+	if w.Growing {
+		out = append(out, "latency kept growing")
+	}
 	word := "pass"
 	if _, pass := w.SearchVerdict(); !pass {
 		word = strings.TrimSpace("FAIL " + strings.Join(out, ", "))

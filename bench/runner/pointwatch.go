@@ -125,6 +125,34 @@ func settled(byScheduled []float64, floor float64) bool {
 	return b <= 1.5*a || b-a <= floor
 }
 
+// trendWaits is the fewest waits, in the order scheduled, on which a
+// point's queue is judged to have kept growing (keptGrowing): three thirds
+// of at least 10 each.
+const trendWaits = 30
+
+// keptGrowing reports whether the waits of a point, in the order they
+// were scheduled, show a queue that kept growing through it: at least
+// trendWaits of them, and the median of the last third at least twice
+// the first third's and longer by more than floor (seconds; noise). A
+// queue that builds up for the whole point means a rate the server does
+// not sustain, however far within the SLO the percentiles of the requests
+// that completed so far are: run longer, the point would break it.
+func keptGrowing(byScheduled []float64, floor float64) bool {
+	n := len(byScheduled) / 3
+	if len(byScheduled) < trendWaits {
+		return false
+	}
+	first, last := slices.Clone(byScheduled[:n]), slices.Clone(byScheduled[len(byScheduled)-n:])
+	slices.Sort(first)
+	slices.Sort(last)
+	a, b := first[n/2], last[n/2]
+	return b >= 2*a && b-a > floor
+}
+
+// waitNoise is the growth of a point's median wait, in seconds, that is
+// noise rather than a queue (settled, keptGrowing).
+const waitNoise = 0.005
+
 // pointWatch follows a running point of an SLO search and ends it once its
 // verdict is certain (see decide). The run feeds it every result; it
 // stops dispatching (halt) or cancels the run (cancel, with a cause of
@@ -275,8 +303,12 @@ func (w *pointWatch) decide() {
 		// server completes passes its first few hundred requests.
 		ended = ""
 	}
-	// Every 16th sample: the check sorts what the point measured.
-	if ended == "" && len(w.waits)%16 == 0 && w.queueGrowing() {
+	// Every 16th sample: the check sorts what the point measured. A
+	// queue that keeps building up, on the client (a concurrency slot)
+	// or in the server (the wait to the first token), ends the point at
+	// once: the rate is past what the server sustains, and every request
+	// more only adds to the server's queue.
+	if ended == "" && len(w.waits)%16 == 0 && (w.queueGrowing() || (len(w.waits) >= settledWaits && w.keptGrowing())) {
 		ended, hard = bench.EndedOverSaturated, true
 	}
 	if ended == "" || ended == w.ended {
@@ -293,13 +325,30 @@ func (w *pointWatch) decide() {
 }
 
 // settled: the point's waits from schedule to first token show no
-// growing queue (see settled), with 5 ms as noise.
-func (w *pointWatch) settled() bool {
+// growing queue (see settled). The caller holds mu.
+func (w *pointWatch) settled() bool { return settled(w.waitValues(), waitNoise) }
+
+// keptGrowing: the point's waits from schedule to first token show a
+// queue that kept growing (see keptGrowing). The caller holds mu.
+func (w *pointWatch) keptGrowing() bool { return keptGrowing(w.waitValues(), waitNoise) }
+
+// waitValues are the waits from schedule to first token, in the order
+// scheduled. The caller holds mu.
+func (w *pointWatch) waitValues() []float64 {
 	v := make([]float64, len(w.waits))
 	for i, s := range w.waits {
 		v[i] = s.wait
 	}
-	return settled(v, 0.005)
+	return v
+}
+
+// steady is the point's verdict on its steady state once it ended: false
+// when its latency kept growing through it (keptGrowing), which fails the
+// point whatever its percentiles say (bench.SweepInfo.Growing).
+func (w *pointWatch) steady() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.keptGrowing()
 }
 
 // waitGrowing: the wait from schedule to first token grew over the point
@@ -314,11 +363,7 @@ func (w *pointWatch) waitGrowing() bool {
 	if math.IsInf(floor, 1) {
 		return false
 	}
-	v := make([]float64, len(w.waits))
-	for i, s := range w.waits {
-		v[i] = s.wait
-	}
-	return growing(v, floor)
+	return growing(w.waitValues(), floor)
 }
 
 // queueGrowing: requests waited on the client (for a concurrency slot)

@@ -225,3 +225,32 @@ func TestNewPointWatchValid(t *testing.T) {
 		t.Errorf("ended %q, cause %v: want the point broken and cancelled", w.result(), cause)
 	}
 }
+
+// TestKeptGrowing: a point's queue kept growing when the median wait of
+// its last third is at least twice its first third's and longer by more
+// than noise; a steady one, one that grows by noise, and one too short to
+// tell did not.
+func TestKeptGrowing(t *testing.T) {
+	ramp := func(n int, from, to float64) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = from + (to-from)*float64(i)/float64(n-1)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name string
+		v    []float64
+		want bool
+	}{
+		{"steady", ramp(90, 0.05, 0.06), false},
+		{"within the SLO but doubling", ramp(30, 0.05, 0.3), true},
+		{"rising by half", ramp(300, 0.1, 0.15), false},
+		{"grows by noise only", ramp(90, 0.001, 0.004), false},
+		{"too few to tell", ramp(29, 0.05, 2), false},
+	} {
+		if got := keptGrowing(tc.v, waitNoise); got != tc.want {
+			t.Errorf("%s: keptGrowing = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

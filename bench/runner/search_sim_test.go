@@ -517,3 +517,39 @@ func TestSLOSearchBoundedByPrompts(t *testing.T) {
 		}
 	})
 }
+
+// TestSLOSearchSteadyState: a rate above what the server sustains fails
+// its point even where the SLO is so loose (TTFT p90 within 60 s) that
+// the percentiles of what completed hold: its queue kept growing, and
+// the point ends as soon as that shows, after a few hundred requests
+// rather than its 30 s of them. The simulator's 8 slots complete about
+// 8/(20 ms + 7 × 2 ms) = 235 req/s; the search starts at 400.
+func TestSLOSearchSteadyState(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 20*time.Millisecond, 2*time.Millisecond
+	cfg.TTFTJitter, cfg.ITLJitter, cfg.PrefillPerToken = 0, 0, 0
+	cfg.MaxRunningRequests = 8
+	synctest.Test(t, func(t *testing.T) {
+		counter := &startLoad{windows: map[int64]int{}}
+		srv := serveSim(t, cfg, func(h http.Handler) http.Handler { counter.next = h; return counter })
+		defer srv.close()
+		res, table := runSearchResult(t, srv, searchSpec(t, srv.url, 8, 0, "ttft:p90<=60s", func(w *SweepSpec) {
+			w.Cooldown, w.Start, w.MaxPoints = 0, 400, 4
+		}))
+		first := res.Points[0]
+		if first.Info.Value != 400 || first.Info.Passed() || !(first.Info.Growing || first.Info.Ended == bench.EndedOverSaturated) {
+			t.Fatalf("the point at 400 req/s: passed %v, growing %v, ended %q; want it failed on its growing queue\n%s",
+				first.Info.Passed(), first.Info.Growing, first.Info.Ended, table)
+		}
+		if !bench.Passed(first.Info.SLO) {
+			t.Errorf("the point at 400 req/s broke the loose SLO itself: the test no longer isolates the steady state\n%s", table)
+		}
+		if n := first.Summary.Requests; n > 1000 {
+			t.Errorf("the over-saturated point sent %d requests before it stopped; want it stopped once its queue showed", n)
+		}
+		if a := res.SearchAnswer; a.Capacity > 235 || a.Capacity == 0 {
+			t.Errorf("answer %v req/s, want one the server sustains (under 235)\n%s", a.Capacity, table)
+		}
+		t.Logf("the point at 400 req/s stopped after %d requests\n%s", first.Summary.Requests, table)
+	})
+}

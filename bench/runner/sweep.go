@@ -380,6 +380,9 @@ func (p *Prepared) Sweep(ctx context.Context, env Env, onPoint func(SweepPoint) 
 			// the server sustained.
 			pt.Info.Value = out.Summary.RequestThroughput
 		}
+		if q.watch != nil && !q.watch.steady() {
+			pt.Info.Growing = true
+		}
 		if len(slo) > 0 {
 			pt.Info.SLO = slo.Check(&out.Summary)
 			pt.Info.Ended, pt.Info.Samples = pointEnd(out.Summary.Stopped, pt.Info.SLO)
