@@ -134,6 +134,8 @@ type Accumulator struct {
 	// valid counts the answer checks' verdicts.
 	valid   Validity
 	answers Answers
+	// turns counts a conversation's turns apart.
+	turns turnTally
 
 	completed, totalIn, totalInText, totalInVision, totalOut, totalRetok int
 	// Successes that reasoned before answering, those of them whose
@@ -166,6 +168,7 @@ func NewAccumulator(p Params) *Accumulator {
 	}
 	if p.Stats == StatsSketch {
 		a.stats = newSketchStats(p.Compat.BucketConcurrency)
+		a.turns.sketch = true
 	}
 	if p.Details {
 		a.details = &memoryDetails{}
@@ -219,6 +222,7 @@ func (a *Accumulator) Add(i int, r prober.Result, row datasets.Prompt) {
 		a.outcomes[r.Outcome]++
 	}
 	a.cache.add(&r, rec.ok, in)
+	a.turns.add(&r, rec.ok, rec.ttft, in)
 	a.batch.add(rec.ok, row)
 	a.eng.add(&r, rec.ok, outLen)
 	if r.Clock != "" {
@@ -471,6 +475,7 @@ func (a *Accumulator) Summary(duration time.Duration) (Summary, error) {
 	s.CI = a.ci(l, start, &s)
 	a.details.fill(&s, start)
 	a.cache.fill(&s, p.CostPerHour)
+	a.turns.fill(&s)
 	s.EmbeddingBatch = a.batch.summary()
 	s.Shard = shardOf(p.Shard, start, a.stats, a.reasoned > 0)
 	return s, nil

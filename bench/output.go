@@ -179,6 +179,7 @@ func (s *Summary) writeExtras(t *tableWriter) {
 	t.f2("Mean E2E incl. queue (ms):", s.E2EIncludingQueue.Mean)
 	t.f2("P99 E2E incl. queue (ms):", s.E2EIncludingQueue.P99)
 	s.writeValidity(t)
+	s.writeConversations(t)
 	if r := s.Reasoning; r != nil {
 		t.line(center("Reasoning and Answer", '-', 50))
 		t.int("Requests with reasoning:", r.Requests)

@@ -381,6 +381,7 @@ var recordServingprobe = slices.Concat(
 	[]recordField{
 		block(appendReasoning, readReasoning),
 		block((*Summary).validityRecord, (*Summary).readValidity),
+		block((*Summary).conversationsRecord, (*Summary).readConversations),
 		block(func(s *Summary, r record) record {
 			if len(s.Goodput) == 0 {
 				return r

@@ -366,6 +366,9 @@ type Summary struct {
 	// Answers counts the judged answers as wholes: how many passed every
 	// check (Answers.ValidPercent, the share an SLO and the gate read).
 	Answers Answers `json:"valid_answers,omitzero"`
+	// Conversations are a run of multi-turn conversations' figures by
+	// turn (cold turn 1, warm later turns); nil for any other run.
+	Conversations *Conversations `json:"conversations,omitempty"`
 	// EmbeddingBatch is the inputs per request of a run whose embedding
 	// rows were lists; nil for every other run.
 	EmbeddingBatch *EmbeddingBatch `json:"embedding_batch,omitempty"`

@@ -65,6 +65,15 @@ func TestBenchmarkConversations(t *testing.T) {
 			t.Errorf("index %d sent %q, want %q", i, got[i].Text, text)
 		}
 	}
+	// Each round's result is numbered by its turn, as a conversation
+	// probe's; a request of no conversation has none.
+	var turns []int
+	for _, r := range run.Results {
+		turns = append(turns, r.Turn)
+	}
+	if want := []int{1, 2, 3, 0, 1, 2}; !slices.Equal(turns, want) {
+		t.Errorf("turns %v, want %v", turns, want)
+	}
 	if _, ok := sent["b-q2"]; ok {
 		t.Error("b's third round was sent after its second failed")
 	}

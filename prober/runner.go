@@ -375,6 +375,9 @@ func converse(ctx context.Context, do RequestFunc, p datasets.Prompt, scheduled 
 		if r.Scheduled.IsZero() {
 			r.Scheduled = at
 		}
+		// As a conversation probe numbers its turns (runConversation),
+		// so that the bench's summary can set the cold turn apart.
+		r.Turn = k + 1
 		if !done(k, q, r) {
 			return
 		}
