@@ -174,7 +174,14 @@ func (e *SteadyErrors) outcomes() string {
 }
 
 // LowerBound says whether the capacity is only a lower bound: a limit
-// of ours, not the server, bounded it.
+// of ours, not the server, bounded it (BoundedBy names which). It is the
+// one rule: the words' "at least", the bench gauges'
+// servingprobe_bench_last_slo_capacity_lower_bound_* and the capacity
+// check's servingprobe_capacity_lower_bound all read it. The search
+// names a limit wherever its answer has no failing end that the server
+// set: the SLO held up to slo_max, the request rate or concurrency limit
+// or the point limit, or the time budget, the prompt count or the memory
+// budget stopped it first.
 func (a *SearchAnswer) LowerBound() bool { return a.BoundedBy != "" }
 
 // boundWords names the limit that bounded the answer, with where it is set.

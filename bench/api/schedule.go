@@ -285,8 +285,12 @@ func (c *capacityChecks) step(ctx context.Context, t config.Target, st *capacity
 				st.capacity = capacity
 				m.CapacityChecked(t.Name, *v.Ended, capacity, lower)
 			}
-			level.Info(logger).Log("msg", "Capacity check ended", "id", v.ID, "status", v.Status,
-				"capacity_requests_per_second", capacity, "lower_bound", lower, "next", st.next.Format(time.RFC3339))
+			kv := []any{"msg", "Capacity check ended", "id", v.ID, "status", v.Status,
+				"capacity_requests_per_second", capacity, "lower_bound", lower, "next", st.next.Format(time.RFC3339)}
+			if lower {
+				kv = append(kv, "bounded_by", v.Sweep.Search.BoundedBy)
+			}
+			level.Info(logger).Log(kv...)
 		}
 	}
 	busyWindow := c.activeWindow(t.Name)
@@ -395,10 +399,10 @@ func headroomRatio(rate, capacity float64) float64 { return 1 - rate/capacity }
 
 // checkCapacity is the capacity a check's stored window gives: its
 // search's answer, as the bench gauges map it (searchCapacity), and
-// whether that is only a lower bound: the SLO held at every rate tried
-// (no failing end), or the budget ran out before the search bracketed
-// it. A window that gave no capacity (cancelled, failed, no stable
-// answer, nothing held) gives none.
+// whether that is only a lower bound, by the answer's one rule
+// (bench.SearchAnswer.LowerBound), which the bench gauges read too. A
+// window that gave no capacity (cancelled, failed, no stable answer,
+// nothing held) gives none.
 func checkCapacity(v View) (capacity float64, lowerBound, ok bool) {
 	if v.Status != exporter.BenchSucceeded || v.Sweep == nil || v.Sweep.Search == nil {
 		return 0, false, false
@@ -408,7 +412,7 @@ func checkCapacity(v View) (capacity float64, lowerBound, ok bool) {
 	if by != bench.ByRequestRate || !(value > 0) {
 		return 0, false, false
 	}
-	return value, a.Bound == 0 || a.OverBudget || a.LowerBound(), true
+	return value, a.LowerBound(), true
 }
 
 // start starts the check's window through POST /api/v1/benches' own

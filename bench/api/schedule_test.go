@@ -115,9 +115,11 @@ func TestCheckCapacity(t *testing.T) {
 		lower, ok bool
 	}{
 		{"bracketed", view(exporter.BenchSucceeded, bracketed), 80, false, true},
-		{"held at every rate tried", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Capacity: 100}), 100, true, true},
+		// The search names the limit wherever it has no failing end the
+		// server set (SearchAnswer.LowerBound).
+		{"held at every rate tried", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Capacity: 100, BoundedBy: bench.BoundedSLOMax, BoundLimit: 100}), 100, true, true},
 		{"bounded by our rate limit", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Capacity: 46, Bound: 50, Confirmed: true, BoundedBy: bench.BoundedConcurrency, BoundLimit: 8}), 46, true, true},
-		{"over budget", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Capacity: 40, Bound: 80, Interrupted: true, OverBudget: true}), 40, true, true},
+		{"over budget", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Capacity: 40, Bound: 80, Interrupted: true, OverBudget: true, BoundedBy: bench.BoundedBudget, BoundLimit: 300}), 40, true, true},
 		{"unstable", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Capacity: 80, Bound: 88, Unstable: true}), 0, false, false},
 		{"nothing held", view(exporter.BenchSucceeded, &bench.SearchAnswer{By: bench.ByRequestRate, Bound: 1}), 0, false, false},
 		{"cancelled", view(exporter.BenchCancel, bracketed), 0, false, false},

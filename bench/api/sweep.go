@@ -87,7 +87,9 @@ func sweepOutput(res *runner.SweepResult, records []json.RawMessage) (*SweepOutp
 		a := res.SearchAnswer
 		o.Search = &a
 		h.CapacityBy, h.Capacity = searchCapacity(o.Search)
-		if h.CapacityBy != "" {
+		if h.CapacityBy != "" && o.Search.LowerBound() {
+			// The one rule of lower-boundness, which the capacity
+			// check's gauge reads too (checkCapacity).
 			h.CapacityBoundedBy = o.Search.BoundedBy
 		}
 	}

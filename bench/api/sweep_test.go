@@ -317,3 +317,47 @@ func TestSweepOutputUnstable(t *testing.T) {
 		t.Errorf("the API's JSON %s (%v): want the answer and its words", b, err)
 	}
 }
+
+// TestLowerBoundOneRule: the bench gauges (sweepOutput's headline) and
+// the capacity check's gauge (checkCapacity) read lower-boundness from
+// the answer's one rule, SearchAnswer.LowerBound, for every limit of ours
+// and for an answer the server bounded.
+func TestLowerBoundOneRule(t *testing.T) {
+	slo := bench.SLO{{Metric: bench.MetricTTFT, Percentile: 90, MaxMs: 200}}
+	for _, tc := range []struct {
+		name  string
+		a     bench.SearchAnswer
+		lower bool
+	}{
+		{"bracketed by the server", bench.SearchAnswer{Capacity: 8, Bound: 9, Confirmed: true}, false},
+		{"request rate limit", bench.SearchAnswer{Capacity: 20, BoundedBy: bench.BoundedRequestRate, BoundLimit: 20}, true},
+		{"concurrency cap", bench.SearchAnswer{Capacity: 8, Bound: 9, BoundedBy: bench.BoundedConcurrency, BoundLimit: 256}, true},
+		{"slo_max", bench.SearchAnswer{Capacity: 64, BoundedBy: bench.BoundedSLOMax, BoundLimit: 64}, true},
+		{"budget", bench.SearchAnswer{Capacity: 4, Bound: 8, Interrupted: true, OverBudget: true, BoundedBy: bench.BoundedBudget, BoundLimit: 300}, true},
+		{"prompt count", bench.SearchAnswer{Capacity: 8, Bound: 9, BoundedBy: bench.BoundedPrompts, BoundLimit: 40}, true},
+		{"memory budget", bench.SearchAnswer{Capacity: 4, Interrupted: true, OverMemory: true, BoundedBy: bench.BoundedMemory, BoundLimit: 1 << 30}, true},
+		{"point limit", bench.SearchAnswer{Capacity: 8, Exhausted: true, BoundedBy: bench.BoundedMaxPoints, BoundLimit: 3}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tc.a
+			a.By = bench.ByRequestRate
+			if a.LowerBound() != tc.lower {
+				t.Fatalf("LowerBound() = %v, want %v", a.LowerBound(), tc.lower)
+			}
+			pts := []runner.SweepPoint{{Summary: &bench.Summary{Requests: 10},
+				Info: bench.SweepInfo{Mode: bench.SweepSLO, By: bench.ByRequestRate, Index: 1, Value: a.Capacity, SLO: []bench.Verdict{{Objective: slo[0], Pass: true}}}}}
+			res := &runner.SweepResult{Spec: runner.SweepSpec{Mode: bench.SweepSLO, SLO: slo}, Points: pts, SearchAnswer: a}
+			o, h := sweepOutput(res, nil)
+			if h.CapacityBy == "" || (h.CapacityBoundedBy != "") != tc.lower || h.Capacity != a.Capacity {
+				t.Errorf("bench headline %q %v bounded by %q, want capacity %v, lower bound %v", h.CapacityBy, h.Capacity, h.CapacityBoundedBy, a.Capacity, tc.lower)
+			}
+			capacity, lower, ok := checkCapacity(View{Status: exporter.BenchSucceeded, Sweep: o})
+			if !ok || capacity != a.Capacity || lower != tc.lower {
+				t.Errorf("checkCapacity = %v, %v, %v; want %v, %v, true", capacity, lower, ok, a.Capacity, tc.lower)
+			}
+			if words := a.Words(); tc.lower != strings.Contains(words, "at least") {
+				t.Errorf("words %q, lower bound %v", words, tc.lower)
+			}
+		})
+	}
+}
