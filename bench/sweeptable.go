@@ -275,10 +275,14 @@ func (r *SweepTable) Write(w io.Writer) error {
 		SweepAuto: "Sweep: auto", SweepSLO: "SLO search: " + r.SLO,
 	}[r.Mode]
 	fmt.Fprintf(&b, "%s\n", Center(" "+title+" ", '=', 110))
-	cols := r.latencyColumns()
+	infos := make([]*SweepInfo, len(r.Points))
+	for i := range r.Points {
+		infos[i] = &r.Points[i].Info
+	}
+	cols := LatencyColumns(r.Mode, infos)
 	head1, head2 := fmt.Sprintf("%5s %12s %10s %11s", "point", head, "achieved", "output"), fmt.Sprintf("%5s %12s %10s %11s", "", "", "req/s", "tok/s")
 	for _, c := range cols {
-		head1 += fmt.Sprintf(" %*s", c.width(), c.name())
+		head1 += fmt.Sprintf(" %*s", c.width(), c.Name())
 		head2 += fmt.Sprintf(" %*s", c.width(), "ms")
 	}
 	fmt.Fprintf(&b, "%s %9s  %s\n%s %9s\n", head1, "goodput", "result", head2, "req/s")
@@ -300,7 +304,7 @@ func (r *SweepTable) Write(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "%5d %12s %10.2f %11.1f", p.Info.Index, value, s.RequestThroughput, s.OutputThroughput)
 		for _, c := range cols {
-			b.WriteString(" " + c.value(s))
+			b.WriteString(" " + c.cell(s))
 		}
 		fmt.Fprintf(&b, " %9s  %s\n", good, p.Info.Verdict(s))
 	}
@@ -312,77 +316,80 @@ func (r *SweepTable) Write(w io.Writer) error {
 	return err
 }
 
-// tableColumn is one latency column of the sweep table: a metric's
-// percentile, in ms.
-type tableColumn struct {
-	metric string
-	p      float64
+// LatencyColumn is one latency column of a sweep's table, the
+// console's and the report's alike: a metric's percentile, in ms.
+type LatencyColumn struct {
+	Metric string
+	P      float64
 }
 
-// name is the column's head: "TTFT p90".
-func (c tableColumn) name() string {
-	m := map[string]string{MetricTTFT: "TTFT", MetricITL: "ITL", MetricTPOT: "TPOT", MetricE2EL: "E2E"}[c.metric]
-	return fmt.Sprintf("%s p%s", m, percentileWord(c.p))
+// Name is the column's head: "TTFT p90".
+func (c LatencyColumn) Name() string {
+	m := map[string]string{MetricTTFT: "TTFT", MetricITL: "ITL", MetricTPOT: "TPOT", MetricE2EL: "E2E"}[c.Metric]
+	return fmt.Sprintf("%s p%s", m, percentileWord(c.P))
 }
 
-// width is the column's width: the head's, and at least the table's
-// layout of old (9 for ITL, 10 for the others).
-func (c tableColumn) width() int {
+// Value is the column's value for a point: the summary's own percentile,
+// the one an objective on it is judged by (SLO.Check); false where the
+// summary does not hold that percentile.
+func (c LatencyColumn) Value(s *Summary) (float64, bool) {
+	switch {
+	case c.Metric == MetricTTFT && c.P == 50:
+		return s.TTFT.Median, true
+	case c.Metric == MetricTTFT && c.P == 99:
+		return s.TTFT.P99, true
+	case c.Metric == MetricITL && c.P == 50:
+		return s.ITL.Median, true
+	case c.Metric == MetricITL && c.P == 99:
+		return s.ITL.P99, true
+	case c.Metric == MetricE2EL && c.P == 90:
+		return s.E2ELatency.P90, true
+	}
+	v, ok := s.percentile(c.Metric, c.P)
+	return v, ok && !math.IsNaN(v)
+}
+
+// width is the column's width in the console table: the head's, and at
+// least the table's layout of old (9 for ITL, 10 for the others).
+func (c LatencyColumn) width() int {
 	w := 10
-	if c.metric == MetricITL {
+	if c.Metric == MetricITL {
 		w = 9
 	}
-	return max(w, len(c.name()))
+	return max(w, len(c.Name()))
 }
 
-// value is the column's cell for a point: the summary's own percentile,
-// the one an objective on it is judged by (SLO.Check), or "-" where the
-// summary does not hold that percentile.
-func (c tableColumn) value(s *Summary) string {
-	var v float64
-	ok := true
-	switch {
-	case c.metric == MetricTTFT && c.p == 50:
-		v = s.TTFT.Median
-	case c.metric == MetricTTFT && c.p == 99:
-		v = s.TTFT.P99
-	case c.metric == MetricITL && c.p == 50:
-		v = s.ITL.Median
-	case c.metric == MetricITL && c.p == 99:
-		v = s.ITL.P99
-	case c.metric == MetricE2EL && c.p == 90:
-		v = s.E2ELatency.P90
-	default:
-		v, ok = s.percentile(c.metric, c.p)
+// cell is the column's console cell for a point, "-" where it has no
+// value.
+func (c LatencyColumn) cell(s *Summary) string {
+	if v, ok := c.Value(s); ok {
+		return fmt.Sprintf("%*.1f", c.width(), v)
 	}
-	if !ok || math.IsNaN(v) {
-		return fmt.Sprintf("%*s", c.width(), "-")
-	}
-	return fmt.Sprintf("%*.1f", c.width(), v)
+	return fmt.Sprintf("%*s", c.width(), "-")
 }
 
-// latencyColumns are the table's latency columns: a sweep's TTFT and ITL
-// at p50 and p99 and E2E at p90; an SLO search's the median TTFT and then
-// each latency objective's own percentile, so that the value an
-// objective was judged by is the one the table shows (p90 for
-// "ttft:p90<=2s", not p99).
-func (r *SweepTable) latencyColumns() []tableColumn {
-	def := []tableColumn{{MetricTTFT, 50}, {MetricTTFT, 99}, {MetricITL, 50}, {MetricITL, 99}, {MetricE2EL, 90}}
-	if r.Mode != SweepSLO {
+// LatencyColumns are a sweep table's latency columns, given its mode and
+// its points: a sweep's TTFT and ITL at p50 and p99 and E2E at p90; an
+// SLO search's the median TTFT and then each latency objective's own
+// percentile, so that the value an objective was judged by is the one
+// the table shows (p90 for "ttft:p90<=2s", not p99). The objectives are
+// read from the points' verdicts (the SLO's text need not parse back:
+// "60s" prints as "1m0s").
+func LatencyColumns(mode string, points []*SweepInfo) []LatencyColumn {
+	def := []LatencyColumn{{MetricTTFT, 50}, {MetricTTFT, 99}, {MetricITL, 50}, {MetricITL, 99}, {MetricE2EL, 90}}
+	if mode != SweepSLO {
 		return def
 	}
-	// The objectives the points were judged by, as their verdicts hold
-	// them (the title's text need not parse back: "1m0s").
 	var slo []Verdict
-	for _, p := range r.Points {
-		if len(p.Info.SLO) > 0 {
-			slo = p.Info.SLO
+	for _, p := range points {
+		if p != nil && len(p.SLO) > 0 {
+			slo = p.SLO
 			break
 		}
 	}
-	cols := []tableColumn{{MetricTTFT, 50}}
+	cols := []LatencyColumn{{MetricTTFT, 50}}
 	for _, o := range slo {
-		c := tableColumn{o.Metric, o.Percentile}
+		c := LatencyColumn{o.Metric, o.Percentile}
 		latency := o.Metric == MetricTTFT || o.Metric == MetricITL || o.Metric == MetricTPOT || o.Metric == MetricE2EL
 		if latency && !slices.Contains(cols, c) && len(cols) < 6 {
 			cols = append(cols, c)

@@ -168,3 +168,30 @@ func TestMarkLabelsApart(t *testing.T) {
 		t.Errorf("label rows %v: want p90 under p50, p99 on p50's row", y)
 	}
 }
+
+// TestSweepSLOPercentiles: an SLO search's table on the page shows the
+// percentile its objective names, as the console's does (p90 for
+// ttft:p90), not a fixed p99.
+func TestSweepSLOPercentiles(t *testing.T) {
+	slo, err := bench.ParseSLO("ttft:p90<=100ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []Run
+	for i := range 2 {
+		s := reasoningRun(t)
+		s.Sweep = &bench.SweepInfo{Mode: bench.SweepSLO, By: bench.ByRequestRate, Index: i + 1, Value: float64(i + 1),
+			SLO: []bench.Verdict{{Objective: slo[0], ValueMs: 50, Pass: true, Samples: 40}}}
+		runs = append(runs, Run{Name: strconv.Itoa(i), Summary: s})
+	}
+	page := render(t, runs...)
+	i := strings.Index(page, `<th>point</th>`)
+	if i < 0 {
+		t.Fatalf("no sweep table on the page")
+	}
+	table := page[i:]
+	table = table[:strings.Index(table, "</table>")]
+	if !strings.Contains(table, "<th>TTFT p90</th>") || strings.Contains(table, "<th>TTFT p99</th>") {
+		t.Errorf("the search's table does not show the SLO's percentile:\n%s", table)
+	}
+}

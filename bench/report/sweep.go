@@ -18,7 +18,18 @@ import (
 // from the points.
 func sweepSections(runs []Run) []section {
 	var b strings.Builder
-	b.WriteString(`<table class="compare"><tr><th>point</th><th>value</th><th>achieved req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>E2E p90</th><th>result</th></tr>`)
+	// The latency columns are the console table's: an SLO search's show
+	// the percentiles its objectives name.
+	infos := make([]*bench.SweepInfo, len(runs))
+	for i := range runs {
+		infos[i] = runs[i].Summary.Sweep
+	}
+	cols := bench.LatencyColumns(runs[0].Summary.Sweep.Mode, infos)
+	b.WriteString(`<table class="compare"><tr><th>point</th><th>value</th><th>achieved req/s</th><th>output tok/s</th>`)
+	for _, c := range cols {
+		fmt.Fprintf(&b, `<th>%s</th>`, c.Name())
+	}
+	b.WriteString(`<th>result</th></tr>`)
 	var answer *bench.SearchAnswer
 	search := false
 	for i := range runs {
@@ -37,9 +48,16 @@ func sweepSections(runs []Run) []section {
 				cls = "worse"
 			}
 		}
-		fmt.Fprintf(&b, `<tr><td>%d</td><td class="num">%.4g</td><td class="num">%.2f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="num">%.1f</td><td class="%s">%s</td></tr>`,
-			w.Index, w.Value, s.RequestThroughput, s.OutputThroughput, s.TTFT.Median, s.TTFT.P99, s.ITL.Median, s.ITL.P99, s.E2ELatency.P90,
-			cls, template.HTMLEscapeString(cmp.Or(verdict, "–")))
+		fmt.Fprintf(&b, `<tr><td>%d</td><td class="num">%.4g</td><td class="num">%.2f</td><td class="num">%.1f</td>`,
+			w.Index, w.Value, s.RequestThroughput, s.OutputThroughput)
+		for _, c := range cols {
+			if v, ok := c.Value(s); ok {
+				fmt.Fprintf(&b, `<td class="num">%.1f</td>`, v)
+			} else {
+				b.WriteString(`<td class="num">–</td>`)
+			}
+		}
+		fmt.Fprintf(&b, `<td class="%s">%s</td></tr>`, cls, template.HTMLEscapeString(cmp.Or(verdict, "–")))
 	}
 	b.WriteString(`</table>`)
 	note := fmt.Sprintf("%s sweep over %s, %d points.", runs[0].Summary.Sweep.Mode, runs[0].Summary.Sweep.By, len(runs))
