@@ -51,6 +51,9 @@ type SearchAnswer struct {
 	Capacity   float64   `json:"capacity"`
 	Bound      float64   `json:"bound"`
 	Broke      []Verdict `json:"broke,omitempty"`
+	// BrokeGrowing says the point at Bound failed its steady state: its
+	// latency kept growing through it (SweepInfo.Growing).
+	BrokeGrowing bool `json:"broke_growing,omitempty"`
 	GridPoints int       `json:"grid_points"`
 	// Exhausted says the search stopped at MaxPoints before reaching its
 	// precision.
@@ -484,10 +487,13 @@ func (a *SearchAnswer) Words() string {
 		fmt.Fprintf(&b, "Highest %s meeting %s: %s (%s; %s; the limit is within %.0f%% of the answer).\n",
 			what, meeting, FormatValue(by, a.Capacity), held, breaks, 100*(a.Bound-a.Capacity)/a.Capacity)
 	}
-	if len(a.Broke) > 0 {
+	if len(a.Broke) > 0 || a.BrokeGrowing {
 		var parts []string
 		for _, v := range a.Broke {
 			parts = append(parts, BrokeValue(v))
+		}
+		if a.BrokeGrowing {
+			parts = append(parts, "the steady state (the wait to the first token kept growing through the point: a queue building up)")
 		}
 		fmt.Fprintf(&b, "Broke first: %s.\n", strings.Join(parts, ", "))
 	}

@@ -67,6 +67,8 @@ func TestSearchAnswerNamesSettings(t *testing.T) {
 			[]string{"No request rate tried meets the SLO (the lowest, 9 req/s, did not)", "below 0.25 req/s a point completes fewer than 12 requests within --slo-point-time (48s)"}},
 		{"unstable", SearchAnswer{Unstable: true, Disagreements: 2, Precision: 0.05},
 			[]string{"No stable answer: 2 times a request rate that held failed", "the precision (5%)"}},
+		{"broke its steady state", SearchAnswer{Capacity: 200, Bound: 250, Confirmed: true, BrokeGrowing: true},
+			[]string{"Broke first: the steady state (the wait to the first token kept growing through the point: a queue building up)."}},
 		{"bounded by the prompt count", SearchAnswer{Capacity: 8, Bound: 9, Saturation: 9, BoundedBy: BoundedPrompts, BoundLimit: 125},
 			[]string{"Request rate meeting the SLO: at least 8 req/s, bounded by the prompt count, 125 (--num-prompts;"}},
 		{"bounded by the point limit", SearchAnswer{Capacity: 64, Exhausted: true, BoundedBy: BoundedMaxPoints, BoundLimit: 7, MaxPoints: 7},

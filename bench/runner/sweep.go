@@ -503,7 +503,7 @@ func pointEnd(stopped string, vs []bench.Verdict) (string, int) {
 // the lowest that failed.
 func (r *SweepResult) stopped() {
 	r.Interrupted = true
-	r.Broke = nil
+	r.Broke, r.BrokeGrowing = nil, false
 	r.Capacity, r.Bound = r.measured()
 }
 
@@ -680,7 +680,7 @@ func (p *Prepared) search(w SweepSpec, by string, res *SweepResult, run func(flo
 			continue
 		default:
 			hi = v
-			res.Broke = failed(pt.Info.SLO)
+			res.Broke, res.BrokeGrowing = failed(pt.Info.SLO), pt.Info.Growing
 			if confirming {
 				// The answer failed its second run: it is a bound now,
 				// and the highest value that never failed below it is
