@@ -48,13 +48,13 @@ type SearchAnswer struct {
 	// stopped at its maximum or its point limit), Broke the objectives
 	// that failed at Bound, and GridPoints how many points a fixed grid
 	// at the same precision over the values tried would run.
-	Capacity   float64   `json:"capacity"`
-	Bound      float64   `json:"bound"`
-	Broke      []Verdict `json:"broke,omitempty"`
+	Capacity float64   `json:"capacity"`
+	Bound    float64   `json:"bound"`
+	Broke    []Verdict `json:"broke,omitempty"`
 	// BrokeGrowing says the point at Bound failed its steady state: its
 	// latency kept growing through it (SweepInfo.Growing).
 	BrokeGrowing bool `json:"broke_growing,omitempty"`
-	GridPoints int       `json:"grid_points"`
+	GridPoints   int  `json:"grid_points"`
 	// Exhausted says the search stopped at MaxPoints before reaching its
 	// precision.
 	Exhausted bool `json:"exhausted,omitempty"`
