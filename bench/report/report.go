@@ -34,6 +34,11 @@ type Run struct {
 	// Name labels the run in comparisons (its file and line, by default).
 	Name    string
 	Summary *bench.Summary
+	// Side is the set of runs the run belongs to: the file it was read
+	// from (Load), or a bench window's id. Several runs of one side are
+	// drawn as one set (setSections), their figures across the runs, not
+	// each run as an entry of its own; "" is a side of its own.
+	Side string
 	// Search is the answer of the SLO search this run closed: the answer
 	// line that followed it in its file, or the answer a live search
 	// handed over with its last point; nil otherwise. A sweep's page
@@ -73,7 +78,7 @@ func Load(paths ...string) ([]Run, error) {
 				here[len(here)-1].Search = a
 				continue
 			}
-			here = append(here, Run{Name: fmt.Sprintf("%s:%d", filepath.Base(p), line), Summary: s})
+			here = append(here, Run{Name: fmt.Sprintf("%s:%d", filepath.Base(p), line), Summary: s, Side: filepath.Base(p)})
 		}
 		err = sc.Err()
 		f.Close()
@@ -155,6 +160,10 @@ func write(w io.Writer, runs []Run, o Options) error {
 	case isSweep(runs):
 		secs = sweepSections(runs)
 		title = cmp.Or(title, fmt.Sprintf("servingprobe sweep: %d points", len(runs)))
+	case len(sets(runs)) > 0:
+		sides := sets(runs)
+		secs = setSections(sides)
+		title = cmp.Or(title, setTitle(sides))
 	case len(runs) == 1:
 		secs = runSections(runs[0], o)
 		title = cmp.Or(title, "servingprobe bench: "+runs[0].Name)
