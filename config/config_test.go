@@ -191,6 +191,15 @@ func TestLoadBad(t *testing.T) {
 			`line 21: modules["ids"].cache_bust: needs a text prompt: dataset random-ids sends token ids`,
 			`line 22: modules["ids"].session_header: also set in headers: the session id would replace it`,
 		}},
+		// The answer checks: config alone checks their shape; the
+		// schemas compile with the prober's compiler (ConfigChecks),
+		// which TestCheckConfigBadChecks runs.
+		{"bad-checks.yml", []string{
+			"config file \"testdata/bad-checks.yml\": line 16: modules[\"json\"].checks.regex: invalid regular expression \"([a-z]+\": error parsing regexp: missing closing ): `([a-z]+`",
+			`line 23: modules["tools"].tool_choice.function.name: "get_time" is not one of the module's tools (get_weather)`,
+			`line 29: modules["choice"].tool_choice: must be auto, required, none or {type: function, function: {name: ...}}, got "sometimes"`,
+			`line 32: modules["text"].checks.json_schema: needs response_format of type json_object or json_schema`,
+		}},
 		{"bad-regexp.yml", []string{
 			"config file \"testdata/bad-regexp.yml\": line 10: probe_api.adhoc_url_allowlist[0]: invalid regular expression \"http://(unclosed\": error parsing regexp: missing closing ): `^(?:http://(unclosed)$`",
 		}},

@@ -179,6 +179,12 @@ func (w *walker) walk(n *yaml3.Node, t reflect.Type, path string) bool {
 			k, v := n.Content[i], n.Content[i+1]
 			p := fmt.Sprintf("%s[%q]", path, k.Value)
 			w.lines[p] = k.Line
+			if t.Elem().Kind() == reflect.Interface {
+				// A JSON value kept as written (response_format):
+				// Validate names what is in it with dotted paths.
+				w.lines[path+"."+k.Value] = k.Line
+				w.anyLines(v, path+"."+k.Value)
+			}
 			if !w.walk(v, t.Elem(), p) {
 				n.Content = slices.Delete(n.Content, i, i+2)
 				i -= 2
@@ -201,6 +207,7 @@ func (w *walker) walk(n *yaml3.Node, t reflect.Type, path string) bool {
 		}
 		return true
 	case t.Kind() == reflect.Interface:
+		w.anyLines(n, path)
 		return true
 	}
 	if n.Kind != yaml3.ScalarNode {
@@ -220,6 +227,27 @@ func (w *walker) walk(n *yaml3.Node, t reflect.Type, path string) bool {
 		return false
 	}
 	return true
+}
+
+// anyLines records the lines inside a value decoded into an interface (a
+// JSON value kept as written: tools, tool_choice, a JSON Schema), keys as
+// path.key and entries as path[i], so that a problem Validate finds deep
+// in it (a tool's parameters) is reported at its own line.
+func (w *walker) anyLines(n *yaml3.Node, path string) {
+	switch n.Kind {
+	case yaml3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := path + "." + n.Content[i].Value
+			w.lines[p] = n.Content[i].Line
+			w.anyLines(n.Content[i+1], p)
+		}
+	case yaml3.SequenceNode:
+		for i, e := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			w.lines[p] = e.Line
+			w.anyLines(e, p)
+		}
+	}
 }
 
 // walkStruct checks a mapping's keys against the struct's yaml keys and

@@ -150,6 +150,10 @@ type Checks struct {
 	// is its root, as /v1 is); nil means NormalizeBaseURL. A loaded
 	// target's url is the base it returns.
 	BaseURL func(backend, raw string) (string, error)
+	// Schema returns why a module's JSON Schema (a json_schema response
+	// format's, a tool's parameters) does not compile, or nil; nil means
+	// schemas are checked only for their shape.
+	Schema func(schema map[string]any) error
 }
 
 // Load reads, decodes strictly, defaults and validates a config file,

@@ -51,6 +51,7 @@ func (c *Config) validate(v *validator, k Checks) {
 			v.add(p, "module name must not be empty")
 		}
 		c.Modules[name].validate(v, p)
+		c.Modules[name].validateSchemas(v, p, k)
 	}
 	c.Bench.validate(v, "bench")
 	if c.Probe.AllowAdhocTargets && len(c.Probe.AdhocURLAllowlist) == 0 {
@@ -222,6 +223,8 @@ func (m Module) validateAnswer(v *validator, p string) {
 	}
 	if m.ToolChoice != nil && len(m.Tools) == 0 {
 		v.add(p+".tool_choice", "needs tools")
+	} else if m.ToolChoice != nil {
+		m.validateToolChoice(v, p)
 	}
 	c := m.Checks
 	if c.JSONSchema && rf != "json_object" && rf != "json_schema" {
@@ -233,6 +236,72 @@ func (m Module) validateAnswer(v *validator, p string) {
 	if c.Regex != "" {
 		if _, err := regexp.Compile(c.Regex); err != nil {
 			v.add(p+".checks.regex", "invalid regular expression %q: %v", c.Regex, err)
+		}
+	}
+}
+
+// validateToolChoice checks tool_choice as OpenAI's chat API takes it:
+// auto, required or none, or a function that one of the module's tools
+// declares. A choice naming an undeclared tool would be refused by the
+// server on every probe, or, by a lenient one, make every tool_call
+// check fail for a typo.
+func (m Module) validateToolChoice(v *validator, p string) {
+	switch tc := m.ToolChoice.(type) {
+	case string:
+		if tc != "auto" && tc != "required" && tc != "none" {
+			v.add(p+".tool_choice", "must be auto, required, none or {type: function, function: {name: ...}}, got %q", tc)
+		}
+	case map[string]any:
+		if typ, _ := tc["type"].(string); typ != "function" {
+			v.add(p+".tool_choice.type", "must be function")
+		}
+		fn, _ := tc["function"].(map[string]any)
+		name, _ := fn["name"].(string)
+		if name == "" {
+			v.add(p+".tool_choice.function.name", "must be set")
+			return
+		}
+		var declared []string
+		for _, t := range m.Tools {
+			tm, _ := t.(map[string]any)
+			f, _ := tm["function"].(map[string]any)
+			if n, _ := f["name"].(string); n != "" {
+				declared = append(declared, n)
+			}
+		}
+		if !slices.Contains(declared, name) {
+			v.add(p+".tool_choice.function.name", "%q is not one of the module's tools (%s)", name, strings.Join(declared, ", "))
+		}
+	default:
+		v.add(p+".tool_choice", "must be auto, required, none or {type: function, function: {name: ...}}")
+	}
+}
+
+// validateSchemas compiles the module's JSON Schemas (its json_schema
+// response format's and each tool's parameters) with k.Schema, the
+// prober's compiler (config has no JSON Schema validator), so that a
+// schema that is no schema is reported at its line with the file's other
+// problems rather than alone when the probes are built. A schema whose
+// shape validateAnswer already refused is not compiled.
+func (m Module) validateSchemas(v *validator, p string, k Checks) {
+	if k.Schema == nil {
+		return
+	}
+	if rf, _ := m.ResponseFormat["type"].(string); rf == "json_schema" {
+		js, _ := m.ResponseFormat["json_schema"].(map[string]any)
+		if schema, ok := js["schema"].(map[string]any); ok {
+			if err := k.Schema(schema); err != nil {
+				v.add(p+".response_format.json_schema.schema", "not a valid JSON Schema: %v", err)
+			}
+		}
+	}
+	for i, t := range m.Tools {
+		tm, _ := t.(map[string]any)
+		fn, _ := tm["function"].(map[string]any)
+		if params, ok := fn["parameters"].(map[string]any); ok {
+			if err := k.Schema(params); err != nil {
+				v.add(fmt.Sprintf("%s.tools[%d].function.parameters", p, i), "not a valid JSON Schema: %v", err)
+			}
 		}
 	}
 }

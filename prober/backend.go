@@ -491,7 +491,7 @@ func LookupBackend(name string) (BackendInfo, error) {
 // (config may not import it). Every load of the daemon's and probe's
 // config goes through ConfigChecks.Load, so serve, reload, check-config
 // and probe refuse the same files, each problem at its place in the file.
-var ConfigChecks = config.Checks{Backend: CheckBackend, BaseURL: targetBaseURL}
+var ConfigChecks = config.Checks{Backend: CheckBackend, BaseURL: targetBaseURL, Schema: CheckSchema}
 
 // CheckBackend returns why name is not a backend servingprobe speaks: an
 // unknown name with the list, or an *UnsupportedBackendError.

@@ -207,6 +207,43 @@ func compileSchema(v any) (*jsonschema.Schema, error) {
 	return c.Compile("module.json")
 }
 
+// CheckSchema returns why schema does not compile as the checks compile
+// it (compileSchema), or nil: config's check of a module's schemas
+// (ConfigChecks), so that a load reports it at its line.
+func CheckSchema(schema map[string]any) error {
+	_, err := compileSchema(schema)
+	var se *jsonschema.SchemaValidationError
+	if errors.As(err, &se) {
+		// Its first line names the schema's made-up resource (under the
+		// working directory); the metaschema's findings are the lines
+		// under it, the innermost of each saying what is wrong.
+		return errors.New(schemaFindings(se.Err.Error()))
+	}
+	return err
+}
+
+// schemaFindings are the innermost lines of a jsonschema validation
+// error's tree ("at '/type': got string, want array"), joined with "; ":
+// the lines followed by none indented deeper.
+func schemaFindings(tree string) string {
+	lines := strings.Split(tree, "\n")
+	indent := func(s string) int { return len(s) - len(strings.TrimLeft(s, " ")) }
+	var out []string
+	for i, l := range lines {
+		if i == 0 || strings.TrimSpace(l) == "" {
+			continue
+		}
+		if i+1 < len(lines) && indent(lines[i+1]) > indent(l) {
+			continue
+		}
+		out = append(out, strings.TrimPrefix(strings.TrimSpace(l), "- "))
+	}
+	if len(out) == 0 {
+		return tree
+	}
+	return strings.Join(out, "; ")
+}
+
 // noLoader refuses every external reference.
 type noLoader struct{}
 

@@ -55,3 +55,23 @@ func TestCheckConfigAgreesWithServe(t *testing.T) {
 		t.Errorf("only %d files accepted: the examples and the demo config must be valid", accepted)
 	}
 }
+
+// TestCheckConfigBadChecks: a config whose answer checks are broken in
+// every way at once (a bad regex, schemas that are not schemas, a
+// tool_choice naming an undeclared tool or none of the choices) gets
+// every problem listed by check-config, each with its line and path, the
+// schemas' compiled with the prober's own compiler.
+func TestCheckConfigBadChecks(t *testing.T) {
+	code, _, stderr := runCLI(t, "check-config", "--config.file=../../config/testdata/bad-checks.yml")
+	want := []string{
+		`config file "../../config/testdata/bad-checks.yml": line 13: modules["json"].response_format.json_schema.schema: not a valid JSON Schema: at '/type': value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'; at '/type': got string, want array`,
+		"line 16: modules[\"json\"].checks.regex: invalid regular expression \"([a-z]+\": error parsing regexp: missing closing ): `([a-z]+`",
+		`line 22: modules["tools"].tools[0].function.parameters: not a valid JSON Schema: at '/required': got string, want array`,
+		`line 23: modules["tools"].tool_choice.function.name: "get_time" is not one of the module's tools (get_weather)`,
+		`line 29: modules["choice"].tool_choice: must be auto, required, none or {type: function, function: {name: ...}}, got "sometimes"`,
+		`line 32: modules["text"].checks.json_schema: needs response_format of type json_object or json_schema`,
+	}
+	if code != 1 || strings.TrimSpace(stderr) != strings.Join(want, "\n") {
+		t.Errorf("check-config exit %d, stderr:\n%s\nwant exit 1 and:\n%s", code, stderr, strings.Join(want, "\n"))
+	}
+}
