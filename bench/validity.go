@@ -105,8 +105,8 @@ func (a Answers) ValidPercent() float64 {
 	return 100 * float64(a.Valid) / float64(a.Judged)
 }
 
-// names are v's checks in prober.CheckNames order.
-func (v Validity) names() []prober.CheckName {
+// Names are v's checks in prober.CheckNames order.
+func (v Validity) Names() []prober.CheckName {
 	var out []prober.CheckName
 	for _, n := range prober.CheckNames {
 		if _, ok := v[n]; ok {
@@ -126,7 +126,7 @@ func (s *Summary) writeValidity(t *tableWriter) {
 	if a := s.Answers; a.Judged > 0 {
 		t.row("Valid answers (all checks):", fmt.Sprintf("%d/%d (%.2f%%)", a.Valid, a.Judged, a.ValidPercent()))
 	}
-	for _, n := range s.Valid.names() {
+	for _, n := range s.Valid.Names() {
 		c := s.Valid[n]
 		rate := "–"
 		if r := c.PassRate(); r >= 0 {
@@ -150,7 +150,7 @@ func (s *Summary) validityRecord(r record) record {
 		return r
 	}
 	v := record{}
-	for _, n := range s.Valid.names() {
+	for _, n := range s.Valid.Names() {
 		c := s.Valid[n]
 		v = append(v, field{string(n), record{{"passed", c.Passed}, {"failed", c.Failed}, {"errors", c.Errors}}})
 	}

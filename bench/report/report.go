@@ -195,7 +195,8 @@ func isSweep(runs []Run) bool {
 // cacheCostSections), so that its summary leaves them out rather than
 // show them twice.
 var ownSections = map[string]bool{"Server metrics": true, "Reasoning and Answer": true, "Cache Hit Details": true,
-	"Cache Report vs Server": true, "Energy": true, "Cost": true, "Conversation turns": true}
+	"Cache Report vs Server": true, "Energy": true, "Cost": true, "Conversation turns": true,
+	"Valid responses": true}
 
 // tableHTML is the console table, from bench's own code (TableSections):
 // each of its sections a small table of the console's labels and values,
@@ -231,6 +232,9 @@ func runSections(r Run, o Options) []section {
 		if sec, ok := reasoningSection(s); ok {
 			secs = append(secs, sec)
 		}
+		if sec, ok := validitySection(s); ok {
+			secs = append(secs, sec)
+		}
 		if sec, ok := conversationSection(s); ok {
 			secs = append(secs, sec)
 		}
@@ -248,6 +252,9 @@ func runSections(r Run, o Options) []section {
 	secs = append(secs, section{Title: "Throughput and concurrency", Note: note, Charts: charts})
 	secs = append(secs, serverMetricsSections(s, drawn)...)
 	if sec, ok := reasoningSection(s); ok {
+		secs = append(secs, sec)
+	}
+	if sec, ok := validitySection(s); ok {
 		secs = append(secs, sec)
 	}
 	if sec, ok := conversationSection(s); ok {
