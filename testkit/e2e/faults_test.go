@@ -102,12 +102,21 @@ var faultMatrix = []faultRow{
 
 const (
 	healthyInterval = 200 * time.Millisecond
-	// The faulty targets' timeout leaves room for a TLS handshake and a
-	// 1 MiB read under -race on a loaded machine.
+	// faultTimeout is the timeout of the rows that want a timeout: the
+	// stalls, whose probes it ends.
 	faultInterval = 2 * time.Second
 	faultTimeout  = 1500 * time.Millisecond
+	// capTimeout is every other row's timeout. Those rows are about what
+	// the client does (a cap, a refusal, a status), not about time, and a
+	// probe that decompresses a gzip bomb or reads 1 MiB up to a cap under
+	// -race, on a machine busy with other work, has been seen to outlast
+	// faultTimeout and end as a timeout rather than at the cap.
+	capTimeout = 30 * time.Second
 	// The window over which the healthy target's probes are counted.
 	window = 6 * time.Second
+	// finishGuard bounds the wait for every row's second finished probe:
+	// only a probe that never ends reaches it.
+	finishGuard = 3 * time.Minute
 	// heapBound bounds the live heap's growth over the run: every faulty
 	// target of the matrix with 1 MiB response and 256 KiB event caps, plus the
 	// hostile servers running in the same process.
@@ -213,68 +222,119 @@ func (h *heapSampler) Stop() (base, peak uint64) {
 	return h.base, h.peak
 }
 
+// TestFaultMatrix runs every row of the fault matrix as a target of one
+// daemon, next to a healthy target, and a second daemon in the same
+// process that probes only a healthy target of its own: the control.
+//
+// The healthy target's timeliness is judged against the control, not
+// against the clock. Both daemons share the process, its CPU and the
+// machine, so a stall of the machine (make test runs every package at
+// once, under -race, on 2 cores; a load of 28 has been seen) makes both
+// late and both skip ticks. Only what the faulty targets do to the daemon
+// they share with the healthy target sets the two apart. Each row's
+// outcomes are read once it has finished two probes, however long the
+// machine takes.
 func TestFaultMatrix(t *testing.T) {
 	s := startServers(t)
-	targets := []hostile.Target{{Name: "healthy", URL: s.sim, Model: hostile.SimModel, Interval: healthyInterval, Timeout: 2 * time.Second}}
+	healthy := hostile.Target{Name: "healthy", URL: s.sim, Model: hostile.SimModel, Interval: healthyInterval, Timeout: 2 * time.Second}
+	targets := []hostile.Target{healthy}
 	for _, r := range faultMatrix {
-		tg := hostile.Target{Name: r.name, URL: r.targetURL(s), SimFault: r.simFault, Interval: faultInterval, Timeout: faultTimeout, Extra: r.extra}
+		timeout := capTimeout
+		if r.want == prober.OutcomeTimeout {
+			timeout = faultTimeout
+		}
+		tg := hostile.Target{Name: r.name, URL: r.targetURL(s), SimFault: r.simFault, Interval: faultInterval, Timeout: timeout, Extra: r.extra}
 		if r.simFault != "" {
 			tg.Model = hostile.SimModel
 		}
 		targets = append(targets, tg)
 	}
-	path := filepath.Join(t.TempDir(), "servingprobe.yml")
-	if err := os.WriteFile(path, []byte(hostile.Config(targets, "")), 0o600); err != nil {
-		t.Fatal(err)
+	daemon := func(name string, targets []hostile.Target) *exporter.Daemon {
+		path := filepath.Join(t.TempDir(), name+".yml")
+		if err := os.WriteFile(path, []byte(hostile.Config(targets, "")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d, err := exporter.New(exporter.Options{
+			ConfigFile: path, Seed: 7,
+			BuildProbe: prober.NewProbeBuilder(prober.ProbeBuilderOptions{Tokenizer: hostile.WordTokenizerResolver}),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
 	}
-	d, err := exporter.New(exporter.Options{
-		ConfigFile: path, Seed: 7,
-		BuildProbe: prober.NewProbeBuilder(prober.ProbeBuilderOptions{Tokenizer: hostile.WordTokenizerResolver}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The same seed and target name: the control's healthy loop starts at
+	// the same offset as the matrix's.
+	d, control := daemon("matrix", targets), daemon("control", []hostile.Target{healthy})
 	heap := startHeapSampler()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { done <- d.Run(ctx) }()
+	go func() { done <- control.Run(ctx) }()
 
 	// Let every loop pass its start offset, then count over the window.
 	time.Sleep(faultInterval + 200*time.Millisecond)
-	before := scrape(t, d.Registry())
+	before, controlBefore := scrape(t, d.Registry()), scrape(t, control.Registry())
 	time.Sleep(window)
-	after := scrape(t, d.Registry())
-	// One more round so that every faulty target has finished probes.
+	after, controlAfter := scrape(t, d.Registry()), scrape(t, control.Registry())
+	// Every faulty target has finished two probes before the daemon
+	// stops (its stop drops the probes in flight).
+	for deadline := time.Now().Add(finishGuard); ; time.Sleep(100 * time.Millisecond) {
+		now := scrape(t, d.Registry())
+		var short []string
+		for _, r := range faultMatrix {
+			if now.probes(r.name) < 2 {
+				short = append(short, r.name)
+			}
+		}
+		if len(short) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("rows with fewer than 2 finished probes after %s: %v", finishGuard, short)
+			break
+		}
+	}
 	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
 	}
 	base, peak := heap.Stop()
-	final := scrape(t, d.Registry())
+	final, controlFinal := scrape(t, d.Registry()), scrape(t, control.Registry())
 
 	t.Run("healthy_target_on_time", func(t *testing.T) {
 		n := after.probes("healthy") - before.probes("healthy")
-		want := int(window / healthyInterval)
-		// One stall of the whole process (CI runs other test packages at
-		// once, under -race, on 2 cores) costs one tick and can make the
-		// probe in flight overlap the next one: allow two missing.
-		if n < want-2 {
-			t.Errorf("healthy target: %d probes in %s, want at least %d of %d", n, window, want-2, want)
-		}
+		cn := controlAfter.probes("healthy") - controlBefore.probes("healthy")
 		if got := after.outcomes["healthy"][prober.OutcomeSuccess] - before.outcomes["healthy"][prober.OutcomeSuccess]; got != n {
 			t.Errorf("healthy target: %d of %d probes succeeded, want all", got, n)
 		}
 		// What a daemon held up by its faulty targets looks like: ticks
-		// late by up to a faulty probe's timeout (1.5 s), again and again.
-		// So: at most 1 tick in 20 more than 50 ms late, none as late as
-		// 1 s, and at most one skip. A single stall of a few hundred ms
-		// from the machine (seen once in CI: 250-500 ms, one skip) passes.
-		if h := final.lag["healthy"]; final.lagOver("healthy", 0.05)*20 > h.GetSampleCount() || final.lagOver("healthy", 1) > 0 {
-			t.Errorf("healthy target: %d of %d ticks over 50 ms late, %d over 1 s (lag histogram %v)",
-				final.lagOver("healthy", 0.05), h.GetSampleCount(), final.lagOver("healthy", 1), h)
+		// late by up to a faulty probe's timeout (1.5 s), again and again,
+		// and probes in flight that long, so that the ticks between are
+		// skipped: some 20 of the window's 30 probes lost, where the
+		// control loses none on a quiet machine. The control shows what
+		// the machine alone costs. The margins are the noise between two
+		// loops that see the same stalls a moment apart, which grows with
+		// the machine's load: a healthy probe outlasts its 200 ms interval
+		// when the process waits for a core, and at a load of 33 on 2
+		// cores both loops skipped often (the matrix's 49 ticks, the
+		// control's 35, in 52 s). So a third more, and two, for probes
+		// and skips; one tick in 20 over 50 ms late, and one over 1 s.
+		if want := cn*2/3 - 2; n < want {
+			t.Errorf("healthy target: %d probes in %s, the control %d; want at least %d", n, window, cn, want)
 		}
-		if s := final.skipped["healthy"]; s > 1 {
-			t.Errorf("healthy target: %v probes skipped, want at most 1", s)
+		h, ch := final.lag["healthy"], controlFinal.lag["healthy"]
+		if late, clate := final.lagOver("healthy", 0.05), controlFinal.lagOver("healthy", 0.05); late > clate+h.GetSampleCount()/20 {
+			t.Errorf("healthy target: %d of %d ticks over 50 ms late, the control %d of %d (lag histograms %v; %v)",
+				late, h.GetSampleCount(), clate, ch.GetSampleCount(), h, ch)
+		}
+		if late, clate := final.lagOver("healthy", 1), controlFinal.lagOver("healthy", 1); late > clate+1 {
+			t.Errorf("healthy target: %d ticks over 1 s late, the control %d", late, clate)
+		}
+		if sk, csk := final.skipped["healthy"], controlFinal.skipped["healthy"]; sk > csk*3/2+2 {
+			t.Errorf("healthy target: %v probes skipped, the control %v; want at most %v", sk, csk, csk*3/2+2)
 		}
 	})
 	t.Run("heap_bounded", func(t *testing.T) {
