@@ -36,7 +36,7 @@ import (
 var BodyKeys = []string{
 	"dataset_name", "random_input_len", "random_output_len", "random_range_ratio", "num_prompts",
 	"request_rate", "burstiness", "max_concurrency", "max_duration", "seed", "warmup_requests",
-	"disable_stream", "disable_ignore_eos", "compat", "goodput", "tag", "sweep",
+	"disable_stream", "disable_ignore_eos", "compat", "goodput", "tag", "sweep", "runs", "runs_pause_sec",
 }
 
 // apiError is an error with its HTTP status; its message names the field
@@ -69,6 +69,12 @@ const (
 	// with it, and bench.max_prompts bounds them anyway.
 	maxPointSamples = 1000
 	maxCooldown     = 5 * time.Minute
+	// maxRuns bounds a window's runs: each may run for
+	// bench.max_duration, as a sweep's points may.
+	maxRuns = maxSweep
+	// maxRunsPause bounds the wait between two runs, as a sweep's
+	// cooldown is bounded.
+	maxRunsPause = maxCooldown
 )
 
 // datasetNames are the datasets a body may name without a file.
@@ -326,6 +332,12 @@ func checkLimits(s *runner.Spec, keys map[string]json.RawMessage, lim config.Ben
 	}
 	if len(s.Goodput) > maxGoodput {
 		return badRequest("goodput: at most %d SLOs (ttft, tpot, e2el)", maxGoodput)
+	}
+	if s.Runs < 1 || s.Runs > maxRuns {
+		return badRequest("runs: must be between 1 and %d (each run may last max_duration), got %d", maxRuns, s.Runs)
+	}
+	if s.RunsPause < 0 || s.RunsPause > maxRunsPause {
+		return badRequest("runs_pause_sec: must be between 0 and %g, got %g", maxRunsPause.Seconds(), s.RunsPause.Seconds())
 	}
 	w := s.Sweep
 	if w == nil {

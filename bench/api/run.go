@@ -43,6 +43,9 @@ func runnerDial(dial func(ctx context.Context, network, addr string) (net.Conn, 
 		if s.Sweep != nil {
 			return daemonSweep(ctx, prep, env, job.ID)
 		}
+		if s.Runs > 1 {
+			return daemonRuns(ctx, prep, env, job.ID)
+		}
 		out, runErr := prep.Run(ctx, env)
 		if out == nil || out.Summary.Backend == "" {
 			return Output{}, runErr
@@ -95,6 +98,40 @@ func daemonSweep(ctx context.Context, prep *runner.Prepared, env runner.Env, id 
 	}
 	html, repErr := reportHTML(id, runs)
 	return Output{Sweep: sw, Headline: h, Report: html, ReportError: repErr}, runErr
+}
+
+// daemonRuns runs a window of several runs (the body's runs) through
+// runner.RunSet, as bench --runs does: every run's record, in the order
+// run, in Output.Runs, so that a client can compare them with another
+// set run for run (docs/compare.md). The window's summary and headline
+// are the last run's, read from its record as for one run. The report
+// draws the runs as one set; a run's per-request data is dropped as it
+// ends, so that a window of N runs holds one run's at a time. A set cut
+// short keeps the runs that ended.
+func daemonRuns(ctx context.Context, prep *runner.Prepared, env runner.Env, id string) (Output, error) {
+	var records []json.RawMessage
+	var runs []report.Run
+	runErr := runner.RunSet(ctx, env, []*runner.Prepared{prep}, prep.Spec.Runs, prep.Spec.RunsPause, runner.SetHooks{
+		After: func(i, _ int, out *runner.Output, err error) error {
+			if out == nil || out.Summary.Backend == "" {
+				return err
+			}
+			sum := out.Summary
+			sum.Details = nil
+			rec, rerr := sum.Record(bench.JSONOptions{Strict: true})
+			if rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			records = append(records, json.RawMessage(strings.TrimSpace(string(rec))))
+			runs = append(runs, report.Run{Name: fmt.Sprintf("%s run %d", id, i+1), Side: id, Summary: &sum})
+			return err
+		},
+	})
+	if len(records) == 0 {
+		return Output{}, runErr
+	}
+	html, repErr := reportHTML(id, runs)
+	return Output{Runs: records, Report: html, ReportError: repErr}, runErr
 }
 
 // benchOutput is the API's form of a summary: its record only. The

@@ -128,3 +128,45 @@ func TestRecordGivesTheSummaryBack(t *testing.T) {
 		t.Errorf("the run measured no client queue, TTFT maximum or ITL sample (%+v): the test would compare zeros", live.ClientQueue)
 	}
 }
+
+// TestDaemonRunnerRuns runs a bench window of three runs (the body's
+// runs) against the simulator over loopback, through the same Runner the
+// daemon uses: its output holds each run's record, in the order run,
+// every one a full run of the window's prompts, and no single record
+// (the summary is read from the last run's); its report draws the runs
+// as one set.
+func TestDaemonRunnerRuns(t *testing.T) {
+	sim, err := simulator.New(simulator.DefaultConfig(), log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	defer srv.Close()
+	target := config.Target{Name: "sim", URL: srv.URL, Backend: "vllm", Model: simulator.DefaultConfig().Model}
+	spec := runner.ModuleSpec(target, config.Module{Dataset: "fixed", Prompt: "hello there", OutputLen: 4, InputLen: 8, Seed: 1})
+	spec.NumPrompts, spec.MaxConcurrency, spec.MaxDuration, spec.ReadyCheckTimeout = 5, 2, time.Minute, 0
+	spec.Runs, spec.RunsPause = 3, 0
+	out, err := Runner()(t.Context(), Job{
+		ID:      "runs",
+		Request: Request{Target: target, ModuleName: "short", Spec: spec},
+		Started: func(float64, int) {},
+		Logger:  log.NewNopLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Runs) != 3 || len(out.Record) != 0 {
+		t.Fatalf("a window of 3 runs gave %d run records and a record of %d bytes, want 3 and none", len(out.Runs), len(out.Record))
+	}
+	for i, rec := range out.Runs {
+		var sum struct {
+			Completed int `json:"completed"`
+		}
+		if err := json.Unmarshal(rec, &sum); err != nil || sum.Completed != 5 {
+			t.Errorf("run %d: record %s (%v), want 5 completed", i+1, rec, err)
+		}
+	}
+	if !strings.Contains(string(out.Report), "servingprobe bench window runs") || !strings.Contains(string(out.Report), "Across runs") {
+		t.Errorf("the window's report does not draw its runs as one set (%s)", out.ReportError)
+	}
+}

@@ -52,6 +52,10 @@ type Output struct {
 	// Sweep is a sweep's or SLO search's points and answer; Record is
 	// then empty.
 	Sweep *SweepOutput
+	// Runs are the records of a window of several runs (the body's
+	// runs), in the order run; Record is then empty, and the summary and
+	// headline are read from the last.
+	Runs []json.RawMessage
 	// Report is the run's HTML report, written beside the results file.
 	Report []byte
 	// ReportError says why there is no Report, "" when there is.
@@ -136,6 +140,10 @@ type View struct {
 	Record json.RawMessage `json:"record,omitempty"`
 	// Sweep holds a sweep's or SLO search's records and answer.
 	Sweep *SweepOutput `json:"sweep,omitempty"`
+	// Runs are the records of a window of several runs, each
+	// bench_serving's JSONL record of one run, in the order run; Record
+	// is then empty, and Summary is the last run's.
+	Runs []json.RawMessage `json:"runs,omitempty"`
 	// Report is the path of the run's HTML report under the daemon's
 	// URL, once it is written.
 	Report string `json:"report,omitempty"`
@@ -392,14 +400,17 @@ func (b *Windows) execute(ctx context.Context, run *benchRun, req Request) {
 	// server that echoes request headers there would hand our credentials
 	// to the results file and the API.
 	view.Record = red.RedactJSON(out.Record)
+	for _, r := range out.Runs {
+		view.Runs = append(view.Runs, red.RedactJSON(r))
+	}
 	headline := out.Headline
 	var shown *exporter.BenchHeadline
-	if out.Sweep == nil && len(view.Record) > 0 {
+	if rec := view.lastRecord(); out.Sweep == nil && len(rec) > 0 {
 		// The headline is derived from the record once; the server's
 		// reason can quote what it answered, as the record it came from
 		// is redacted.
 		var h *exporter.BenchHeadline
-		view.Summary, h = fromRecord(view.Record)
+		view.Summary, h = fromRecord(rec)
 		if h != nil {
 			h.ServerMissing = red.Redact(h.ServerMissing)
 			headline, shown = *h, h
@@ -488,6 +499,15 @@ func (b *Windows) writeFile(dir, id, path string, data []byte) error {
 	return w(dir, id, path, data)
 }
 
+// lastRecord is the record the window's summary and headline are read
+// from: its run's, or the last of its runs'.
+func (v *View) lastRecord() json.RawMessage {
+	if len(v.Runs) > 0 {
+		return v.Runs[len(v.Runs)-1]
+	}
+	return v.Record
+}
+
 // storedView is a view as its results file holds it: without the
 // summary, which is read back from the record (fromRecord), so that the
 // file holds each figure once.
@@ -563,7 +583,7 @@ func (b *Windows) handleList(w http.ResponseWriter, _ *http.Request) {
 	b.mu.Unlock()
 	// The list is an index: summaries and records are one GET away.
 	for i := range views {
-		views[i].Summary, views[i].Record = nil, nil
+		views[i].Summary, views[i].Record, views[i].Runs = nil, nil, nil
 		if sw := views[i].Sweep; sw != nil {
 			c := *sw
 			c.Records = nil
@@ -729,7 +749,7 @@ func (b *Windows) load(dir string) error {
 			b.interrupted(&v, path)
 		}
 		var h *exporter.BenchHeadline
-		v.Summary, h = fromRecord(v.Record)
+		v.Summary, h = fromRecord(v.lastRecord())
 		b.runs[id] = &benchRun{view: v, headline: h}
 	}
 	b.forgetOldLocked()

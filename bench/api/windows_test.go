@@ -244,6 +244,10 @@ func TestBenchAPIValidation(t *testing.T) {
 		{"slo: concurrency max over limit", `{"target":"a","sweep":{"slo":"ttft:p99<=1s","slo_search":"max_concurrency","slo_max":9}}`, 422, "sweep.slo_max: 9 exceeds"},
 		{"slo: start above max", `{"target":"a","sweep":{"slo":"ttft:p99<=1s","slo_start":30,"slo_max":10}}`, 400, "sweep.slo_start"},
 		{"slo: points", `{"target":"a","sweep":{"slo":"ttft:p99<=1s","slo_max_points":40}}`, 400, "sweep.slo_max_points"},
+		{"runs: zero", `{"target":"a","runs":0}`, 400, "runs: must be between 1 and 16"},
+		{"runs: too many", `{"target":"a","runs":17}`, 400, "runs: must be between 1 and 16 (each run may last max_duration), got 17"},
+		{"runs: pause", `{"target":"a","runs":3,"runs_pause_sec":3600}`, 400, "runs_pause_sec: must be between 0 and 300, got 3600"},
+		{"runs: sweep", `{"target":"a","runs":3,"sweep":{"request_rates":[1,2]}}`, 400, "runs: repeats one run; a sweep's points are separate runs already"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, m := e.do(t, http.MethodPost, "/api/v1/benches", tc.body)
@@ -598,4 +602,44 @@ modules:
 	if out := buf.String(); strings.Contains(out, secret) || !strings.Contains(out, "n=3") {
 		t.Errorf("log line %q: the password passes, or a value is lost", out)
 	}
+}
+
+// TestBenchWindowRuns: a window of several runs shows each run's record
+// under runs, no record, and the last run's summary and headline (the
+// bench gauges); the list leaves the runs out; after a restart the window
+// is read back from its results file with the same summary.
+func TestBenchWindowRuns(t *testing.T) {
+	dir := t.TempDir()
+	run := func(_ context.Context, job Job) (Output, error) {
+		job.Started(job.Request.Spec.RequestRate, job.Request.Spec.MaxConcurrency)
+		var out Output
+		for i := range job.Request.Spec.Runs {
+			out.Runs = append(out.Runs, json.RawMessage(fmt.Sprintf(`{"backend":"vllm","completed":%d,"request_throughput":%d.5}`, job.Request.Spec.NumPrompts, i+1)))
+		}
+		return out, nil
+	}
+	e := startBenchDaemonWith(t, strings.ReplaceAll(benchConfigTmpl, "RESULTS", dir), "", run)
+	code, m := e.do(t, http.MethodPost, "/api/v1/benches", `{"target":"a","num_prompts":3,"request_rate":5,"runs":3,"runs_pause_sec":0}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST = %d %v, want 202", code, m)
+	}
+	id := m["id"].(string)
+	check := func(e *benchEnv, when string) {
+		t.Helper()
+		got := e.waitStatus(t, id, "completed")
+		runs, _ := got["runs"].([]any)
+		s, _ := got["summary"].(map[string]any)
+		if len(runs) != 3 || got["record"] != nil || s["request_throughput"] != 3.5 {
+			t.Errorf("%s: runs %v, record %v, summary %v; want 3 runs, no record, the last run's summary", when, got["runs"], got["record"], got["summary"])
+		}
+	}
+	check(e, "live")
+	if got := metricValue(t, e.d, "benchReqThroughput", "a"); got != 3.5 {
+		t.Errorf("bench_last_request_throughput = %v, want the last run's 3.5", got)
+	}
+	_, m = e.do(t, http.MethodGet, "/api/v1/benches", "")
+	if list, _ := m["benches"].([]any); len(list) != 1 || list[0].(map[string]any)["runs"] != nil {
+		t.Errorf("the list carries the runs: %v", m)
+	}
+	check(startBenchDaemon(t, dir, ""), "after a restart")
 }

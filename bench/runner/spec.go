@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,6 +140,13 @@ type Spec struct {
 
 	// Sweep makes the bench a sweep or an SLO search; nil: one run.
 	Sweep *SweepSpec `json:"sweep"`
+	// Runs is how many times the bench runs, each run a record of its
+	// own, so that a comparison weighs a change against the drift between
+	// runs of the same server (docs/compare.md): one run cannot separate
+	// the two. RunsPause bounds the wait between two runs for the server
+	// to be idle again (RunSet); JSON: seconds, as --runs-pause-sec.
+	Runs      int           `json:"runs"`
+	RunsPause time.Duration `json:"runs_pause_sec"`
 
 	// Shard makes this process one part of a run split across processes
 	// (see Shard); nil: the whole run. JSON: "I/N". It hides
@@ -198,6 +206,8 @@ func DefaultSpec() Spec {
 		Profile:           Profile{Activities: []string{"CPU", "GPU"}, StartStep: -1, Steps: -1, NumSteps: -1},
 		ReadyCheckTimeout: 60 * time.Second,
 		RequestTimeout:    DefaultRequestTimeout,
+		Runs:              1,
+		RunsPause:         DefaultRunsPause,
 	}
 }
 
@@ -288,6 +298,13 @@ func (s *Spec) Validate() error {
 	}
 	if s.FlushCacheTimeout < 0 {
 		p.add("flush_cache_timeout", "must be at least 0")
+	}
+	atLeast("runs", s.Runs, 1)
+	if s.RunsPause < 0 {
+		p.add("runs_pause_sec", "must be at least 0, got %s", s.RunsPause)
+	}
+	if s.Sweep != nil && s.Runs > 1 {
+		p.add("runs", "repeats one run; a sweep's points are separate runs already")
 	}
 
 	// The dataset's lengths: values argparse would take but that make no
@@ -397,6 +414,11 @@ func (s *Spec) Validate() error {
 	}
 	if s.Sweep != nil {
 		s.Sweep.validate(s, &p)
+		if slices.ContainsFunc(s.Sweep.SLO, func(o bench.Objective) bool { return o.Metric == bench.MetricValid }) && !s.Checks.Any() {
+			// Without checks no answer is judged and every point would
+			// fail the objective: an error now, not a capacity of 0.
+			p.add("sweep.slo", "valid>=P%% needs answer checks to judge the answers (docs/checks.md)")
+		}
 	}
 	s.validateShard(&p)
 	return p.err()

@@ -130,6 +130,7 @@ type specJSON struct {
 	FlushCacheTimeout jsonSeconds  `json:"flush_cache_timeout"`
 	ReadyCheckTimeout jsonSeconds  `json:"ready_check_timeout_sec"`
 	RequestTimeout    jsonSeconds  `json:"request_timeout_sec"`
+	RunsPause         jsonSeconds  `json:"runs_pause_sec"`
 	Compat            jsonCompat   `json:"compat"`
 	Goodput           jsonGoodput  `json:"goodput"`
 }
@@ -144,6 +145,7 @@ func (s *Spec) json() *specJSON {
 		FlushCacheTimeout: jsonSeconds(s.FlushCacheTimeout),
 		ReadyCheckTimeout: jsonSeconds(s.ReadyCheckTimeout),
 		RequestTimeout:    jsonSeconds(s.RequestTimeout),
+		RunsPause:         jsonSeconds(s.RunsPause),
 		Compat:            jsonCompat(s.Compat),
 		Goodput:           jsonGoodput(s.Goodput),
 	}
@@ -163,6 +165,7 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	s.FlushCacheTimeout = time.Duration(j.FlushCacheTimeout)
 	s.ReadyCheckTimeout = time.Duration(j.ReadyCheckTimeout)
 	s.RequestTimeout = time.Duration(j.RequestTimeout)
+	s.RunsPause = time.Duration(j.RunsPause)
 	s.Compat = bench.Compat(j.Compat)
 	s.Goodput = bench.Goodput(j.Goodput)
 	// An older dataset name runs (and is recorded) as the dataset it names.

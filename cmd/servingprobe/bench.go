@@ -31,8 +31,8 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 		if f.gate.baseline != "" || f.gate.failOn != "" {
 			return &exitError{code: exitGateError, err: errors.New("--baseline and --fail-on gate a local run; compare a remote run's record with servingprobe compare")}
 		}
-		if f.runs.n > 1 || f.runs.abURL != "" {
-			return errors.New("--runs and --ab-base-url run a set locally; trigger each run with --remote and compare the records with servingprobe compare")
+		if f.runs.abURL != "" {
+			return errors.New("--ab-base-url runs a set locally against two servers; a daemon's window measures its own target")
 		}
 		return runRemoteBench(ctx, env, f)
 	}
@@ -60,7 +60,7 @@ func runBench(ctx context.Context, env *cliEnv, f *benchFlags, getenv func(strin
 	if s.Sweep != nil {
 		return runSweep(ctx, env, f, prep, renv)
 	}
-	if f.runs.n > 1 || f.runs.abURL != "" {
+	if s.Runs > 1 || f.runs.abURL != "" {
 		return runSet(ctx, env, f, s, prep, renv)
 	}
 	_, err = benchOnce(ctx, env, f, prep, renv, s.RunParams())
@@ -73,6 +73,13 @@ func benchOnce(ctx context.Context, env *cliEnv, f *benchFlags, prep *runner.Pre
 	stop := startProgressBar(env.Stderr, renv.Progress, !f.disableTqdm && isTerminal(env.Stderr), time.Now)
 	out, err := prep.Run(ctx, renv)
 	stop()
+	return benchResult(env, f, out, err, p)
+}
+
+// benchResult writes a finished run's table and record (an interrupted
+// run's too, marked so, before its error); the summary is nil when the
+// run produced none.
+func benchResult(env *cliEnv, f *benchFlags, out *runner.Output, err error, p bench.Params) (*bench.Summary, error) {
 	if err != nil {
 		// Interrupted (Ctrl-C) mid-run: what finished is still a result,
 		// printed and appended marked as interrupted, before the error.
@@ -123,7 +130,7 @@ func writeBenchOutput(w io.Writer, sum *bench.Summary, f *benchFlags, p bench.Pa
 		}
 	}
 	if sum.Stopped != bench.StoppedInterrupted && !f.runs.more {
-		return f.gate.check(w, path, f.runs.n)
+		return f.gate.check(w, path, f.spec.Runs)
 	}
 	return nil
 }

@@ -393,7 +393,7 @@ func key(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
 func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	f := &benchFlags{spec: runner.DefaultSpec(), host: "0.0.0.0", mooncakeWorkload: "conversation",
-		set: map[string]*bool{}, runs: runsFlags{n: 1, pause: DefaultRunsPause}}
+		set: map[string]*bool{}}
 	f.spec.Stats = bench.StatsExact
 	b := &binder{cmd: cmd, f: f, tr: &listTracker{}}
 	s, o := &f.spec, &f.spec.Options
@@ -446,8 +446,8 @@ func addBenchFlags(cmd *kingpin.CmdClause) *benchFlags {
 	b.bool("output-details", "", "Add per-request arrays to the JSONL record.", &f.outputDetails)
 	local("baseline", "After the run (the last of --runs), compare its records with every record of this JSONL file, as servingprobe compare does.", stringValue(&f.gate.baseline))
 	local("fail-on", "With --baseline (or --ab-base-url): regression bounds such as 'ttft:p99>+5%,output_throughput<-3%'; exit 1 when a figure changed beyond its bound and, with two runs or more a side, the change is significant.", stringValue(&f.gate.failOn))
-	local("runs", "Run the benchmark this many times, each a full record appended to the output file, so that compare and --baseline weigh a change against the drift between runs (one run cannot tell them apart).", intValue(&f.runs.n))
-	local("runs-pause-sec", "Seconds between two runs of --runs, for the server to drain.", secondsValue(&f.runs.pause))
+	p("runs", "Run the benchmark this many times, each a full record appended to the output file, so that compare and --baseline weigh a change against the drift between runs (one run cannot tell them apart).", intValue(&s.Runs))
+	p("runs-pause-sec", "The longest wait between two runs of --runs: the next run starts once the server is idle again (its queue gauges at 0, or else a probe's first token as quick as before the set), or after this many seconds. 0: at once.", secondsValue(&s.RunsPause))
 	local("ab-base-url", "Interleaved A/B: alternate --runs runs between the server and this one (A B B A ...), so that drift hits both alike; its records go to --ab-output-file, and its runs are compared with the first server's (--fail-on gates them).", stringValue(&f.runs.abURL))
 	local("ab-output-file", "JSONL file the --ab-base-url server's runs are appended to.", stringValue(&f.runs.abOutput))
 	p("shard", "Run part I of a run split across N processes (I/N, I from 0): the prompts whose index is I mod N, each at the time the single run would send it; max concurrency split; warm-up, cache flush and profiler on shard 0 only. Merge the records with servingprobe merge.", shardValue(&s.Shard))

@@ -15,7 +15,7 @@ import (
 // daemon. Adding a bench flag means giving it a key or listing it here.
 var cliOnlyFlags = []string{
 	"host", "port", "output-file", "output-details", "print-requests", "disable-tqdm", "plot-throughput",
-	"report", "strict-json", "baseline", "fail-on", "runs", "runs-pause-sec", "ab-base-url", "ab-output-file",
+	"report", "strict-json", "baseline", "fail-on", "ab-base-url", "ab-output-file",
 	"shard-count", "mooncake-workload",
 	// vLLM's output and request flags (bench_vllm.go).
 	"save-result", "save-detailed", "append-result", "result-dir", "result-filename", "metadata", "label", "endpoint",

@@ -201,11 +201,37 @@ func runRemoteBench(ctx context.Context, env *cliEnv, f *benchFlags) error {
 	if view.Sweep != nil {
 		return nil
 	}
+	if len(view.Runs) > 0 {
+		// A window of --runs: each run's table and record, as a local
+		// set writes them (to one file), then the gate over them all.
+		for i, raw := range view.Runs {
+			sum, err := bench.ParseRecord(raw)
+			if err != nil {
+				return fmt.Errorf("decode run %d of the window: %w", i+1, err)
+			}
+			fmt.Fprintf(env.Stdout, "\n=== Run %d of %d: %s ===\n", i+1, len(view.Runs), view.ID)
+			if f.outputFile == "" {
+				f.outputFile = bench.DefaultOutputFile(remoteParams(sum, f), time.Now())
+			}
+			fs := *f
+			fs.runs.more = i < len(view.Runs)-1
+			if err := writeBenchOutput(env.Stdout, sum, &fs, remoteParams(sum, f)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var sum bench.Summary
 	if err := json.Unmarshal(view.Summary, &sum); err != nil {
 		return fmt.Errorf("decode the run's summary: %w", err)
 	}
+	return writeBenchOutput(env.Stdout, &sum, f, remoteParams(&sum, f))
+}
+
+// remoteParams are the parameters a remote run's output is written with:
+// what its record says it ran.
+func remoteParams(sum *bench.Summary, f *benchFlags) bench.Params {
 	p := bench.Params{Backend: sum.Backend, Dataset: sum.DatasetName, NumPrompts: f.spec.NumPrompts}
 	p.RandomInputLen, p.RandomOutputLen = sum.RandomInputLen, sum.RandomOutputLen
-	return writeBenchOutput(env.Stdout, &sum, f, p)
+	return p
 }

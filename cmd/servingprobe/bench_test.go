@@ -70,6 +70,8 @@ func TestBenchFlagDefaults(t *testing.T) {
 		// session allows 6 h).
 		RequestTimeout: runner.DefaultRequestTimeout,
 		Profile:        runner.Profile{Activities: []string{"CPU", "GPU"}, StartStep: -1, Steps: -1, NumSteps: -1},
+		// Ours: one run, as bench_serving makes (--runs).
+		Runs: 1, RunsPause: runner.DefaultRunsPause,
 	}
 	if diff := cmp.Diff(want, s, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(datasets.Options{}, "ChatTemplate")); diff != "" {
 		t.Errorf("defaults differ from bench_serving's (-want +got):\n%s", diff)

@@ -299,7 +299,7 @@ func TestBenchRuns(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"zero runs", []string{"--runs", "0"}, "--runs 0: want 1 or more"},
+		{"zero runs", []string{"--runs", "0"}, "--runs: must be at least 1, got 0"},
 		{"ab without a file", []string{"--ab-base-url", slowURL}, "--ab-base-url needs --ab-output-file"},
 		{"file without ab", []string{"--ab-output-file", b}, "--ab-output-file needs --ab-base-url"},
 	} {
@@ -336,5 +336,63 @@ func TestCompareReadsVLLMResultFiles(t *testing.T) {
 		if !want.MatchString(stdout) {
 			t.Errorf("compare of two vLLM result files lacks %s:\n%s", want, stdout)
 		}
+	}
+}
+
+// TestBenchRemoteRuns: `bench --remote --runs 3` runs the set as one
+// daemon bench window (its body's runs), prints each run's table and
+// appends each run's record to the output file, as a local set does, so
+// that compare reads it as three runs; the window's report draws them as
+// one set.
+func TestBenchRemoteRuns(t *testing.T) {
+	cfg := simulator.DefaultConfig()
+	cfg.TTFT, cfg.ITL = 5*time.Millisecond, 2*time.Millisecond
+	simURL := startSimulator(t, cfg)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(conf, []byte(`
+targets:
+  - name: sim
+    url: `+simURL+`
+    backend: sglang
+    model: `+cfg.Model+`
+    modules: [short]
+    interval: 1h
+modules:
+  short:
+    dataset: random
+    input_len: 16
+    output_len: 4
+bench:
+  results_dir: `+filepath.Join(dir, "results")+`
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	startServe(t, "serve", "--config.file="+conf, "--web.listen-address="+addr)
+	c := client{t: t, base: "http://" + addr}
+	c.waitMetric(`servingprobe_bench_running{target="sim"} 0`)
+
+	out := filepath.Join(dir, "remote.jsonl")
+	code, stdout, stderr := runCLI(t, "bench", "--remote", "http://"+addr, "--remote.target", "sim", "--remote.poll-interval", "100ms",
+		"--num-prompts", "6", "--runs", "3", "--runs-pause-sec", "0", "--output-file", out, "--disable-tqdm")
+	if code != 0 {
+		t.Fatalf("bench --remote --runs 3 exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if n := strings.Count(stdout, "Serving Benchmark Result"); n != 3 || !strings.Contains(stdout, "=== Run 3 of 3: ") {
+		t.Errorf("%d tables printed, want 3 with their run headers:\n%s", n, stdout)
+	}
+	recs := readRecords(t, out)
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3", len(recs))
+	}
+	for i, r := range recs {
+		if r["completed"] != float64(6) {
+			t.Errorf("record %d: completed %v, want 6", i+1, r["completed"])
+		}
+	}
+	code, stdout, stderr = runCLI(t, "compare", out, out)
+	if code != 0 || !strings.Contains(stdout, "(3 runs); new: ") {
+		t.Errorf("compare of the window's runs: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
