@@ -191,3 +191,23 @@ func TestValidateAudio(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateValidNeedsChecks: an SLO search whose SLO requires a share
+// of valid answers judges answers, so it needs checks; without them every
+// point would fail the objective and the search would answer 0.
+func TestValidateValidNeedsChecks(t *testing.T) {
+	slo, err := bench.ParseSLO("ttft:p99<=1s,valid>=99%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := DefaultSpec()
+	s.BaseURL, s.Backend = "http://h", "vllm-chat"
+	s.Sweep = &SweepSpec{Mode: bench.SweepSLO, By: bench.ByRequestRate, Precision: 0.1, Start: 1, Max: 8, MaxPoints: 4, PointTime: time.Minute, SLO: slo}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "sweep.slo: valid>=P% needs answer checks") {
+		t.Errorf("Validate() without checks = %v, want the valid objective refused", err)
+	}
+	s.Checks.Regex = "."
+	if err := s.Validate(); err != nil {
+		t.Errorf("Validate() with a regex check = %v, want nil", err)
+	}
+}
