@@ -337,7 +337,7 @@ func jobList(st *state) []prober.Job {
 func targetSeries(cfg *config.Config) []TargetSeries {
 	out := make([]TargetSeries, 0, len(cfg.Targets))
 	for _, t := range cfg.Targets {
-		ts := TargetSeries{Name: t.Name, Backend: t.Backend, Model: t.Model, Modules: t.Modules}
+		ts := TargetSeries{Name: t.Name, Backend: t.Backend, Model: t.Model, Modules: t.Modules, Endpoint: t.URL}
 		for _, mod := range t.Modules {
 			if c := prober.ModuleCheckNames(cfg.Modules[mod].Checks); len(c) > 0 {
 				if ts.Checks == nil {

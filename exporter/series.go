@@ -23,6 +23,12 @@ type TargetSeries struct {
 	// Turns holds the turns of the target's conversation modules, by
 	// module name; other modules have no per-turn series.
 	Turns map[string]int
+	// Endpoint is the target's configured base URL, compared across
+	// reloads and never a label: the TLS expiry gauge describes the
+	// certificate chain of the endpoint that sent it, so a reload that
+	// changes the endpoint (https to http, which sends none again, or
+	// another host) deletes it.
+	Endpoint string
 }
 
 // targetState is what seriesState knows of one target.
@@ -114,6 +120,9 @@ func (m *Metrics) SetTargets(targets []TargetSeries) {
 			}
 		}
 		m.resetAnswerChecks(name, old.TargetSeries, nt)
+		if nt.Endpoint != old.Endpoint {
+			m.tlsExpiry.DeleteLabelValues(name)
+		}
 		if nt.Backend != old.Backend || model != old.model {
 			m.targetInfo.DeletePartialMatch(prometheus.Labels{labelTarget: name})
 			old.tokenSource, old.reasoningSource = unknownTokenSource, noReasoningSource
