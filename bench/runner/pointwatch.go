@@ -132,8 +132,10 @@ const trendWaits = 30
 
 // keptGrowing reports whether the waits of a point, in the order they
 // were scheduled, show a queue that kept growing through it: at least
-// trendWaits of them, and the median of the last third at least twice
-// the first third's and longer by more than floor (seconds; noise). A
+// trendWaits of them, the median of the last third at least twice the
+// first third's and longer by more than floor (seconds; noise), and the
+// middle third's between the two, so that a slow spell within a steady
+// point (a server slowed for a moment) is not read as a trend. A
 // queue that builds up for the whole point means a rate the server does
 // not sustain, however far within the SLO the percentiles of the requests
 // that completed so far are: run longer, the point would break it.
@@ -142,11 +144,13 @@ func keptGrowing(byScheduled []float64, floor float64) bool {
 	if len(byScheduled) < trendWaits {
 		return false
 	}
-	first, last := slices.Clone(byScheduled[:n]), slices.Clone(byScheduled[len(byScheduled)-n:])
-	slices.Sort(first)
-	slices.Sort(last)
-	a, b := first[n/2], last[n/2]
-	return b >= 2*a && b-a > floor
+	median := func(v []float64) float64 {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	a, m, b := median(byScheduled[:n]), median(byScheduled[n:len(byScheduled)-n]), median(byScheduled[len(byScheduled)-n:])
+	return b >= 2*a && b-a > floor && a <= m && m <= b
 }
 
 // waitNoise is the growth of a point's median wait, in seconds, that is

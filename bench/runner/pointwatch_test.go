@@ -248,6 +248,8 @@ func TestKeptGrowing(t *testing.T) {
 		{"rising by half", ramp(300, 0.1, 0.15), false},
 		{"grows by noise only", ramp(90, 0.001, 0.004), false},
 		{"too few to tell", ramp(29, 0.05, 2), false},
+		{"a slow last third cannot be told from growth", append(ramp(60, 0.05, 0.06), ramp(30, 0.5, 0.5)...), true},
+		{"a slow spell in the middle", append(append(ramp(30, 0.05, 0.05), ramp(30, 1, 1)...), ramp(30, 0.2, 0.2)...), false},
 	} {
 		if got := keptGrowing(tc.v, waitNoise); got != tc.want {
 			t.Errorf("%s: keptGrowing = %v, want %v", tc.name, got, tc.want)
