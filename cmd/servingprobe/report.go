@@ -11,7 +11,7 @@ import (
 // addReportCommand registers report: the HTML report of bench JSONL files,
 // one run in full, several compared, or the points of a sweep as curves.
 func addReportCommand(app *kingpin.Application) func(context.Context, *cliEnv) error {
-	cmd := app.Command("report", "Write a self-contained HTML report of bench results (JSONL): one run in full, several runs compared, or a sweep's points as curves.")
+	cmd := app.Command("report", "Write a self-contained HTML report of bench results (JSONL): one run in full, several runs compared (a file's runs, as bench --runs writes them, drawn as one set), or a sweep's points as curves.")
 	var (
 		files []string
 		out   string
