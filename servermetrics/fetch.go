@@ -58,6 +58,13 @@ func Fetch(ctx context.Context, c *http.Client, url string, maxBytes int64) (*Sn
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", config.RedactURL(url), resp.Status)
 	}
+	// A body whose stated length is over the cap is refused unread:
+	// reading it up to the cap costs the transfer for nothing, and on a
+	// busy host can outlast the read's deadline, which would then be
+	// reported instead of the cap.
+	if resp.ContentLength > maxBytes {
+		return nil, fmt.Errorf("%w of %d bytes", ErrTooLarge, maxBytes)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", config.RedactURL(url), err)

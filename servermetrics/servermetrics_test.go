@@ -194,6 +194,17 @@ func TestWatchFailSoft(t *testing.T) {
 			}
 		}
 	})
+	// declared states its length, over the cap, and then never sends the
+	// body: the read ends on the stated length, not on the timeout.
+	declared := metricsServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(1<<20))
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
 	garbage := metricsServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("<html>not metrics</html>\x00{\n"))
 	})
@@ -202,6 +213,7 @@ func TestWatchFailSoft(t *testing.T) {
 		{"absent", refused, "connection refused"},
 		{"slow", slow, "no answer within 200ms"},
 		{"huge", huge, "exceeds the size cap of 65536 bytes"},
+		{"huge, its length stated", declared, "exceeds the size cap of 65536 bytes"},
 		{"garbage", garbage, "parse metrics"},
 		{"not found", notFound, "404 Not Found"},
 	} {
