@@ -31,7 +31,7 @@ func ABOrder(i int) int {
 // it starts, after the pause, and After as it ends, with its index in the
 // set (from 0), its side (the index of its Prepared), its output (nil
 // when the run produced none) and its error. A non-nil return of After
-// stops the set with that error.
+// stops the set with that error; without After, a run's error does.
 type SetHooks struct {
 	Before func(i, side int)
 	After  func(i, side int, out *Output, err error) error
@@ -86,7 +86,10 @@ func RunSet(ctx context.Context, env Env, sides []*Prepared, n int, pause time.D
 			h.Before(i, side)
 		}
 		out, err := sides[side].Run(ctx, env)
-		if err := h.After(i, side, out, err); err != nil {
+		if h.After != nil {
+			err = h.After(i, side, out, err)
+		}
+		if err != nil {
 			return err
 		}
 		last = side
