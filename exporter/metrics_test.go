@@ -59,8 +59,10 @@ func newTestMetrics() (*prometheus.Registry, *Metrics) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	m.SetTargets([]TargetSeries{
+		// chat is a two-turn conversation module too, so that the
+		// per-turn series are part of the golden exposition.
 		{Name: "vllm", Backend: "vllm-chat", Model: "qwen", Modules: []string{"chat"},
-			Checks: map[string][]prober.CheckName{"chat": {prober.CheckJSONSchema}}},
+			Checks: map[string][]prober.CheckName{"chat": {prober.CheckJSONSchema}}, Turns: map[string]int{"chat": 2}},
 		{Name: "auto", Backend: "sglang", Modules: []string{"gen"}},
 	})
 	m.ReloadSucceeded(t0)
