@@ -68,11 +68,14 @@ func runSet(ctx context.Context, env *cliEnv, f *benchFlags, s runner.Spec, prep
 	}
 	total := s.Runs * len(sides)
 	runs := make([][]*bench.Summary, len(sides))
+	stopBar := func() {}
 	err := runner.RunSet(ctx, renv, sides, s.Runs, s.RunsPause, runner.SetHooks{
 		Before: func(i, side int) {
 			fmt.Fprintf(env.Stdout, "\n=== Run %d of %d: %s ===\n", i+1, total, urls[side])
+			stopBar = startProgressBar(env.Stderr, renv.Progress, !f.disableTqdm && isTerminal(env.Stderr), time.Now)
 		},
 		After: func(i, side int, out *runner.Output, err error) error {
+			stopBar()
 			fs := *f
 			fs.outputFile = files[side]
 			fs.runs.more = i < total-1
