@@ -249,13 +249,20 @@ func dashboardsTestConfig(t *testing.T, simURL, llmdURL string) []byte {
 		"modules": []string{"chat-short"}, "interval": "1s", "timeout": "10s",
 		"server_metrics": []string{llmdServerMetricsURL(llmdURL)},
 	})
+	// A conversation module and a module with an answer check on the
+	// simulator's chat target, so that the overview's answer-check and
+	// cold-vs-warm panels have data.
+	modules, _ := cfg["modules"].(map[string]any)
+	modules["conv"] = map[string]any{"dataset": "conversation", "turns": 2, "input_len": 64, "turn_input_len": 16, "output_len": 8}
+	modules["checked"] = map[string]any{"dataset": "fixed", "prompt": "Say hello.", "output_len": 16, "checks": map[string]any{"regex": "."}}
+	chat := targets[0].(map[string]any)
+	chat["modules"] = append(chat["modules"].([]any), "conv", "checked")
 	// A bench run needs a local tokenizer (the daemon does not fall back to
 	// the embedded one); this is the embedded one's files.
 	tok, err := filepath.Abs(filepath.Join("..", "..", "tokenizer", "testdata", "qwen3"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	modules, _ := cfg["modules"].(map[string]any)
 	for _, m := range modules {
 		m.(map[string]any)["tokenizer"] = tok
 	}

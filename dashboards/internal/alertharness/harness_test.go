@@ -129,7 +129,7 @@ func TestHarnessShort(t *testing.T) {
 	external.Program(t, "promtool")
 	o := DefaultOptions()
 	o.ScenarioSeeds, o.HealthyDays, o.ScenarioWarmup, o.Observe = 1, 0, 2*time.Hour, 15*time.Minute
-	o.Scenarios = []Scenario{Scenarios[len(Scenarios)-1]} // one target of three down
+	o.Scenarios = []Scenario{scenario(t, "one target of three down")}
 	res, sev, err := measureConfig(context.Background(), "promtool", mixin.Default(), DefaultModel(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +149,45 @@ func TestHarnessShort(t *testing.T) {
 	res.Table(&b, sev)
 	if !strings.Contains(b.String(), "| "+sc.Name+" | "+sc.Expect+" (critical) | 1/1 |") {
 		t.Errorf("table lacks the scenario's row:\n%s", b.String())
+	}
+}
+
+// scenario returns the scenario named name.
+func scenario(t *testing.T, name string) Scenario {
+	t.Helper()
+	i := slices.IndexFunc(Scenarios, func(sc Scenario) bool { return sc.Name == name })
+	if i < 0 {
+		t.Fatalf("no scenario %q", name)
+	}
+	return Scenarios[i]
+}
+
+// TestHarnessSignals runs the scenarios of the signals beside latency
+// (answer checks, conversations, live headroom) through promtool: each
+// must raise its alert within its target, and only on the target it
+// broke. Their alerts need no day-old baseline, so two hours of healthy
+// history stand before the injection.
+func TestHarnessSignals(t *testing.T) {
+	external.Program(t, "promtool")
+	o := DefaultOptions()
+	o.ScenarioSeeds, o.HealthyDays, o.ScenarioWarmup, o.Observe = 1, 0, 2*time.Hour, 40*time.Minute
+	o.Scenarios = []Scenario{
+		scenario(t, "a quarter of answers fail a check"),
+		scenario(t, "prefix cache lost"),
+		scenario(t, "traffic at 90% of capacity"),
+	}
+	res, _, err := measureConfig(context.Background(), "promtool", mixin.Default(), DefaultModel(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range o.Scenarios {
+		ds := res.Fire[sc.Name][sc.Expect]
+		if len(ds) != 1 || ds[0] > sc.Within || ds[0] < 0 {
+			t.Errorf("%s: %s fired after %v, want one firing within %v (fired: %v)", sc.Name, sc.Expect, ds, sc.Within, res.Fire[sc.Name])
+		}
+		if w := res.Wrong[sc.Name]; len(w) > 0 {
+			t.Errorf("%s: alerts on healthy targets: %v", sc.Name, w)
+		}
 	}
 }
 

@@ -48,6 +48,12 @@ var Scenarios = []Scenario{
 	{Name: "20% of probes fail", FailRatio: 0.2, Expect: "ServingprobeAvailabilityErrorBudgetBurnFast", Within: 10 * time.Minute},
 	{Name: "100% of probes fail", FailRatio: 1, Expect: "ServingprobeTargetDown", Within: 3 * time.Minute},
 	{Name: "one target of three down", FailRatio: 1, OtherTargets: 2, Expect: "ServingprobeTargetDown", Within: 3 * time.Minute},
+	// The signals beside latency: wrong answers from one replica of four,
+	// a prefix cache that stopped serving conversations, and traffic that
+	// grew to within 10% of the capacity.
+	{Name: "a quarter of answers fail a check", CheckFailRatio: 0.25, Expect: "ServingprobeAnswerChecksFailing", Within: 20 * time.Minute},
+	{Name: "prefix cache lost", CacheLost: true, Expect: "ServingprobeWarmTurnsNotFaster", Within: 30 * time.Minute},
+	{Name: "traffic at 90% of capacity", LoadRatio: 0.9, Expect: "ServingprobeCapacityHeadroomLow", Within: 20 * time.Minute},
 }
 
 // Options are the harness's knobs.

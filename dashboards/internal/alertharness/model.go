@@ -42,6 +42,29 @@ type Model struct {
 
 	// TimeoutRatio of probes time out (no first token) at any time.
 	TimeoutRatio float64
+
+	// Answer checks: each successful probe's answer is judged by one
+	// check; CheckFailRatio of answers fail it and CheckErrorRatio are cut
+	// before they can be judged, at any time (a sampled golden answer is
+	// sometimes wrong).
+	CheckFailRatio, CheckErrorRatio float64
+
+	// Conversations: each probe tick also runs one conversation of
+	// ConversationTurns turns. The cold first turn's TTFT has the median
+	// ColdTTFTMedian, a warm turn served from the prefix cache
+	// WarmTTFTMedian, and a warm turn the cache does not serve
+	// UncachedWarmFactor times the cold turn's (its history is longer than
+	// the first message); all with TTFTSigma's spread and the server's
+	// level. A turn fails as a probe does, and a failed turn ends the
+	// conversation.
+	ConversationTurns                                  int
+	ColdTTFTMedian, WarmTTFTMedian, UncachedWarmFactor float64
+
+	// Live headroom: the target's last capacity check found Capacity
+	// requests per second; the server's traffic is TrafficMean of it,
+	// scaled by the daily cycle (TrafficAmplitude), and the exporter
+	// reads it as a one-minute rate of a Poisson count.
+	Capacity, TrafficMean, TrafficAmplitude float64
 }
 
 // DefaultModel is the healthy server every table in the docs is measured on.
@@ -60,7 +83,12 @@ func DefaultModel() Model {
 		SpikeFactorMin: 2, SpikeFactorMax: 4,
 		DeploysPerDay: 0.5, DeployShiftSigma: 0.05,
 		DeployBlip: time.Minute, DeployFailRatio: 0.3,
-		TimeoutRatio: 0.001,
+		TimeoutRatio:      0.001,
+		CheckFailRatio:    0.02,
+		CheckErrorRatio:   0.005,
+		ConversationTurns: 3,
+		ColdTTFTMedian:    1, WarmTTFTMedian: 0.35, UncachedWarmFactor: 1.15,
+		Capacity: 100, TrafficMean: 0.5, TrafficAmplitude: 0.3,
 	}
 }
 
@@ -71,6 +99,12 @@ type Probe struct {
 	TTFT    float64       // seconds; 0 when the probe got no token
 	ITLs    []float64     // gaps between tokens
 	TPOT    float64
+	// Check is the answer check's result (pass, fail, error); empty when
+	// the probe failed and was not judged.
+	Check string
+	// Turns are the TTFTs of the conversation's successful turns, from
+	// the first; a failed turn ends it.
+	Turns []float64
 }
 
 // Scenario changes the server from At on.
@@ -80,6 +114,13 @@ type Scenario struct {
 	TTFTFactor, ITLFactor float64
 	// FailRatio of probes fail with an HTTP 5xx.
 	FailRatio float64
+	// CheckFailRatio of answers fail their check (0: the model's).
+	CheckFailRatio float64
+	// CacheLost: the prefix cache serves no warm turn.
+	CacheLost bool
+	// LoadRatio sets the server's traffic to this share of its capacity
+	// (0: the model's daily cycle).
+	LoadRatio float64
 	// OtherTargets adds healthy targets next to the affected one, to check
 	// that an alert names only the target that is down.
 	OtherTargets int
@@ -96,8 +137,11 @@ type window struct {
 
 // Server draws the probes of one target.
 type Server struct {
-	m      Model
-	rng    *rand.Rand
+	m   Model
+	rng *rand.Rand
+	// sig draws the answer checks, conversations and traffic, apart from
+	// rng so that the latency and failure draws stay those of the seed.
+	sig    *rand.Rand
 	phase  float64
 	spikes []window
 	blips  []window
@@ -106,7 +150,7 @@ type Server struct {
 
 // NewServer lays out spikes and deploys over span.
 func NewServer(m Model, seed uint64, span time.Duration) *Server {
-	s := &Server{m: m, rng: rand.New(rand.NewPCG(seed, 0x5e7e))}
+	s := &Server{m: m, rng: rand.New(rand.NewPCG(seed, 0x5e7e)), sig: rand.New(rand.NewPCG(seed, 0xc4ec))}
 	s.phase = s.rng.Float64() * 2 * math.Pi
 	for t := s.expGap(m.SpikesPerDay); t < span && m.SpikesPerDay > 0; t += s.expGap(m.SpikesPerDay) {
 		d := m.SpikeMin + time.Duration(s.rng.Float64()*float64(m.SpikeMax-m.SpikeMin))
@@ -192,5 +236,55 @@ func (s *Server) Probe(t time.Duration, sc *Scenario, scAt time.Duration) Probe 
 		sum += g
 	}
 	p.TPOT = sum / float64(len(p.ITLs))
+	p.Check = s.check(sc != nil && t >= scAt, sc)
+	p.Turns = s.conversation(lvl, failRatio, sc != nil && t >= scAt && sc.CacheLost)
 	return p
+}
+
+// check draws the verdict of one answer.
+func (s *Server) check(on bool, sc *Scenario) string {
+	fail := s.m.CheckFailRatio
+	if on && sc.CheckFailRatio > 0 {
+		fail = sc.CheckFailRatio
+	}
+	switch u := s.sig.Float64(); {
+	case u < fail:
+		return "fail"
+	case u < fail+s.m.CheckErrorRatio:
+		return "error"
+	}
+	return "pass"
+}
+
+// conversation draws the TTFTs of one conversation's turns at the
+// server's level lvl.
+func (s *Server) conversation(lvl, failRatio float64, cacheLost bool) []float64 {
+	var ttfts []float64
+	for k := 1; k <= s.m.ConversationTurns; k++ {
+		if s.sig.Float64() < failRatio {
+			break
+		}
+		med := s.m.ColdTTFTMedian
+		switch {
+		case k > 1 && cacheLost:
+			med *= s.m.UncachedWarmFactor
+		case k > 1:
+			med = s.m.WarmTTFTMedian
+		}
+		ttfts = append(ttfts, med*lvl*math.Exp(s.sig.NormFloat64()*s.m.TTFTSigma))
+	}
+	return ttfts
+}
+
+// Headroom is the exporter's headroom gauge at t: 1 minus the server's
+// completed requests over the last minute, as a rate, over the capacity.
+func (s *Server) Headroom(t time.Duration, sc *Scenario, scAt time.Duration) float64 {
+	load := s.m.TrafficMean * (1 + s.m.TrafficAmplitude*math.Sin(2*math.Pi*t.Hours()/24+s.phase))
+	if sc != nil && t >= scAt && sc.LoadRatio > 0 {
+		load = sc.LoadRatio
+	}
+	// A one-minute count of a Poisson process, normal at these rates.
+	n := load * s.m.Capacity * 60
+	rate := (n + math.Sqrt(n)*s.sig.NormFloat64()) / 60
+	return 1 - rate/s.m.Capacity
 }

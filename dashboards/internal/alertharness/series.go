@@ -169,9 +169,19 @@ type target struct {
 	lastOK           float64
 	successE, lastTE *encoder
 	lastOKE          *encoder
+	// The answer check's verdicts, the conversation's turns (one
+	// histogram per turn) and the capacity gauges.
+	checks   map[string]float64
+	checkEnc map[string]*encoder
+	turns    []*histogram
+	headroom float64
+	headE    *encoder
 }
 
-func newTarget(name string, native bool) *target {
+// checkResults are the answer checks' results (prober.CheckOutcomes).
+var checkResults = []string{"pass", "fail", "error"}
+
+func newTarget(name string, native bool, turns int) *target {
 	req, tok, _ := exporter.ClassicBuckets()
 	t := &target{
 		name:     name,
@@ -182,9 +192,16 @@ func newTarget(name string, native bool) *target {
 		reqEnc:   map[string]*encoder{},
 		success:  1,
 		successE: &encoder{}, lastTE: &encoder{}, lastOKE: &encoder{},
+		checks: map[string]float64{}, checkEnc: map[string]*encoder{}, headE: &encoder{},
 	}
 	for _, o := range outcomes {
 		t.reqEnc[o] = &encoder{}
+	}
+	for _, r := range checkResults {
+		t.checkEnc[r] = &encoder{}
+	}
+	for range turns {
+		t.turns = append(t.turns, newHistogram("servingprobe_turn_time_to_first_token_seconds", req, native))
 	}
 	return t
 }
@@ -203,6 +220,12 @@ func (t *target) observe(p Probe) {
 		t.itl.observe(g)
 	}
 	t.tpot.observe(p.TPOT)
+	if p.Check != "" {
+		t.checks[p.Check]++
+	}
+	for k, v := range p.Turns {
+		t.turns[k].observe(v)
+	}
 }
 
 func (t *target) scrape() {
@@ -215,6 +238,14 @@ func (t *target) scrape() {
 	t.successE.add(t.success)
 	t.lastTE.add(t.lastTS)
 	t.lastOKE.add(t.lastOK)
+	for _, r := range checkResults {
+		t.checkEnc[r].add(t.checks[r])
+	}
+	for _, h := range t.turns {
+		h.scrape()
+	}
+	// Rounded as a gauge's noise does not need 17 digits: shorter input.
+	t.headE.add(math.Round(t.headroom*1e4) / 1e4)
 }
 
 func (t *target) write(w io.Writer) {
@@ -229,6 +260,14 @@ func (t *target) write(w io.Writer) {
 	fmt.Fprintf(w, "  - series: 'servingprobe_probe_success{%s}'\n    values: '%s'\n", short, t.successE)
 	fmt.Fprintf(w, "  - series: 'servingprobe_last_probe_timestamp_seconds{%s}'\n    values: '%s'\n", short, t.lastTE)
 	fmt.Fprintf(w, "  - series: 'servingprobe_last_success_timestamp_seconds{%s}'\n    values: '%s'\n", short, t.lastOKE)
+	base := fmt.Sprintf(`job="servingprobe", instance="sp:9090", target="%s"`, t.name)
+	for _, r := range checkResults {
+		fmt.Fprintf(w, "  - series: 'servingprobe_answer_checks_total{%s, module=\"chat\", check=\"json_schema\", result=\"%s\"}'\n    values: '%s'\n", base, r, t.checkEnc[r])
+	}
+	for k, h := range t.turns {
+		h.write(w, fmt.Sprintf(`%s, module="conv", model="m", turn="%d"`, base, k+1))
+	}
+	fmt.Fprintf(w, "  - series: 'servingprobe_capacity_headroom_ratio{%s}'\n    values: '%s'\n", base, t.headE)
 }
 
 // Run is one simulated series: Span of probes of one affected target (and
@@ -262,7 +301,7 @@ func (r Run) writeSeries(m Model, w io.Writer) {
 	targets := make([]*target, n)
 	servers := make([]*Server, n)
 	for i := range targets {
-		targets[i] = newTarget(fmt.Sprintf("t%d", i), r.Native)
+		targets[i] = newTarget(fmt.Sprintf("t%d", i), r.Native, m.ConversationTurns)
 		servers[i] = NewServer(m, r.Seed*1000+uint64(i), r.Span)
 	}
 	// Probes end at a fixed offset inside the probe interval, so that a
@@ -280,7 +319,12 @@ func (r Run) writeSeries(m Model, w io.Writer) {
 				targets[i].observe(s.Probe(next, sc, r.ScenarioAt))
 			}
 		}
-		for _, t := range targets {
+		for i, t := range targets {
+			sc := r.Scenario
+			if i > 0 {
+				sc = nil
+			}
+			t.headroom = servers[i].Headroom(at, sc, r.ScenarioAt)
 			t.scrape()
 		}
 		reload.add(1)

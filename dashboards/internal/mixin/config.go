@@ -152,6 +152,31 @@ type Config struct {
 	CapacityHeadroomRatio float64 `yaml:"capacity_headroom_ratio"`
 	CapacityHeadroomFor   string  `yaml:"capacity_headroom_for"`
 
+	// AnswerCheckFailureRatio: the share of a check's answers that did not
+	// pass (result fail, or error: cut before it could be judged) over
+	// AnswerCheckWindow, per target, module and check, above which
+	// ServingprobeAnswerChecksFailing warns, held for AnswerCheckFor. The
+	// window also holds AnswerCheckMinFailures answers that did not pass,
+	// so that a handful of probes (a module probed once a minute, a check
+	// just configured) cannot warn on two unlucky answers.
+	AnswerCheckFailureRatio float64 `yaml:"answer_check_failure_ratio"`
+	AnswerCheckWindow       string  `yaml:"answer_check_window"`
+	AnswerCheckMinFailures  int     `yaml:"answer_check_min_failures"`
+	AnswerCheckFor          string  `yaml:"answer_check_for"`
+
+	// WarmColdTTFTRatio: a conversation module's warm turns (2 and later,
+	// whose history a prefix cache can serve) have a median TTFT over
+	// WarmTurnWindow at least this share of the cold first turn's, held
+	// for WarmTurnFor, with WarmTurnMinConversations first turns in the
+	// window (a median needs 20, see MinQuantileProbes):
+	// ServingprobeWarmTurnsNotFaster warns that the prefix cache no longer
+	// serves the history. Later turns send more tokens than the first, so
+	// without a cache their ratio is about 1 or above.
+	WarmColdTTFTRatio        float64 `yaml:"warm_cold_ttft_ratio"`
+	WarmTurnWindow           string  `yaml:"warm_turn_window"`
+	WarmTurnMinConversations int     `yaml:"warm_turn_min_conversations"`
+	WarmTurnFor              string  `yaml:"warm_turn_for"`
+
 	// RunbookURL is the base of every alert's runbook_url; the anchor is the
 	// lower-cased alert name.
 	RunbookURL string `yaml:"runbook_url"`
@@ -196,6 +221,14 @@ func Default() Config {
 		CapacityRegressionFor:    "10m",
 		CapacityHeadroomRatio:    0.2,
 		CapacityHeadroomFor:      "15m",
+		AnswerCheckFailureRatio:  0.1,
+		AnswerCheckWindow:        "30m",
+		AnswerCheckMinFailures:   5,
+		AnswerCheckFor:           "5m",
+		WarmColdTTFTRatio:        0.8,
+		WarmTurnWindow:           "30m",
+		WarmTurnMinConversations: 20,
+		WarmTurnFor:              "10m",
 		RunbookURL:               "https://github.com/servingprobe/servingprobe/blob/main/docs/runbook.md",
 	}
 }
@@ -271,6 +304,8 @@ func (c Config) Validate() error {
 		"exporter_down_for": c.ExporterDownFor, "replica_down_for": c.ReplicaDownFor, "scheduler_lag_for": c.SchedulerLagFor,
 		"capacity_regression_for": c.CapacityRegressionFor,
 		"capacity_headroom_for":   c.CapacityHeadroomFor,
+		"answer_check_window":     c.AnswerCheckWindow, "answer_check_for": c.AnswerCheckFor,
+		"warm_turn_window": c.WarmTurnWindow, "warm_turn_for": c.WarmTurnFor,
 	} {
 		if !validDuration(d) {
 			errs = append(errs, fmt.Errorf("%s: %q is not a Prometheus duration", name, d))
@@ -305,6 +340,18 @@ func (c Config) Validate() error {
 	}
 	if !(c.CapacityHeadroomRatio > 0 && c.CapacityHeadroomRatio < 1) {
 		errs = append(errs, errors.New("capacity_headroom_ratio: must be in (0, 1)"))
+	}
+	if !(c.AnswerCheckFailureRatio > 0 && c.AnswerCheckFailureRatio < 1) {
+		errs = append(errs, errors.New("answer_check_failure_ratio: must be in (0, 1)"))
+	}
+	if c.AnswerCheckMinFailures < 3 {
+		errs = append(errs, errors.New("answer_check_min_failures: must be at least 3, so that one or two wrong answers alone cannot warn"))
+	}
+	if !(c.WarmColdTTFTRatio > 0 && c.WarmColdTTFTRatio < 1) {
+		errs = append(errs, errors.New("warm_cold_ttft_ratio: must be in (0, 1): a working prefix cache makes warm turns faster than cold ones"))
+	}
+	if need := MinQuantileProbes(0.5); c.WarmTurnMinConversations < need {
+		errs = append(errs, fmt.Errorf("warm_turn_min_conversations: must be at least %d, the conversations a median of first turns needs", need))
 	}
 	if c.RegressionFactor <= 1 {
 		errs = append(errs, errors.New("regression_factor: must be > 1"))

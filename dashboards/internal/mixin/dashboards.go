@@ -484,6 +484,24 @@ sum by (target) (increase(servingprobe_requests_total{%[1]s, outcome!="canceled"
 		q(HistogramQuantile("0.99", "servingprobe_scheduler_lag_seconds", selTarget+`, module=~"$module"`, "target", rateInterval), "p99 {{target}}")), 8, 5)
 	b.add(timeseries("Skipped probes", "Ticks that found the maximum number of in-flight probes running, per second and target.", "short", thresholds(),
 		q(fmt.Sprintf(`sum by (target) (rate(servingprobe_probes_skipped_total{%s, module=~"$module"}[%s]))`, selTarget, rateInterval), "{{target}}")), 8, 5)
+	// The signals beside latency, from the records their alerts read:
+	// whether the answers are right, and whether the prefix cache serves
+	// conversations. A module without checks or turns draws nothing.
+	b.add(c.runbook(timeseries("Answer check pass rate",
+		fmt.Sprintf("Share of the answers of each target that passed each answer check over %s (rules.yaml's record, as ServingprobeAnswerChecksFailing reads it): an answer that failed or could not be judged (cut at output_len) did not pass. The line is the alert's threshold, %.4g%% not passing. Empty for a module without checks (docs/checks.md).", c.AnswerCheckWindow, 100*c.AnswerCheckFailureRatio),
+		"percentunit", Thresholds{Mode: "absolute", Steps: []Step{{Color: "red"}, {Color: "green", Value: ptr(1 - c.AnswerCheckFailureRatio)}}},
+		q(fmt.Sprintf(`1 - max by (target, check) (%s{%s, module=~"$module"})`, AnswerChecksNotPassed(c.AnswerCheckWindow), selTarget), "{{target}} {{check}}")),
+		"ServingprobeAnswerChecksFailing"), 8, 7)
+	b.add(c.runbook(timeseries("Cold vs warm TTFT (conversations)",
+		fmt.Sprintf("Median TTFT over %s of the cold first turn of conversation probes, whose fresh prefix no cache holds, and of the warm later turns, whose history a prefix cache can serve (rules.yaml's records). The gap is what the prefix cache saves; warm climbing to cold means it stopped. Empty for a module without turns (docs/conversations.md).", c.WarmTurnWindow),
+		"s", thresholds(),
+		q(fmt.Sprintf(`max by (target, turns) (%s{%s, quantile="0.5"})`, QuantileRecord(TurnTTFT, c.WarmTurnWindow), moduleSel), "p50 {{target}} {{turns}}")),
+		"ServingprobeWarmTurnsNotFaster"), 8, 7)
+	b.add(c.runbook(timeseries("Warm / cold TTFT ratio",
+		fmt.Sprintf("Median TTFT of the warm turns of conversation probes over the cold first turn's, over %s, per target: well under 1 while the prefix cache serves the history. The line is ServingprobeWarmTurnsNotFaster's threshold, %s.", c.WarmTurnWindow, fmtFloat(c.WarmColdTTFTRatio)),
+		"none", thresholds(c.WarmColdTTFTRatio),
+		q(fmt.Sprintf(`max by (target) (%s{%s})`, WarmColdRatio(c.WarmTurnWindow), moduleSel), "{{target}}")),
+		"ServingprobeWarmTurnsNotFaster"), 8, 7)
 	return b.d
 }
 

@@ -86,6 +86,43 @@ func sliHourly(sli string) string { return "target:servingprobe_" + sli + "_slo_
 // window is summed from.
 func sliBad(sli string) string { return "target:servingprobe_" + sli + "_slo_errors:rate5m" }
 
+// checkBy is the aggregation of the answer checks' series: a verdict has
+// no model or mode (only probes are judged), and instance is dropped so an
+// HA pair of exporters reads as one.
+const checkBy = "job, target, module, check"
+
+// AnswerChecksNotPassed is the record of the share of a check's answers
+// that did not pass (fail or error) over window, per target, module and
+// check: the number the answer-check alert reads and the dashboard draws.
+func AnswerChecksNotPassed(window string) string {
+	return "target:servingprobe_answer_checks_not_passed:ratio_rate" + window
+}
+
+// TurnTTFT is the per-turn TTFT of conversation probes (turn 1 cold,
+// later turns warm).
+var TurnTTFT = Histogram{"turn_ttft", "servingprobe_turn_time_to_first_token_seconds", "Turn TTFT"}
+
+// WarmColdRatio is the record of the median TTFT of a conversation
+// module's warm turns over its cold first turn's, over window.
+func WarmColdRatio(window string) string {
+	return "target:" + TurnTTFT.Name + ":warm_cold_ratio_rate" + window
+}
+
+// turnsBy is the per-turn series' aggregation: they have no mode (only
+// probes hold conversations).
+const turnsBy = "job, target, module, model"
+
+// turnTTFTQuantile is the 0.5 quantile of the turn TTFT of the cold first
+// turn or of the warm later turns, pooled; its record carries the kind as
+// a static label, turns="cold" or "warm".
+func (c Config) turnTTFTQuantile(kind, window string) string {
+	turn := `turn="1"`
+	if kind == "warm" {
+		turn = `turn!="1"`
+	}
+	return HistogramQuantile("0.5", TurnTTFT.Name, join(c.Selector, turn), turnsBy, window)
+}
+
 // HistogramQuantile returns a quantile query that works whether Prometheus
 // ingested the classic buckets or (2.42 with native-histograms enabled) only
 // the native histogram: each side is empty in the other mode.
@@ -374,10 +411,30 @@ func (c Config) Rules() ruleFile {
 			}
 		}
 	}
+	// The answer checks' and conversations' signals: each number an alert
+	// reads is recorded once, and the overview draws the same record.
+	checks := []rule{{
+		Record: AnswerChecksNotPassed(c.AnswerCheckWindow),
+		Expr: fmt.Sprintf("sum by (%[1]s) (rate(servingprobe_answer_checks_total{%[2]s}[%[4]s]))\n/\nsum by (%[1]s) (rate(servingprobe_answer_checks_total{%[3]s}[%[4]s]))",
+			checkBy, join(c.Selector, `result!="pass"`), c.Selector, c.AnswerCheckWindow),
+	}}
+	for _, kind := range []string{"cold", "warm"} {
+		checks = append(checks, rule{
+			Record: QuantileRecord(TurnTTFT, c.WarmTurnWindow),
+			Expr:   c.turnTTFTQuantile(kind, c.WarmTurnWindow),
+			Labels: yaml.MapSlice{{Key: "quantile", Value: "0.5"}, {Key: "turns", Value: kind}},
+		})
+	}
+	checks = append(checks, rule{
+		Record: WarmColdRatio(c.WarmTurnWindow),
+		Expr: fmt.Sprintf("%[1]s{turns=\"warm\"}\n/ ignoring (turns)\n%[1]s{turns=\"cold\"}",
+			QuantileRecord(TurnTTFT, c.WarmTurnWindow)),
+	})
 	return ruleFile{Groups: []group{
 		{Name: "servingprobe.quantiles", Rules: quantiles},
 		{Name: "servingprobe.baseline", Rules: baseline},
 		{Name: "servingprobe.slo", Rules: slo},
+		{Name: "servingprobe.answers_and_turns", Rules: checks},
 	}}
 }
 
@@ -505,16 +562,21 @@ max by (%[1]s) (servingprobe_probe_success{%[2]s}) == 0`, byTarget, c.Selector, 
 		fmt.Sprintf("Prometheus scraped no replica of servingprobe ({%s}) successfully for %s: nothing probes the inference targets, so none of their alerts can fire.",
 			strings.ReplaceAll(c.Selector, `"`, `'`), c.ExporterDownFor))
 
-	// One replica of several: absent() sees the others. A replica that
-	// fails its scrapes reads up == 0; one that its service discovery
-	// dropped (a Kubernetes pod that is not ready) has no up at all, so
-	// the job counts fewer replicas up than over most of the last hour.
+	// One replica of several: absent() sees the others. One series per
+	// job, so that one event fires once: a replica whose scrape fails (up
+	// == 0) and one that its service discovery dropped (a Kubernetes pod
+	// that is not ready has no up at all) both leave fewer replicas up
+	// than the job had over most of the last hour, and a replica that
+	// fails, then leaves, stays the same alert. Every replica down is
+	// ServingprobeExporterDown's alone (no up == 1 left to count).
 	add(rule{
 		Alert: "ServingprobeReplicaDown",
-		Expr:  fmt.Sprintf("up{%[1]s} == 0\nor\n(\n  count by (job) (up{%[1]s} == 1)\n  < quantile_over_time(0.5, count by (job) (up{%[1]s} == 1)[1h:1m])\n)", c.Selector),
+		Expr:  fmt.Sprintf("count by (job) (up{%[1]s} == 1)\n< quantile_over_time(0.5, count by (job) (up{%[1]s})[1h:1m])", c.Selector),
 		For:   c.ReplicaDownFor,
 	}, "warning", "A servingprobe replica is down or gone.",
-		"{{ if $labels.instance }}Prometheus cannot scrape servingprobe at {{ $labels.instance }}{{ else }}Only {{ $value }} replicas of servingprobe ({{ $labels.job }}) are up, fewer than over most of the last hour: one stopped or left service discovery{{ end }}. The other replicas keep probing.")
+		"Only {{ $value }} replicas of servingprobe ({{ $labels.job }}) are up, fewer than over most of the last hour"+
+			"{{ with printf `up{job='%s'} == 0` $labels.job | query }}: Prometheus cannot scrape {{ range $i, $s := . }}{{ if $i }}, {{ end }}{{ $s.Labels.instance }}{{ end }}"+
+			"{{ else }}: one stopped or left service discovery{{ end }}. The other replicas keep probing.")
 
 	add(rule{
 		Alert: "ServingprobeSchedulerLagging",
@@ -573,6 +635,36 @@ max by (%[1]s) (servingprobe_probe_success{%[2]s}) == 0`, byTarget, c.Selector, 
 			` ({{ with printf "servingprobe_capacity_requests_per_second{job='%s',instance='%s',target='%s'}" $labels.job $labels.instance $labels.target | query }}{{ . | first | value | printf "%.4g" }}{{ end }} requests per second,`+
 			` found {{ with printf "time() - servingprobe_capacity_check_timestamp_seconds{job='%s',instance='%s',target='%s'}" $labels.job $labels.instance $labels.target | query }}{{ . | first | value | humanizeDuration }}{{ end }} ago).`+
 			fmt.Sprintf(" Under %.4g%%, a little more traffic breaks its SLO.", 100*c.CapacityHeadroomRatio))
+
+	// Wrong answers: the share of a check's answers that did not pass,
+	// with enough of them in the window that a few unlucky answers of a
+	// module probed now and then cannot warn.
+	add(rule{
+		Alert: "ServingprobeAnswerChecksFailing",
+		Expr: fmt.Sprintf("%[1]s > %[2]s\nand on (%[3]s)\nsum by (%[3]s) (increase(servingprobe_answer_checks_total{%[4]s}[%[5]s])) >= %[6]d",
+			AnswerChecksNotPassed(c.AnswerCheckWindow), fmtFloat(c.AnswerCheckFailureRatio), checkBy,
+			join(c.Selector, `result!="pass"`), c.AnswerCheckWindow, c.AnswerCheckMinFailures),
+		For: c.AnswerCheckFor,
+	}, "warning", "Answers from a target fail an answer check.",
+		fmt.Sprintf("{{ $value | humanizePercentage }} of the answers from {{ $labels.target }} (module {{ $labels.module }}) did not pass the check {{ $labels.check }} over the last %s (failed, or cut before they could be judged; threshold %.4g%%): the server answers, but not what the module asks for.",
+			c.AnswerCheckWindow, 100*c.AnswerCheckFailureRatio))
+
+	// The prefix cache: warm turns resend a history a cache can serve, so
+	// they are faster than the cold first turn while it does.
+	add(rule{
+		Alert: "ServingprobeWarmTurnsNotFaster",
+		Expr: fmt.Sprintf(`%[1]s > %[2]s
+and on (%[3]s)
+(
+  sum by (%[3]s) (increase(%[4]s_count{%[5]s}[%[6]s]))
+  or
+  histogram_count(sum by (%[3]s) (increase(%[4]s{%[5]s}[%[6]s])))
+) >= %[7]d`, WarmColdRatio(c.WarmTurnWindow), fmtFloat(c.WarmColdTTFTRatio), turnsBy, TurnTTFT.Name,
+			join(c.Selector, `turn="1"`), c.WarmTurnWindow, c.WarmTurnMinConversations),
+		For: c.WarmTurnFor,
+	}, "warning", "Warm conversation turns are no faster than cold ones: the prefix cache no longer serves them.",
+		fmt.Sprintf("The %s median TTFT of the warm turns of conversations to %s is {{ $value | printf \"%%.2f\" }} times the cold first turn's (threshold %s): the server recomputes the history it should read from its prefix cache (evicted, disabled, or the turns land on a replica that does not hold it).",
+			c.WarmTurnWindow, who, fmtFloat(c.WarmColdTTFTRatio)))
 
 	add(rule{
 		Alert: "ServingprobeConfigReloadFailed",
