@@ -24,7 +24,7 @@ func newCapacityMetrics(f promauto.Factory) *capacityMetrics {
 		}, []string{labelTarget}),
 		lowerBound: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "capacity_lower_bound",
-			Help: "1 when servingprobe_capacity_requests_per_second is only a lower bound (a limit of ours capped the last check's search before its SLO broke: the request rate limit, the concurrency cap, slo_max or its budget), 0 when the check bracketed the capacity.",
+			Help: "1 when servingprobe_capacity_requests_per_second is only a lower bound (a limit of ours capped the last check's search before its SLO broke, as its answer's bounded_by names: the request rate or concurrency limit, slo_max, slo_max_points, the budget, the prompt count or the memory budget), 0 when the check bracketed the capacity.",
 		}, []string{labelTarget}),
 		timestamp: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "capacity_check_timestamp_seconds",
