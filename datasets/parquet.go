@@ -534,9 +534,6 @@ func (d *pqDecoder) readColumn(rg *pqRowGroup, leaf pqLeaf) (vals []string, null
 			if _, err := decodePlainByteArrays(string(page), dict); err != nil {
 				return nil, -1, fmt.Errorf("dictionary page: %w", err)
 			}
-			if dict == nil {
-				dict = []string{}
-			}
 		case pqPageData, pqPageDataV2:
 			if h.numValues < 0 || int(h.numValues) > int(rg.numRows)-len(vals) {
 				return nil, -1, fmt.Errorf("a data page claims %d values, %d rows remain", h.numValues, int(rg.numRows)-len(vals))
