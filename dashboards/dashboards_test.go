@@ -386,6 +386,7 @@ func TestSelectors(t *testing.T) {
 				t.Errorf("%s: selector %s lacks job=~\"$job\"", q.Name(), m[0])
 			}
 			perTarget := m[1] != "servingprobe_build_info" && m[1] != "servingprobe_config_last_reload_successful" &&
+				m[1] != "servingprobe_config_last_reload_success_timestamp_seconds" &&
 				!(q.Kind == promtest.KindVariable && q.Title == "target")
 			if perTarget && !strings.Contains(m[2], `target=~"$target"`) {
 				t.Errorf("%s: selector %s lacks target=~\"$target\"", q.Name(), m[0])

@@ -410,6 +410,16 @@ func (c Config) Overview() *Dashboard {
 		"Client-side latency and availability of LLM inference targets, as measured by servingprobe's continuous probes. The fleet table first, one line per target; then one row per module. Latency and SLO panels read rules.yaml's records.",
 		standardVars())
 	b.d.Annotations.List = append(b.d.Annotations.List, benchAnnotations(false)...)
+	// A configuration (re)load changes what is probed and how: a marker at
+	// the moment each exporter last loaded its file, from the gauge it
+	// sets then (the first load at start too), so that a step in a panel
+	// can be read against it. A failed reload keeps the old file: the
+	// Config reload stat and ServingprobeConfigReloadFailed say so.
+	b.d.Annotations.List = append(b.d.Annotations.List, Annotation{
+		Datasource: promDS, Enable: true, IconColor: "yellow", Name: "Config reloads",
+		Expr: `max by (instance) (servingprobe_config_last_reload_success_timestamp_seconds{job=~"$job"}) * 1000`, Step: "1m",
+		TagKeys: "instance", TitleFormat: "Configuration loaded on {{instance}}", UseValueForTime: true,
+	})
 
 	b.row("Fleet", "")
 	b.add(c.runbook(c.fleetTable(), "ServingprobeTTFTErrorBudgetBurnFast", "ServingprobeAvailabilityErrorBudgetBurnFast", "SLO windows and probe rate"), 24, 8)
