@@ -33,6 +33,11 @@ func TestValidate(t *testing.T) {
 		{"bad duration", func(c *Config) { c.TTFTBreachFor = "15 minutes" }, "ttft_breach_for"},
 		{"target out of range", func(c *Config) { c.LatencySLOTarget = 1 }, "latency_slo_target"},
 		{"stale too short", func(c *Config) { c.ProbeStaleAfterSeconds = 30 }, "probe_stale_after_seconds"},
+		{"two wrong answers could warn", func(c *Config) { c.AnswerCheckMinFailures = 2 }, "answer_check_min_failures: must be at least 3"},
+		{"answer share out of range", func(c *Config) { c.AnswerCheckFailureRatio = 1 }, "answer_check_failure_ratio"},
+		{"warm ratio at 1", func(c *Config) { c.WarmColdTTFTRatio = 1 }, "warm_cold_ttft_ratio"},
+		{"too few conversations for a median", func(c *Config) { c.WarmTurnMinConversations = 10 }, "warm_turn_min_conversations: must be at least 20"},
+		{"bad answer window", func(c *Config) { c.AnswerCheckWindow = "30 minutes" }, "answer_check_window"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()
