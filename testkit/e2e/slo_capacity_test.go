@@ -162,10 +162,10 @@ func TestSLOSearchOllamaCapacity(t *testing.T) {
 		}
 		if ctxErr != nil {
 			t.Fatalf("search %d: no answer within %s (killed); ollama held at most %d requests at once\n%s\nstderr:\n%s",
-				i, searchBudget, inFlight, table, lastLines(stderr.String(), 20))
+				i, searchBudget, inFlight, table, logTail(stderr.String(), 20))
 		}
 		if runErr != nil {
-			t.Fatalf("search %d: bench failed: %v\n%s\nstderr:\n%s", i, runErr, table, lastLines(stderr.String(), 20))
+			t.Fatalf("search %d: bench failed: %v\n%s\nstderr:\n%s", i, runErr, table, logTail(stderr.String(), 20))
 		}
 		c := capacityLine.FindStringSubmatch(table)
 		if c == nil {
@@ -202,8 +202,9 @@ func TestSLOSearchOllamaCapacity(t *testing.T) {
 	}
 }
 
-// lastLines is the end of a log, for a failure message.
-func lastLines(s string, n int) string {
+// logTail is the end of a log, for a failure message, with its length
+// (compare_ollama_test.go has a plain lastLines).
+func logTail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n") + fmt.Sprintf("\n(%d lines)", len(lines))
 }
