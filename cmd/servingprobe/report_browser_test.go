@@ -38,14 +38,19 @@ func browse(t *testing.T, url, shot string, height int) string {
 		"--user-data-dir=" + t.TempDir(), "--window-size=1400," + strconv.Itoa(height)}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, append(args, "--dump-dom", url)...).Output()
-	if err != nil {
-		t.Fatalf("chromium --dump-dom %s: %v", url, err)
-	}
+	// One launch takes both: headless Chromium prints the DOM on stdout
+	// and writes the screenshot, and a launch is the costly part (some
+	// 20 s on a busy machine).
+	args = append(args, "--dump-dom")
 	if shot != "" {
-		if b, err := exec.CommandContext(ctx, bin, append(args, "--screenshot="+shot, url)...).CombinedOutput(); err != nil {
-			t.Fatalf("chromium --screenshot: %v\n%s", err, b)
-		}
+		args = append(args, "--screenshot="+shot)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s: %v\n%s", url, err, stderr.Bytes())
 	}
 	return string(out)
 }
