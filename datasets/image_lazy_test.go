@@ -75,8 +75,15 @@ func TestImageLazy(t *testing.T) {
 // TestImageURIBytesBound: the bound ImageBytes states holds for every
 // format and content, at sizes from tiny to 1080p.
 func TestImageURIBytesBound(t *testing.T) {
+	t.Parallel() // one of the slowest tests, independent of the rest
 	tok := qwen3(t)
-	for _, res := range []string{"28x28", "360p", "1080p"} {
+	resolutions := []string{"28x28", "360p", "1080p"}
+	if datasets.RaceEnabled {
+		// Encoding 1080p noise takes a minute under -race on a busy
+		// machine; the whole run, without -race, takes it.
+		resolutions = resolutions[:2]
+	}
+	for _, res := range resolutions {
 		for _, f := range [][2]string{{"jpeg", "random"}, {"png", "random"}, {"jpeg", "blank"}, {"png", "blank"}} {
 			o := randomOpts("", 4, 4, 1.0)
 			o.ImageResolution, o.ImageFormat, o.ImageContent, o.ImageCount = res, f[0], f[1], 2

@@ -21,6 +21,7 @@ func letters(n int) string {
 // pieces, so its ids are the ids of its pieces, and the text still
 // decodes to itself; words up to the bound are merged whole.
 func TestLongWordsArePieces(t *testing.T) {
+	t.Parallel() // one of the slowest tests, independent of the rest
 	tok := qwen3(t)
 	for _, tc := range []struct {
 		name string

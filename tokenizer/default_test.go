@@ -3,14 +3,12 @@ package tokenizer
 import "testing"
 
 func TestDefaultIsQwen3(t *testing.T) {
+	t.Parallel() // one of the slowest tests, independent of the rest
 	def, err := Default()
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := Load("testdata/qwen3")
-	if err != nil {
-		t.Fatal(err)
-	}
+	file := qwen3(t) // Load("testdata/qwen3"), shared with other tests
 	const s = "Hello, 世界! <|im_start|>user\n  spaces\t\ttabs"
 	a, _ := def.Encode(s, true)
 	b, _ := file.Encode(s, true)

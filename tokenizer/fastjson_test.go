@@ -95,6 +95,7 @@ func TestScanMergesMatchesJSON(t *testing.T) {
 // encoding/json's reflection, far slower, and would still pass every
 // other test.
 func TestQwen3TakesTheFastPath(t *testing.T) {
+	t.Parallel() // one of the slowest tests, independent of the rest
 	data, err := readMaybeGzip(filepath.Join("testdata", "qwen3", "tokenizer.json.gz"))
 	if err != nil {
 		t.Fatal(err)

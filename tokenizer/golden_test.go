@@ -160,6 +160,7 @@ func llama3(t testing.TB) (plain, bos *Tokenizer) {
 // ids and 256 special tokens (128,256), Llama 3's pre-tokenizer regex,
 // ignore_merges, and its special tokens at their ids.
 func TestLlama3IsMetas(t *testing.T) {
+	t.Parallel() // one of the slowest tests, independent of the rest
 	tok, bos := llama3(t)
 	if tok.VocabSize() != 128000 || tok.Len() != 128256 || len(tok.SpecialIDs()) != 256 {
 		t.Errorf("VocabSize %d, Len %d, %d special ids; want 128000, 128256, 256", tok.VocabSize(), tok.Len(), len(tok.SpecialIDs()))

@@ -72,6 +72,7 @@ func TestResolve(t *testing.T) {
 // fails with ErrUnsupported, and without the hftokenizers tag the error
 // says how to load it.
 func TestResolveAnyUnsupported(t *testing.T) {
+	t.Parallel() // one of the slowest tests, independent of the rest
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, TokenizerFile), []byte(`{"model":{"type":"Unigram","vocab":[]}}`), 0o600); err != nil {
 		t.Fatal(err)
