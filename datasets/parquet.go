@@ -15,9 +15,11 @@ import (
 
 // This file reads top-level string columns of a parquet file: what the
 // LongBench-v2 reader needs of the hub's parquet export, and no more. It
-// replaces a general parquet library that was most of what a cold build
-// of the binary compiled (its own 28 packages, three compression libraries
-// and a geometry library, for one dataset's optional file format).
+// replaces a general parquet library that was the largest single cost of
+// a cold build of the binary, for one dataset's optional file format: its
+// own 28 packages, three compression libraries and a geometry library.
+// Without it `go list -deps ./cmd/servingprobe` lists 386 packages, not
+// 440, from 43 modules, not 49.
 //
 // What it reads, from parquet-format's specification:
 //   - the footer (FileMetaData) and page headers in Thrift's compact
