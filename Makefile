@@ -66,12 +66,13 @@ $(OLLAMA_DIR)/.ready: tools/ollama/setup.sh tools/ollama/gguf_writer.go tools/ol
 # skip says "needs-external:") fails the run: SERVINGPROBE_REQUIRE_EXTERNAL.
 test: deps lint $(LLMD_SIM) $(OLLAMA_DIR)/.ready
 	set -o pipefail; SERVINGPROBE_LLMD_SIM=$(abspath $(LLMD_SIM)) SERVINGPROBE_OLLAMA=$(abspath $(OLLAMA_DIR)) SERVINGPROBE_LLAMA3_TOKENIZER=$(LLAMA3_TOKENIZER) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 25m -json ./... | SERVINGPROBE_REQUIRE_EXTERNAL=1 $(GO) run ./tools/testreport
-	# The SLO search against ollama, and a target's scheduled capacity check,
-	# are capacity measurements: they build only with -tags capacity and run
-	# here, after the main run, with the machine's cores to itself
-	# (testkit/e2e/slo_capacity_test.go, capacity_check_ollama_test.go); no
-	# -race, which would take the engine's CPU.
-	set -o pipefail; SERVINGPROBE_OLLAMA=$(abspath $(OLLAMA_DIR)) $(GO) test -tags capacity -count=1 -timeout 25m -json -run 'TestSLOSearchOllamaCapacity|TestCapacityCheckOllama' ./testkit/e2e | SERVINGPROBE_REQUIRE_EXTERNAL=1 $(GO) run ./tools/testreport
+	# The SLO search against ollama, a target's scheduled capacity check and
+	# the run-level comparison of one ollama slot against four are timing
+	# measurements of a real engine: they build only with -tags capacity and
+	# run here, after the main run, with the machine's cores to itself
+	# (testkit/e2e/slo_capacity_test.go, capacity_check_ollama_test.go,
+	# compare_ollama_test.go); no -race, which would take the engine's CPU.
+	set -o pipefail; SERVINGPROBE_OLLAMA=$(abspath $(OLLAMA_DIR)) $(GO) test -tags capacity -count=1 -timeout 25m -json -run 'TestSLOSearchOllamaCapacity|TestCapacityCheckOllama|TestCompareOllamaRuns' ./testkit/e2e | SERVINGPROBE_REQUIRE_EXTERNAL=1 $(GO) run ./tools/testreport
 	# Allocation counts mean nothing under -race (sync.Pool drops items), so the
 	# zero-allocation tests run once more without it.
 	$(GO) test -count=1 -run 'Alloc' ./prober ./simulator

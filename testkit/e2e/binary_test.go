@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -170,4 +171,26 @@ func newRequest(method, url, body string) (*http.Request, error) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req, err
+}
+
+// runBinary runs the binary and returns its exit status and combined output;
+// a failure to start it fails the test.
+func runBinary(t *testing.T, bin string, args ...string) (int, string) {
+	t.Helper()
+	b, err := exec.Command(bin, args...).CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, string(b)
+	case errors.As(err, &ee):
+		return ee.ExitCode(), string(b)
+	}
+	t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, b)
+	return 0, ""
+}
+
+// lastLines is the last n lines of out.
+func lastLines(out string, n int) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
