@@ -188,9 +188,3 @@ func runBinary(t *testing.T, bin string, args ...string) (int, string) {
 	t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, b)
 	return 0, ""
 }
-
-// lastLines is the last n lines of out.
-func lastLines(out string, n int) string {
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}

@@ -131,3 +131,9 @@ func TestCompareOllamaRuns(t *testing.T) {
 		t.Errorf("one slot against four: exit %d, want 1 and the gate failed on a significant change\n%s", code, out)
 	}
 }
+
+// lastLines is the last n lines of out.
+func lastLines(out string, n int) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
