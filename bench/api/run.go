@@ -79,11 +79,11 @@ func daemonSweep(ctx context.Context, prep *runner.Prepared, env runner.Env, id 
 	var records []json.RawMessage
 	var runs []report.Run
 	res, runErr := prep.Sweep(ctx, env, func(pt runner.SweepPoint) error {
-		rec, err := pt.Summary.Record(bench.JSONOptions{Strict: true})
+		rec, err := recordOf(pt.Summary)
 		if err != nil {
 			return err
 		}
-		records = append(records, json.RawMessage(strings.TrimSpace(string(rec))))
+		records = append(records, rec)
 		runs = append(runs, report.Run{Name: fmt.Sprintf("point %d", pt.Info.Index), Summary: pt.Summary})
 		return nil
 	})
@@ -118,11 +118,11 @@ func daemonRuns(ctx context.Context, prep *runner.Prepared, env runner.Env, id s
 			}
 			sum := out.Summary
 			sum.Details = nil
-			rec, rerr := sum.Record(bench.JSONOptions{Strict: true})
+			rec, rerr := recordOf(&sum)
 			if rerr != nil {
 				return errors.Join(err, rerr)
 			}
-			records = append(records, json.RawMessage(strings.TrimSpace(string(rec))))
+			records = append(records, rec)
 			runs = append(runs, report.Run{Name: fmt.Sprintf("%s run %d", id, i+1), Side: id, Summary: &sum})
 			return err
 		},
@@ -139,9 +139,17 @@ func daemonRuns(ctx context.Context, prep *runner.Prepared, env runner.Env, id s
 // read back from that record (fromRecord), on a live run as on one loaded
 // after a restart, so that neither can differ from the stored result.
 func benchOutput(sum *bench.Summary) (Output, error) {
+	rec, err := recordOf(sum)
+	return Output{Record: rec}, err
+}
+
+// recordOf is a run's record as a window keeps it: strict JSON (no NaN),
+// one line. Every record a window stores, of one run, of each run of a
+// set and of each sweep point, is made here.
+func recordOf(sum *bench.Summary) (json.RawMessage, error) {
 	rec, err := sum.Record(bench.JSONOptions{Strict: true})
 	if err != nil {
-		return Output{}, err
+		return nil, err
 	}
-	return Output{Record: json.RawMessage(strings.TrimSpace(string(rec)))}, nil
+	return json.RawMessage(strings.TrimSpace(string(rec))), nil
 }
