@@ -286,7 +286,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{labelTarget}),
 		benchLowerRate: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "bench_last_slo_capacity_lower_bound_requests_per_second",
-			Help: "Highest request rate at which every objective held in the last completed SLO search over request rates on the target, when a limit of ours (the run's request rate, bench.max_request_rate, its max concurrency, slo_max or slo_budget) stopped the search before the SLO broke: the server's capacity is at least this. Absent when a point the server failed bounded the answer (see servingprobe_bench_last_slo_capacity_requests_per_second).",
+			Help: "Highest request rate at which every objective held in the last completed SLO search over request rates on the target, when a limit of ours (the run's request rate, bench.max_request_rate, its max concurrency, num_prompts, the memory budget, slo_max, slo_max_points or slo_budget) stopped the search before the SLO broke: the server's capacity is at least this. Absent when a point the server failed bounded the answer (see servingprobe_bench_last_slo_capacity_requests_per_second).",
 		}, []string{labelTarget}),
 		benchCapacityConc: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "bench_last_slo_capacity_max_concurrency",
@@ -294,7 +294,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{labelTarget}),
 		benchLowerConc: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "bench_last_slo_capacity_lower_bound_max_concurrency",
-			Help: "Highest max concurrency at which every objective held in the last completed SLO search over concurrencies on the target, when a limit of ours (bench.max_concurrency, slo_max or slo_budget) stopped the search before the SLO broke: the server's capacity is at least this. Absent when a point the server failed bounded the answer.",
+			Help: "Highest max concurrency at which every objective held in the last completed SLO search over concurrencies on the target, when a limit of ours (bench.max_concurrency, num_prompts, the memory budget, slo_max, slo_max_points or slo_budget) stopped the search before the SLO broke: the server's capacity is at least this. Absent when a point the server failed bounded the answer.",
 		}, []string{labelTarget}),
 	}
 	m.turns = newTurnMetrics(f)
