@@ -197,6 +197,22 @@ func standardVars() []Variable {
 	}
 }
 
+// modelChangeAnnotation marks the moment a target's model changed: the
+// first step at which servingprobe_target_info carries a model it did not
+// carry a minute before, on a target that served another model within the
+// hour (the window of ServingprobeTargetModelChanged). A target's first
+// model is no change, and an exporter restart, which keeps the series,
+// marks nothing. The exporter sets no timestamp of the change, so the mark
+// is as fine as the dashboard's step and the scrape interval allow.
+func modelChangeAnnotation() Annotation {
+	info := fmt.Sprintf("servingprobe_target_info{%s}", selTarget)
+	return Annotation{
+		Datasource: promDS, Enable: true, IconColor: "blue", Name: "Model changes",
+		Expr: fmt.Sprintf("(\n  group by (job, target, model) (%[1]s)\n  unless on (job, target, model)\n  %[1]s offset 1m\n)\nand on (job, target)\ncount by (job, target) (group by (job, target, model) (max_over_time(%[1]s[1h]))) > 1", info),
+		Step: "1m", TagKeys: "target,model", TitleFormat: "{{target}} now serves {{model}}",
+	}
+}
+
 func benchAnnotations(enableMarkers bool) []Annotation {
 	ts := func(which string) string {
 		return fmt.Sprintf("servingprobe_bench_last_%s_timestamp_seconds{%s}", which, selTarget)
@@ -420,6 +436,7 @@ func (c Config) Overview() *Dashboard {
 		Expr: `max by (instance) (servingprobe_config_last_reload_success_timestamp_seconds{job=~"$job"}) * 1000`, Step: "1m",
 		TagKeys: "instance", TitleFormat: "Configuration loaded on {{instance}}", UseValueForTime: true,
 	})
+	b.d.Annotations.List = append(b.d.Annotations.List, modelChangeAnnotation())
 
 	b.row("Fleet", "")
 	b.add(c.runbook(c.fleetTable(), "ServingprobeTTFTErrorBudgetBurnFast", "ServingprobeAvailabilityErrorBudgetBurnFast", "SLO windows and probe rate"), 24, 8)
