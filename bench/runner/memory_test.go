@@ -108,7 +108,10 @@ func TestMemoryBudgetStopsRun(t *testing.T) {
 		p.Prober.Client = p.Client
 		_, err = p.Run(context.Background(), env)
 		tr.CloseIdleConnections()
-		_ = srv.Close()
+		// Shutdown, not Close: the request after the one that passed the
+		// budget may still be in its handler, and the bubble must not end
+		// before that goroutine does.
+		_ = srv.Shutdown(context.Background())
 		if !errors.Is(err, ErrMemoryBudget) || !strings.Contains(err.Error(), "MiB") {
 			t.Fatalf("Run() = %v, want ErrMemoryBudget with the figures", err)
 		}
