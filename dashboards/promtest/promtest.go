@@ -412,14 +412,18 @@ func unix(t time.Time) string {
 // CheckHistogramMode fails t unless Prometheus ingested exactly one form of
 // the histogram metric: 2.42 keeps only the native form when native
 // histograms are on, and only the classic buckets when they are off. It
-// proves that a test really ran in the mode it claims.
+// proves that a test really ran in the mode it claims. It reads the raw
+// samples of the last minute, not the instant: with a 1s scrape interval
+// (and so timeout), one scrape of a busy exporter that timed out marks
+// every series stale, and an instant query then finds neither form.
+// (Prometheus 2.42's last_over_time drops native histograms.)
 func (s *Server) CheckHistogramMode(ctx context.Context, t testing.TB, metric string, native bool) {
 	t.Helper()
-	classic, err := s.Query(ctx, metric+"_bucket", time.Now())
+	classic, err := s.Query(ctx, metric+"_bucket[1m]", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	nat, err := s.Query(ctx, metric, time.Now())
+	nat, err := s.Query(ctx, metric+"[1m]", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
