@@ -123,10 +123,11 @@ alerts:
 	go run ./dashboards/internal/alertharness
 
 # The same rules over native histograms only (Prometheus 3 with
-# scrape_native_histograms), three scenarios in one seed. Debian's promtool 2.42
-# cannot read native input series, so this builds promtool 3 (Go module
-# v0.316.0) into .build first: minutes of compiling the first time, cached after.
+# scrape_native_histograms), the four scenarios that must page or warn
+# fastest, one seed. Debian's promtool 2.42 cannot read native input
+# series, so this builds promtool 3 (Go module v0.316.0) into .build
+# first: minutes of compiling the first time, cached after.
 alerts-native:
 	GOBIN=$(CURDIR)/.build $(GO) install github.com/prometheus/prometheus/cmd/promtool@v0.316.0
 	go run ./dashboards/internal/alertharness -native -only scenarios -scenario-seeds 1 \
-		-scenario '^TTFT ×2$$|^20% of probes fail$$|^100% of probes fail$$' -promtool .build/promtool
+		-scenario '^TTFT ×2$$|^TTFT ×10|^20% of probes fail$$|^100% of probes fail$$' -promtool .build/promtool

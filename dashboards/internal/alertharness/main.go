@@ -403,7 +403,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	m.ProbeInterval = *probe
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, sev, err := measureConfig(ctx, *promtool, cfg, m, o)
+	// promtool runs in a temporary directory, so a relative path (as in
+	// make alerts-native's .build/promtool) is resolved here, once.
+	pt, err := exec.LookPath(*promtool)
+	if err == nil {
+		pt, err = filepath.Abs(pt)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "-promtool: %v\n", err)
+		return 1
+	}
+	res, sev, err := measureConfig(ctx, pt, cfg, m, o)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
