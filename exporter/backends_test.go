@@ -34,7 +34,7 @@ modules:
 			built++
 			return b(tg, name, m)
 		}
-	}())
+	}(), nil)
 	for _, want := range []string{
 		`targets[1].backend: unknown backend "tgi" (one of anthropic, `,
 		`targets[2].backend: backend gserver is not supported: NotImplementedError`,

@@ -46,6 +46,11 @@ type Options struct {
 	// MaxConcurrentProbes caps /probe requests running at once; more get
 	// 429, so that /probe cannot be turned into a load generator. Default 8.
 	MaxConcurrentProbes int
+	// Validate, when set, refuses a configuration for what the caller
+	// runs beside the probes (the command passes the bench windows'
+	// capacity checks, which this package may not link): New, Reload and
+	// CheckConfig then refuse the same files.
+	Validate func(*config.Config) error
 }
 
 // Daemon is the continuous prober with its metrics, history and HTTP
@@ -245,16 +250,17 @@ func (d *Daemon) Reload(ctx context.Context) (err error) {
 	return nil
 }
 
-// CheckConfig loads a config file and builds every probe in it with build,
-// exactly as New and Reload do, without sending anything: check-config and
-// serve accept and refuse the same files (a module's tokenizer or dataset
-// file that cannot be loaded fails both).
-func CheckConfig(path string, build ProbeBuilder) (*config.Config, error) {
+// CheckConfig loads a config file, runs validate (Options.Validate) and
+// builds every probe in it with build, exactly as New and Reload do,
+// without sending anything: check-config and serve accept and refuse the
+// same files (a module's tokenizer or dataset file that cannot be loaded
+// fails both).
+func CheckConfig(path string, build ProbeBuilder, validate func(*config.Config) error) (*config.Config, error) {
 	cfg, err := prober.ConfigChecks.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{o: Options{BuildProbe: build}}
+	d := &Daemon{o: Options{BuildProbe: build, Validate: validate}}
 	if _, err := d.prepare(cfg, nil); err != nil {
 		return nil, fmt.Errorf("config file %q: %w", path, err)
 	}
@@ -264,6 +270,11 @@ func CheckConfig(path string, build ProbeBuilder) (*config.Config, error) {
 // prepare builds the jobs of cfg, reusing the jobs of old whose target and
 // module did not change (same loop, same HTTP client, same version).
 func (d *Daemon) prepare(cfg *config.Config, old *state) (*state, error) {
+	if d.o.Validate != nil {
+		if err := d.o.Validate(cfg); err != nil {
+			return nil, err
+		}
+	}
 	st := &state{cfg: cfg, red: config.NewRedactor(cfg), jobs: map[prober.JobKey]job{}}
 	version := strconv.FormatInt(time.Now().UnixNano(), 36)
 	var errs []error

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -174,11 +175,22 @@ func (c *capacityChecks) tick(ctx context.Context) {
 	}
 }
 
-// validate decodes each target's check window as POST would, once per
-// configuration, so that a bad SLO or a limit it exceeds is an error at
-// load time, naming the check, rather than a skip every day.
-func (c *capacityChecks) validate(cfg *config.Config) {
-	c.checked, c.invalid = cfg.Checksum, map[string]bool{}
+// CapacityCheckProblem is a target's capacity_check that cannot run.
+type CapacityCheckProblem struct {
+	Target string
+	Path   string // targets[i].capacity_check
+	Why    string
+}
+
+func (p CapacityCheckProblem) String() string { return p.Path + ": " + p.Why }
+
+// CapacityCheckProblems decodes each target's check window as POST would,
+// so that a bad SLO, an objective the module cannot judge (valid>=P%
+// without answer checks) or a limit it exceeds is found when the
+// configuration loads, naming the check, rather than a skip every day.
+// A daemon refuses such a file (ValidateCapacityChecks).
+func CapacityCheckProblems(cfg *config.Config) []CapacityCheckProblem {
+	var ps []CapacityCheckProblem
 	for i, t := range cfg.Targets {
 		if t.CapacityCheck == nil {
 			continue
@@ -187,13 +199,34 @@ func (c *capacityChecks) validate(cfg *config.Config) {
 		if !cfg.Bench.Enabled {
 			why = "bench windows are disabled (bench.enabled: false), and a check is one"
 		} else if _, e := decodeRequest(bytes.NewReader(checkBody(t)), cfg); e != nil {
-			why = e.msg
+			// The window's sweep.slo is the check's slo.
+			why = strings.ReplaceAll(e.msg, "sweep.slo: ", "slo: ")
 		}
 		if why != "" {
-			c.invalid[t.Name] = true
-			level.Error(c.logger).Log("msg", "Capacity check not scheduled", "target", t.Name,
-				"path", fmt.Sprintf("targets[%d].capacity_check", i), "err", why)
+			ps = append(ps, CapacityCheckProblem{Target: t.Name, Path: fmt.Sprintf("targets[%d].capacity_check", i), Why: why})
 		}
+	}
+	return ps
+}
+
+// ValidateCapacityChecks is CapacityCheckProblems as one error, for the
+// daemon's Options.Validate: serve, a reload and check-config refuse a
+// file with a check that cannot run.
+func ValidateCapacityChecks(cfg *config.Config) error {
+	var errs []error
+	for _, p := range CapacityCheckProblems(cfg) {
+		errs = append(errs, errors.New(p.String()))
+	}
+	return errors.Join(errs...)
+}
+
+// validate finds the checks that cannot run, once per configuration (a
+// daemon built without ValidateCapacityChecks may load one).
+func (c *capacityChecks) validate(cfg *config.Config) {
+	c.checked, c.invalid = cfg.Checksum, map[string]bool{}
+	for _, p := range CapacityCheckProblems(cfg) {
+		c.invalid[p.Target] = true
+		level.Error(c.logger).Log("msg", "Capacity check not scheduled", "target", p.Target, "path", p.Path, "err", p.Why)
 	}
 }
 

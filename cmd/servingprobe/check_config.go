@@ -6,6 +6,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/servingprobe/servingprobe/bench/api"
 	"github.com/servingprobe/servingprobe/exporter"
 )
 
@@ -13,7 +14,7 @@ func addCheckConfigCommand(app *kingpin.Application) func(context.Context, *cliE
 	cmd := app.Command("check-config", "Validate a configuration file as serve loads it (decoding, validation, and building every probe: datasets, tokenizers; nothing is sent). Exits 0 when it is valid and 1 when it is not, printing every problem.")
 	path := cmd.Flag("config.file", "Configuration file to check.").Default("servingprobe.yml").String()
 	return func(_ context.Context, env *cliEnv) error {
-		c, err := exporter.CheckConfig(*path, daemonProbeBuilder())
+		c, err := exporter.CheckConfig(*path, daemonProbeBuilder(), api.ValidateCapacityChecks)
 		if err != nil {
 			fmt.Fprintln(env.Stderr, err)
 			return &exitError{code: 1}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servingprobe/servingprobe/bench/api"
 	"github.com/servingprobe/servingprobe/exporter"
 )
 
@@ -25,6 +26,9 @@ func TestCheckConfigAgreesWithServe(t *testing.T) {
 		"tokenizer-server.yml":  "targets:\n  - name: a\n    url: http://127.0.0.1:1\n    backend: vllm\n    modules: [m]\nmodules:\n  m:\n    tokenizer: server\n",
 		"missing-tokenizer.yml": "targets:\n  - name: a\n    url: http://127.0.0.1:1\n    backend: vllm\n    modules: [m]\nmodules:\n  m:\n    tokenizer: ./no/such/dir\n",
 		"missing-dataset.yml":   "targets:\n  - name: a\n    url: http://127.0.0.1:1\n    backend: vllm\n    modules: [m]\nmodules:\n  m:\n    dataset: sharegpt\n    dataset_path: no-such.json\n",
+		// Refused only when the capacity check's window is decoded: the
+		// module has no answer checks to judge valid>=P%.
+		"capacity-valid-no-checks.yml": "targets:\n  - name: a\n    url: http://127.0.0.1:1\n    backend: vllm\n    model: m\n    modules: [m]\n    capacity_check:\n      every: 24h\n      slo: 'ttft:p90<=2s,valid>=99%'\nmodules:\n  m:\n    dataset: random\n",
 	} {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
@@ -38,7 +42,7 @@ func TestCheckConfigAgreesWithServe(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		code, _, stderr := runCLI(t, "check-config", "--config.file="+f)
-		_, serveErr := exporter.New(exporter.Options{ConfigFile: f, BuildProbe: daemonProbeBuilder(), DisableExporterMetrics: true})
+		_, serveErr := exporter.New(exporter.Options{ConfigFile: f, BuildProbe: daemonProbeBuilder(), DisableExporterMetrics: true, Validate: api.ValidateCapacityChecks})
 		if (code == 0) != (serveErr == nil) {
 			t.Errorf("%s: check-config exit %d (%s), serve's load error %v: they must agree", f, code, strings.TrimSpace(stderr), serveErr)
 		}

@@ -113,6 +113,7 @@ func runServe(ctx context.Context, env *cliEnv, f *serveFlags) error {
 		DisableExporterMetrics: f.disableExporterMetrics,
 		BuildProbe:             daemonProbeBuilder(),
 		Seed:                   rand.Uint64(),
+		Validate:               api.ValidateCapacityChecks,
 	})
 	if err != nil {
 		if !f.demo && errors.Is(err, fs.ErrNotExist) {
