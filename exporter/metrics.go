@@ -266,7 +266,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{labelTarget}),
 		benchFailed: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "bench_last_failed_requests",
-			Help: "Requests that failed in the last finished bench run on the target.",
+			Help: "Requests that failed in the last finished bench run on the target; not those the run itself cancelled at its time limit (max_duration, a search point's time), which the run's record counts under outcomes.canceled.",
 		}, []string{labelTarget}),
 		benchRate: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "bench_request_rate_requests_per_second",

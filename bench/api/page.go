@@ -18,7 +18,7 @@ func headlineOf(sum *bench.Summary) exporter.BenchHeadline {
 		RequestThroughput: sum.RequestThroughput,
 		OutputThroughput:  sum.OutputThroughput,
 		Completed:         sum.Completed,
-		Failed:            sum.Failed,
+		Failed:            sum.ServerFailed(), // not those the run cut at its time limit
 		TTFTP99Ms:         sum.TTFT.P99,
 		ITLP99Ms:          sum.ITL.P99,
 	}

@@ -216,3 +216,15 @@ func TestLandingBenchRowIsTheGauges(t *testing.T) {
 		t.Errorf("landing page shows %q, the gauge exports %v (want 2.5 on both)", cell[1], gauge[1])
 	}
 }
+
+// TestHeadlineFailedLeavesOutCut: the failed requests the gauge and the
+// landing page show are the server's, not the requests the run cancelled
+// itself at its time limit, which the record keeps under outcomes.
+func TestHeadlineFailedLeavesOutCut(t *testing.T) {
+	sum := &bench.Summary{Completed: 20, Failed: 5, Outcomes: map[prober.Outcome]int{
+		prober.OutcomeSuccess: 20, prober.OutcomeHTTP5xx: 2, prober.OutcomeCanceled: 3,
+	}}
+	if h := headlineOf(sum); h.Failed != 2 || h.Completed != 20 {
+		t.Errorf("headline failed %d, completed %d; want 2 (5 failed, 3 of them cut by the run) and 20", h.Failed, h.Completed)
+	}
+}
