@@ -34,16 +34,7 @@ func TestModelChangeAnnotation(t *testing.T) {
 	if expr == "" {
 		t.Fatal(`overview.json has no "Model changes" annotation`)
 	}
-	type sample struct {
-		Labels string  `yaml:"labels"`
-		Value  float64 `yaml:"value"`
-	}
-	type exprTest struct {
-		Expr       string   `yaml:"expr"`
-		EvalTime   string   `yaml:"eval_time"`
-		ExpSamples []sample `yaml:"exp_samples"`
-	}
-	changed := sample{Labels: `{job="sp", model="b", target="t"}`, Value: 1}
+	changed := promqlSample{Labels: `{job="sp", model="b", target="t"}`, Value: 1}
 	file := map[string]any{
 		"rule_files":          []string{},
 		"evaluation_interval": "1m",
@@ -59,10 +50,10 @@ func TestModelChangeAnnotation(t *testing.T) {
 				// 5-minute lookback), then is again, with the same series.
 				map[string]string{"series": `servingprobe_target_info{job="sp", target="u", model="c", backend="openai-chat"}`, "values": "_x10 1x30 _x10 1x10"},
 			},
-			"promql_expr_test": []exprTest{
+			"promql_expr_test": []promqlExprTest{
 				{Expr: expr, EvalTime: "10m"},
 				{Expr: expr, EvalTime: "30m"},
-				{Expr: expr, EvalTime: "31m", ExpSamples: []sample{changed}},
+				{Expr: expr, EvalTime: "31m", ExpSamples: []promqlSample{changed}},
 				{Expr: expr, EvalTime: "32m"},
 				{Expr: expr, EvalTime: "50m"},
 				{Expr: expr, EvalTime: "51m"},

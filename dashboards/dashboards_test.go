@@ -410,6 +410,19 @@ func promtool(t *testing.T) string {
 	return external.Program(t, "promtool")
 }
 
+// promqlExprTest is one promql_expr_test of a promtool unit test file,
+// for the tests that write one around a dashboard query.
+type promqlExprTest struct {
+	Expr       string         `yaml:"expr"`
+	EvalTime   string         `yaml:"eval_time"`
+	ExpSamples []promqlSample `yaml:"exp_samples"`
+}
+
+type promqlSample struct {
+	Labels string  `yaml:"labels"`
+	Value  float64 `yaml:"value"`
+}
+
 // TestDashboardQueriesParse feeds every dashboard query, with the Grafana
 // variables substituted, to promtool as a recording rule: promtool parses it
 // with the same PromQL parser as Prometheus 2.42.

@@ -256,15 +256,6 @@ func TestOverviewQueriesOnSeries(t *testing.T) {
 		}
 		return s
 	}
-	type sample struct {
-		Labels string  `yaml:"labels"`
-		Value  float64 `yaml:"value"`
-	}
-	type exprTest struct {
-		Expr       string   `yaml:"expr"`
-		EvalTime   string   `yaml:"eval_time"`
-		ExpSamples []sample `yaml:"exp_samples"`
-	}
 	ls := func(module string) string {
 		return `{job="servingprobe", target="a", module="` + module + `", model="x"}`
 	}
@@ -284,10 +275,10 @@ func TestOverviewQueriesOnSeries(t *testing.T) {
 				{"series": "target:servingprobe_availability_slo_errors:ratio_rate5m" + ls("m1"), "values": "0x10"},
 				{"series": "target:servingprobe_availability_slo_errors:ratio_rate5m" + ls("m2"), "values": "0.5x10"},
 			},
-			"promql_expr_test": []exprTest{
-				{Expr: sub("Last probe age B"), EvalTime: "5m", ExpSamples: []sample{{Labels: `{target="a"}`, Value: -1}}},
-				{Expr: sub("Last probe age A"), EvalTime: "5m", ExpSamples: []sample{{Labels: `{target="a"}`, Value: 0}}},
-				{Expr: fleetErr, EvalTime: "5m", ExpSamples: []sample{{Labels: `{target="a"}`, Value: 0.5}}},
+			"promql_expr_test": []promqlExprTest{
+				{Expr: sub("Last probe age B"), EvalTime: "5m", ExpSamples: []promqlSample{{Labels: `{target="a"}`, Value: -1}}},
+				{Expr: sub("Last probe age A"), EvalTime: "5m", ExpSamples: []promqlSample{{Labels: `{target="a"}`, Value: 0}}},
+				{Expr: fleetErr, EvalTime: "5m", ExpSamples: []promqlSample{{Labels: `{target="a"}`, Value: 0.5}}},
 			},
 		}},
 	}
